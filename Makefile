@@ -1,0 +1,93 @@
+# faultline — build, test and benchmark.
+#
+#   make            build every program into bin/
+#   make test       build and run the unit and integration tests
+#   make asan       build with ASan+UBSan and run the same tests
+#   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
+#   make clean
+#
+# Dependencies come from Debian packages through pkg-config; the first make
+# on a fresh machine installs the missing ones (scripts/deps.sh).
+
+CC ?= gcc
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror
+BASE_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(WARN) \
+	-MMD -MP -Icommon
+REL_FLAGS := -O2
+ASAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+
+# Criterion's own options for every test binary run.
+TEST_JOBS ?= 2
+CRITERION_FLAGS ?= --jobs $(TEST_JOBS)
+
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include build/deps.mk
+endif
+
+COMMON_SRC := $(sort $(wildcard common/*.c))
+MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)))
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+.PHONY: all test asan asan-build check-unit check-integration bench-mockprov clean deps
+all: bin/mockprov
+
+build/deps.mk: scripts/deps.sh
+	@mkdir -p build
+	scripts/deps.sh > $@.tmp
+	mv $@.tmp $@
+
+deps: build/deps.mk
+
+# $(call variant,NAME,FLAGS): objects under build/NAME, programs under
+# build/NAME/bin, test binaries build/NAME/test-unit and test-integration.
+define variant
+build/$(1)/%.o: %.c build/deps.mk
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(BASE_CFLAGS) $(2) $$(DEP_CFLAGS) $$(if $$(filter tests/%,$$<),$$(TEST_CFLAGS) -Itests/support) -c $$< -o $$@
+
+build/$(1)/bin/mockprov: $$(patsubst %.c,build/$(1)/%.o,mockprov/main.c $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
+
+build/$(1)/bin/streamclient: $$(patsubst %.c,build/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
+
+build/$(1)/test-unit: $$(patsubst %.c,build/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(TEST_LIBS)
+
+build/$(1)/test-integration: $$(patsubst %.c,build/$(1)/%.o,$$(INTEG_SRC) $$(COMMON_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(TEST_LIBS)
+endef
+
+$(eval $(call variant,rel,$(REL_FLAGS)))
+$(eval $(call variant,asan,$(ASAN_FLAGS)))
+
+bin/%: build/rel/bin/%
+	@mkdir -p bin
+	cp $< $@
+
+test: all build/rel/test-unit build/rel/test-integration
+	build/rel/test-unit $(CRITERION_FLAGS)
+	FAULTLINE_BIN=bin build/rel/test-integration $(CRITERION_FLAGS)
+
+asan-build: build/asan/bin/mockprov build/asan/test-unit build/asan/test-integration
+
+asan: asan-build
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		build/asan/test-unit $(CRITERION_FLAGS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		FAULTLINE_BIN=build/asan/bin build/asan/test-integration $(CRITERION_FLAGS)
+
+bench-mockprov: all bin/streamclient
+	bench/mockprov.sh
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

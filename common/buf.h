@@ -1,0 +1,48 @@
+/*
+ * buf: a growable byte buffer, always NUL-terminated so its contents can be
+ * used as a C string. Every program builds responses, rows and request bodies
+ * in one of these.
+ */
+#ifndef FAULTLINE_BUF_H
+#define FAULTLINE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct buf {
+	char *data;	/* NULL until the first append; then NUL-terminated */
+	size_t len;
+	size_t cap;
+};
+
+/* Makes room for at least n more bytes. Returns 0 or -ENOMEM. */
+int buf_reserve(struct buf *b, size_t n);
+
+/* Appends n bytes. Returns 0 or -ENOMEM. */
+int buf_append(struct buf *b, const void *data, size_t n);
+
+/* Appends a C string. Returns 0 or -ENOMEM. */
+int buf_puts(struct buf *b, const char *s);
+
+/* Appends printf-style output. Returns 0, -ENOMEM or -EINVAL. */
+int buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
+
+/* Removes the first n bytes, keeping the rest. */
+void buf_consume(struct buf *b, size_t n);
+
+/* Empties the buffer but keeps its memory. */
+void buf_reset(struct buf *b);
+
+/* Frees the memory; the buffer is empty and reusable afterwards. */
+void buf_free(struct buf *b);
+
+/*
+ * Hands the contents to the caller, who must free() them; the buffer is left
+ * empty. Returns an empty string (still to be freed) when nothing was added,
+ * or NULL when out of memory.
+ */
+char *buf_steal(struct buf *b);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * clock: monotonic time and the t0-relative time base.
+ */
+#include "clock.h"
+
+#include <time.h>
+
+uint64_t clock_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t clock_unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t clock_unix_ms(void)
+{
+	return clock_unix_ns() / 1000000;
+}
+
+void timebase_init(struct timebase *tb, int64_t t0_unix_ms)
+{
+	/* Bracket the realtime reading between two monotonic ones. */
+	uint64_t m1 = clock_mono_ns();
+	int64_t u = clock_unix_ns();
+	uint64_t m2 = clock_mono_ns();
+
+	tb->t0_unix_ms = t0_unix_ms;
+	tb->unix_minus_mono_ns = u - (int64_t)(m1 + (m2 - m1) / 2);
+}
+
+double timebase_rel_ms(const struct timebase *tb, uint64_t mono_ns)
+{
+	int64_t unix_ns = (int64_t)mono_ns + tb->unix_minus_mono_ns;
+
+	return (double)(unix_ns - tb->t0_unix_ms * 1000000) / 1e6;
+}
+
+double timebase_now_ms(const struct timebase *tb)
+{
+	return timebase_rel_ms(tb, clock_mono_ns());
+}
+
+uint64_t timebase_mono_at(const struct timebase *tb, double rel_ms)
+{
+	double unix_ns = (double)tb->t0_unix_ms * 1e6 + rel_ms * 1e6;
+	double mono = unix_ns - (double)tb->unix_minus_mono_ns;
+
+	return mono <= 0 ? 0 : (uint64_t)mono;
+}

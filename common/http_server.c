@@ -1,0 +1,1054 @@
+/*
+ * http_server: HTTP/1.1 on libuv and http-parser.
+ *
+ * A connection's life: on_connection → on_read (parse) → dispatch (the
+ * program's on_request) → the program writes → exchange_done → back to
+ * reading, or close. Reading goes on while a request is being answered, so a
+ * client that goes away is seen at once (the exchange's on_abort); the bytes
+ * of a pipelined next request wait in conn->inbuf until the answer is done.
+ */
+#include "http_server.h"
+
+#include <errno.h>
+#include <http_parser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+
+#define READ_BUF_SIZE 65536
+#define INBUF_PAUSE_BYTES (256 * 1024)
+
+enum conn_state {
+	CONN_READING,	/* waiting for or receiving a request */
+	CONN_HANDLING,	/* a request is with the program */
+	CONN_CLOSING,	/* handles are being closed */
+};
+
+enum resp_mode {
+	RESP_NONE,	/* nothing sent yet */
+	RESP_CHUNKED,	/* streaming with chunked encoding */
+	RESP_RAW,	/* streaming close-delimited (HTTP/1.0), or raw bytes */
+};
+
+struct http_exchange {
+	struct conn *conn;
+	struct http_request req;
+	void *data;
+	http_abort_cb on_abort;
+	http_drain_cb on_drain;
+	enum resp_mode mode;
+	bool active;		/* handed to the program, not yet ended */
+	bool reset_armed;
+	size_t reset_after;
+};
+
+struct conn {
+	uv_tcp_t tcp;		/* first: the handle's memory is the conn's */
+	uv_timer_t timer;
+	uv_shutdown_t shutdown;
+	struct http_server *srv;
+	struct conn *prev;
+	struct conn *next;
+	http_parser parser;
+	enum conn_state state;
+	int open_handles;	/* closed when this reaches 0 */
+
+	/* The request being parsed. */
+	struct buf url;
+	struct buf path;
+	struct buf hdr;		/* "name\0value\0…" */
+	struct buf body;
+	size_t *hdr_offsets;	/* name, value offset pairs into hdr */
+	size_t nhdr;
+	size_t hdr_cap;
+	struct http_kv *kv;
+	bool last_was_value;
+	bool in_message;	/* a request has started arriving */
+	bool message_ready;
+	size_t head_bytes;
+	int parse_error;	/* status to answer a parse failure with, or 0 */
+	const char *parse_error_msg;
+
+	struct buf inbuf;	/* received, not yet parsed */
+	bool reading;
+	bool peer_eof;
+	bool dispatching;
+
+	size_t pending_writes;
+	size_t queued_bytes;
+	size_t bytes_out;	/* of the current response */
+	bool reset_when_flushed;
+	bool close_when_flushed;
+
+	struct http_exchange ex;
+};
+
+struct write_req {
+	uv_write_t req;
+	struct conn *conn;
+	size_t len;
+	char data[];
+};
+
+struct http_server {
+	uv_loop_t *loop;
+	struct http_server_config cfg;
+	http_request_cb on_request;
+	void *data;
+	uv_tcp_t *listener;
+	struct sockaddr_storage addr;
+	bool have_addr;
+	struct conn *conns;
+	unsigned nconns;
+	unsigned closing_listeners;
+	bool freeing;
+	void (*free_done)(void *arg);
+	void *free_arg;
+};
+
+/* One read buffer serves every connection: libuv calls on_alloc and then
+ * on_read for one socket at a time, and on_read copies what it keeps. */
+static char read_buf[READ_BUF_SIZE];
+
+static void conn_close(struct conn *c, bool reset);
+static void on_timer(uv_timer_t *t);
+static void conn_start_read(struct conn *c);
+static void conn_process(struct conn *c);
+static int conn_write(struct conn *c, const char *data, size_t len);
+static void server_maybe_done(struct http_server *srv);
+
+void http_server_config_default(struct http_server_config *cfg)
+{
+	cfg->max_header_bytes = 16 * 1024;
+	cfg->max_body_bytes = 1024 * 1024;
+	cfg->header_timeout_ms = 10000;
+	cfg->idle_timeout_ms = 60000;
+	cfg->max_conns = 10000;
+	cfg->backlog = 1024;
+}
+
+const char *http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 415: return "Unsupported Media Type";
+	case 422: return "Unprocessable Entity";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return status < 400 ? "OK" : "Error";
+	}
+}
+
+/* ---- request parsing ---- */
+
+static void request_reset(struct conn *c)
+{
+	buf_reset(&c->url);
+	buf_reset(&c->hdr);
+	buf_reset(&c->body);
+	c->nhdr = 0;
+	c->last_was_value = false;
+	c->in_message = false;
+	c->message_ready = false;
+	c->head_bytes = 0;
+}
+
+static int parse_fail(struct conn *c, int status, const char *msg)
+{
+	c->parse_error = status;
+	c->parse_error_msg = msg;
+	return -1;
+}
+
+static int head_grow(struct conn *c, size_t n)
+{
+	c->head_bytes += n;
+	if (c->head_bytes > c->srv->cfg.max_header_bytes)
+		return parse_fail(c, 431, "Request line and headers are too large.");
+	return 0;
+}
+
+static int on_message_begin(http_parser *p)
+{
+	struct conn *c = p->data;
+
+	request_reset(c);
+	c->in_message = true;
+	/* From the first byte, the whole request must arrive in time. */
+	uv_timer_start(&c->timer, on_timer, c->srv->cfg.header_timeout_ms, 0);
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (head_grow(c, len) || buf_append(&c->url, at, len))
+		return -1;
+	return 0;
+}
+
+static int add_header_slot(struct conn *c)
+{
+	if (c->nhdr == c->hdr_cap) {
+		size_t cap = c->hdr_cap ? c->hdr_cap * 2 : 16;
+		size_t *o = realloc(c->hdr_offsets, cap * 2 * sizeof(*o));
+
+		if (!o)
+			return -1;
+		c->hdr_offsets = o;
+		c->hdr_cap = cap;
+	}
+	c->hdr_offsets[2 * c->nhdr] = c->hdr.len;
+	c->hdr_offsets[2 * c->nhdr + 1] = 0;
+	c->nhdr++;
+	return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (head_grow(c, len))
+		return -1;
+	if (c->last_was_value || c->nhdr == 0) {
+		if (c->nhdr && buf_append(&c->hdr, "", 1))	/* end the value */
+			return -1;
+		if (add_header_slot(c))
+			return -1;
+		c->last_was_value = false;
+	}
+	return buf_append(&c->hdr, at, len) ? -1 : 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (head_grow(c, len) || c->nhdr == 0)
+		return -1;
+	if (!c->last_was_value) {
+		if (buf_append(&c->hdr, "", 1))			/* end the name */
+			return -1;
+		c->hdr_offsets[2 * c->nhdr - 1] = c->hdr.len;
+		c->last_was_value = true;
+	}
+	return buf_append(&c->hdr, at, len) ? -1 : 0;
+}
+
+static bool header_is(const struct conn *c, size_t i, const char *name, const char *value)
+{
+	const char *n = c->hdr.data + c->hdr_offsets[2 * i];
+	const char *v = c->hdr.data + c->hdr_offsets[2 * i + 1];
+
+	return strcasecmp(n, name) == 0 && (!value || strcasecmp(v, value) == 0);
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	struct conn *c = p->data;
+	size_t i;
+
+	if (c->nhdr && !c->last_was_value) {
+		/* A field with no value at all. */
+		if (buf_append(&c->hdr, "", 1))
+			return -1;
+		c->hdr_offsets[2 * c->nhdr - 1] = c->hdr.len;
+		c->last_was_value = true;
+	}
+	if (c->nhdr && buf_append(&c->hdr, "", 1))
+		return -1;
+	if ((p->flags & F_CONTENTLENGTH) &&
+	    p->content_length > c->srv->cfg.max_body_bytes)
+		return parse_fail(c, 413, "Request body is too large.");
+	for (i = 0; i < c->nhdr; i++) {
+		if (header_is(c, i, "expect", "100-continue") && p->http_minor >= 1) {
+			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+			conn_write(c, cont, sizeof(cont) - 1);
+		}
+	}
+	return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+	struct conn *c = p->data;
+
+	if (c->body.len + len > c->srv->cfg.max_body_bytes)
+		return parse_fail(c, 413, "Request body is too large.");
+	return buf_append(&c->body, at, len) ? -1 : 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+	struct conn *c = p->data;
+
+	c->message_ready = true;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings parser_settings = {
+	.on_message_begin = on_message_begin,
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+/* Turns the parsed pieces into the struct http_request the program sees. */
+static int request_finish(struct conn *c)
+{
+	struct http_request *r = &c->ex.req;
+	struct http_parser_url u;
+	size_t i;
+	char *q;
+	int rc;
+
+	if (c->nhdr) {
+		struct http_kv *kv = realloc(c->kv, c->nhdr * sizeof(*kv));
+
+		if (!kv)
+			return -1;
+		c->kv = kv;
+	}
+	for (i = 0; i < c->nhdr; i++) {
+		c->kv[i].name = c->hdr.data + c->hdr_offsets[2 * i];
+		c->kv[i].value = c->hdr.data + c->hdr_offsets[2 * i + 1];
+	}
+	/* Empty appends make sure each buffer exists and is NUL-terminated. */
+	if (buf_append(&c->url, "", 0) || buf_append(&c->body, "", 0))
+		return -1;
+	r->url = c->url.data;
+	q = strchr(r->url, '?');
+	r->query = q ? q + 1 : NULL;
+	buf_reset(&c->path);
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(r->url, c->url.len, 0, &u) == 0 &&
+	    (u.field_set & (1 << UF_PATH)))
+		rc = buf_append(&c->path, r->url + u.field_data[UF_PATH].off,
+				u.field_data[UF_PATH].len);
+	else
+		rc = buf_append(&c->path, r->url, q ? (size_t)(q - r->url) : c->url.len);
+	if (!rc && c->path.len == 0)
+		rc = buf_puts(&c->path, "/");
+	if (rc)
+		return -1;
+	r->path = c->path.data;
+	r->method = http_method_str((enum http_method)c->parser.method);
+	r->headers = c->kv;
+	r->nheaders = c->nhdr;
+	r->body = c->body.data;
+	r->body_len = c->body.len;
+	r->keep_alive = http_should_keep_alive(&c->parser);
+	r->http_major = c->parser.http_major;
+	r->http_minor = c->parser.http_minor;
+	r->recv_ns = clock_mono_ns();
+	return 0;
+}
+
+/* ---- writing ---- */
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct write_req *w = (struct write_req *)req;
+	struct conn *c = w->conn;
+
+	c->pending_writes--;
+	c->queued_bytes -= w->len;
+	free(w);
+	if (c->state == CONN_CLOSING)
+		return;
+	if (status < 0) {
+		conn_close(c, false);
+		return;
+	}
+	if (c->pending_writes)
+		return;
+	if (c->reset_when_flushed) {
+		conn_close(c, true);
+		return;
+	}
+	if (c->close_when_flushed)
+		return;	/* the shutdown request finishes the close */
+	if (c->ex.active && c->ex.on_drain)
+		c->ex.on_drain(&c->ex, c->ex.data);
+}
+
+/*
+ * Writes bytes to the client: straight to the socket when nothing is queued,
+ * else queued behind the earlier writes. Returns 0 or a libuv error.
+ */
+static int conn_write(struct conn *c, const char *data, size_t len)
+{
+	struct write_req *w;
+	uv_buf_t b;
+	int n = 0;
+	int rc;
+
+	if (c->state == CONN_CLOSING)
+		return UV_EPIPE;
+	c->bytes_out += len;
+	if (c->pending_writes == 0) {
+		b = uv_buf_init((char *)data, (unsigned)len);
+		n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+		if (n == UV_EAGAIN || n == UV_ENOSYS)
+			n = 0;
+		else if (n < 0)
+			return n;
+		if ((size_t)n == len)
+			return 0;
+	}
+	w = malloc(sizeof(*w) + len - (size_t)n);
+	if (!w)
+		return UV_ENOMEM;
+	w->conn = c;
+	w->len = len - (size_t)n;
+	memcpy(w->data, data + n, w->len);
+	b = uv_buf_init(w->data, (unsigned)w->len);
+	rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	c->pending_writes++;
+	c->queued_bytes += w->len;
+	return 0;
+}
+
+/* Ends the exchange from the program's side (no on_abort). */
+static void exchange_end(struct conn *c)
+{
+	c->ex.active = false;
+	c->ex.data = NULL;
+	c->ex.on_abort = NULL;
+	c->ex.on_drain = NULL;
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct conn *c = req->data;
+
+	(void)status;
+	conn_close(c, false);
+}
+
+/* The response is complete: read the next request, or close. */
+static void exchange_done(struct conn *c)
+{
+	bool keep = c->ex.req.keep_alive && !c->peer_eof;
+
+	exchange_end(c);
+	if (c->state == CONN_CLOSING)
+		return;
+	if (!keep) {
+		c->close_when_flushed = true;
+		c->shutdown.data = c;
+		if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
+			conn_close(c, false);
+		return;
+	}
+	c->state = CONN_READING;
+	request_reset(c);
+	uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
+	if (!c->dispatching)
+		conn_process(c);
+}
+
+/*
+ * Writes part of a response, applying the reset budget. Returns 0, or a
+ * negative errno when the exchange has ended (the caller returns it).
+ */
+static int exchange_write(struct http_exchange *ex, const char *data, size_t len)
+{
+	struct conn *c = ex->conn;
+	bool reset_now = false;
+	int rc;
+
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->reset_armed && c->bytes_out + len >= ex->reset_after) {
+		len = ex->reset_after > c->bytes_out ? ex->reset_after - c->bytes_out : 0;
+		reset_now = true;
+	}
+	rc = len ? conn_write(c, data, len) : 0;
+	if (rc || reset_now) {
+		exchange_end(c);
+		if (c->pending_writes && !rc) {
+			c->reset_when_flushed = true;
+			uv_read_stop((uv_stream_t *)&c->tcp);
+		} else {
+			conn_close(c, true);
+		}
+		return reset_now && !rc ? -ECONNRESET : -EPIPE;
+	}
+	return 0;
+}
+
+static int status_and_headers(struct buf *b, const struct http_exchange *ex,
+			      int status, const struct http_kv *h, size_t n)
+{
+	size_t i;
+	int rc = 0;
+
+	rc |= buf_printf(b, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	for (i = 0; i < n; i++)
+		rc |= buf_printf(b, "%s: %s\r\n", h[i].name, h[i].value);
+	if (!ex->req.keep_alive)
+		rc |= buf_puts(b, "Connection: close\r\n");
+	else if (ex->req.http_major == 1 && ex->req.http_minor == 0)
+		rc |= buf_puts(b, "Connection: keep-alive\r\n");
+	return rc ? -ENOMEM : 0;
+}
+
+int http_respond(struct http_exchange *ex, int status,
+		 const struct http_kv *headers, size_t n,
+		 const void *body, size_t len)
+{
+	char small[1024];
+	struct buf b = { 0 };
+	size_t hlen;
+	int rc;
+
+	if (!ex->active || ex->mode != RESP_NONE)
+		return -EINVAL;
+	rc = status_and_headers(&b, ex, status, headers, n);
+	rc |= buf_printf(&b, "Content-Length: %zu\r\n\r\n", len);
+	if (rc)
+		goto out;
+	hlen = b.len;
+	/* Small answers go out in one write with the headers. */
+	if (hlen + len <= sizeof(small)) {
+		memcpy(small, b.data, hlen);
+		memcpy(small + hlen, body, len);
+		rc = exchange_write(ex, small, hlen + len);
+	} else {
+		rc = exchange_write(ex, b.data, hlen);
+		if (!rc && len)
+			rc = exchange_write(ex, body, len);
+	}
+	if (!rc)
+		exchange_done(ex->conn);
+out:
+	buf_free(&b);
+	return rc;
+}
+
+int http_stream_begin(struct http_exchange *ex, int status,
+		      const struct http_kv *headers, size_t n)
+{
+	struct buf b = { 0 };
+	bool chunked = ex->req.http_major > 1 ||
+		       (ex->req.http_major == 1 && ex->req.http_minor >= 1);
+	int rc;
+
+	if (!ex->active || ex->mode != RESP_NONE)
+		return -EINVAL;
+	if (!chunked)
+		ex->req.keep_alive = false;	/* the close ends the body */
+	rc = status_and_headers(&b, ex, status, headers, n);
+	if (chunked)
+		rc |= buf_puts(&b, "Transfer-Encoding: chunked\r\n");
+	rc |= buf_puts(&b, "\r\n");
+	if (!rc) {
+		ex->mode = chunked ? RESP_CHUNKED : RESP_RAW;
+		rc = exchange_write(ex, b.data, b.len);
+	}
+	buf_free(&b);
+	return rc;
+}
+
+int http_stream_write(struct http_exchange *ex, const void *data, size_t len)
+{
+	char head[32];
+	char one[4096];
+	int hl;
+
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->mode != RESP_CHUNKED)
+		return http_write_raw(ex, data, len);
+	if (len == 0)
+		return 0;
+	hl = snprintf(head, sizeof(head), "%zx\r\n", len);
+	if ((size_t)hl + len + 2 <= sizeof(one)) {
+		memcpy(one, head, (size_t)hl);
+		memcpy(one + hl, data, len);
+		memcpy(one + hl + len, "\r\n", 2);
+		return exchange_write(ex, one, (size_t)hl + len + 2);
+	}
+	if (exchange_write(ex, head, (size_t)hl))
+		return -EPIPE;
+	if (exchange_write(ex, data, len))
+		return -EPIPE;
+	return exchange_write(ex, "\r\n", 2);
+}
+
+int http_stream_end(struct http_exchange *ex)
+{
+	int rc = 0;
+
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->mode == RESP_CHUNKED)
+		rc = exchange_write(ex, "0\r\n\r\n", 5);
+	else
+		ex->req.keep_alive = false;
+	if (!rc)
+		exchange_done(ex->conn);
+	return rc;
+}
+
+int http_write_raw(struct http_exchange *ex, const void *data, size_t len)
+{
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->mode == RESP_NONE)
+		ex->mode = RESP_RAW;
+	return exchange_write(ex, data, len);
+}
+
+void http_exchange_close(struct http_exchange *ex, bool reset)
+{
+	struct conn *c = ex->conn;
+
+	if (!ex->active)
+		return;
+	exchange_end(c);
+	if (c->state == CONN_CLOSING)
+		return;
+	if (reset && c->pending_writes) {
+		c->reset_when_flushed = true;
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		return;
+	}
+	if (reset) {
+		conn_close(c, true);
+		return;
+	}
+	c->close_when_flushed = true;
+	c->shutdown.data = c;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
+		conn_close(c, false);
+}
+
+/* Answers a request the server itself rejects, then closes. */
+static void respond_error_and_close(struct conn *c, int status, const char *msg)
+{
+	struct buf body = { 0 };
+	struct buf out = { 0 };
+
+	if (json_openai_error(&body, msg, "invalid_request_error", NULL, NULL) == 0 &&
+	    buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+		       "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		       status, http_reason(status), body.len, body.data) == 0)
+		conn_write(c, out.data, out.len);
+	buf_free(&body);
+	buf_free(&out);
+	c->close_when_flushed = true;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	c->reading = false;
+	c->shutdown.data = c;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
+		conn_close(c, false);
+}
+
+/* ---- exchange accessors ---- */
+
+const struct http_request *http_exchange_request(const struct http_exchange *ex)
+{
+	return &ex->req;
+}
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < req->nheaders; i++) {
+		if (strcasecmp(req->headers[i].name, name) == 0)
+			return req->headers[i].value;
+	}
+	return NULL;
+}
+
+void http_exchange_set_data(struct http_exchange *ex, void *data,
+			    http_abort_cb on_abort, http_drain_cb on_drain)
+{
+	ex->data = data;
+	ex->on_abort = on_abort;
+	ex->on_drain = on_drain;
+}
+
+void *http_exchange_server_data(const struct http_exchange *ex)
+{
+	return ex->conn->srv->data;
+}
+
+size_t http_exchange_queued(const struct http_exchange *ex)
+{
+	return ex->conn->queued_bytes;
+}
+
+void http_exchange_set_reset_after(struct http_exchange *ex, size_t nbytes)
+{
+	ex->reset_armed = true;
+	ex->reset_after = nbytes;
+}
+
+/* ---- connection life ---- */
+
+static void on_conn_handle_closed(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+	struct http_server *srv = c->srv;
+
+	if (--c->open_handles)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	srv->nconns--;
+	buf_free(&c->url);
+	buf_free(&c->path);
+	buf_free(&c->hdr);
+	buf_free(&c->body);
+	buf_free(&c->inbuf);
+	free(c->hdr_offsets);
+	free(c->kv);
+	free(c);
+	server_maybe_done(srv);
+}
+
+/* Aborts the exchange in progress, if any, telling the program why. */
+static void conn_abort_exchange(struct conn *c, enum http_abort_reason why)
+{
+	http_abort_cb cb = c->ex.on_abort;
+	void *data = c->ex.data;
+
+	if (!c->ex.active)
+		return;
+	exchange_end(c);
+	if (cb)
+		cb(&c->ex, data, why);
+}
+
+static void conn_close(struct conn *c, bool reset)
+{
+	if (c->state == CONN_CLOSING)
+		return;
+	c->state = CONN_CLOSING;
+	conn_abort_exchange(c, HTTP_ABORT_PEER);
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+	if (reset)
+		uv_tcp_close_reset(&c->tcp, on_conn_handle_closed);
+	else
+		uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct conn *c = t->data;
+
+	/* Header timeout or keep-alive idle: the client said too little. */
+	if (c->state == CONN_READING)
+		conn_close(c, false);
+}
+
+static void dispatch(struct conn *c)
+{
+	struct http_server *srv = c->srv;
+
+	c->state = CONN_HANDLING;
+	uv_timer_stop(&c->timer);
+	c->ex.active = true;
+	c->ex.mode = RESP_NONE;
+	c->ex.reset_armed = false;
+	c->ex.data = NULL;
+	c->ex.on_abort = NULL;
+	c->ex.on_drain = NULL;
+	c->bytes_out = 0;
+	c->dispatching = true;
+	srv->on_request(&c->ex, srv->data);
+	c->dispatching = false;
+}
+
+/*
+ * Parses what is in inbuf and dispatches complete requests, one at a time,
+ * for as long as each is answered at once.
+ */
+static void conn_process(struct conn *c)
+{
+	while (c->state == CONN_READING && c->inbuf.len) {
+		size_t n = http_parser_execute(&c->parser, &parser_settings,
+					       c->inbuf.data, c->inbuf.len);
+		enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
+
+		if (err != HPE_OK && err != HPE_PAUSED) {
+			if (!c->parse_error)
+				parse_fail(c, 400, "Malformed HTTP request.");
+			respond_error_and_close(c, c->parse_error, c->parse_error_msg);
+			return;
+		}
+		buf_consume(&c->inbuf, n);
+		if (!c->message_ready)
+			break;
+		http_parser_pause(&c->parser, 0);
+		if (request_finish(c)) {
+			respond_error_and_close(c, 500, "Out of memory.");
+			return;
+		}
+		dispatch(c);
+	}
+	if (c->state == CONN_READING && !c->reading && !c->peer_eof)
+		conn_start_read(c);
+	if (c->peer_eof && c->state == CONN_READING)
+		conn_close(c, false);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	(void)h;
+	(void)hint;
+	*b = uv_buf_init(read_buf, sizeof(read_buf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+	struct conn *c = s->data;
+
+	if (c->state == CONN_CLOSING)
+		return;
+	if (nread < 0) {
+		c->peer_eof = true;
+		c->reading = false;
+		if (!c->ex.active && c->close_when_flushed) {
+			/* The last answer is being flushed; its shutdown closes. */
+			uv_read_stop(s);
+			return;
+		}
+		/* An answer being written is the client's loss: abort it. */
+		conn_close(c, nread != UV_EOF);
+		return;
+	}
+	if (nread == 0)
+		return;
+	if (buf_append(&c->inbuf, b->base, (size_t)nread)) {
+		conn_close(c, true);
+		return;
+	}
+	if (c->state == CONN_HANDLING) {
+		/* Keep reading to see the client leave, but bound the backlog. */
+		if (c->inbuf.len > INBUF_PAUSE_BYTES) {
+			uv_read_stop(s);
+			c->reading = false;
+		}
+		return;
+	}
+	conn_process(c);
+}
+
+static void conn_start_read(struct conn *c)
+{
+	c->reading = true;
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void on_reject_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+	struct http_server *srv = listener->data;
+	struct conn *c;
+
+	if (status < 0) {
+		log_warn("accept: %s", uv_strerror(status));
+		return;
+	}
+	if (srv->nconns >= srv->cfg.max_conns) {
+		uv_tcp_t *t = malloc(sizeof(*t));
+
+		if (!t)
+			return;
+		uv_tcp_init(srv->loop, t);
+		if (uv_accept(listener, (uv_stream_t *)t) == 0)
+			log_warn("connection limit (%u) reached: closing a new connection",
+				 srv->cfg.max_conns);
+		uv_close((uv_handle_t *)t, on_reject_closed);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->srv = srv;
+	uv_tcp_init(srv->loop, &c->tcp);
+	uv_timer_init(srv->loop, &c->timer);
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->open_handles = 2;
+	c->ex.conn = c;
+	c->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->nconns++;
+	if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
+		conn_close(c, false);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->state = CONN_READING;
+	uv_timer_start(&c->timer, on_timer, srv->cfg.idle_timeout_ms, 0);
+	conn_start_read(c);
+}
+
+/* ---- server ---- */
+
+struct http_server *http_server_new(uv_loop_t *loop,
+				    const struct http_server_config *cfg,
+				    http_request_cb on_request, void *data)
+{
+	struct http_server *srv = calloc(1, sizeof(*srv));
+
+	if (!srv)
+		return NULL;
+	srv->loop = loop;
+	srv->cfg = *cfg;
+	srv->on_request = on_request;
+	srv->data = data;
+	return srv;
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+	struct http_server *srv = h->data;
+
+	free(h);
+	srv->closing_listeners--;
+	server_maybe_done(srv);
+}
+
+int http_server_listen(struct http_server *srv, const struct sockaddr *addr)
+{
+	uv_tcp_t *l;
+	int namelen = sizeof(srv->addr);
+	int rc;
+
+	if (srv->listener)
+		return UV_EALREADY;
+	l = malloc(sizeof(*l));
+	if (!l)
+		return UV_ENOMEM;
+	uv_tcp_init(srv->loop, l);
+	l->data = srv;
+	rc = uv_tcp_bind(l, addr, 0);
+	if (!rc)
+		rc = uv_listen((uv_stream_t *)l, srv->cfg.backlog, on_connection);
+	if (!rc)
+		rc = uv_tcp_getsockname(l, (struct sockaddr *)&srv->addr, &namelen);
+	if (rc) {
+		srv->closing_listeners++;
+		uv_close((uv_handle_t *)l, on_listener_closed);
+		return rc;
+	}
+	srv->have_addr = true;
+	srv->listener = l;
+	return 0;
+}
+
+int http_server_relisten(struct http_server *srv)
+{
+	struct sockaddr_storage a = srv->addr;
+
+	if (!srv->have_addr)
+		return UV_EINVAL;
+	return http_server_listen(srv, (const struct sockaddr *)&a);
+}
+
+const struct sockaddr *http_server_addr(const struct http_server *srv)
+{
+	return (const struct sockaddr *)&srv->addr;
+}
+
+void http_server_unlisten(struct http_server *srv)
+{
+	if (!srv->listener)
+		return;
+	srv->closing_listeners++;
+	uv_close((uv_handle_t *)srv->listener, on_listener_closed);
+	srv->listener = NULL;
+}
+
+bool http_server_is_listening(const struct http_server *srv)
+{
+	return srv->listener != NULL;
+}
+
+void http_server_close_conns(struct http_server *srv, bool reset)
+{
+	struct conn *c;
+
+	for (c = srv->conns; c; c = c->next) {
+		if (c->state == CONN_CLOSING)
+			continue;
+		conn_abort_exchange(c, HTTP_ABORT_SERVER);
+		conn_close(c, reset);
+	}
+}
+
+unsigned http_server_conn_count(const struct http_server *srv)
+{
+	return srv->nconns;
+}
+
+static void server_maybe_done(struct http_server *srv)
+{
+	if (!srv->freeing || srv->nconns || srv->closing_listeners)
+		return;
+	if (srv->free_done)
+		srv->free_done(srv->free_arg);
+	free(srv);
+}
+
+void http_server_free(struct http_server *srv, void (*done)(void *arg), void *arg)
+{
+	srv->freeing = true;
+	srv->free_done = done;
+	srv->free_arg = arg;
+	http_server_unlisten(srv);
+	http_server_close_conns(srv, false);
+	server_maybe_done(srv);
+}

@@ -1,0 +1,121 @@
+/*
+ * json: cJSON helpers.
+ */
+#include "json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cJSON *json_load_file(const char *path, char *err, size_t errlen)
+{
+	struct buf b = { 0 };
+	char chunk[65536];
+	const char *end = NULL;
+	cJSON *root = NULL;
+	FILE *fp;
+	size_t n;
+
+	fp = fopen(path, "rb");
+	if (!fp) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		if (buf_append(&b, chunk, n)) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			goto out_close;
+		}
+	}
+	if (ferror(fp)) {
+		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+		goto out_close;
+	}
+	root = cJSON_ParseWithLengthOpts(b.data ? b.data : "", b.len, &end, 0);
+	if (!root) {
+		int line = 1;
+		int col = 1;
+		const char *p;
+
+		for (p = b.data; p && end && p < end; p++) {
+			if (*p == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		snprintf(err, errlen, "%s:%d:%d: invalid JSON", path, line, col);
+	}
+out_close:
+	fclose(fp);
+	buf_free(&b);
+	return root;
+}
+
+int json_escape(struct buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int rc = buf_reserve(b, strlen(s) + 2);
+
+	if (rc)
+		return rc;
+	rc = buf_append(b, "\"", 1);
+	for (; !rc && *p; p++) {
+		switch (*p) {
+		case '"':
+			rc = buf_append(b, "\\\"", 2);
+			break;
+		case '\\':
+			rc = buf_append(b, "\\\\", 2);
+			break;
+		case '\n':
+			rc = buf_append(b, "\\n", 2);
+			break;
+		case '\r':
+			rc = buf_append(b, "\\r", 2);
+			break;
+		case '\t':
+			rc = buf_append(b, "\\t", 2);
+			break;
+		default:
+			if (*p < 0x20)
+				rc = buf_printf(b, "\\u%04x", *p);
+			else
+				rc = buf_append(b, p, 1);
+		}
+	}
+	if (!rc)
+		rc = buf_append(b, "\"", 1);
+	return rc;
+}
+
+static int json_string_or_null(struct buf *b, const char *s)
+{
+	return s ? json_escape(b, s) : buf_puts(b, "null");
+}
+
+int json_openai_error(struct buf *b, const char *message, const char *type,
+		      const char *param, const char *code)
+{
+	int rc = 0;
+
+	rc |= buf_puts(b, "{\"error\":{\"message\":");
+	rc |= json_escape(b, message);
+	rc |= buf_puts(b, ",\"type\":");
+	rc |= json_escape(b, type);
+	rc |= buf_puts(b, ",\"param\":");
+	rc |= json_string_or_null(b, param);
+	rc |= buf_puts(b, ",\"code\":");
+	rc |= json_string_or_null(b, code);
+	rc |= buf_puts(b, "}}");
+	return rc ? -ENOMEM : 0;
+}
+
+const char *json_get_string(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}

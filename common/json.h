@@ -1,0 +1,34 @@
+/*
+ * json: cJSON helpers — loading a file with a located parse error, escaping
+ * strings into a buffer, and the OpenAI-style error body every program
+ * answers bad requests with.
+ */
+#ifndef FAULTLINE_JSON_H
+#define FAULTLINE_JSON_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "buf.h"
+
+/*
+ * Reads and parses a JSON file. On failure returns NULL and writes a message
+ * naming the file (and line:column for syntax errors) into err.
+ */
+cJSON *json_load_file(const char *path, char *err, size_t errlen);
+
+/* Appends s as a JSON string literal, quotes included. Returns 0 or -ENOMEM. */
+int json_escape(struct buf *b, const char *s);
+
+/*
+ * Builds an OpenAI-style error body:
+ * {"error":{"message":…,"type":…,"param":…,"code":…}}. param and code may
+ * be NULL (written as null). Returns 0 or -ENOMEM.
+ */
+int json_openai_error(struct buf *b, const char *message, const char *type,
+		      const char *param, const char *code);
+
+/* The string value of key in obj, or NULL when absent or not a string. */
+const char *json_get_string(const cJSON *obj, const char *key);
+
+#endif

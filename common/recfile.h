@@ -1,0 +1,72 @@
+/*
+ * recfile: result files written under a temporary name ("PATH.tmp") and
+ * renamed to PATH only when complete, so a reader never sees half a file;
+ * and the CSV and JSON Lines row builders the per-request records use.
+ */
+#ifndef FAULTLINE_RECFILE_H
+#define FAULTLINE_RECFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "buf.h"
+
+struct recfile {
+	FILE *fp;
+	char *path;	/* final name */
+	char *tmp;	/* PATH.tmp, written while open */
+	bool dirty;	/* written since the last flush */
+};
+
+/*
+ * Creates PATH.tmp (truncating an old one). Returns 0 or a negative errno;
+ * on success the caller must end with recfile_commit or recfile_abandon.
+ */
+int recfile_open(struct recfile *f, const char *path);
+
+/* Appends bytes (buffered). Returns 0 or a negative errno. */
+int recfile_write(struct recfile *f, const void *data, size_t len);
+
+/* Pushes buffered bytes to the kernel, so a crash loses nothing written. */
+int recfile_flush(struct recfile *f);
+
+/* Flushes, syncs, closes and renames PATH.tmp to PATH. Returns 0 or -errno. */
+int recfile_commit(struct recfile *f);
+
+/* Closes and removes PATH.tmp. */
+void recfile_abandon(struct recfile *f);
+
+/*
+ * A row being built: fields are added in order and the row ends with a
+ * newline. The same row type serves CSV (RFC 4180 quoting) and JSON Lines
+ * (one object a line); the caller picks with csv.
+ */
+struct row {
+	struct buf b;
+	bool json;
+	int nfields;
+};
+
+/* Starts a row (reusing the memory of the previous one). */
+void row_begin(struct row *r, bool json);
+
+/* Adds a string field; NULL is an empty CSV field / JSON null. */
+void row_str(struct row *r, const char *name, const char *v);
+
+/* Adds a whole number. */
+void row_int(struct row *r, const char *name, int64_t v);
+
+/* Adds a number with decimals places; NaN is an empty field / null. */
+void row_num(struct row *r, const char *name, double v, int decimals);
+
+/* Adds a boolean, written 1/0 in CSV and true/false in JSON. */
+void row_bool(struct row *r, const char *name, bool v);
+
+/* Ends the row; r->b.data then holds the line, newline included. */
+void row_end(struct row *r);
+
+/* Frees the row's memory. */
+void row_free(struct row *r);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * config: the mockprov config file — a list of providers, each with its
+ * listen address, model, timing model and fault timeline — validated once
+ * into plain structs.
+ */
+#ifndef FAULTLINE_MOCKPROV_CONFIG_H
+#define FAULTLINE_MOCKPROV_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cfg.h"
+#include "fault.h"
+#include "timing.h"
+
+struct provider_cfg {
+	char *name;
+	char *listen;			/* as written */
+	struct sockaddr_storage addr;
+	char *model;
+	bool strict_model;		/* 404 for any other model */
+	struct timing_model timing;
+	int64_t output_tokens;
+	struct fault *faults;
+	size_t nfaults;
+};
+
+struct mock_config {
+	struct provider_cfg *providers;
+	size_t nproviders;
+};
+
+/*
+ * Loads and validates a config file. Returns 0, or -EINVAL with a message
+ * naming the file, key and expectation in err (CFG_ERR_LEN bytes).
+ */
+int mock_config_load(const char *path, struct mock_config *cfg, char *err);
+
+/* Frees what mock_config_load allocated. */
+void mock_config_free(struct mock_config *cfg);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * mockprov: scriptable OpenAI-compatible mock providers that fail on a
+ * schedule. One process serves every provider of its config, each on its
+ * own port; see README.md for the config, the faults and the admin API.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "admin.h"
+#include "clock.h"
+#include "config.h"
+#include "log.h"
+#include "opt.h"
+#include "provider.h"
+
+static const char usage_text[] =
+	"usage: mockprov --config FILE [--t0 MS] [--log-dir DIR] [--admin HOST:PORT]\n"
+	"                [--seed N] [--log-level LEVEL]\n"
+	"\n"
+	"Serves the mock providers of FILE, each on its own port, failing on the\n"
+	"schedule of its faults.\n"
+	"\n"
+	"  --config FILE       providers, timing and faults (JSON; see README.md)\n"
+	"  --t0 MS             shared time base, Unix epoch ms (default: now)\n"
+	"  --log-dir DIR       where mock-NAME.csv goes (default: .)\n"
+	"  --admin HOST:PORT   serve the admin API (state, inject, clear)\n"
+	"  --seed N            seed for jitter and fault probabilities (default: 1)\n"
+	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
+	"  --help              this text\n"
+	"\n"
+	"On start it prints 'listening NAME HOST:PORT' for each provider, then\n"
+	"'ready'. SIGINT or SIGTERM stops it: logs are completed, exit status 0.\n";
+
+struct mockprov {
+	uv_loop_t *loop;
+	struct mock_env env;
+	struct mock_config cfg;
+	struct provider *providers;
+	size_t nstarted;
+	struct admin admin;
+	uv_signal_t sigint;
+	uv_signal_t sigterm;
+	uv_check_t flusher;
+	int exit_code;
+};
+
+static void usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "mockprov: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(see mockprov --help)\n");
+	exit(2);
+}
+
+/* Lets the process hold as many sockets as the hard limit allows. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Each loop iteration hands the rows written in it to the kernel. */
+static void on_flush(uv_check_t *h)
+{
+	struct mockprov *mp = h->data;
+	size_t i;
+
+	for (i = 0; i < mp->nstarted; i++)
+		recfile_flush(&mp->providers[i].log);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void stop_all(struct mockprov *mp)
+{
+	size_t i;
+
+	if (mp->env.stopping)
+		return;
+	mp->env.stopping = true;
+	admin_stop(&mp->admin, NULL, NULL);
+	for (i = 0; i < mp->nstarted; i++) {
+		if (provider_stop(&mp->providers[i], NULL, NULL))
+			mp->exit_code = 1;
+	}
+	uv_close((uv_handle_t *)&mp->sigint, on_handle_closed);
+	uv_close((uv_handle_t *)&mp->sigterm, on_handle_closed);
+	uv_close((uv_handle_t *)&mp->flusher, on_handle_closed);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct mockprov *mp = s->data;
+
+	log_info("caught %s: stopping", signum == SIGINT ? "SIGINT" : "SIGTERM");
+	stop_all(mp);
+}
+
+static void parse_args(int argc, char **argv, struct mockprov *mp, const char **config,
+		       const char **admin)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "t0", required_argument, NULL, 't' },
+		{ "log-dir", required_argument, NULL, 'd' },
+		{ "admin", required_argument, NULL, 'a' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int64_t t0 = clock_unix_ms();
+	int64_t v;
+	enum log_level level;
+	int c;
+
+	mp->env.log_dir = ".";
+	mp->env.seed = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			*config = optarg;
+			break;
+		case 't':
+			if (opt_parse_i64(optarg, 0, INT64_MAX / 1000000, &t0))
+				usage_error("--t0: expected Unix epoch milliseconds, got \"%s\"", optarg);
+			break;
+		case 'd':
+			mp->env.log_dir = optarg;
+			break;
+		case 'a':
+			*admin = optarg;
+			break;
+		case 's':
+			if (opt_parse_i64(optarg, 0, INT64_MAX, &v))
+				usage_error("--seed: expected a whole number ≥ 0, got \"%s\"", optarg);
+			mp->env.seed = (uint64_t)v;
+			break;
+		case 'l':
+			if (log_parse_level(optarg, &level))
+				usage_error("--log-level: expected debug, info, warn, error or off, "
+					    "got \"%s\"", optarg);
+			log_set_level(level);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			fputs(usage_text, stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument \"%s\"", argv[optind]);
+	if (!*config)
+		usage_error("%s", "--config FILE is required");
+	timebase_init(&mp->env.tb, t0);
+}
+
+int main(int argc, char **argv)
+{
+	struct mockprov mp;
+	struct sockaddr_storage admin_addr;
+	const char *config = NULL;
+	const char *admin = NULL;
+	char err[CFG_ERR_LEN];
+	char addr[64];
+	struct stat st;
+	size_t i;
+	int rc;
+
+	memset(&mp, 0, sizeof(mp));
+	log_init("mockprov", LOG_INFO);
+	parse_args(argc, argv, &mp, &config, &admin);
+	if (admin && opt_parse_hostport(admin, &admin_addr))
+		usage_error("--admin: expected HOST:PORT, got \"%s\"", admin);
+	if (stat(mp.env.log_dir, &st) || !S_ISDIR(st.st_mode))
+		usage_error("--log-dir: \"%s\" is not a directory", mp.env.log_dir);
+	if (mock_config_load(config, &mp.cfg, err)) {
+		fprintf(stderr, "mockprov: %s\n", err);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
+	mp.loop = uv_default_loop();
+	mp.env.loop = mp.loop;
+	http_server_config_default(&mp.env.http);
+	mp.providers = calloc(mp.cfg.nproviders, sizeof(*mp.providers));
+	if (!mp.providers) {
+		fprintf(stderr, "mockprov: out of memory\n");
+		return 1;
+	}
+	mp.exit_code = 0;
+	for (i = 0; i < mp.cfg.nproviders; i++) {
+		rc = provider_start(&mp.providers[i], &mp.env, &mp.cfg.providers[i], i, err);
+		mp.nstarted = i + 1;
+		if (rc) {
+			fprintf(stderr, "mockprov: %s\n", err);
+			mp.exit_code = 1;
+			goto out_stop;
+		}
+		printf("listening %s %s\n", mp.cfg.providers[i].name, mp.providers[i].addr_text);
+	}
+	if (admin) {
+		rc = admin_start(&mp.admin, &mp.env, mp.providers, mp.nstarted,
+				 (const struct sockaddr *)&admin_addr);
+		if (rc) {
+			fprintf(stderr, "mockprov: --admin: cannot listen on %s: %s\n", admin,
+				uv_strerror(rc));
+			mp.exit_code = 1;
+			goto out_stop;
+		}
+		printf("admin %s\n", opt_format_addr(http_server_addr(mp.admin.srv), addr,
+						     sizeof(addr)));
+	}
+	uv_signal_init(mp.loop, &mp.sigint);
+	uv_signal_init(mp.loop, &mp.sigterm);
+	mp.sigint.data = &mp;
+	mp.sigterm.data = &mp;
+	uv_signal_start(&mp.sigint, on_signal, SIGINT);
+	uv_signal_start(&mp.sigterm, on_signal, SIGTERM);
+	uv_check_init(mp.loop, &mp.flusher);
+	mp.flusher.data = &mp;
+	uv_check_start(&mp.flusher, on_flush);
+	uv_unref((uv_handle_t *)&mp.flusher);
+	printf("ready t0=%lld\n", (long long)mp.env.tb.t0_unix_ms);
+	fflush(stdout);
+	log_info("serving %zu provider(s); t0=%lld", mp.nstarted,
+		 (long long)mp.env.tb.t0_unix_ms);
+	uv_run(mp.loop, UV_RUN_DEFAULT);
+	goto out_close;
+out_stop:
+	mp.env.stopping = true;
+	admin_stop(&mp.admin, NULL, NULL);
+	for (i = 0; i < mp.nstarted; i++)
+		provider_stop(&mp.providers[i], NULL, NULL);
+	uv_run(mp.loop, UV_RUN_DEFAULT);
+out_close:
+	rc = uv_loop_close(mp.loop);
+	if (rc)
+		log_warn("event loop closed with handles open: %s", uv_strerror(rc));
+	free(mp.providers);
+	mock_config_free(&mp.cfg);
+	return mp.exit_code;
+}

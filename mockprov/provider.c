@@ -1,0 +1,968 @@
+/*
+ * provider: serving one mock provider.
+ *
+ * A chat completion's life: on_completion (parse, decide faults, plan the
+ * timing) → either an immediate answer (status, 429, reset, down), nothing
+ * at all (hang), or timer steps: on_token for streams (one SSE event per
+ * token, at ttft + k × token_ms after arrival), on_whole for plain JSON (at
+ * the last token's time). Every request ends in req_finish, which writes its
+ * log row — whether it completed, the client left (on_abort) or the server
+ * closed it.
+ */
+#include "provider.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+#include "log.h"
+#include "opt.h"
+#include "timing.h"
+
+#define LOG_COLUMNS "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome\n"
+
+enum req_kind { REQ_CHAT, REQ_MODELS };
+
+struct mreq {
+	uv_timer_t timer;		/* first: the handle's memory is the request's */
+	struct provider *p;
+	struct http_exchange *ex;	/* NULL once the exchange has ended */
+	struct mreq *prev;
+	struct mreq *next;
+	enum req_kind kind;
+	uint64_t arrive_ns;
+	double t_ms;
+	char request_id[128];
+	char id[48];			/* chatcmpl-… */
+	struct buf model;		/* the model to echo, as a JSON string */
+	bool streaming;
+	bool include_usage;
+	int prompt_tokens;
+	bool capped;			/* max_tokens cut the answer short */
+	struct fault_decision fd;
+	enum fault_kind act;		/* the decider's kind, or FAULT_NKINDS */
+	int cut;			/* stall/truncate/error_event: tokens before */
+	struct timing_plan plan;
+	int next_token;			/* streaming: tokens sent */
+	int status;
+	double ttft_ms;			/* NaN until a token was sent */
+	int tokens_out;
+	bool fired;			/* the deciding fault took effect */
+	bool ended;
+};
+
+static void req_finish(struct mreq *m, const char *outcome, const char *extra_fault);
+static void schedule(struct mreq *m, double ms_after_arrival, uv_timer_cb cb);
+
+/* ---- helpers ---- */
+
+static double ms_since(uint64_t from_ns)
+{
+	return (double)(clock_mono_ns() - from_ns) / 1e6;
+}
+
+static bool path_is(const char *path, const char *suffix)
+{
+	/* Both /v1/… and the bare /… are accepted, as base URLs differ. */
+	if (strncmp(path, "/v1", 3) == 0)
+		path += 3;
+	return strcmp(path, suffix) == 0;
+}
+
+static void fmt_reset(double s, char *out, size_t len)
+{
+	if (s >= 60)
+		snprintf(out, len, "%dm%ds", (int)(s / 60), (int)fmod(s, 60));
+	else if (s >= 1)
+		snprintf(out, len, "%.3gs", s);
+	else
+		snprintf(out, len, "%dms", (int)ceil(s * 1000));
+}
+
+/* Response headers every answer carries, plus the rate_limit ones. */
+static size_t base_headers(const struct mreq *m, struct http_kv *h, size_t max,
+			   const char *content_type, char bufs[][32])
+{
+	const struct fault_decision *d = &m->fd;
+	size_t n = 0;
+
+	h[n++] = (struct http_kv){ "Content-Type", content_type };
+	h[n++] = (struct http_kv){ "x-mock-provider", m->p->cfg->name };
+	if (m->request_id[0])
+		h[n++] = (struct http_kv){ "x-request-id", m->request_id };
+	if (d->rate && n + 6 <= max) {
+		const struct fault *f = d->rate;
+
+		if (f->rpm > 0) {
+			snprintf(bufs[0], 32, "%.0f", f->rpm);
+			snprintf(bufs[1], 32, "%.0f", fmax(0, d->rate_requests_left));
+			fmt_reset(d->rate_reset_requests_s, bufs[2], 32);
+			h[n++] = (struct http_kv){ "x-ratelimit-limit-requests", bufs[0] };
+			h[n++] = (struct http_kv){ "x-ratelimit-remaining-requests", bufs[1] };
+			h[n++] = (struct http_kv){ "x-ratelimit-reset-requests", bufs[2] };
+		}
+		if (f->tpm > 0) {
+			snprintf(bufs[3], 32, "%.0f", f->tpm);
+			snprintf(bufs[4], 32, "%.0f", fmax(0, d->rate_tokens_left));
+			fmt_reset(d->rate_reset_tokens_s, bufs[5], 32);
+			h[n++] = (struct http_kv){ "x-ratelimit-limit-tokens", bufs[3] };
+			h[n++] = (struct http_kv){ "x-ratelimit-remaining-tokens", bufs[4] };
+			h[n++] = (struct http_kv){ "x-ratelimit-reset-tokens", bufs[5] };
+		}
+	}
+	return n;
+}
+
+/* Sends a whole JSON answer; returns what http_respond returns. */
+static int send_json(struct mreq *m, int status, const struct buf *body,
+		     const char *retry_after)
+{
+	struct http_kv h[12];
+	char bufs[6][32];
+	size_t n = base_headers(m, h, 11, "application/json", bufs);
+	struct http_exchange *ex = m->ex;
+
+	if (retry_after)
+		h[n++] = (struct http_kv){ "retry-after", retry_after };
+	m->status = status;
+	m->ex = NULL;	/* http_respond ends the exchange */
+	return http_respond(ex, status, h, n, body->data, body->len);
+}
+
+static int send_error(struct mreq *m, int status, const char *msg, const char *type,
+		      const char *param, const char *code, const char *retry_after)
+{
+	struct buf body = { 0 };
+	int rc;
+
+	json_openai_error(&body, msg, type, param, code);
+	rc = send_json(m, status, &body, retry_after);
+	buf_free(&body);
+	return rc;
+}
+
+/* ---- log ---- */
+
+static void log_row(struct provider *p, const struct mreq *m, const char *fault,
+		    const char *outcome)
+{
+	struct row *r = &p->row;
+
+	row_begin(r, false);
+	row_num(r, "t_ms", m->t_ms, 3);
+	row_str(r, "request_id", m->request_id);
+	row_bool(r, "streaming", m->streaming);
+	row_str(r, "fault", fault);
+	row_int(r, "status", m->status);
+	row_num(r, "ttft_ms", m->ttft_ms, 3);
+	row_num(r, "dur_ms", ms_since(m->arrive_ns), 3);
+	row_int(r, "tokens_out", m->tokens_out);
+	row_str(r, "outcome", outcome);
+	row_end(r);
+	if (recfile_write(&p->log, r->b.data, r->b.len))
+		log_error("%s: cannot write the request log %s", p->cfg->name, p->log.tmp);
+}
+
+/* ---- request life ---- */
+
+static void on_req_closed(uv_handle_t *h)
+{
+	struct mreq *m = h->data;
+
+	buf_free(&m->model);
+	free(m);
+}
+
+/*
+ * Ends a request: writes its log row (chat completions only), unlinks it and
+ * releases it. The exchange must already have ended.
+ */
+static void req_finish(struct mreq *m, const char *outcome, const char *extra_fault)
+{
+	struct provider *p = m->p;
+	char fault[128];
+
+	if (m->ended)
+		return;
+	m->ended = true;
+	if (m->kind == REQ_CHAT) {
+		snprintf(fault, sizeof(fault), "%s%s%s", m->fd.applied,
+			 extra_fault && m->fd.applied[0] ? "+" : "",
+			 extra_fault ? extra_fault : "");
+		log_row(p, m, fault, outcome);
+		if (strcmp(outcome, "completed") == 0)
+			p->n_completed++;
+		else if (strcmp(outcome, "client_aborted") == 0)
+			p->n_aborted++;
+		else
+			p->n_faulted++;
+	}
+	if (m->prev)
+		m->prev->next = m->next;
+	else
+		p->inflight = m->next;
+	if (m->next)
+		m->next->prev = m->prev;
+	p->ninflight--;
+	uv_timer_stop(&m->timer);
+	uv_close((uv_handle_t *)&m->timer, on_req_closed);
+}
+
+/* The exchange ended because of a write (reset budget reached, peer gone). */
+static void req_write_failed(struct mreq *m, int rc)
+{
+	m->ex = NULL;
+	if (rc == -ECONNRESET && m->act == FAULT_RESET) {
+		m->fired = true;
+		req_finish(m, "faulted", NULL);
+	} else {
+		req_finish(m, m->fired ? "faulted" : "client_aborted", NULL);
+	}
+}
+
+static void on_abort(struct http_exchange *ex, void *data, enum http_abort_reason why)
+{
+	struct mreq *m = data;
+	const char *extra = NULL;
+
+	(void)ex;
+	m->ex = NULL;
+	if (!m->streaming && m->status == 0 && m->kind == REQ_CHAT)
+		m->tokens_out = timing_tokens_by(&m->plan, ms_since(m->arrive_ns));
+	if (why == HTTP_ABORT_SERVER && !m->fired) {
+		extra = m->p->going_down ? "down" : "shutdown";
+		m->fired = true;
+	}
+	req_finish(m, m->fired ? "faulted" : "client_aborted", extra);
+}
+
+/* Starts the request's timer so cb runs ms_after_arrival after it came. */
+static void schedule(struct mreq *m, double ms_after_arrival, uv_timer_cb cb)
+{
+	uv_loop_t *loop = m->p->env->loop;
+	double due_ms = (double)m->arrive_ns / 1e6 + ms_after_arrival;
+	double delay;
+
+	/* uv_now() is the loop's cached time: measure the delay from it, so a
+	 * timer armed late in an iteration does not fire early. */
+	delay = ceil(due_ms - (double)uv_now(loop));
+	uv_timer_start(&m->timer, cb, delay > 0 ? (uint64_t)delay : 0, 0);
+}
+
+/* ---- answers ---- */
+
+static void chunk_prefix(struct buf *b, const struct mreq *m)
+{
+	buf_printf(b, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
+		   "\"created\":%lld,\"model\":%s,", m->id, (long long)time(NULL),
+		   m->model.data);
+}
+
+static void usage_json(struct buf *b, const struct mreq *m, int completion)
+{
+	buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
+		   "\"total_tokens\":%d}", m->prompt_tokens, completion,
+		   m->prompt_tokens + completion);
+}
+
+static void sse_token(struct buf *b, const struct mreq *m, int k)
+{
+	char text[32];
+
+	timing_token_text(k, text, sizeof(text));
+	chunk_prefix(b, m);
+	buf_printf(b, "\"choices\":[{\"index\":0,\"delta\":{%s\"content\":\"%s\"},"
+		   "\"finish_reason\":null}]}\n\n",
+		   k == 0 ? "\"role\":\"assistant\"," : "", text);
+}
+
+static void sse_finish(struct buf *b, const struct mreq *m)
+{
+	chunk_prefix(b, m);
+	buf_printf(b, "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"%s\"}]}\n\n",
+		   m->capped ? "length" : "stop");
+	if (m->include_usage) {
+		chunk_prefix(b, m);
+		buf_puts(b, "\"choices\":[],");
+		usage_json(b, m, m->plan.tokens);
+		buf_puts(b, "}\n\n");
+	}
+	buf_puts(b, "data: [DONE]\n\n");
+}
+
+static void sse_error(struct buf *b)
+{
+	buf_puts(b, "event: error\ndata: ");
+	json_openai_error(b, "The server had an error while processing your request.",
+			  "server_error", NULL, "mock_error_event");
+	buf_puts(b, "\n\n");
+}
+
+/*
+ * The whole JSON answer. *cut_at is set to the body offset just after the
+ * first m->cut tokens of content (for stall and truncate).
+ */
+static void whole_body(struct buf *b, const struct mreq *m, size_t *cut_at)
+{
+	char text[32];
+	int k;
+
+	buf_printf(b, "{\"id\":\"%s\",\"object\":\"chat.completion\",\"created\":%lld,"
+		   "\"model\":%s,\"choices\":[{\"index\":0,\"message\":{\"role\":"
+		   "\"assistant\",\"content\":\"", m->id, (long long)time(NULL),
+		   m->model.data);
+	*cut_at = b->len;
+	for (k = 0; k < m->plan.tokens; k++) {
+		timing_token_text(k, text, sizeof(text));
+		buf_puts(b, text);
+		if (k + 1 == m->cut)
+			*cut_at = b->len;
+	}
+	buf_printf(b, "\"},\"finish_reason\":\"%s\"}],", m->capped ? "length" : "stop");
+	usage_json(b, m, m->plan.tokens);
+	buf_puts(b, "}");
+}
+
+static void models_body(struct buf *b, const struct provider *p)
+{
+	buf_puts(b, "{\"object\":\"list\",\"data\":[{\"id\":");
+	json_escape(b, p->cfg->model);
+	buf_puts(b, ",\"object\":\"model\",\"created\":1700000000,\"owned_by\":\"faultline-mock\"}]}");
+}
+
+/* Headers, Content-Length of the whole body, but only its first cut_at bytes. */
+static int send_partial(struct mreq *m, const struct buf *body, size_t cut_at)
+{
+	struct buf out = { 0 };
+	struct http_kv h[12];
+	char bufs[6][32];
+	size_t n = base_headers(m, h, 12, "application/json", bufs);
+	size_t i;
+	int rc;
+
+	buf_printf(&out, "HTTP/1.1 200 OK\r\n");
+	for (i = 0; i < n; i++)
+		buf_printf(&out, "%s: %s\r\n", h[i].name, h[i].value);
+	buf_printf(&out, "Content-Length: %zu\r\n\r\n", body->len);
+	buf_append(&out, body->data, cut_at);
+	m->status = 200;
+	rc = http_write_raw(m->ex, out.data, out.len);
+	buf_free(&out);
+	return rc;
+}
+
+/* Timer: a plain (non-streaming) answer is due. */
+static void on_whole(uv_timer_t *t)
+{
+	struct mreq *m = t->data;
+	struct buf body = { 0 };
+	size_t cut_at = 0;
+	int rc = 0;
+
+	if (m->kind == REQ_MODELS) {
+		models_body(&body, m->p);
+		if (m->act == FAULT_MALFORMED) {
+			m->fired = true;
+			body.len /= 2;
+		}
+		send_json(m, 200, &body, NULL);
+		req_finish(m, m->fired ? "faulted" : "completed", NULL);
+		goto out;
+	}
+	whole_body(&body, m, &cut_at);
+	m->ttft_ms = ms_since(m->arrive_ns);
+	m->tokens_out = m->plan.tokens;
+	switch (m->act) {
+	case FAULT_STALL:
+		m->fired = true;
+		m->tokens_out = m->cut;
+		rc = send_partial(m, &body, cut_at);
+		if (rc)
+			req_write_failed(m, rc);
+		goto out;	/* silence until the client leaves */
+	case FAULT_TRUNCATE:
+		m->fired = true;
+		m->tokens_out = m->cut;
+		rc = send_partial(m, &body, cut_at);
+		if (rc) {
+			req_write_failed(m, rc);
+			goto out;
+		}
+		http_exchange_close(m->ex, false);
+		m->ex = NULL;
+		req_finish(m, "faulted", NULL);
+		goto out;
+	case FAULT_ERROR_EVENT:
+		m->fired = true;
+		send_error(m, 500, "The server had an error while processing your request.",
+			   "server_error", NULL, "mock_error_event", NULL);
+		req_finish(m, "faulted", NULL);
+		goto out;
+	case FAULT_MALFORMED:
+		m->fired = true;
+		body.len /= 2;	/* any proper prefix of an object is invalid JSON */
+		break;
+	default:
+		break;
+	}
+	rc = send_json(m, 200, &body, NULL);
+	if (rc) {
+		req_write_failed(m, rc);
+		goto out;
+	}
+	req_finish(m, m->fired ? "faulted" : "completed", NULL);
+out:
+	buf_free(&body);
+}
+
+/* Applies a stream-shape fault after m->cut tokens. Returns 0 or the write error. */
+static int stream_cut(struct mreq *m, struct buf *out)
+{
+	int rc;
+
+	m->fired = true;
+	if (m->act == FAULT_ERROR_EVENT)
+		sse_error(out);
+	rc = out->len ? http_stream_write(m->ex, out->data, out->len) : 0;
+	if (rc || m->act == FAULT_STALL)
+		return rc;	/* a stall holds the connection silent */
+	/* truncate and error_event end the stream cleanly, without [DONE]. */
+	rc = http_stream_end(m->ex);
+	m->ex = NULL;
+	req_finish(m, "faulted", NULL);
+	return rc;
+}
+
+/* Timer: the next token of a stream is due. */
+static void on_token(uv_timer_t *t)
+{
+	struct mreq *m = t->data;
+	struct buf out = { 0 };
+	int k = m->next_token;
+	int rc = 0;
+
+	if (m->act == FAULT_MALFORMED) {
+		m->fired = true;
+		chunk_prefix(&out, m);
+		buf_puts(&out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\n\ndata: [DONE]\n\n");
+		rc = http_stream_write(m->ex, out.data, out.len);
+		if (!rc) {
+			rc = http_stream_end(m->ex);
+			m->ex = NULL;
+			req_finish(m, "faulted", NULL);
+		}
+		goto out;
+	}
+	if (k == m->cut) {
+		rc = stream_cut(m, &out);
+		goto out;
+	}
+	sse_token(&out, m, k);
+	if (k == 0)
+		m->ttft_ms = ms_since(m->arrive_ns);
+	m->next_token = k + 1;
+	m->tokens_out = k + 1;
+	if (m->next_token == m->cut) {
+		rc = stream_cut(m, &out);
+		goto out;
+	}
+	if (m->next_token == m->plan.tokens) {
+		sse_finish(&out, m);
+		rc = http_stream_write(m->ex, out.data, out.len);
+		if (!rc) {
+			rc = http_stream_end(m->ex);
+			m->ex = NULL;
+			req_finish(m, m->fired ? "faulted" : "completed", NULL);
+		}
+		goto out;
+	}
+	rc = http_stream_write(m->ex, out.data, out.len);
+	if (!rc)
+		schedule(m, timing_token_at(&m->plan, m->next_token), on_token);
+out:
+	if (rc && !m->ended)
+		req_write_failed(m, rc);
+	buf_free(&out);
+}
+
+/* Starts an SSE answer: headers now, tokens on the timer. */
+static void start_stream(struct mreq *m)
+{
+	struct http_kv h[12];
+	char bufs[6][32];
+	size_t n = base_headers(m, h, 10, "text/event-stream", bufs);
+	int rc;
+
+	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
+	m->status = 200;
+	rc = http_stream_begin(m->ex, 200, h, n);
+	if (rc) {
+		req_write_failed(m, rc);
+		return;
+	}
+	schedule(m, timing_token_at(&m->plan, 0), on_token);
+}
+
+/* ---- requests ---- */
+
+static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
+			    const struct http_request *req, enum req_kind kind)
+{
+	struct mreq *m = calloc(1, sizeof(*m));
+	const char *rid;
+
+	if (!m)
+		return NULL;
+	m->p = p;
+	m->ex = ex;
+	m->kind = kind;
+	m->arrive_ns = req->recv_ns;
+	m->t_ms = timebase_rel_ms(&p->env->tb, req->recv_ns);
+	m->ttft_ms = NAN;
+	m->act = FAULT_NKINDS;
+	m->cut = -1;
+	rid = http_request_header(req, "x-request-id");
+	if (rid)
+		snprintf(m->request_id, sizeof(m->request_id), "%s", rid);
+	snprintf(m->id, sizeof(m->id), "chatcmpl-mock-%s-%llu", p->cfg->name,
+		 (unsigned long long)++p->seq);
+	uv_timer_init(p->env->loop, &m->timer);
+	m->timer.data = m;
+	m->next = p->inflight;
+	if (p->inflight)
+		p->inflight->prev = m;
+	p->inflight = m;
+	p->ninflight++;
+	if (kind == REQ_CHAT)
+		p->n_requests++;
+	http_exchange_set_data(ex, m, on_abort, NULL);
+	return m;
+}
+
+/*
+ * Reads the request body into m. Returns 0 when it is acceptable, else
+ * answers 400 or 404 (which ends the exchange) and returns -1.
+ */
+static int parse_chat(struct mreq *m, const struct http_request *req, int *max_tokens)
+{
+	const struct provider_cfg *cfg = m->p->cfg;
+	const cJSON *messages;
+	const cJSON *model;
+	const cJSON *v;
+	cJSON *root;
+	int rc = -1;
+
+	root = cJSON_ParseWithLength(req->body, req->body_len);
+	if (!cJSON_IsObject(root)) {
+		send_error(m, 400, "We could not parse the JSON body of your request.",
+			   "invalid_request_error", NULL, NULL, NULL);
+		goto out;
+	}
+	model = cJSON_GetObjectItemCaseSensitive(root, "model");
+	if (!cJSON_IsString(model) || !model->valuestring[0]) {
+		send_error(m, 400, "you must provide a model parameter",
+			   "invalid_request_error", "model", NULL, NULL);
+		goto out;
+	}
+	if (cfg->strict_model && strcmp(model->valuestring, cfg->model) != 0) {
+		struct buf msg = { 0 };
+
+		buf_printf(&msg, "The model `%s` does not exist or you do not have access to it.",
+			   model->valuestring);
+		send_error(m, 404, msg.data, "invalid_request_error", NULL, "model_not_found",
+			   NULL);
+		buf_free(&msg);
+		goto out;
+	}
+	json_escape(&m->model, model->valuestring);
+	messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
+	if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
+		send_error(m, 400, "'messages' must be a non-empty array.",
+			   "invalid_request_error", "messages", NULL, NULL);
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "stream");
+	if (v && !cJSON_IsBool(v) && !cJSON_IsNull(v)) {
+		send_error(m, 400, "'stream' must be a boolean.", "invalid_request_error",
+			   "stream", NULL, NULL);
+		goto out;
+	}
+	m->streaming = cJSON_IsTrue(v);
+	v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+	m->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "include_usage"));
+	*max_tokens = -1;
+	v = cJSON_GetObjectItemCaseSensitive(root, "max_completion_tokens");
+	if (!v || cJSON_IsNull(v))
+		v = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e7 ||
+		    v->valuedouble != floor(v->valuedouble)) {
+			send_error(m, 400, "'max_tokens' must be a whole number of at least 1.",
+				   "invalid_request_error", "max_tokens", NULL, NULL);
+			goto out;
+		}
+		*max_tokens = (int)v->valuedouble;
+	}
+	m->prompt_tokens = timing_prompt_tokens(messages);
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+static void on_completion(struct provider *p, struct http_exchange *ex,
+			  const struct http_request *req)
+{
+	struct mreq *m = req_new(p, ex, req, REQ_CHAT);
+	int max_tokens;
+	int tokens;
+	char retry[32];
+
+	if (!m) {
+		http_exchange_close(ex, true);
+		return;
+	}
+	if (parse_chat(m, req, &max_tokens)) {
+		req_finish(m, "completed", NULL);
+		return;
+	}
+	tokens = (int)p->cfg->output_tokens;
+	if (max_tokens > 0 && max_tokens < tokens) {
+		tokens = max_tokens;
+		m->capped = true;
+	}
+	fault_decide(p->faults, p->nfaults, m->t_ms, m->prompt_tokens + tokens, &p->rng, &m->fd);
+	timing_plan(&p->cfg->timing, &m->fd, tokens, &p->rng, &m->plan);
+	if (m->fd.decider) {
+		m->act = m->fd.decider->kind;
+		if (m->act == FAULT_STALL || m->act == FAULT_TRUNCATE ||
+		    m->act == FAULT_ERROR_EVENT)
+			m->cut = (int)fmin((double)m->fd.decider->after_tokens, tokens);
+	}
+	switch (m->act) {
+	case FAULT_DOWN:
+	case FAULT_RESET:
+		if (m->act == FAULT_DOWN || m->fd.decider->after_bytes == 0) {
+			m->fired = true;
+			http_exchange_close(m->ex, true);
+			m->ex = NULL;
+			req_finish(m, "faulted", NULL);
+			return;
+		}
+		http_exchange_set_reset_after(m->ex, (size_t)m->fd.decider->after_bytes);
+		break;
+	case FAULT_HANG:
+		m->fired = true;
+		return;		/* read, never answered; on_abort logs it */
+	case FAULT_STATUS:
+		m->fired = true;
+		if (m->fd.decider->retry_after_s >= 0)
+			snprintf(retry, sizeof(retry), "%.0f", ceil(m->fd.decider->retry_after_s));
+		send_error(m, (int)m->fd.decider->status,
+			   m->fd.decider->status >= 500 ? "The server is overloaded or not ready yet."
+							: "The request was rejected by the provider.",
+			   m->fd.decider->status >= 500 ? "server_error" : "invalid_request_error",
+			   NULL, "mock_status", m->fd.decider->retry_after_s >= 0 ? retry : NULL);
+		req_finish(m, "faulted", NULL);
+		return;
+	case FAULT_RATE_LIMIT:
+		m->fired = true;
+		snprintf(retry, sizeof(retry), "%.0f", m->fd.retry_after_s);
+		send_error(m, 429, "Rate limit reached for requests. Please try again later.",
+			   "requests", NULL, "rate_limit_exceeded", retry);
+		req_finish(m, "faulted", NULL);
+		return;
+	default:
+		break;
+	}
+	if (m->streaming)
+		start_stream(m);
+	else
+		schedule(m, timing_done_at(&m->plan), on_whole);
+}
+
+static void on_models(struct provider *p, struct http_exchange *ex,
+		      const struct http_request *req)
+{
+	struct mreq *m = req_new(p, ex, req, REQ_MODELS);
+
+	if (!m) {
+		http_exchange_close(ex, true);
+		return;
+	}
+	fault_decide(p->faults, p->nfaults, m->t_ms, -1, &p->rng, &m->fd);
+	m->plan.ttft_ms = m->fd.add_ms;
+	m->plan.tokens = 1;
+	if (m->fd.decider)
+		m->act = m->fd.decider->kind;
+	switch (m->act) {
+	case FAULT_DOWN:
+	case FAULT_RESET:
+		http_exchange_close(m->ex, true);
+		m->ex = NULL;
+		req_finish(m, "faulted", NULL);
+		return;
+	case FAULT_HANG:
+		m->fired = true;
+		return;
+	case FAULT_STATUS:
+		send_error(m, (int)m->fd.decider->status, "The server is not ready yet.",
+			   "server_error", NULL, "mock_status", NULL);
+		req_finish(m, "faulted", NULL);
+		return;
+	default:
+		break;
+	}
+	schedule(m, m->plan.ttft_ms, on_whole);
+}
+
+static void respond_simple(struct http_exchange *ex, int status, const char *body)
+{
+	static const struct http_kv h[] = { { "Content-Type", "application/json" } };
+
+	http_respond(ex, status, h, 1, body, strlen(body));
+}
+
+static void respond_error(struct http_exchange *ex, int status, const char *msg,
+			  const char *code)
+{
+	static const struct http_kv h[] = { { "Content-Type", "application/json" } };
+	struct buf body = { 0 };
+
+	json_openai_error(&body, msg, "invalid_request_error", NULL, code);
+	http_respond(ex, status, h, 1, body.data, body.len);
+	buf_free(&body);
+}
+
+static void on_request(struct http_exchange *ex, void *data)
+{
+	struct provider *p = data;
+	const struct http_request *req = http_exchange_request(ex);
+	bool post = strcmp(req->method, "POST") == 0;
+	bool get = strcmp(req->method, "GET") == 0;
+
+	if (path_is(req->path, "/chat/completions")) {
+		if (post)
+			on_completion(p, ex, req);
+		else
+			respond_error(ex, 405, "Use POST for /v1/chat/completions.",
+				      "method_not_allowed");
+	} else if (path_is(req->path, "/models")) {
+		if (get)
+			on_models(p, ex, req);
+		else
+			respond_error(ex, 405, "Use GET for /v1/models.", "method_not_allowed");
+	} else if (strcmp(req->path, "/healthz") == 0) {
+		respond_simple(ex, 200, "{\"status\":\"ok\"}");
+	} else {
+		respond_error(ex, 404, "Unknown path: mock providers serve "
+			      "/v1/chat/completions, /v1/models and /healthz.", "not_found");
+	}
+}
+
+/* ---- the fault timeline ---- */
+
+static void apply_down(struct provider *p);
+
+static void on_edge(uv_timer_t *t)
+{
+	apply_down(t->data);
+}
+
+/*
+ * Opens or closes the listener for the `down` windows at this moment and
+ * arms the timer for the next edge.
+ */
+static void apply_down(struct provider *p)
+{
+	double now = timebase_now_ms(&p->env->tb);
+	bool down = fault_down_at(p->faults, p->nfaults, now);
+	double next;
+	double delay;
+	int rc;
+
+	if (p->env->stopping)
+		return;
+	if (down && http_server_is_listening(p->srv)) {
+		log_info("%s: down (listener closed) at t=%.3f ms", p->cfg->name, now);
+		http_server_unlisten(p->srv);
+		p->going_down = true;
+		http_server_close_conns(p->srv, false);
+		p->going_down = false;
+	} else if (!down && !http_server_is_listening(p->srv)) {
+		rc = http_server_relisten(p->srv);
+		if (rc) {
+			log_error("%s: cannot listen again on %s: %s; retrying", p->cfg->name,
+				  p->addr_text, uv_strerror(rc));
+			uv_timer_start(&p->edge_timer, on_edge, 50, 0);
+			return;
+		}
+		log_info("%s: up (listening) at t=%.3f ms", p->cfg->name, now);
+	}
+	next = fault_next_edge(p->faults, p->nfaults, now, FAULT_DOWN);
+	if (isinf(next)) {
+		uv_timer_stop(&p->edge_timer);
+		return;
+	}
+	/* As in schedule(): from the loop's cached time, rounded up, so the
+	 * edge is never applied early; on_edge re-checks the real clock. */
+	delay = ceil((double)timebase_mono_at(&p->env->tb, next) / 1e6 -
+		     (double)uv_now(p->env->loop));
+	uv_timer_start(&p->edge_timer, on_edge, delay > 0 ? (uint64_t)delay : 0, 0);
+}
+
+int provider_inject(struct provider *p, const struct fault *f)
+{
+	struct fault *nf = realloc(p->faults, (p->nfaults + 1) * sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	memmove(nf + 1, nf, p->nfaults * sizeof(*nf));
+	nf[0] = *f;
+	nf[0].injected = true;
+	p->faults = nf;
+	p->nfaults++;
+	apply_down(p);
+	return 0;
+}
+
+void provider_clear_faults(struct provider *p)
+{
+	p->nfaults = 0;
+	apply_down(p);
+}
+
+void provider_state_json(const struct provider *p, cJSON *obj)
+{
+	double now = timebase_now_ms(&p->env->tb);
+	cJSON *faults = cJSON_AddArrayToObject(obj, "faults");
+	size_t i;
+
+	cJSON_AddStringToObject(obj, "name", p->cfg->name);
+	cJSON_AddStringToObject(obj, "listen", p->addr_text);
+	cJSON_AddStringToObject(obj, "model", p->cfg->model);
+	cJSON_AddBoolToObject(obj, "listening", http_server_is_listening(p->srv));
+	cJSON_AddNumberToObject(obj, "connections", http_server_conn_count(p->srv));
+	cJSON_AddNumberToObject(obj, "in_flight", p->ninflight);
+	cJSON_AddNumberToObject(obj, "requests", (double)p->n_requests);
+	cJSON_AddNumberToObject(obj, "completed", (double)p->n_completed);
+	cJSON_AddNumberToObject(obj, "client_aborted", (double)p->n_aborted);
+	cJSON_AddNumberToObject(obj, "faulted", (double)p->n_faulted);
+	for (i = 0; i < p->nfaults; i++) {
+		cJSON *f = cJSON_CreateObject();
+
+		fault_to_json(&p->faults[i], now, f);
+		cJSON_AddItemToArray(faults, f);
+	}
+}
+
+/* ---- start and stop ---- */
+
+int provider_start(struct provider *p, struct mock_env *env,
+		   const struct provider_cfg *cfg, size_t index, char *err)
+{
+	struct buf path = { 0 };
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->cfg = cfg;
+	p->env = env;
+	rng_seed_stream(&p->rng, env->seed, index + 1);
+	p->faults = calloc(cfg->nfaults ? cfg->nfaults : 1, sizeof(*p->faults));
+	if (!p->faults) {
+		snprintf(err, CFG_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	if (cfg->nfaults)
+		memcpy(p->faults, cfg->faults, cfg->nfaults * sizeof(*p->faults));
+	p->nfaults = cfg->nfaults;
+	p->srv = http_server_new(env->loop, &env->http, on_request, p);
+	if (!p->srv) {
+		snprintf(err, CFG_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	rc = http_server_listen(p->srv, (const struct sockaddr *)&cfg->addr);
+	if (rc) {
+		snprintf(err, CFG_ERR_LEN, "provider %s: cannot listen on %s: %s",
+			 cfg->name, cfg->listen, uv_strerror(rc));
+		return rc;
+	}
+	opt_format_addr(http_server_addr(p->srv), p->addr_text, sizeof(p->addr_text));
+	buf_printf(&path, "%s/mock-%s.csv", env->log_dir, cfg->name);
+	rc = recfile_open(&p->log, path.data);
+	if (rc) {
+		snprintf(err, CFG_ERR_LEN, "provider %s: cannot create %s.tmp: %s",
+			 cfg->name, path.data, strerror(-rc));
+		buf_free(&path);
+		return rc;
+	}
+	buf_free(&path);
+	recfile_write(&p->log, LOG_COLUMNS, strlen(LOG_COLUMNS));
+	uv_timer_init(env->loop, &p->edge_timer);
+	p->edge_timer.data = p;
+	p->edge_timer_open = true;
+	apply_down(p);
+	return 0;
+}
+
+struct stop_wait {
+	int pending;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void stop_step(void *arg)
+{
+	struct stop_wait *w = arg;
+
+	if (--w->pending)
+		return;
+	if (w->done)
+		w->done(w->arg);
+	free(w);
+}
+
+static void on_edge_closed(uv_handle_t *h)
+{
+	stop_step(h->data);
+}
+
+int provider_stop(struct provider *p, void (*done)(void *arg), void *arg)
+{
+	struct stop_wait *w = calloc(1, sizeof(*w));
+	int rc = 0;
+
+	if (!w)
+		return -ENOMEM;
+	w->done = done;
+	w->arg = arg;
+	w->pending = 1;
+	if (p->srv) {
+		w->pending++;
+		/* Aborts open requests, which writes their rows. */
+		http_server_free(p->srv, stop_step, w);
+		p->srv = NULL;
+	}
+	if (p->log.fp) {
+		rc = recfile_commit(&p->log);
+		if (rc)
+			log_error("%s: cannot finish the request log: %s", p->cfg->name,
+				  strerror(-rc));
+	}
+	row_free(&p->row);
+	if (p->edge_timer_open) {
+		w->pending++;
+		p->edge_timer.data = w;
+		uv_close((uv_handle_t *)&p->edge_timer, on_edge_closed);
+		p->edge_timer_open = false;
+	}
+	free(p->faults);
+	p->faults = NULL;
+	p->nfaults = 0;
+	stop_step(w);
+	return rc;
+}

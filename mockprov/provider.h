@@ -1,0 +1,83 @@
+/*
+ * provider: one mock provider at run time — its listener, its fault list
+ * (the config's windows plus the ones injected through the admin API), the
+ * requests in flight and its per-request log DIR/mock-NAME.csv.
+ */
+#ifndef FAULTLINE_PROVIDER_H
+#define FAULTLINE_PROVIDER_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "clock.h"
+#include "config.h"
+#include "fault.h"
+#include "http_server.h"
+#include "recfile.h"
+#include "rng.h"
+
+/* What every provider of the process shares. */
+struct mock_env {
+	uv_loop_t *loop;
+	struct timebase tb;
+	const char *log_dir;
+	uint64_t seed;
+	struct http_server_config http;
+	bool stopping;
+};
+
+struct mreq;
+
+struct provider {
+	uv_timer_t edge_timer;		/* the next `down` window edge */
+	const struct provider_cfg *cfg;
+	struct mock_env *env;
+	struct http_server *srv;
+	struct fault *faults;		/* injected first, then the config's */
+	size_t nfaults;
+	struct rng rng;
+	struct recfile log;
+	struct row row;
+	struct mreq *inflight;
+	unsigned ninflight;
+	uint64_t seq;
+	uint64_t n_requests;
+	uint64_t n_completed;
+	uint64_t n_aborted;
+	uint64_t n_faulted;
+	bool going_down;		/* closing connections for a `down` window */
+	bool edge_timer_open;
+	char addr_text[64];		/* the bound address, HOST:PORT */
+};
+
+/*
+ * Starts a provider: opens its log, binds its listener (the port stays
+ * reserved by the first bind) and arms its fault timeline. index seeds its
+ * own random stream. Returns 0, or a negative code with a message in err
+ * (CFG_ERR_LEN bytes).
+ */
+int provider_start(struct provider *p, struct mock_env *env,
+		   const struct provider_cfg *cfg, size_t index, char *err);
+
+/*
+ * Adds a fault (copied) in front of the list, as the admin API's injections
+ * do, and applies a `down` at once.
+ */
+int provider_inject(struct provider *p, const struct fault *f);
+
+/* Removes every fault, scheduled and injected; a closed listener reopens. */
+void provider_clear_faults(struct provider *p);
+
+/* Adds the provider's state (listener, counts, faults) to obj. */
+void provider_state_json(const struct provider *p, cJSON *obj);
+
+/*
+ * Stops the provider: closes its listener and connections (requests still
+ * open are logged), commits its log and releases its handles; done is
+ * called once all are closed. Returns 0 or the log commit's error.
+ */
+int provider_stop(struct provider *p, void (*done)(void *arg), void *arg);
+
+#endif

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Checks that the Debian packages faultline builds with are present, installs
+# the missing ones with apt-get (through sudo when not root), and prints the
+# compiler and linker flags as a make fragment on stdout.
+set -eu
+
+missing=""
+need_pc() {	# pkg-config name, Debian package
+	pkg-config --exists "$1" 2>/dev/null || missing="$missing $2"
+}
+
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+need_pc libuv libuv1-dev
+need_pc libcurl libcurl4-openssl-dev
+need_pc libcjson libcjson-dev
+need_pc criterion libcriterion-dev
+# Debian's http-parser ships no .pc file: look for its header instead.
+[ -f /usr/include/http_parser.h ] || missing="$missing libhttp-parser-dev"
+command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+
+if [ -n "$missing" ]; then
+	echo "deps: installing:$missing" >&2
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -qq >&2
+	# shellcheck disable=SC2086
+	$sudo apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+
+echo "DEP_CFLAGS := $(pkg-config --cflags libuv libcurl libcjson)"
+echo "DEP_LIBS := $(pkg-config --libs libuv libcurl libcjson) -lhttp_parser -lm"
+echo "TEST_CFLAGS := $(pkg-config --cflags criterion)"
+echo "TEST_LIBS := $(pkg-config --libs criterion)"
