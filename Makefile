@@ -10,6 +10,8 @@
 # on a fresh machine installs the missing ones (scripts/deps.sh).
 
 CC ?= gcc
+# Where objects and test binaries go (bin/ gets copies of the programs).
+O ?= build
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror
 BASE_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(WARN) \
 	-MMD -MP -Icommon
@@ -41,26 +43,26 @@ build/deps.mk: scripts/deps.sh
 
 deps: build/deps.mk
 
-# $(call variant,NAME,FLAGS): objects under build/NAME, programs under
-# build/NAME/bin, test binaries build/NAME/test-unit and test-integration.
+# $(call variant,NAME,FLAGS): objects under $(O)/NAME, programs under
+# $(O)/NAME/bin, test binaries $(O)/NAME/test-unit and test-integration.
 define variant
-build/$(1)/%.o: %.c build/deps.mk
+$(O)/$(1)/%.o: %.c build/deps.mk
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(BASE_CFLAGS) $(2) $$(DEP_CFLAGS) $$(if $$(filter tests/%,$$<),$$(TEST_CFLAGS) -Itests/support) -c $$< -o $$@
 
-build/$(1)/bin/mockprov: $$(patsubst %.c,build/$(1)/%.o,mockprov/main.c $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
+$(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
 
-build/$(1)/bin/streamclient: $$(patsubst %.c,build/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC))
+$(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
 
-build/$(1)/test-unit: $$(patsubst %.c,build/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
+$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(TEST_LIBS)
 
-build/$(1)/test-integration: $$(patsubst %.c,build/$(1)/%.o,$$(INTEG_SRC) $$(COMMON_SRC))
+$(O)/$(1)/test-integration: $$(patsubst %.c,$(O)/$(1)/%.o,$$(INTEG_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(TEST_LIBS)
 endef
@@ -68,26 +70,26 @@ endef
 $(eval $(call variant,rel,$(REL_FLAGS)))
 $(eval $(call variant,asan,$(ASAN_FLAGS)))
 
-bin/%: build/rel/bin/%
+bin/%: $(O)/rel/bin/%
 	@mkdir -p bin
 	cp $< $@
 
-test: all build/rel/test-unit build/rel/test-integration
-	build/rel/test-unit $(CRITERION_FLAGS)
-	FAULTLINE_BIN=bin build/rel/test-integration $(CRITERION_FLAGS)
+test: all $(O)/rel/test-unit $(O)/rel/test-integration
+	$(O)/rel/test-unit $(CRITERION_FLAGS)
+	FAULTLINE_BIN=bin $(O)/rel/test-integration $(CRITERION_FLAGS)
 
-asan-build: build/asan/bin/mockprov build/asan/test-unit build/asan/test-integration
+asan-build: $(O)/asan/bin/mockprov $(O)/asan/test-unit $(O)/asan/test-integration
 
 asan: asan-build
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		build/asan/test-unit $(CRITERION_FLAGS)
+		$(O)/asan/test-unit $(CRITERION_FLAGS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		FAULTLINE_BIN=build/asan/bin build/asan/test-integration $(CRITERION_FLAGS)
+		FAULTLINE_BIN=$(O)/asan/bin $(O)/asan/test-integration $(CRITERION_FLAGS)
 
 bench-mockprov: all bin/streamclient
 	bench/mockprov.sh
 
 clean:
-	rm -rf build bin
+	rm -rf build bin $(filter-out build,$(O))
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name '*.d' 2>/dev/null)
