@@ -33,7 +33,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-.PHONY: all test asan asan-build check-unit check-integration bench-mockprov clean deps
+.PHONY: all test asan asan-build bench-mockprov demo clean deps
 all: bin/mockprov
 
 build/deps.mk: scripts/deps.sh
@@ -93,3 +93,6 @@ clean:
 	rm -rf build bin $(filter-out build,$(O))
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+demo: all
+	scripts/demo.sh

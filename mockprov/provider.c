@@ -231,7 +231,8 @@ static void on_abort(struct http_exchange *ex, void *data, enum http_abort_reaso
 
 	(void)ex;
 	m->ex = NULL;
-	if (!m->streaming && m->status == 0 && m->kind == REQ_CHAT)
+	/* A plain answer on its way had generated tokens by now; a hang none. */
+	if (!m->streaming && m->status == 0 && m->kind == REQ_CHAT && !m->fired)
 		m->tokens_out = timing_tokens_by(&m->plan, ms_since(m->arrive_ns));
 	if (why == HTTP_ABORT_SERVER && !m->fired) {
 		extra = m->p->going_down ? "down" : "shutdown";

@@ -21,7 +21,10 @@ command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
 if [ -n "$missing" ]; then
 	echo "deps: installing:$missing" >&2
 	sudo=""
-	[ "$(id -u)" = 0 ] || sudo="sudo"
+	if [ "$(id -u)" != 0 ]; then
+		command -v sudo >/dev/null 2>&1 || { echo "deps: missing:$missing; not root and no sudo to install them" >&2; exit 1; }
+		sudo="sudo"
+	fi
 	export DEBIAN_FRONTEND=noninteractive
 	$sudo apt-get update -qq >&2
 	# shellcheck disable=SC2086

@@ -1,0 +1,103 @@
+/*
+ * streamclient: what the streaming benchmark client's parts share — the
+ * state of one stream and of the whole run, the calls an engine makes as
+ * bytes arrive and streams end, and the two engines that move the bytes
+ * (libcurl's multi interface, or raw libuv sockets with http-parser).
+ */
+#ifndef FAULTLINE_BENCH_STREAMCLIENT_H
+#define FAULTLINE_BENCH_STREAMCLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "buf.h"
+
+/* A growable array of samples in milliseconds. */
+struct samples {
+	double *v;
+	size_t n;
+	size_t cap;
+};
+
+enum stream_state {
+	STREAM_IDLE,		/* not started */
+	STREAM_RUNNING,
+	STREAM_COMPLETED,	/* ended with [DONE] */
+	STREAM_FAILED,		/* transport error, non-200, error event, or no [DONE] */
+	STREAM_UNFINISHED,	/* still running when the duration bound hit */
+};
+
+struct run;
+
+struct stream {
+	struct run *run;
+	int index;
+	enum stream_state state;
+	uint64_t start_ns;		/* monotonic: connect started */
+	uint64_t last_token_ns;		/* 0 before the first token */
+	int tokens;
+	bool saw_done;
+	bool saw_error_event;
+	struct buf pending;		/* the part of an SSE event not yet ended */
+	void *conn;			/* the engine's per-stream state */
+};
+
+struct run {
+	uv_loop_t *loop;
+	const char *url;
+	const char *body;		/* the request body, shared by every stream */
+	size_t body_len;
+	struct stream *streams;
+	int nstreams;
+	int nactive;			/* started and not ended */
+	bool stopping;			/* the duration bound hit */
+	void (*all_done)(struct run *r);	/* called when nactive reaches 0 */
+	void *engine;			/* the engine's run state */
+
+	struct samples gaps;		/* inter-token gaps, ms */
+	struct samples ttft;		/* time to first token, ms */
+	int ncompleted;
+	int nfailed;
+	int nunfinished;
+	int nhttp_errors;		/* answered with a status other than 200 */
+	int nerror_events;
+	int nno_done;			/* ended cleanly without [DONE] */
+	int ntransport_errors;
+	char first_error[256];
+	uint64_t bytes_in;
+};
+
+/*
+ * Hands the stream the body bytes that arrived at now_ns (one read's worth;
+ * chunked framing already removed). It splits them into SSE events on the
+ * blank-line boundary and times each token event.
+ */
+void stream_on_body(struct stream *s, const char *data, size_t len, uint64_t now_ns);
+
+/*
+ * Ends a stream. error is NULL when the response ended cleanly (then the
+ * stream has completed if it saw [DONE]), else a sentence saying what went
+ * wrong; status is the HTTP status seen (0: none). Calls run->all_done when
+ * it was the last active stream.
+ */
+void stream_finish(struct stream *s, int status, const char *error);
+
+/*
+ * An engine starts every stream of the run (connect, send the request) and
+ * calls stream_on_body and stream_finish as the answers come. abort ends the
+ * streams still running, without calling stream_finish for them; cleanup,
+ * called once the loop has stopped, frees what is left.
+ */
+struct engine {
+	const char *name;
+	int (*start)(struct run *r);
+	void (*abort)(struct run *r);
+	void (*cleanup)(struct run *r);
+};
+
+extern const struct engine engine_curl;
+extern const struct engine engine_raw;
+
+#endif
