@@ -23,6 +23,7 @@
 
 #define READ_BUF_SIZE 65536
 #define INBUF_PAUSE_BYTES (256 * 1024)
+#define LINGER_MS 2000
 
 enum conn_state {
 	CONN_READING,	/* waiting for or receiving a request */
@@ -85,6 +86,7 @@ struct conn {
 	size_t bytes_out;	/* of the current response */
 	bool reset_when_flushed;
 	bool close_when_flushed;
+	bool lingering;		/* rejected: drain the client's bytes, then close */
 
 	struct http_exchange ex;
 };
@@ -454,8 +456,9 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 {
 	struct conn *c = req->data;
 
-	(void)status;
-	conn_close(c, false);
+	/* A lingering close waits for the client's EOF or its timer. */
+	if (!c->lingering || status < 0)
+		conn_close(c, false);
 }
 
 /* The response is complete: read the next request, or close. */
@@ -657,7 +660,13 @@ void http_exchange_close(struct http_exchange *ex, bool reset)
 		conn_close(c, false);
 }
 
-/* Answers a request the server itself rejects, then closes. */
+/*
+ * Answers a request the server itself rejects, then closes. The client may
+ * still be sending (a body over the limit): closing with unread bytes would
+ * make the kernel send a RST that can destroy the answer before the client
+ * reads it, so the connection lingers — our side shut, the client's bytes
+ * read and dropped — until the client closes or LINGER_MS pass.
+ */
 static void respond_error_and_close(struct conn *c, int status, const char *msg)
 {
 	struct buf body = { 0 };
@@ -670,9 +679,10 @@ static void respond_error_and_close(struct conn *c, int status, const char *msg)
 		conn_write(c, out.data, out.len);
 	buf_free(&body);
 	buf_free(&out);
+	buf_reset(&c->inbuf);
 	c->close_when_flushed = true;
-	uv_read_stop((uv_stream_t *)&c->tcp);
-	c->reading = false;
+	c->lingering = true;
+	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
 	c->shutdown.data = c;
 	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
 		conn_close(c, false);
@@ -778,7 +788,7 @@ static void on_timer(uv_timer_t *t)
 {
 	struct conn *c = t->data;
 
-	/* Header timeout or keep-alive idle: the client said too little. */
+	/* Header timeout, keep-alive idle, or the end of a lingering close. */
 	if (c->state == CONN_READING)
 		conn_close(c, false);
 }
@@ -847,6 +857,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
 	if (c->state == CONN_CLOSING)
 		return;
+	if (c->lingering) {
+		if (nread < 0)
+			conn_close(c, false);
+		return;
+	}
 	if (nread < 0) {
 		c->peer_eof = true;
 		c->reading = false;
