@@ -173,6 +173,8 @@ int cfg_apply(const struct cfg_key *keys, size_t nkeys, const cJSON *obj,
 		return cfg_error(err, file, path, NULL, "expected an object, got %s", got);
 	}
 	cJSON_ArrayForEach(item, obj) {
+		const cJSON *prev;
+
 		for (i = 0; i < nkeys; i++) {
 			if (strcmp(keys[i].name, item->string) == 0)
 				break;
@@ -180,6 +182,11 @@ int cfg_apply(const struct cfg_key *keys, size_t nkeys, const cJSON *obj,
 		if (i == nkeys)
 			return cfg_error(err, file, path, item->string,
 					 "unknown key (check its spelling against the README)");
+		for (prev = obj->child; prev != item; prev = prev->next) {
+			if (strcmp(prev->string, item->string) == 0)
+				return cfg_error(err, file, path, item->string,
+						 "given twice; expected each key once");
+		}
 	}
 	for (i = 0; i < nkeys; i++) {
 		const struct cfg_key *k = &keys[i];

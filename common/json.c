@@ -33,6 +33,15 @@ cJSON *json_load_file(const char *path, char *err, size_t errlen)
 		goto out_close;
 	}
 	root = cJSON_ParseWithLengthOpts(b.data ? b.data : "", b.len, &end, 0);
+	if (root) {
+		/* One value per file: anything but white space after it is an error. */
+		while (end < b.data + b.len && strchr(" \t\r\n", *end))
+			end++;
+		if (end < b.data + b.len) {
+			cJSON_Delete(root);
+			root = NULL;
+		}
+	}
 	if (!root) {
 		int line = 1;
 		int col = 1;

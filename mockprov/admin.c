@@ -35,6 +35,22 @@ static void reply_error(struct http_exchange *ex, int status, const char *msg)
 	buf_free(&body);
 }
 
+static void reply_405(struct http_exchange *ex, const char *allow)
+{
+	const struct http_kv h[] = {
+		{ "Content-Type", "application/json" },
+		{ "Allow", allow },
+	};
+	struct buf msg = { 0 };
+	struct buf body = { 0 };
+
+	buf_printf(&msg, "Method not allowed here; use %s.", allow);
+	json_openai_error(&body, msg.data, "invalid_request_error", NULL, "method_not_allowed");
+	http_respond(ex, 405, h, 2, body.data, body.len);
+	buf_free(&msg);
+	buf_free(&body);
+}
+
 static struct provider *find_provider(struct admin *a, const char *name)
 {
 	size_t i;
@@ -73,6 +89,8 @@ static void post_fault(struct admin *a, struct http_exchange *ex,
 {
 	cJSON *body = cJSON_ParseWithLength(req->body, req->body_len);
 	const cJSON *dur;
+	const cJSON *name;
+	double dur_s;
 	struct provider *p;
 	struct fault f;
 	char err[CFG_ERR_LEN];
@@ -84,9 +102,10 @@ static void post_fault(struct admin *a, struct http_exchange *ex,
 			    "\"duration_s\":SECONDS,…}");
 		goto out;
 	}
-	p = find_provider(a, json_get_string(body, "provider"));
+	name = cJSON_GetObjectItemCaseSensitive(body, "provider");
+	p = find_provider(a, cJSON_IsString(name) ? name->valuestring : NULL);
 	if (!p) {
-		reply_error(ex, cJSON_GetObjectItemCaseSensitive(body, "provider") ? 404 : 400,
+		reply_error(ex, cJSON_IsString(name) ? 404 : 400,
 			    "provider: expected the name of a provider of this mockprov");
 		goto out;
 	}
@@ -95,6 +114,7 @@ static void post_fault(struct admin *a, struct http_exchange *ex,
 		reply_error(ex, 400, "duration_s: expected a number of seconds above 0");
 		goto out;
 	}
+	dur_s = dur->valuedouble;	/* dur is freed with its key below */
 	if (cJSON_GetObjectItemCaseSensitive(body, "from_s") ||
 	    cJSON_GetObjectItemCaseSensitive(body, "to_s")) {
 		reply_error(ex, 400, "from_s/to_s: not allowed here; an injected fault starts "
@@ -102,7 +122,7 @@ static void post_fault(struct admin *a, struct http_exchange *ex,
 		goto out;
 	}
 	cJSON_AddNumberToObject(body, "from_s", now_s);
-	cJSON_AddNumberToObject(body, "to_s", now_s + dur->valuedouble);
+	cJSON_AddNumberToObject(body, "to_s", now_s + dur_s);
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "provider");
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "duration_s");
 	if (fault_parse(body, "request", "", &f, err)) {
@@ -114,8 +134,7 @@ static void post_fault(struct admin *a, struct http_exchange *ex,
 		reply_error(ex, 500, "out of memory");
 		goto out;
 	}
-	log_info("%s: injected %s for %.3f s", p->cfg->name, fault_kind_name(f.kind),
-		 dur->valuedouble);
+	log_info("%s: injected %s for %.3f s", p->cfg->name, fault_kind_name(f.kind), dur_s);
 	out = cJSON_CreateObject();
 	cJSON_AddStringToObject(out, "provider", p->cfg->name);
 	fault_to_json(&f, timebase_now_ms(&a->env->tb), cJSON_AddObjectToObject(out, "fault"));
@@ -171,6 +190,10 @@ static void on_admin_request(struct http_exchange *ex, void *data)
 		post_fault(a, ex, req);
 	else if (strcmp(req->path, "/faults") == 0 && strcmp(m, "DELETE") == 0)
 		delete_faults(a, ex, req);
+	else if (strcmp(req->path, "/state") == 0)
+		reply_405(ex, "GET");
+	else if (strcmp(req->path, "/faults") == 0)
+		reply_405(ex, "POST, DELETE");
 	else if (strcmp(req->path, "/healthz") == 0)
 		http_respond(ex, 200, (const struct http_kv[]){ { "Content-Type", "application/json" } },
 			     1, "{\"status\":\"ok\"}", 15);

@@ -73,8 +73,13 @@ static void applied_add(struct fault_decision *d, enum fault_kind kind)
 		 len ? "+" : "", fault_kind_name(kind));
 }
 
-/* Refills a rate_limit bucket up to t_ms; full when the window opens. */
-static void rate_refill(struct fault *f, double t_ms)
+/*
+ * The budget of a rate_limit window at t_ms: full when the window opens, then
+ * refilled from the last spend. The state changes only when a request spends
+ * it, so refused requests add no rounding error: 12 s after the last spend at
+ * 5 rpm, exactly one request is available again.
+ */
+static void rate_available(struct fault *f, double t_ms, double *requests, double *tokens)
 {
 	struct rate_state *s = &f->rate;
 	double dt;
@@ -84,14 +89,10 @@ static void rate_refill(struct fault *f, double t_ms)
 		s->last_ms = t_ms;
 		s->requests = f->rpm;
 		s->tokens = f->tpm;
-		return;
 	}
-	dt = t_ms - s->last_ms;
-	if (dt <= 0)
-		return;
-	s->last_ms = t_ms;
-	s->requests = fmin(f->rpm, s->requests + dt * f->rpm / 60000.0);
-	s->tokens = fmin(f->tpm, s->tokens + dt * f->tpm / 60000.0);
+	dt = fmax(0, t_ms - s->last_ms);
+	*requests = fmin(f->rpm, s->requests + dt * f->rpm / 60000.0);
+	*tokens = fmin(f->tpm, s->tokens + dt * f->tpm / 60000.0);
 }
 
 /*
@@ -102,34 +103,39 @@ static bool rate_take(struct fault *f, double t_ms, double token_cost,
 		      struct fault_decision *d)
 {
 	struct rate_state *s = &f->rate;
+	double requests;
+	double tokens;
 	bool req_ok;
 	bool tok_ok;
 	double wait_s = 0;
 
-	rate_refill(f, t_ms);
-	req_ok = f->rpm <= 0 || s->requests >= 1;
-	tok_ok = f->tpm <= 0 || s->tokens >= token_cost;
+	rate_available(f, t_ms, &requests, &tokens);
+	req_ok = f->rpm <= 0 || requests >= 1;
+	tok_ok = f->tpm <= 0 || tokens >= token_cost;
 	if (req_ok && tok_ok) {
 		if (f->rpm > 0)
-			s->requests -= 1;
+			requests -= 1;
 		if (f->tpm > 0)
-			s->tokens -= token_cost;
+			tokens -= token_cost;
+		s->requests = requests;
+		s->tokens = tokens;
+		s->last_ms = fmax(s->last_ms, t_ms);
 	} else {
 		if (!req_ok)
-			wait_s = (1 - s->requests) * 60.0 / f->rpm;
+			wait_s = (1 - requests) * 60.0 / f->rpm;
 		if (!tok_ok) {
 			double w = token_cost > f->tpm ? 60.0
-						       : (token_cost - s->tokens) * 60.0 / f->tpm;
+						       : (token_cost - tokens) * 60.0 / f->tpm;
 
 			wait_s = fmax(wait_s, w);
 		}
 		d->retry_after_s = fmax(1, ceil(wait_s));
 	}
 	d->rate = f;
-	d->rate_requests_left = f->rpm > 0 ? floor(s->requests) : -1;
-	d->rate_tokens_left = f->tpm > 0 ? floor(s->tokens) : -1;
-	d->rate_reset_requests_s = f->rpm > 0 ? (f->rpm - s->requests) * 60.0 / f->rpm : 0;
-	d->rate_reset_tokens_s = f->tpm > 0 ? (f->tpm - s->tokens) * 60.0 / f->tpm : 0;
+	d->rate_requests_left = f->rpm > 0 ? floor(requests) : -1;
+	d->rate_tokens_left = f->tpm > 0 ? floor(tokens) : -1;
+	d->rate_reset_requests_s = f->rpm > 0 ? (f->rpm - requests) * 60.0 / f->rpm : 0;
+	d->rate_reset_tokens_s = f->tpm > 0 ? (f->tpm - tokens) * 60.0 / f->tpm : 0;
 	return req_ok && tok_ok;
 }
 
@@ -188,7 +194,7 @@ static const struct cfg_key common_keys[] = {
 	{ "kind", CFG_ENUM, offsetof(struct fault, kind), true, 0, 0, 0, NULL, kind_choices },
 	FK("from_s", CFG_SKIP, from_ms, true, 0, 0, 0),
 	FK("to_s", CFG_SKIP, to_ms, true, 0, 0, 0),
-	FK("probability", CFG_NUM, probability, false, 1, 0, 1),
+	FK("probability", CFG_SKIP, probability, false, 0, 0, 0),
 };
 
 struct kind_keys {
@@ -253,6 +259,62 @@ static int parse_kind(const cJSON *obj, const char *file, const char *path,
 	return cfg_error(err, file, path, "kind", "expected one of %s, got %s", list, got);
 }
 
+/*
+ * Each kind takes its own keys: name the kind and its keys when another
+ * kind's key (or a misspelt one) turns up.
+ */
+static int check_kind_keys(const cJSON *obj, enum fault_kind kind,
+			   const struct cfg_key *keys, size_t n, const char *file,
+			   const char *path, char *err)
+{
+	const cJSON *item;
+	char list[256];
+	size_t used = 0;
+	size_t i;
+	int k;
+
+	for (i = 0; i < n; i++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+					 i ? ", " : "", keys[i].name);
+	cJSON_ArrayForEach(item, obj) {
+		for (i = 0; i < n && strcmp(keys[i].name, item->string) != 0; i++)
+			;
+		if (i < n)
+			continue;
+		for (k = 0; k < FAULT_NKINDS; k++) {
+			for (i = 0; i < kind_keys[k].n; i++) {
+				if (strcmp(kind_keys[k].keys[i].name, item->string) == 0)
+					return cfg_error(err, file, path, item->string,
+							 "not a key of a \"%s\" fault (it belongs to "
+							 "\"%s\"); a \"%s\" fault takes: %s",
+							 kind_names[kind], kind_names[k],
+							 kind_names[kind], list);
+			}
+		}
+		return cfg_error(err, file, path, item->string,
+				 "unknown key; a \"%s\" fault takes: %s", kind_names[kind], list);
+	}
+	return 0;
+}
+
+static int read_probability(const cJSON *obj, const char *file, const char *path,
+			    double *out, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "probability");
+	char got[96];
+
+	*out = 1;
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 1) {
+		cfg_describe(v, got, sizeof(got));
+		return cfg_error(err, file, path, "probability",
+				 "expected a number above 0 and at most 1, got %s", got);
+	}
+	*out = v->valuedouble;
+	return 0;
+}
+
 static int read_seconds(const cJSON *obj, const char *key, const char *file,
 			const char *path, double *out_ms, char *err)
 {
@@ -297,12 +359,13 @@ int fault_parse(const cJSON *obj, const char *file, const char *path,
 	kk = &kind_keys[f->kind];
 	for (i = 0; i < kk->n; i++)
 		keys[n++] = kk->keys[i];
-	rc = cfg_apply(keys, n, obj, f, file, path, err);
+	rc = check_kind_keys(obj, f->kind, keys, n, file, path, err);
+	if (!rc)
+		rc = cfg_apply(keys, n, obj, f, file, path, err);
+	if (!rc)
+		rc = read_probability(obj, file, path, &f->probability, err);
 	if (rc)
 		return rc;
-	if (f->probability <= 0)
-		return cfg_error(err, file, path, "probability",
-				 "expected a number above 0 and at most 1, got 0");
 	rc = read_seconds(obj, "from_s", file, path, &f->from_ms, err);
 	if (!rc)
 		rc = read_seconds(obj, "to_s", file, path, &f->to_ms, err);
@@ -353,9 +416,13 @@ void fault_to_json(const struct fault *f, double now_ms, cJSON *obj)
 	case FAULT_RATE_LIMIT:
 		cJSON_AddNumberToObject(obj, "rpm", f->rpm);
 		cJSON_AddNumberToObject(obj, "tpm", f->tpm);
-		if (f->rate.started) {
-			cJSON_AddNumberToObject(obj, "requests_left", floor(f->rate.requests));
-			cJSON_AddNumberToObject(obj, "tokens_left", floor(f->rate.tokens));
+		if (f->rate.started && fault_active(f, now_ms)) {
+			double dt = fmax(0, now_ms - f->rate.last_ms);
+
+			cJSON_AddNumberToObject(obj, "requests_left",
+						floor(fmin(f->rpm, f->rate.requests + dt * f->rpm / 60000.0)));
+			cJSON_AddNumberToObject(obj, "tokens_left",
+						floor(fmin(f->tpm, f->rate.tokens + dt * f->tpm / 60000.0)));
 		}
 		break;
 	default:

@@ -94,7 +94,7 @@ static void stop_all(struct mockprov *mp)
 	mp->env.stopping = true;
 	admin_stop(&mp->admin, NULL, NULL);
 	for (i = 0; i < mp->nstarted; i++) {
-		if (provider_stop(&mp->providers[i], NULL, NULL))
+		if (provider_stop(&mp->providers[i], true, NULL, NULL))
 			mp->exit_code = 1;
 	}
 	uv_close((uv_handle_t *)&mp->sigint, on_handle_closed);
@@ -130,6 +130,7 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 
 	mp->env.log_dir = ".";
 	mp->env.seed = 1;
+	opterr = 0;	/* one line of our own instead of getopt's */
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -160,8 +161,9 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 			fputs(usage_text, stdout);
 			exit(0);
 		default:
-			fputs(usage_text, stderr);
-			exit(2);
+			if (optopt)
+				usage_error("%s: needs a value", argv[optind - 1]);
+			usage_error("unknown option \"%s\"", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
@@ -247,7 +249,7 @@ out_stop:
 	mp.env.stopping = true;
 	admin_stop(&mp.admin, NULL, NULL);
 	for (i = 0; i < mp.nstarted; i++)
-		provider_stop(&mp.providers[i], NULL, NULL);
+		provider_stop(&mp.providers[i], false, NULL, NULL);
 	uv_run(mp.loop, UV_RUN_DEFAULT);
 out_close:
 	rc = uv_loop_close(mp.loop);

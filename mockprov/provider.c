@@ -36,7 +36,7 @@ struct mreq {
 	enum req_kind kind;
 	uint64_t arrive_ns;
 	double t_ms;
-	char request_id[128];
+	char *request_id;		/* x-request-id, or NULL */
 	char id[48];			/* chatcmpl-… */
 	struct buf model;		/* the model to echo, as a JSON string */
 	bool streaming;
@@ -92,7 +92,7 @@ static size_t base_headers(const struct mreq *m, struct http_kv *h, size_t max,
 
 	h[n++] = (struct http_kv){ "Content-Type", content_type };
 	h[n++] = (struct http_kv){ "x-mock-provider", m->p->cfg->name };
-	if (m->request_id[0])
+	if (m->request_id)
 		h[n++] = (struct http_kv){ "x-request-id", m->request_id };
 	if (d->rate && n + 6 <= max) {
 		const struct fault *f = d->rate;
@@ -174,6 +174,7 @@ static void on_req_closed(uv_handle_t *h)
 	struct mreq *m = h->data;
 
 	buf_free(&m->model);
+	free(m->request_id);
 	free(m);
 }
 
@@ -528,7 +529,7 @@ static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
 	m->cut = -1;
 	rid = http_request_header(req, "x-request-id");
 	if (rid)
-		snprintf(m->request_id, sizeof(m->request_id), "%s", rid);
+		m->request_id = strdup(rid);	/* NULL if out of memory: not echoed */
 	snprintf(m->id, sizeof(m->id), "chatcmpl-mock-%s-%llu", p->cfg->name,
 		 (unsigned long long)++p->seq);
 	uv_timer_init(p->env->loop, &m->timer);
@@ -554,6 +555,7 @@ static int parse_chat(struct mreq *m, const struct http_request *req, int *max_t
 	const cJSON *messages;
 	const cJSON *model;
 	const cJSON *v;
+	const char *key;
 	cJSON *root;
 	int rc = -1;
 
@@ -596,14 +598,20 @@ static int parse_chat(struct mreq *m, const struct http_request *req, int *max_t
 	v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
 	m->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "include_usage"));
 	*max_tokens = -1;
-	v = cJSON_GetObjectItemCaseSensitive(root, "max_completion_tokens");
-	if (!v || cJSON_IsNull(v))
-		v = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+	key = "max_completion_tokens";
+	v = cJSON_GetObjectItemCaseSensitive(root, key);
+	if (!v || cJSON_IsNull(v)) {
+		key = "max_tokens";
+		v = cJSON_GetObjectItemCaseSensitive(root, key);
+	}
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e7 ||
 		    v->valuedouble != floor(v->valuedouble)) {
-			send_error(m, 400, "'max_tokens' must be a whole number of at least 1.",
-				   "invalid_request_error", "max_tokens", NULL, NULL);
+			struct buf msg = { 0 };
+
+			buf_printf(&msg, "'%s' must be a whole number of at least 1.", key);
+			send_error(m, 400, msg.data, "invalid_request_error", key, NULL, NULL);
+			buf_free(&msg);
 			goto out;
 		}
 		*max_tokens = (int)v->valuedouble;
@@ -728,14 +736,18 @@ static void respond_simple(struct http_exchange *ex, int status, const char *bod
 	http_respond(ex, status, h, 1, body, strlen(body));
 }
 
+/* An error of the server's own (404, 405); allow names the methods for 405. */
 static void respond_error(struct http_exchange *ex, int status, const char *msg,
-			  const char *code)
+			  const char *code, const char *allow)
 {
-	static const struct http_kv h[] = { { "Content-Type", "application/json" } };
+	const struct http_kv h[] = {
+		{ "Content-Type", "application/json" },
+		{ "Allow", allow },
+	};
 	struct buf body = { 0 };
 
 	json_openai_error(&body, msg, "invalid_request_error", NULL, code);
-	http_respond(ex, status, h, 1, body.data, body.len);
+	http_respond(ex, status, h, allow ? 2 : 1, body.data, body.len);
 	buf_free(&body);
 }
 
@@ -751,17 +763,18 @@ static void on_request(struct http_exchange *ex, void *data)
 			on_completion(p, ex, req);
 		else
 			respond_error(ex, 405, "Use POST for /v1/chat/completions.",
-				      "method_not_allowed");
+				      "method_not_allowed", "POST");
 	} else if (path_is(req->path, "/models")) {
 		if (get)
 			on_models(p, ex, req);
 		else
-			respond_error(ex, 405, "Use GET for /v1/models.", "method_not_allowed");
+			respond_error(ex, 405, "Use GET for /v1/models.", "method_not_allowed",
+				      "GET");
 	} else if (strcmp(req->path, "/healthz") == 0) {
 		respond_simple(ex, 200, "{\"status\":\"ok\"}");
 	} else {
 		respond_error(ex, 404, "Unknown path: mock providers serve "
-			      "/v1/chat/completions, /v1/models and /healthz.", "not_found");
+			      "/v1/chat/completions, /v1/models and /healthz.", "not_found", NULL);
 	}
 }
 
@@ -932,7 +945,7 @@ static void on_edge_closed(uv_handle_t *h)
 	stop_step(h->data);
 }
 
-int provider_stop(struct provider *p, void (*done)(void *arg), void *arg)
+int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), void *arg)
 {
 	struct stop_wait *w = calloc(1, sizeof(*w));
 	int rc = 0;
@@ -948,7 +961,9 @@ int provider_stop(struct provider *p, void (*done)(void *arg), void *arg)
 		http_server_free(p->srv, stop_step, w);
 		p->srv = NULL;
 	}
-	if (p->log.fp) {
+	if (p->log.fp && !keep_log) {
+		recfile_abandon(&p->log);
+	} else if (p->log.fp) {
 		rc = recfile_commit(&p->log);
 		if (rc)
 			log_error("%s: cannot finish the request log: %s", p->cfg->name,

@@ -75,9 +75,10 @@ void provider_state_json(const struct provider *p, cJSON *obj);
 
 /*
  * Stops the provider: closes its listener and connections (requests still
- * open are logged), commits its log and releases its handles; done is
- * called once all are closed. Returns 0 or the log commit's error.
+ * open are logged), commits its log — or, without keep_log (a start that
+ * failed), removes it — and releases its handles; done is called once all
+ * are closed. Returns 0 or the log commit's error.
  */
-int provider_stop(struct provider *p, void (*done)(void *arg), void *arg);
+int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), void *arg);
 
 #endif

@@ -218,3 +218,12 @@ Test(cfg, top_level_key_has_no_leading_dot, .timeout = 10)
 	cfg_free(prov_keys, NKEYS, &p);
 	cJSON_Delete(obj);
 }
+
+Test(cfg, duplicate_key_refused, .timeout = 10)
+{
+	struct prov p;
+
+	/* cJSON keeps both; the first would silently win without this check. */
+	assert_refused(apply("{\"name\":\"a\",\"ttft_ms\":1,\"name\":\"b\"}", &p), &p,
+		       "conf.json: providers[0].name: given twice; expected each key once");
+}
