@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 
 #include "buf.h"
 #include "clock.h"
@@ -45,6 +47,7 @@ struct http_exchange {
 	http_drain_cb on_drain;
 	enum resp_mode mode;
 	bool active;		/* handed to the program, not yet ended */
+	bool head;		/* a HEAD request: headers only */
 	bool reset_armed;
 	size_t reset_after;
 };
@@ -82,11 +85,12 @@ struct conn {
 	bool dispatching;
 
 	size_t pending_writes;
-	size_t queued_bytes;
+	uint64_t sent_total;		/* bytes ever written or queued */
 	size_t bytes_out;	/* of the current response */
 	bool reset_when_flushed;
-	bool close_when_flushed;
-	bool lingering;		/* rejected: drain the client's bytes, then close */
+	bool close_when_flushed;	/* graceful close under way: see conn_close_when_flushed */
+	bool shut_done;			/* our side is shut (FIN sent) */
+	uint64_t timer_mark;		/* conn_flushed() when the timer was armed */
 
 	struct http_exchange ex;
 };
@@ -115,7 +119,9 @@ struct http_server {
 };
 
 /* One read buffer serves every connection: libuv calls on_alloc and then
- * on_read for one socket at a time, and on_read copies what it keeps. */
+ * on_read for one socket at a time, and on_read copies what it keeps. This
+ * relies on one event loop per process (DESIGN.md): servers on loops in two
+ * threads would share it. */
 static char read_buf[READ_BUF_SIZE];
 
 static void conn_close(struct conn *c, bool reset);
@@ -142,6 +148,10 @@ const char *http_reason(int status)
 	case 200: return "OK";
 	case 201: return "Created";
 	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
@@ -382,7 +392,6 @@ static void on_write(uv_write_t *req, int status)
 	struct conn *c = w->conn;
 
 	c->pending_writes--;
-	c->queued_bytes -= w->len;
 	free(w);
 	if (c->state == CONN_CLOSING)
 		return;
@@ -416,6 +425,7 @@ static int conn_write(struct conn *c, const char *data, size_t len)
 	if (c->state == CONN_CLOSING)
 		return UV_EPIPE;
 	c->bytes_out += len;
+	c->sent_total += len;
 	if (c->pending_writes == 0) {
 		b = uv_buf_init((char *)data, (unsigned)len);
 		n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
@@ -439,8 +449,23 @@ static int conn_write(struct conn *c, const char *data, size_t len)
 		return rc;
 	}
 	c->pending_writes++;
-	c->queued_bytes += w->len;
 	return 0;
+}
+
+/*
+ * Bytes of output the client has taken so far: all we wrote, less what waits
+ * in libuv's queue and in the kernel's send buffer. It grows as a slow
+ * reader makes progress, even when a large buffer hides it from libuv.
+ */
+static uint64_t conn_flushed(struct conn *c)
+{
+	uint64_t left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+	uv_os_fd_t fd;
+	int unsent;
+
+	if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, SIOCOUTQ, &unsent) == 0)
+		left += (uint64_t)unsent;
+	return c->sent_total - left;
 }
 
 /* Ends the exchange from the program's side (no on_abort). */
@@ -456,8 +481,37 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 {
 	struct conn *c = req->data;
 
-	/* A lingering close waits for the client's EOF or its timer. */
-	if (!c->lingering || status < 0)
+	if (c->state == CONN_CLOSING)
+		return;
+	c->shut_done = true;
+	if (status < 0 || c->peer_eof) {
+		conn_close(c, false);
+		return;
+	}
+	/* Written and shut: give the client LINGER_MS to close its side. */
+	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
+}
+
+/*
+ * Ends the connection gracefully: the queued output is written, then our
+ * side is shut (FIN). Until the client closes its side, or LINGER_MS after
+ * the FIN, its bytes are read and dropped: closing with unread input would
+ * make the kernel send a RST, which can destroy the answer before the client
+ * has read it. A client that stops reading gets idle_timeout_ms without
+ * progress before the connection is closed anyway.
+ */
+static void conn_close_when_flushed(struct conn *c)
+{
+	if (c->close_when_flushed || c->state == CONN_CLOSING)
+		return;
+	c->close_when_flushed = true;
+	buf_reset(&c->inbuf);
+	if (!c->reading && !c->peer_eof)
+		conn_start_read(c);
+	c->timer_mark = conn_flushed(c);
+	uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
+	c->shutdown.data = c;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
 		conn_close(c, false);
 }
 
@@ -470,14 +524,12 @@ static void exchange_done(struct conn *c)
 	if (c->state == CONN_CLOSING)
 		return;
 	if (!keep) {
-		c->close_when_flushed = true;
-		c->shutdown.data = c;
-		if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
-			conn_close(c, false);
+		conn_close_when_flushed(c);
 		return;
 	}
 	c->state = CONN_READING;
 	request_reset(c);
+	c->timer_mark = conn_flushed(c);
 	uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
 	if (!c->dispatching)
 		conn_process(c);
@@ -545,6 +597,8 @@ int http_respond(struct http_exchange *ex, int status,
 	if (rc)
 		goto out;
 	hlen = b.len;
+	if (ex->head)
+		len = 0;	/* the headers say how long a GET's body would be */
 	/* Small answers go out in one write with the headers. */
 	if (hlen + len <= sizeof(small)) {
 		memcpy(small, b.data, hlen);
@@ -591,9 +645,12 @@ int http_stream_write(struct http_exchange *ex, const void *data, size_t len)
 	char head[32];
 	char one[4096];
 	int hl;
+	int rc;
 
 	if (!ex->active)
 		return -EPIPE;
+	if (ex->head)
+		return 0;
 	if (ex->mode != RESP_CHUNKED)
 		return http_write_raw(ex, data, len);
 	if (len == 0)
@@ -605,11 +662,12 @@ int http_stream_write(struct http_exchange *ex, const void *data, size_t len)
 		memcpy(one + hl + len, "\r\n", 2);
 		return exchange_write(ex, one, (size_t)hl + len + 2);
 	}
-	if (exchange_write(ex, head, (size_t)hl))
-		return -EPIPE;
-	if (exchange_write(ex, data, len))
-		return -EPIPE;
-	return exchange_write(ex, "\r\n", 2);
+	rc = exchange_write(ex, head, (size_t)hl);
+	if (!rc)
+		rc = exchange_write(ex, data, len);
+	if (!rc)
+		rc = exchange_write(ex, "\r\n", 2);
+	return rc;
 }
 
 int http_stream_end(struct http_exchange *ex)
@@ -618,7 +676,7 @@ int http_stream_end(struct http_exchange *ex)
 
 	if (!ex->active)
 		return -EPIPE;
-	if (ex->mode == RESP_CHUNKED)
+	if (ex->mode == RESP_CHUNKED && !ex->head)
 		rc = exchange_write(ex, "0\r\n\r\n", 5);
 	else
 		ex->req.keep_alive = false;
@@ -654,18 +712,13 @@ void http_exchange_close(struct http_exchange *ex, bool reset)
 		conn_close(c, true);
 		return;
 	}
-	c->close_when_flushed = true;
-	c->shutdown.data = c;
-	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
-		conn_close(c, false);
+	conn_close_when_flushed(c);
 }
 
 /*
- * Answers a request the server itself rejects, then closes. The client may
- * still be sending (a body over the limit): closing with unread bytes would
- * make the kernel send a RST that can destroy the answer before the client
- * reads it, so the connection lingers — our side shut, the client's bytes
- * read and dropped — until the client closes or LINGER_MS pass.
+ * Answers a request the server itself rejects, then closes gracefully: the
+ * client may still be sending (a body over the limit), and its bytes are
+ * drained rather than left to turn the close into a RST.
  */
 static void respond_error_and_close(struct conn *c, int status, const char *msg)
 {
@@ -679,13 +732,7 @@ static void respond_error_and_close(struct conn *c, int status, const char *msg)
 		conn_write(c, out.data, out.len);
 	buf_free(&body);
 	buf_free(&out);
-	buf_reset(&c->inbuf);
-	c->close_when_flushed = true;
-	c->lingering = true;
-	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
-	c->shutdown.data = c;
-	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
-		conn_close(c, false);
+	conn_close_when_flushed(c);
 }
 
 /* ---- exchange accessors ---- */
@@ -721,7 +768,7 @@ void *http_exchange_server_data(const struct http_exchange *ex)
 
 size_t http_exchange_queued(const struct http_exchange *ex)
 {
-	return ex->conn->queued_bytes;
+	return uv_stream_get_write_queue_size((uv_stream_t *)&ex->conn->tcp);
 }
 
 void http_exchange_set_reset_after(struct http_exchange *ex, size_t nbytes)
@@ -788,9 +835,17 @@ static void on_timer(uv_timer_t *t)
 {
 	struct conn *c = t->data;
 
-	/* Header timeout, keep-alive idle, or the end of a lingering close. */
-	if (c->state == CONN_READING)
-		conn_close(c, false);
+	if (c->state == CONN_CLOSING)
+		return;
+	/* Output still moving to a slow reader is not idleness: wait on. */
+	if (conn_flushed(c) != c->timer_mark) {
+		c->timer_mark = conn_flushed(c);
+		uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
+		return;
+	}
+	/* Header timeout, keep-alive idle, a reader that stopped, or the end
+	 * of a graceful close. */
+	conn_close(c, false);
 }
 
 static void dispatch(struct conn *c)
@@ -800,6 +855,7 @@ static void dispatch(struct conn *c)
 	c->state = CONN_HANDLING;
 	uv_timer_stop(&c->timer);
 	c->ex.active = true;
+	c->ex.head = c->parser.method == HTTP_HEAD;
 	c->ex.mode = RESP_NONE;
 	c->ex.reset_armed = false;
 	c->ex.data = NULL;
@@ -841,7 +897,7 @@ static void conn_process(struct conn *c)
 	if (c->state == CONN_READING && !c->reading && !c->peer_eof)
 		conn_start_read(c);
 	if (c->peer_eof && c->state == CONN_READING)
-		conn_close(c, false);
+		conn_close_when_flushed(c);	/* answers still queued go out first */
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
@@ -857,21 +913,27 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
 	if (c->state == CONN_CLOSING)
 		return;
-	if (c->lingering) {
-		if (nread < 0)
-			conn_close(c, false);
+	if (c->close_when_flushed) {
+		/* Closing gracefully: drop the client's bytes, wait for its EOF. */
+		if (nread < 0) {
+			c->peer_eof = true;
+			c->reading = false;
+			uv_read_stop(s);
+			if (c->shut_done)
+				conn_close(c, false);
+		}
 		return;
 	}
 	if (nread < 0) {
 		c->peer_eof = true;
 		c->reading = false;
-		if (!c->ex.active && c->close_when_flushed) {
-			/* The last answer is being flushed; its shutdown closes. */
-			uv_read_stop(s);
+		if (c->ex.active || nread != UV_EOF) {
+			/* The client left mid-answer: the exchange is aborted. */
+			conn_close(c, nread != UV_EOF);
 			return;
 		}
-		/* An answer being written is the client's loss: abort it. */
-		conn_close(c, nread != UV_EOF);
+		/* A half-close between answers: finish writing what is queued. */
+		conn_close_when_flushed(c);
 		return;
 	}
 	if (nread == 0)

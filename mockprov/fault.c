@@ -132,6 +132,8 @@ static bool rate_take(struct fault *f, double t_ms, double token_cost,
 		d->retry_after_s = fmax(1, ceil(wait_s));
 	}
 	d->rate = f;
+	d->rate_rpm = f->rpm;
+	d->rate_tpm = f->tpm;
 	d->rate_requests_left = f->rpm > 0 ? floor(requests) : -1;
 	d->rate_tokens_left = f->tpm > 0 ? floor(tokens) : -1;
 	d->rate_reset_requests_s = f->rpm > 0 ? (f->rpm - requests) * 60.0 / f->rpm : 0;

@@ -61,7 +61,11 @@ struct fault {
 	struct rate_state rate;
 };
 
-/* What the active faults do to one request. */
+/*
+ * What the active faults do to one request. decider and rate point into the
+ * fault list given to fault_decide: valid until that list changes, so a
+ * caller that keeps the decision across events copies what it needs.
+ */
 struct fault_decision {
 	const struct fault *decider;	/* the fault that shapes the answer, or NULL */
 	double add_ms;			/* extra time before the first token */
@@ -70,6 +74,8 @@ struct fault_decision {
 
 	/* rate_limit: set when a window was active for this request. */
 	const struct fault *rate;
+	double rate_rpm;		/* copies of rate's budgets (0 when none) */
+	double rate_tpm;
 	double rate_requests_left;
 	double rate_tokens_left;
 	double rate_reset_requests_s;	/* until the request budget is full */

@@ -43,7 +43,8 @@ struct mreq {
 	bool include_usage;
 	int prompt_tokens;
 	bool capped;			/* max_tokens cut the answer short */
-	struct fault_decision fd;
+	struct fault_decision fd;	/* its fault pointers are cleared: see decide() */
+	struct fault decider;		/* a copy of the deciding fault */
 	enum fault_kind act;		/* the decider's kind, or FAULT_NKINDS */
 	int cut;			/* stall/truncate/error_event: tokens before */
 	struct timing_plan plan;
@@ -94,19 +95,17 @@ static size_t base_headers(const struct mreq *m, struct http_kv *h, size_t max,
 	h[n++] = (struct http_kv){ "x-mock-provider", m->p->cfg->name };
 	if (m->request_id)
 		h[n++] = (struct http_kv){ "x-request-id", m->request_id };
-	if (d->rate && n + 6 <= max) {
-		const struct fault *f = d->rate;
-
-		if (f->rpm > 0) {
-			snprintf(bufs[0], 32, "%.0f", f->rpm);
+	if (n + 6 <= max) {
+		if (d->rate_rpm > 0) {
+			snprintf(bufs[0], 32, "%.0f", d->rate_rpm);
 			snprintf(bufs[1], 32, "%.0f", fmax(0, d->rate_requests_left));
 			fmt_reset(d->rate_reset_requests_s, bufs[2], 32);
 			h[n++] = (struct http_kv){ "x-ratelimit-limit-requests", bufs[0] };
 			h[n++] = (struct http_kv){ "x-ratelimit-remaining-requests", bufs[1] };
 			h[n++] = (struct http_kv){ "x-ratelimit-reset-requests", bufs[2] };
 		}
-		if (f->tpm > 0) {
-			snprintf(bufs[3], 32, "%.0f", f->tpm);
+		if (d->rate_tpm > 0) {
+			snprintf(bufs[3], 32, "%.0f", d->rate_tpm);
 			snprintf(bufs[4], 32, "%.0f", fmax(0, d->rate_tokens_left));
 			fmt_reset(d->rate_reset_tokens_s, bufs[5], 32);
 			h[n++] = (struct http_kv){ "x-ratelimit-limit-tokens", bufs[3] };
@@ -400,6 +399,7 @@ static void on_whole(uv_timer_t *t)
 		goto out;
 	case FAULT_ERROR_EVENT:
 		m->fired = true;
+		m->tokens_out = m->cut;	/* generated before the error */
 		send_error(m, 500, "The server had an error while processing your request.",
 			   "server_error", NULL, "mock_error_event", NULL);
 		req_finish(m, "faulted", NULL);
@@ -623,6 +623,24 @@ out:
 	return rc;
 }
 
+/*
+ * Decides the request's faults. The decision's pointers into p->faults are
+ * copied and cleared: an admin injection may move the list while the
+ * request waits for its timer.
+ */
+static void decide(struct mreq *m, double token_cost)
+{
+	struct provider *p = m->p;
+
+	fault_decide(p->faults, p->nfaults, m->t_ms, token_cost, &p->rng, &m->fd);
+	if (m->fd.decider) {
+		m->decider = *m->fd.decider;
+		m->act = m->decider.kind;
+	}
+	m->fd.decider = NULL;
+	m->fd.rate = NULL;
+}
+
 static void on_completion(struct provider *p, struct http_exchange *ex,
 			  const struct http_request *req)
 {
@@ -644,38 +662,34 @@ static void on_completion(struct provider *p, struct http_exchange *ex,
 		tokens = max_tokens;
 		m->capped = true;
 	}
-	fault_decide(p->faults, p->nfaults, m->t_ms, m->prompt_tokens + tokens, &p->rng, &m->fd);
+	decide(m, m->prompt_tokens + tokens);
 	timing_plan(&p->cfg->timing, &m->fd, tokens, &p->rng, &m->plan);
-	if (m->fd.decider) {
-		m->act = m->fd.decider->kind;
-		if (m->act == FAULT_STALL || m->act == FAULT_TRUNCATE ||
-		    m->act == FAULT_ERROR_EVENT)
-			m->cut = (int)fmin((double)m->fd.decider->after_tokens, tokens);
-	}
+	if (m->act == FAULT_STALL || m->act == FAULT_TRUNCATE || m->act == FAULT_ERROR_EVENT)
+		m->cut = (int)fmin((double)m->decider.after_tokens, tokens);
 	switch (m->act) {
 	case FAULT_DOWN:
 	case FAULT_RESET:
-		if (m->act == FAULT_DOWN || m->fd.decider->after_bytes == 0) {
+		if (m->act == FAULT_DOWN || m->decider.after_bytes == 0) {
 			m->fired = true;
 			http_exchange_close(m->ex, true);
 			m->ex = NULL;
 			req_finish(m, "faulted", NULL);
 			return;
 		}
-		http_exchange_set_reset_after(m->ex, (size_t)m->fd.decider->after_bytes);
+		http_exchange_set_reset_after(m->ex, (size_t)m->decider.after_bytes);
 		break;
 	case FAULT_HANG:
 		m->fired = true;
 		return;		/* read, never answered; on_abort logs it */
 	case FAULT_STATUS:
 		m->fired = true;
-		if (m->fd.decider->retry_after_s >= 0)
-			snprintf(retry, sizeof(retry), "%.0f", ceil(m->fd.decider->retry_after_s));
-		send_error(m, (int)m->fd.decider->status,
-			   m->fd.decider->status >= 500 ? "The server is overloaded or not ready yet."
+		if (m->decider.retry_after_s >= 0)
+			snprintf(retry, sizeof(retry), "%.0f", ceil(m->decider.retry_after_s));
+		send_error(m, (int)m->decider.status,
+			   m->decider.status >= 500 ? "The server is overloaded or not ready yet."
 							: "The request was rejected by the provider.",
-			   m->fd.decider->status >= 500 ? "server_error" : "invalid_request_error",
-			   NULL, "mock_status", m->fd.decider->retry_after_s >= 0 ? retry : NULL);
+			   m->decider.status >= 500 ? "server_error" : "invalid_request_error",
+			   NULL, "mock_status", m->decider.retry_after_s >= 0 ? retry : NULL);
 		req_finish(m, "faulted", NULL);
 		return;
 	case FAULT_RATE_LIMIT:
@@ -703,11 +717,9 @@ static void on_models(struct provider *p, struct http_exchange *ex,
 		http_exchange_close(ex, true);
 		return;
 	}
-	fault_decide(p->faults, p->nfaults, m->t_ms, -1, &p->rng, &m->fd);
+	decide(m, -1);
 	m->plan.ttft_ms = m->fd.add_ms;
 	m->plan.tokens = 1;
-	if (m->fd.decider)
-		m->act = m->fd.decider->kind;
 	switch (m->act) {
 	case FAULT_DOWN:
 	case FAULT_RESET:
@@ -719,7 +731,7 @@ static void on_models(struct provider *p, struct http_exchange *ex,
 		m->fired = true;
 		return;
 	case FAULT_STATUS:
-		send_error(m, (int)m->fd.decider->status, "The server is not ready yet.",
+		send_error(m, (int)m->decider.status, "The server is not ready yet.",
 			   "server_error", NULL, "mock_status", NULL);
 		req_finish(m, "faulted", NULL);
 		return;
