@@ -30,16 +30,19 @@ enum stream_state {
 };
 
 struct run;
+struct event_log;
 
 struct stream {
 	struct run *run;
 	int index;
 	enum stream_state state;
 	uint64_t start_ns;		/* monotonic: connect started */
-	uint64_t last_token_ns;		/* 0 before the first token */
+	uint64_t last_arrive_ns;	/* the last token's; 0 before the first */
+	uint64_t last_read_ns;
 	int tokens;
 	bool saw_done;
 	bool saw_error_event;
+	bool saw_malformed;		/* a data event that is not one whole object */
 	struct buf pending;		/* the part of an SSE event not yet ended */
 	void *conn;			/* the engine's per-stream state */
 };
@@ -52,17 +55,23 @@ struct run {
 	struct stream *streams;
 	int nstreams;
 	int nactive;			/* started and not ended */
+	bool starting;			/* in engine->start: all_done waits */
 	bool stopping;			/* the duration bound hit */
 	void (*all_done)(struct run *r);	/* called when nactive reaches 0 */
+	void *all_done_data;
 	void *engine;			/* the engine's run state */
 
-	struct samples gaps;		/* inter-token gaps, ms */
-	struct samples ttft;		/* time to first token, ms */
+	struct samples gaps;		/* inter-token gaps by arrival, ms */
+	struct samples read_gaps;	/* the same by when the client read them */
+	struct samples ttft;		/* time to first token (arrival), ms */
+	bool kernel_stamps;		/* arrival times are the kernel's */
+	struct event_log *events;	/* every token's times, or NULL */
 	int ncompleted;
 	int nfailed;
 	int nunfinished;
 	int nhttp_errors;		/* answered with a status other than 200 */
 	int nerror_events;
+	int nmalformed;
 	int nno_done;			/* ended cleanly without [DONE] */
 	int ntransport_errors;
 	char first_error[256];
@@ -70,11 +79,14 @@ struct run {
 };
 
 /*
- * Hands the stream the body bytes that arrived at now_ns (one read's worth;
- * chunked framing already removed). It splits them into SSE events on the
+ * Hands the stream the body bytes of one read (chunked framing already
+ * removed): arrive_ns is when they reached the socket (the kernel's receive
+ * timestamp, or the read time when there is none), read_ns when the client
+ * read them, both monotonic. It splits them into SSE events on the
  * blank-line boundary and times each token event.
  */
-void stream_on_body(struct stream *s, const char *data, size_t len, uint64_t now_ns);
+void stream_on_body(struct stream *s, const char *data, size_t len, uint64_t arrive_ns,
+		    uint64_t read_ns);
 
 /*
  * Ends a stream. error is NULL when the response ended cleanly (then the
@@ -86,9 +98,12 @@ void stream_finish(struct stream *s, int status, const char *error);
 
 /*
  * An engine starts every stream of the run (connect, send the request) and
- * calls stream_on_body and stream_finish as the answers come. abort ends the
- * streams still running, without calling stream_finish for them; cleanup,
- * called once the loop has stopped, frees what is left.
+ * calls stream_on_body and stream_finish as the answers come. start returns
+ * 0 or a libuv error code (with run->first_error set). abort closes every
+ * handle the engine still has open — the connections of streams still
+ * running, without stream_finish for them, and its timers — so the loop can
+ * end; it is called once, after the last stream ended or at the duration
+ * bound. cleanup, called once the loop has stopped, frees what is left.
  */
 struct engine {
 	const char *name;

@@ -83,6 +83,52 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int buf_put_int(struct buf *b, long long v)
+{
+	char tmp[24];
+	char *p = tmp + sizeof(tmp);
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	return buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+int buf_put_fixed(struct buf *b, double v, int decimals)
+{
+	static const long long pow10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };
+	long long scale;
+	long long n;
+	char frac[8];
+	int rc;
+	int i;
+
+	if (decimals < 0 || decimals > 6 || !(v > -9e12 && v < 9e12))
+		return buf_printf(b, "%.*f", decimals, v);
+	scale = pow10[decimals];
+	n = (long long)(v * (double)scale + (v < 0 ? -0.5 : 0.5));
+	if (n < 0) {
+		rc = buf_append(b, "-", 1);
+		if (rc)
+			return rc;
+		n = -n;
+	}
+	rc = buf_put_int(b, n / scale);
+	if (rc || decimals == 0)
+		return rc;
+	n %= scale;
+	for (i = decimals - 1; i >= 0; i--) {
+		frac[i] = (char)('0' + n % 10);
+		n /= 10;
+	}
+	rc = buf_append(b, ".", 1);
+	return rc ? rc : buf_append(b, frac, (size_t)decimals);
+}
+
 void buf_consume(struct buf *b, size_t n)
 {
 	if (n >= b->len) {

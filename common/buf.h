@@ -29,6 +29,16 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
+/* Appends a whole number in decimal (no printf: for hot paths). */
+int buf_put_int(struct buf *b, long long v);
+
+/*
+ * Appends v with exactly `decimals` (0–6) digits after the point, rounded
+ * half away from zero, without printf. Values beyond ±9e12 fall back to
+ * printf.
+ */
+int buf_put_fixed(struct buf *b, double v, int decimals);
+
 /* Removes the first n bytes, keeping the rest. */
 void buf_consume(struct buf *b, size_t n);
 

@@ -571,9 +571,18 @@ static int status_and_headers(struct buf *b, const struct http_exchange *ex,
 	size_t i;
 	int rc = 0;
 
-	rc |= buf_printf(b, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
-	for (i = 0; i < n; i++)
-		rc |= buf_printf(b, "%s: %s\r\n", h[i].name, h[i].value);
+	/* Plain appends: this runs for every answer. */
+	rc |= buf_puts(b, "HTTP/1.1 ");
+	rc |= buf_put_int(b, status);
+	rc |= buf_puts(b, " ");
+	rc |= buf_puts(b, http_reason(status));
+	rc |= buf_puts(b, "\r\n");
+	for (i = 0; i < n; i++) {
+		rc |= buf_puts(b, h[i].name);
+		rc |= buf_puts(b, ": ");
+		rc |= buf_puts(b, h[i].value);
+		rc |= buf_puts(b, "\r\n");
+	}
 	if (!ex->req.keep_alive)
 		rc |= buf_puts(b, "Connection: close\r\n");
 	else if (ex->req.http_major == 1 && ex->req.http_minor == 0)
@@ -593,7 +602,9 @@ int http_respond(struct http_exchange *ex, int status,
 	if (!ex->active || ex->mode != RESP_NONE)
 		return -EINVAL;
 	rc = status_and_headers(&b, ex, status, headers, n);
-	rc |= buf_printf(&b, "Content-Length: %zu\r\n\r\n", len);
+	rc |= buf_puts(&b, "Content-Length: ");
+	rc |= buf_put_int(&b, (long long)len);
+	rc |= buf_puts(&b, "\r\n\r\n");
 	if (rc)
 		goto out;
 	hlen = b.len;
@@ -640,6 +651,25 @@ int http_stream_begin(struct http_exchange *ex, int status,
 	return rc;
 }
 
+/* Writes "HEX\r\n" for a chunk of len bytes into out (≥ 20 bytes). */
+static int chunk_head(char *out, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[16];
+	int n = 0;
+	int i = 0;
+
+	do {
+		tmp[n++] = hex[len & 15];
+		len >>= 4;
+	} while (len);
+	while (n)
+		out[i++] = tmp[--n];
+	out[i++] = '\r';
+	out[i++] = '\n';
+	return i;
+}
+
 int http_stream_write(struct http_exchange *ex, const void *data, size_t len)
 {
 	char head[32];
@@ -655,7 +685,7 @@ int http_stream_write(struct http_exchange *ex, const void *data, size_t len)
 		return http_write_raw(ex, data, len);
 	if (len == 0)
 		return 0;
-	hl = snprintf(head, sizeof(head), "%zx\r\n", len);
+	hl = chunk_head(head, len);
 	if ((size_t)hl + len + 2 <= sizeof(one)) {
 		memcpy(one, head, (size_t)hl);
 		memcpy(one + hl, data, len);

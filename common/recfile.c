@@ -134,7 +134,7 @@ void row_str(struct row *r, const char *name, const char *v)
 void row_int(struct row *r, const char *name, int64_t v)
 {
 	row_sep(r, name);
-	buf_printf(&r->b, "%lld", (long long)v);
+	buf_put_int(&r->b, (long long)v);
 }
 
 void row_num(struct row *r, const char *name, double v, int decimals)
@@ -145,7 +145,7 @@ void row_num(struct row *r, const char *name, double v, int decimals)
 			buf_puts(&r->b, "null");
 		return;
 	}
-	buf_printf(&r->b, "%.*f", decimals, v);
+	buf_put_fixed(&r->b, v, decimals);
 }
 
 void row_bool(struct row *r, const char *name, bool v)

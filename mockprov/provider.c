@@ -39,6 +39,8 @@ struct mreq {
 	char *request_id;		/* x-request-id, or NULL */
 	char id[48];			/* chatcmpl-… */
 	struct buf model;		/* the model to echo, as a JSON string */
+	struct buf prefix;		/* streams: 'data: {"id":…,"model":…,' of every chunk */
+	bool timer_open;		/* the timer handle exists (schedule() made it) */
 	bool streaming;
 	bool include_usage;
 	int prompt_tokens;
@@ -168,13 +170,17 @@ static void log_row(struct provider *p, const struct mreq *m, const char *fault,
 
 /* ---- request life ---- */
 
-static void on_req_closed(uv_handle_t *h)
+static void req_free(struct mreq *m)
 {
-	struct mreq *m = h->data;
-
 	buf_free(&m->model);
+	buf_free(&m->prefix);
 	free(m->request_id);
 	free(m);
+}
+
+static void on_req_closed(uv_handle_t *h)
+{
+	req_free(h->data);
 }
 
 /*
@@ -208,8 +214,11 @@ static void req_finish(struct mreq *m, const char *outcome, const char *extra_fa
 	if (m->next)
 		m->next->prev = m->prev;
 	p->ninflight--;
-	uv_timer_stop(&m->timer);
-	uv_close((uv_handle_t *)&m->timer, on_req_closed);
+	/* Most plain answers never needed a timer: free them at once. */
+	if (m->timer_open)
+		uv_close((uv_handle_t *)&m->timer, on_req_closed);
+	else
+		req_free(m);
 }
 
 /* The exchange ended because of a write (reset budget reached, peer gone). */
@@ -248,46 +257,73 @@ static void schedule(struct mreq *m, double ms_after_arrival, uv_timer_cb cb)
 	double due_ms = (double)m->arrive_ns / 1e6 + ms_after_arrival;
 	double delay;
 
+	if (!m->timer_open) {
+		uv_timer_init(loop, &m->timer);
+		m->timer.data = m;
+		m->timer_open = true;
+	}
 	/* uv_now() is the loop's cached time: measure the delay from it, so a
 	 * timer armed late in an iteration does not fire early. */
 	delay = ceil(due_ms - (double)uv_now(loop));
 	uv_timer_start(&m->timer, cb, delay > 0 ? (uint64_t)delay : 0, 0);
 }
 
+/* True when an answer due ms_after_arrival is due already. */
+static bool due_now(const struct mreq *m, double ms_after_arrival)
+{
+	return ms_after_arrival <= 0 ||
+	       (double)clock_mono_ns() >= (double)m->arrive_ns + ms_after_arrival * 1e6;
+}
+
 /* ---- answers ---- */
 
-static void chunk_prefix(struct buf *b, const struct mreq *m)
+/* Builds the start every chunk of m's stream shares, once per stream. */
+static void build_prefix(struct mreq *m)
 {
-	buf_printf(b, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\","
-		   "\"created\":%lld,\"model\":%s,", m->id, (long long)time(NULL),
-		   m->model.data);
+	buf_puts(&m->prefix, "data: {\"id\":\"");
+	buf_puts(&m->prefix, m->id);
+	buf_puts(&m->prefix, "\",\"object\":\"chat.completion.chunk\",\"created\":");
+	buf_put_int(&m->prefix, (long long)time(NULL));
+	buf_puts(&m->prefix, ",\"model\":");
+	buf_append(&m->prefix, m->model.data, m->model.len);
+	buf_puts(&m->prefix, ",");
 }
 
 static void usage_json(struct buf *b, const struct mreq *m, int completion)
 {
-	buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,"
-		   "\"total_tokens\":%d}", m->prompt_tokens, completion,
-		   m->prompt_tokens + completion);
+	buf_puts(b, "\"usage\":{\"prompt_tokens\":");
+	buf_put_int(b, m->prompt_tokens);
+	buf_puts(b, ",\"completion_tokens\":");
+	buf_put_int(b, completion);
+	buf_puts(b, ",\"total_tokens\":");
+	buf_put_int(b, m->prompt_tokens + completion);
+	buf_puts(b, "}");
+}
+
+/* Appends the text of tokens [from, to) of the provider's answer. */
+static void put_tokens(struct buf *b, const struct provider *p, int from, int to)
+{
+	buf_append(b, p->content.data + p->token_off[from],
+		   p->token_off[to] - p->token_off[from]);
 }
 
 static void sse_token(struct buf *b, const struct mreq *m, int k)
 {
-	char text[32];
-
-	timing_token_text(k, text, sizeof(text));
-	chunk_prefix(b, m);
-	buf_printf(b, "\"choices\":[{\"index\":0,\"delta\":{%s\"content\":\"%s\"},"
-		   "\"finish_reason\":null}]}\n\n",
-		   k == 0 ? "\"role\":\"assistant\"," : "", text);
+	buf_append(b, m->prefix.data, m->prefix.len);
+	buf_puts(b, k == 0 ? "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+			     "\"content\":\""
+			   : "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+	put_tokens(b, m->p, k, k + 1);
+	buf_puts(b, "\"},\"finish_reason\":null}]}\n\n");
 }
 
 static void sse_finish(struct buf *b, const struct mreq *m)
 {
-	chunk_prefix(b, m);
-	buf_printf(b, "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"%s\"}]}\n\n",
-		   m->capped ? "length" : "stop");
+	buf_append(b, m->prefix.data, m->prefix.len);
+	buf_puts(b, m->capped ? "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n"
+			      : "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
 	if (m->include_usage) {
-		chunk_prefix(b, m);
+		buf_append(b, m->prefix.data, m->prefix.len);
 		buf_puts(b, "\"choices\":[],");
 		usage_json(b, m, m->plan.tokens);
 		buf_puts(b, "}\n\n");
@@ -309,21 +345,21 @@ static void sse_error(struct buf *b)
  */
 static void whole_body(struct buf *b, const struct mreq *m, size_t *cut_at)
 {
-	char text[32];
-	int k;
+	const struct provider *p = m->p;
+	size_t start;
 
-	buf_printf(b, "{\"id\":\"%s\",\"object\":\"chat.completion\",\"created\":%lld,"
-		   "\"model\":%s,\"choices\":[{\"index\":0,\"message\":{\"role\":"
-		   "\"assistant\",\"content\":\"", m->id, (long long)time(NULL),
-		   m->model.data);
-	*cut_at = b->len;
-	for (k = 0; k < m->plan.tokens; k++) {
-		timing_token_text(k, text, sizeof(text));
-		buf_puts(b, text);
-		if (k + 1 == m->cut)
-			*cut_at = b->len;
-	}
-	buf_printf(b, "\"},\"finish_reason\":\"%s\"}],", m->capped ? "length" : "stop");
+	buf_puts(b, "{\"id\":\"");
+	buf_puts(b, m->id);
+	buf_puts(b, "\",\"object\":\"chat.completion\",\"created\":");
+	buf_put_int(b, (long long)time(NULL));
+	buf_puts(b, ",\"model\":");
+	buf_append(b, m->model.data, m->model.len);
+	buf_puts(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"");
+	start = b->len;
+	put_tokens(b, p, 0, m->plan.tokens);
+	*cut_at = start + (m->cut > 0 ? p->token_off[m->cut] - p->token_off[0] : 0);
+	buf_puts(b, m->capped ? "\"},\"finish_reason\":\"length\"}],"
+			      : "\"},\"finish_reason\":\"stop\"}],");
 	usage_json(b, m, m->plan.tokens);
 	buf_puts(b, "}");
 }
@@ -356,10 +392,9 @@ static int send_partial(struct mreq *m, const struct buf *body, size_t cut_at)
 	return rc;
 }
 
-/* Timer: a plain (non-streaming) answer is due. */
-static void on_whole(uv_timer_t *t)
+/* A plain (non-streaming) answer is due. */
+static void answer_whole(struct mreq *m)
 {
-	struct mreq *m = t->data;
 	struct buf body = { 0 };
 	size_t cut_at = 0;
 	int rc = 0;
@@ -421,6 +456,20 @@ out:
 	buf_free(&body);
 }
 
+static void on_whole(uv_timer_t *t)
+{
+	answer_whole(t->data);
+}
+
+/* Sends the plain answer at its time: at once when it is due already. */
+static void schedule_whole(struct mreq *m, double ms_after_arrival)
+{
+	if (due_now(m, ms_after_arrival))
+		answer_whole(m);
+	else
+		schedule(m, ms_after_arrival, on_whole);
+}
+
 /* Applies a stream-shape fault after m->cut tokens. Returns 0 or the write error. */
 static int stream_cut(struct mreq *m, struct buf *out)
 {
@@ -449,7 +498,7 @@ static void on_token(uv_timer_t *t)
 
 	if (m->act == FAULT_MALFORMED) {
 		m->fired = true;
-		chunk_prefix(&out, m);
+		buf_append(&out, m->prefix.data, m->prefix.len);
 		buf_puts(&out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\n\ndata: [DONE]\n\n");
 		rc = http_stream_write(m->ex, out.data, out.len);
 		if (!rc) {
@@ -501,6 +550,7 @@ static void start_stream(struct mreq *m)
 
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
 	m->status = 200;
+	build_prefix(m);
 	rc = http_stream_begin(m->ex, 200, h, n);
 	if (rc) {
 		req_write_failed(m, rc);
@@ -532,8 +582,6 @@ static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
 		m->request_id = strdup(rid);	/* NULL if out of memory: not echoed */
 	snprintf(m->id, sizeof(m->id), "chatcmpl-mock-%s-%llu", p->cfg->name,
 		 (unsigned long long)++p->seq);
-	uv_timer_init(p->env->loop, &m->timer);
-	m->timer.data = m;
 	m->next = p->inflight;
 	if (p->inflight)
 		p->inflight->prev = m;
@@ -705,7 +753,7 @@ static void on_completion(struct provider *p, struct http_exchange *ex,
 	if (m->streaming)
 		start_stream(m);
 	else
-		schedule(m, timing_done_at(&m->plan), on_whole);
+		schedule_whole(m, timing_done_at(&m->plan));
 }
 
 static void on_models(struct provider *p, struct http_exchange *ex,
@@ -738,7 +786,7 @@ static void on_models(struct provider *p, struct http_exchange *ex,
 	default:
 		break;
 	}
-	schedule(m, m->plan.ttft_ms, on_whole);
+	schedule_whole(m, m->plan.ttft_ms);
 }
 
 static void respond_simple(struct http_exchange *ex, int status, const char *body)
@@ -888,6 +936,25 @@ void provider_state_json(const struct provider *p, cJSON *obj)
 
 /* ---- start and stop ---- */
 
+/* Builds the answer text once: every answer is a prefix of it. */
+static int build_content(struct provider *p)
+{
+	int n = (int)p->cfg->output_tokens;
+	char text[32];
+	int k;
+
+	p->token_off = calloc((size_t)n + 1, sizeof(*p->token_off));
+	if (!p->token_off)
+		return -ENOMEM;
+	for (k = 0; k < n; k++) {
+		p->token_off[k] = p->content.len;
+		if (buf_append(&p->content, text, timing_token_text(k, text, sizeof(text))))
+			return -ENOMEM;
+	}
+	p->token_off[n] = p->content.len;
+	return 0;
+}
+
 int provider_start(struct provider *p, struct mock_env *env,
 		   const struct provider_cfg *cfg, size_t index, char *err)
 {
@@ -907,7 +974,7 @@ int provider_start(struct provider *p, struct mock_env *env,
 		memcpy(p->faults, cfg->faults, cfg->nfaults * sizeof(*p->faults));
 	p->nfaults = cfg->nfaults;
 	p->srv = http_server_new(env->loop, &env->http, on_request, p);
-	if (!p->srv) {
+	if (!p->srv || build_content(p)) {
 		snprintf(err, CFG_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
@@ -982,6 +1049,9 @@ int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), vo
 				  strerror(-rc));
 	}
 	row_free(&p->row);
+	buf_free(&p->content);
+	free(p->token_off);
+	p->token_off = NULL;
 	if (p->edge_timer_open) {
 		w->pending++;
 		p->edge_timer.data = w;

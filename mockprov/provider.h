@@ -40,6 +40,8 @@ struct provider {
 	struct rng rng;
 	struct recfile log;
 	struct row row;
+	struct buf content;		/* the whole answer's text, built once */
+	size_t *token_off;		/* token k is content[token_off[k] … token_off[k+1]) */
 	struct mreq *inflight;
 	unsigned ninflight;
 	uint64_t seq;

@@ -3,6 +3,8 @@
  * always ends the contents.
  */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,5 +135,55 @@ Test(buf, append_binary_keeps_embedded_nul_and_terminates, .timeout = 10)
 	cr_assert_eq(b.data[3], '\0');
 	cr_assert_eq(buf_append(&b, "", 0), 0);
 	cr_assert_eq(b.len, 3);
+	buf_free(&b);
+}
+
+Test(buf, put_int_matches_printf, .timeout = 10)
+{
+	static const long long vals[] = { 0, 7, -7, 10, 1234567890123LL, -9223372036854775807LL - 1 };
+	struct buf b = { 0 };
+	char want[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		buf_reset(&b);
+		buf_put_int(&b, vals[i]);
+		snprintf(want, sizeof(want), "%lld", vals[i]);
+		cr_assert_str_eq(b.data, want);
+	}
+	buf_free(&b);
+}
+
+Test(buf, put_fixed_matches_printf, .timeout = 10)
+{
+	static const double vals[] = { 0, 1.5, 12.0004, 12.0005, 299.9996, 1234567.891234,
+				       -3.25, -0.5, 86400000.125 };
+	struct buf b = { 0 };
+	char want[64];
+	size_t i;
+	int d;
+
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		for (d = 0; d <= 6; d++) {
+			buf_reset(&b);
+			buf_put_fixed(&b, vals[i], d);
+			snprintf(want, sizeof(want), "%.*f", d, vals[i]);
+			/* Ties may round differently (printf: half to even):
+			 * at most one unit in the last place apart. */
+			cr_assert_float_eq(strtod(b.data, NULL), strtod(want, NULL),
+					   1.000001 / pow(10, d),
+					   "%.10g with %d decimals: %s, printf %s",
+					   vals[i], d, b.data, want);
+		}
+	}
+	buf_reset(&b);
+	buf_put_fixed(&b, 299.9996, 3);
+	cr_assert_str_eq(b.data, "300.000");
+	buf_reset(&b);
+	buf_put_fixed(&b, 2.5, 3);
+	cr_assert_str_eq(b.data, "2.500");
+	buf_reset(&b);
+	buf_put_fixed(&b, 1e15, 3);	/* beyond the fast path: printf */
+	cr_assert_str_eq(b.data, "1000000000000000.000");
 	buf_free(&b);
 }
