@@ -84,14 +84,6 @@ struct event_log {
 	size_t cap;
 };
 
-static void usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "streamclient: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see streamclient --help)\n");
-	exit(2);
-}
-
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option opts[] = {
@@ -119,12 +111,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'n':
 			if (opt_parse_i64(optarg, 1, MAX_STREAMS, &o->streams))
-				usage_error("--streams: expected a whole number from 1 to 50000, "
+				opt_usage_error("streamclient", "--streams: expected a whole number from 1 to 50000, "
 					    "got \"%s\"", optarg);
 			break;
 		case 'd':
 			if (opt_parse_duration_ms(optarg, &o->bound_ms) || o->bound_ms <= 0)
-				usage_error("--duration-bound: expected a duration above 0 "
+				opt_usage_error("streamclient", "--duration-bound: expected a duration above 0 "
 					    "(e.g. 30 or 30s), got \"%s\"", optarg);
 			break;
 		case 'e':
@@ -133,7 +125,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 			else if (strcmp(optarg, "curl") == 0)
 				o->engine = &engine_curl;
 			else
-				usage_error("--engine: expected raw or curl, got \"%s\"", optarg);
+				opt_usage_error("streamclient", "--engine: expected raw or curl, got \"%s\"", optarg);
 			break;
 		case 'b':
 			o->body = optarg;
@@ -148,18 +140,18 @@ static void parse_args(int argc, char **argv, struct options *o)
 			fputs(usage_text, stdout);
 			exit(0);
 		case ':':
-			usage_error("%s needs a value", argv[optind - 1]);
+			opt_usage_error("streamclient", "%s needs a value", argv[optind - 1]);
 			break;
 		default:
-			usage_error("unknown flag \"%s\"", argv[optind - 1]);
+			opt_usage_error("streamclient", "unknown flag \"%s\"", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		usage_error("unexpected argument \"%s\"", argv[optind]);
+		opt_usage_error("streamclient", "unexpected argument \"%s\"", argv[optind]);
 	if (!o->url)
-		usage_error("%s", "--url URL is required");
+		opt_usage_error("streamclient", "--url URL is required");
 	if (strncmp(o->url, "http://", 7) != 0)
-		usage_error("--url: expected an http:// URL, got \"%s\"", o->url);
+		opt_usage_error("streamclient", "--url: expected an http:// URL, got \"%s\"", o->url);
 }
 
 /* ---- samples ---- */
@@ -456,22 +448,6 @@ static void on_sigint(uv_signal_t *h, int signum)
 	stop_run(h->data);
 }
 
-/* Lets the process hold as many sockets as the hard limit allows. */
-static int raise_fd_limit(int64_t need)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return -errno;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	if ((int64_t)rl.rlim_cur < need)
-		return -EMFILE;
-	return 0;
-}
-
 static double cpu_s(const struct timeval *tv)
 {
 	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
@@ -591,7 +567,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	memset(&ms, 0, sizeof(ms));
 	signal(SIGPIPE, SIG_IGN);
-	rc = raise_fd_limit(o.streams + FD_SPARE);
+	rc = opt_raise_fd_limit(o.streams + FD_SPARE);
 	if (rc) {
 		fprintf(stderr, "streamclient: %lld streams need %lld file descriptors; "
 			"the limit is lower (ulimit -n)\n", (long long)o.streams,

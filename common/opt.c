@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static int parse_number(const char *s, double *out, const char **rest)
 {
@@ -194,4 +196,30 @@ int opt_addr_is_loopback(const struct sockaddr *sa)
 		return (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
 	}
 	return 0;
+}
+
+void opt_usage_error(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(see %s --help)\n", prog);
+	exit(2);
+}
+
+int opt_raise_fd_limit(long long need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			return -errno;
+	}
+	return (long long)rl.rlim_cur < need ? -EMFILE : 0;
 }

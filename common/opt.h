@@ -41,4 +41,18 @@ int opt_addr_port(const struct sockaddr *sa);
 /* True when the address is in 127.0.0.0/8 or is ::1. */
 int opt_addr_is_loopback(const struct sockaddr *sa);
 
+/*
+ * Reports a bad command line the way every program does — "PROG: message"
+ * and "(see PROG --help)" on stderr — and exits with status 2.
+ */
+void opt_usage_error(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+/*
+ * Raises the process's soft limit on open files to its hard limit, so it
+ * can hold many sockets. Returns 0 when at least `need` descriptors are
+ * allowed then, -EMFILE when fewer, or -errno.
+ */
+int opt_raise_fd_limit(long long need);
+
 #endif

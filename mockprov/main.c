@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <uv.h>
 
@@ -50,25 +49,6 @@ struct mockprov {
 	uv_check_t flusher;
 	int exit_code;
 };
-
-static void usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "mockprov: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see mockprov --help)\n");
-	exit(2);
-}
-
-/* Lets the process hold as many sockets as the hard limit allows. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
 
 /* Each loop iteration hands the rows written in it to the kernel. */
 static void on_flush(uv_check_t *h)
@@ -138,7 +118,7 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 			break;
 		case 't':
 			if (opt_parse_i64(optarg, 0, INT64_MAX / 1000000, &t0))
-				usage_error("--t0: expected Unix epoch milliseconds, got \"%s\"", optarg);
+				opt_usage_error("mockprov", "--t0: expected Unix epoch milliseconds, got \"%s\"", optarg);
 			break;
 		case 'd':
 			mp->env.log_dir = optarg;
@@ -148,12 +128,12 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 			break;
 		case 's':
 			if (opt_parse_i64(optarg, 0, INT64_MAX, &v))
-				usage_error("--seed: expected a whole number ≥ 0, got \"%s\"", optarg);
+				opt_usage_error("mockprov", "--seed: expected a whole number ≥ 0, got \"%s\"", optarg);
 			mp->env.seed = (uint64_t)v;
 			break;
 		case 'l':
 			if (log_parse_level(optarg, &level))
-				usage_error("--log-level: expected debug, info, warn, error or off, "
+				opt_usage_error("mockprov", "--log-level: expected debug, info, warn, error or off, "
 					    "got \"%s\"", optarg);
 			log_set_level(level);
 			break;
@@ -162,14 +142,14 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 			exit(0);
 		default:
 			if (optopt)
-				usage_error("%s: needs a value", argv[optind - 1]);
-			usage_error("unknown option \"%s\"", argv[optind - 1]);
+				opt_usage_error("mockprov", "%s: needs a value", argv[optind - 1]);
+			opt_usage_error("mockprov", "unknown option \"%s\"", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		usage_error("unexpected argument \"%s\"", argv[optind]);
+		opt_usage_error("mockprov", "unexpected argument \"%s\"", argv[optind]);
 	if (!*config)
-		usage_error("%s", "--config FILE is required");
+		opt_usage_error("mockprov", "--config FILE is required");
 	timebase_init(&mp->env.tb, t0);
 }
 
@@ -189,15 +169,15 @@ int main(int argc, char **argv)
 	log_init("mockprov", LOG_INFO);
 	parse_args(argc, argv, &mp, &config, &admin);
 	if (admin && opt_parse_hostport(admin, &admin_addr))
-		usage_error("--admin: expected HOST:PORT, got \"%s\"", admin);
+		opt_usage_error("mockprov", "--admin: expected HOST:PORT, got \"%s\"", admin);
 	if (stat(mp.env.log_dir, &st) || !S_ISDIR(st.st_mode))
-		usage_error("--log-dir: \"%s\" is not a directory", mp.env.log_dir);
+		opt_usage_error("mockprov", "--log-dir: \"%s\" is not a directory", mp.env.log_dir);
 	if (mock_config_load(config, &mp.cfg, err)) {
 		fprintf(stderr, "mockprov: %s\n", err);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	raise_fd_limit();
+	opt_raise_fd_limit(0);
 	mp.loop = uv_default_loop();
 	mp.env.loop = mp.loop;
 	http_server_config_default(&mp.env.http);
