@@ -3,6 +3,7 @@
  */
 #include "clock.h"
 
+#include <math.h>
 #include <time.h>
 
 uint64_t clock_mono_ns(void)
@@ -51,8 +52,9 @@ double timebase_now_ms(const struct timebase *tb)
 
 uint64_t timebase_mono_at(const struct timebase *tb, double rel_ms)
 {
-	double unix_ns = (double)tb->t0_unix_ms * 1e6 + rel_ms * 1e6;
-	double mono = unix_ns - (double)tb->unix_minus_mono_ns;
+	/* Whole nanoseconds: doubles near 1.8e18 ns would be off by ~0.25 µs. */
+	int64_t mono = tb->t0_unix_ms * 1000000 - tb->unix_minus_mono_ns +
+		       (int64_t)llround(rel_ms * 1e6);
 
 	return mono <= 0 ? 0 : (uint64_t)mono;
 }

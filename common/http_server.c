@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "json.h"
 #include "log.h"
+#include "opt.h"
 
 #define READ_BUF_SIZE 65536
 #define INBUF_PAUSE_BYTES (256 * 1024)
@@ -31,6 +32,14 @@ enum conn_state {
 	CONN_READING,	/* waiting for or receiving a request */
 	CONN_HANDLING,	/* a request is with the program */
 	CONN_CLOSING,	/* handles are being closed */
+};
+
+/* What the connection's one timer is waiting for. */
+enum timer_phase {
+	TIMER_IDLE,	/* keep-alive: the next request (idle_timeout_ms) */
+	TIMER_HEADER,	/* a request arriving: all of it (header_timeout_ms) */
+	TIMER_DRAIN,	/* closing or resetting once the output is written */
+	TIMER_LINGER,	/* our side shut: the client's close (LINGER_MS) */
 };
 
 enum resp_mode {
@@ -90,6 +99,7 @@ struct conn {
 	bool reset_when_flushed;
 	bool close_when_flushed;	/* graceful close under way: see conn_close_when_flushed */
 	bool shut_done;			/* our side is shut (FIN sent) */
+	enum timer_phase timer_phase;
 	uint64_t timer_mark;		/* conn_flushed() when the timer was armed */
 
 	struct http_exchange ex;
@@ -108,6 +118,7 @@ struct http_server {
 	http_request_cb on_request;
 	void *data;
 	uv_tcp_t *listener;
+	uv_tcp_t *reserve;	/* bound, not listening: holds the port while unlistened */
 	struct sockaddr_storage addr;
 	bool have_addr;
 	struct conn *conns;
@@ -126,6 +137,7 @@ static char read_buf[READ_BUF_SIZE];
 
 static void conn_close(struct conn *c, bool reset);
 static void on_timer(uv_timer_t *t);
+static void conn_arm(struct conn *c, enum timer_phase phase);
 static void conn_start_read(struct conn *c);
 static void conn_process(struct conn *c);
 static int conn_write(struct conn *c, const char *data, size_t len);
@@ -209,7 +221,7 @@ static int on_message_begin(http_parser *p)
 	request_reset(c);
 	c->in_message = true;
 	/* From the first byte, the whole request must arrive in time. */
-	uv_timer_start(&c->timer, on_timer, c->srv->cfg.header_timeout_ms, 0);
+	conn_arm(c, TIMER_HEADER);
 	return 0;
 }
 
@@ -319,6 +331,7 @@ static int on_message_complete(http_parser *p)
 	struct conn *c = p->data;
 
 	c->message_ready = true;
+	c->ex.req.recv_ns = clock_mono_ns();	/* not at dispatch: pipelined ones wait */
 	http_parser_pause(p, 1);
 	return 0;
 }
@@ -380,7 +393,6 @@ static int request_finish(struct conn *c)
 	r->keep_alive = http_should_keep_alive(&c->parser);
 	r->http_major = c->parser.http_major;
 	r->http_minor = c->parser.http_minor;
-	r->recv_ns = clock_mono_ns();
 	return 0;
 }
 
@@ -489,7 +501,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 		return;
 	}
 	/* Written and shut: give the client LINGER_MS to close its side. */
-	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
+	conn_arm(c, TIMER_LINGER);
 }
 
 /*
@@ -508,11 +520,29 @@ static void conn_close_when_flushed(struct conn *c)
 	buf_reset(&c->inbuf);
 	if (!c->reading && !c->peer_eof)
 		conn_start_read(c);
-	c->timer_mark = conn_flushed(c);
-	uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
+	conn_arm(c, TIMER_DRAIN);
 	c->shutdown.data = c;
 	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
 		conn_close(c, false);
+}
+
+/*
+ * Ends the connection with a TCP RST once the queued output is written (the
+ * bytes before a `reset` fault's cut), or at once when nothing is queued;
+ * a client that stops reading meanwhile gets the drain timeout.
+ */
+static void conn_reset_when_flushed(struct conn *c)
+{
+	if (c->state == CONN_CLOSING)
+		return;
+	if (!c->pending_writes) {
+		conn_close(c, true);
+		return;
+	}
+	c->reset_when_flushed = true;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	c->reading = false;
+	conn_arm(c, TIMER_DRAIN);
 }
 
 /* The response is complete: read the next request, or close. */
@@ -529,8 +559,7 @@ static void exchange_done(struct conn *c)
 	}
 	c->state = CONN_READING;
 	request_reset(c);
-	c->timer_mark = conn_flushed(c);
-	uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
+	conn_arm(c, TIMER_IDLE);
 	if (!c->dispatching)
 		conn_process(c);
 }
@@ -554,12 +583,10 @@ static int exchange_write(struct http_exchange *ex, const char *data, size_t len
 	rc = len ? conn_write(c, data, len) : 0;
 	if (rc || reset_now) {
 		exchange_end(c);
-		if (c->pending_writes && !rc) {
-			c->reset_when_flushed = true;
-			uv_read_stop((uv_stream_t *)&c->tcp);
-		} else {
+		if (rc)
 			conn_close(c, true);
-		}
+		else
+			conn_reset_when_flushed(c);
 		return reset_now && !rc ? -ECONNRESET : -EPIPE;
 	}
 	return 0;
@@ -590,33 +617,72 @@ static int status_and_headers(struct buf *b, const struct http_exchange *ex,
 	return rc ? -ENOMEM : 0;
 }
 
+/*
+ * Ends an exchange the server cannot answer as asked (out of memory, or a
+ * call out of order): the connection is reset, so no half answer is taken
+ * for a whole one. Returns err.
+ */
+static int exchange_fail(struct http_exchange *ex, int err)
+{
+	struct conn *c = ex->conn;
+
+	if (ex->active) {
+		exchange_end(c);
+		conn_close(c, true);
+	}
+	return err;
+}
+
+/* Writes the status line and headers, with Content-Length when clen ≥ 0. */
+static int write_head(struct http_exchange *ex, int status, const struct http_kv *h,
+		      size_t n, long long clen, const char *extra)
+{
+	struct buf b = { 0 };
+	int rc;
+
+	rc = status_and_headers(&b, ex, status, h, n);
+	if (clen >= 0) {
+		rc |= buf_puts(&b, "Content-Length: ");
+		rc |= buf_put_int(&b, clen);
+		rc |= buf_puts(&b, "\r\n");
+	}
+	if (extra)
+		rc |= buf_puts(&b, extra);
+	rc |= buf_puts(&b, "\r\n");
+	rc = rc ? exchange_fail(ex, -ENOMEM) : exchange_write(ex, b.data, b.len);
+	buf_free(&b);
+	return rc;
+}
+
 int http_respond(struct http_exchange *ex, int status,
 		 const struct http_kv *headers, size_t n,
 		 const void *body, size_t len)
 {
-	char small[1024];
+	char one[1024];
 	struct buf b = { 0 };
-	size_t hlen;
 	int rc;
 
-	if (!ex->active || ex->mode != RESP_NONE)
-		return -EINVAL;
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->mode != RESP_NONE)
+		return exchange_fail(ex, -EINVAL);
 	rc = status_and_headers(&b, ex, status, headers, n);
 	rc |= buf_puts(&b, "Content-Length: ");
 	rc |= buf_put_int(&b, (long long)len);
 	rc |= buf_puts(&b, "\r\n\r\n");
-	if (rc)
+	if (rc) {
+		rc = exchange_fail(ex, -ENOMEM);
 		goto out;
-	hlen = b.len;
+	}
 	if (ex->head)
 		len = 0;	/* the headers say how long a GET's body would be */
 	/* Small answers go out in one write with the headers. */
-	if (hlen + len <= sizeof(small)) {
-		memcpy(small, b.data, hlen);
-		memcpy(small + hlen, body, len);
-		rc = exchange_write(ex, small, hlen + len);
+	if (b.len + len <= sizeof(one)) {
+		memcpy(one, b.data, b.len);
+		memcpy(one + b.len, body, len);
+		rc = exchange_write(ex, one, b.len + len);
 	} else {
-		rc = exchange_write(ex, b.data, hlen);
+		rc = exchange_write(ex, b.data, b.len);
 		if (!rc && len)
 			rc = exchange_write(ex, body, len);
 	}
@@ -627,28 +693,55 @@ out:
 	return rc;
 }
 
+int http_respond_error(struct http_exchange *ex, int status, const char *message,
+		       const char *type, const char *param, const char *code,
+		       const struct http_kv *extra, size_t n)
+{
+	struct http_kv h[16];
+	struct buf body = { 0 };
+	size_t i;
+	int rc;
+
+	if (n > 15)
+		n = 15;
+	h[0] = (struct http_kv){ "Content-Type", "application/json" };
+	for (i = 0; i < n; i++)
+		h[i + 1] = extra[i];
+	if (json_openai_error(&body, message, type, param, code)) {
+		buf_free(&body);
+		return exchange_fail(ex, -ENOMEM);
+	}
+	rc = http_respond(ex, status, h, n + 1, body.data, body.len);
+	buf_free(&body);
+	return rc;
+}
+
+int http_respond_head(struct http_exchange *ex, int status,
+		      const struct http_kv *headers, size_t n, size_t content_length)
+{
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->mode != RESP_NONE)
+		return exchange_fail(ex, -EINVAL);
+	ex->mode = RESP_RAW;
+	return write_head(ex, status, headers, n, (long long)content_length, NULL);
+}
+
 int http_stream_begin(struct http_exchange *ex, int status,
 		      const struct http_kv *headers, size_t n)
 {
-	struct buf b = { 0 };
 	bool chunked = ex->req.http_major > 1 ||
 		       (ex->req.http_major == 1 && ex->req.http_minor >= 1);
-	int rc;
 
-	if (!ex->active || ex->mode != RESP_NONE)
-		return -EINVAL;
+	if (!ex->active)
+		return -EPIPE;
+	if (ex->mode != RESP_NONE)
+		return exchange_fail(ex, -EINVAL);
 	if (!chunked)
 		ex->req.keep_alive = false;	/* the close ends the body */
-	rc = status_and_headers(&b, ex, status, headers, n);
-	if (chunked)
-		rc |= buf_puts(&b, "Transfer-Encoding: chunked\r\n");
-	rc |= buf_puts(&b, "\r\n");
-	if (!rc) {
-		ex->mode = chunked ? RESP_CHUNKED : RESP_RAW;
-		rc = exchange_write(ex, b.data, b.len);
-	}
-	buf_free(&b);
-	return rc;
+	ex->mode = chunked ? RESP_CHUNKED : RESP_RAW;
+	return write_head(ex, status, headers, n, -1,
+			  chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
 }
 
 /* Writes "HEX\r\n" for a chunk of len bytes into out (≥ 20 bytes). */
@@ -731,18 +824,10 @@ void http_exchange_close(struct http_exchange *ex, bool reset)
 	if (!ex->active)
 		return;
 	exchange_end(c);
-	if (c->state == CONN_CLOSING)
-		return;
-	if (reset && c->pending_writes) {
-		c->reset_when_flushed = true;
-		uv_read_stop((uv_stream_t *)&c->tcp);
-		return;
-	}
-	if (reset) {
-		conn_close(c, true);
-		return;
-	}
-	conn_close_when_flushed(c);
+	if (reset)
+		conn_reset_when_flushed(c);
+	else
+		conn_close_when_flushed(c);
 }
 
 /*
@@ -861,21 +946,38 @@ static void conn_close(struct conn *c, bool reset)
 		uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
+/*
+ * Arms the connection's timer for a phase. Header and linger deadlines are
+ * hard; the idle and drain ones restart while the client is still taking
+ * our output (nginx's send_timeout), so only a reader that stopped, or a
+ * connection with nothing to do, runs out.
+ */
+static void conn_arm(struct conn *c, enum timer_phase phase)
+{
+	const struct http_server_config *cfg = &c->srv->cfg;
+	uint64_t ms = phase == TIMER_HEADER ? cfg->header_timeout_ms
+		    : phase == TIMER_LINGER ? LINGER_MS
+					    : cfg->idle_timeout_ms;
+
+	c->timer_phase = phase;
+	c->timer_mark = conn_flushed(c);
+	uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
 static void on_timer(uv_timer_t *t)
 {
 	struct conn *c = t->data;
+	bool drain = c->timer_phase == TIMER_IDLE || c->timer_phase == TIMER_DRAIN;
 
 	if (c->state == CONN_CLOSING)
 		return;
-	/* Output still moving to a slow reader is not idleness: wait on. */
-	if (conn_flushed(c) != c->timer_mark) {
-		c->timer_mark = conn_flushed(c);
-		uv_timer_start(&c->timer, on_timer, c->srv->cfg.idle_timeout_ms, 0);
+	if (drain && c->pending_writes && conn_flushed(c) != c->timer_mark) {
+		conn_arm(c, c->timer_phase);	/* still moving: wait on */
 		return;
 	}
 	/* Header timeout, keep-alive idle, a reader that stopped, or the end
-	 * of a graceful close. */
-	conn_close(c, false);
+	 * of a graceful close; a reset that could not be flushed resets now. */
+	conn_close(c, c->reset_when_flushed);
 }
 
 static void dispatch(struct conn *c)
@@ -1038,7 +1140,7 @@ static void on_connection(uv_stream_t *listener, int status)
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
 	c->state = CONN_READING;
-	uv_timer_start(&c->timer, on_timer, srv->cfg.idle_timeout_ms, 0);
+	conn_arm(c, TIMER_IDLE);
 	conn_start_read(c);
 }
 
@@ -1068,27 +1170,42 @@ static void on_listener_closed(uv_handle_t *h)
 	server_maybe_done(srv);
 }
 
-int http_server_listen(struct http_server *srv, const struct sockaddr *addr)
+static void close_listener(struct http_server *srv, uv_tcp_t *l)
 {
-	uv_tcp_t *l;
+	srv->closing_listeners++;
+	uv_close((uv_handle_t *)l, on_listener_closed);
+}
+
+/* A new TCP handle bound to addr (not listening yet), or NULL with *rc set. */
+static uv_tcp_t *bound_socket(struct http_server *srv, const struct sockaddr *addr, int *rc)
+{
+	uv_tcp_t *l = malloc(sizeof(*l));
+
+	if (!l) {
+		*rc = UV_ENOMEM;
+		return NULL;
+	}
+	uv_tcp_init(srv->loop, l);
+	l->data = srv;
+	*rc = uv_tcp_bind(l, addr, 0);
+	if (*rc) {
+		close_listener(srv, l);
+		return NULL;
+	}
+	return l;
+}
+
+/* Listens on a bound socket; it becomes the listener, or is closed. */
+static int start_listening(struct http_server *srv, uv_tcp_t *l)
+{
 	int namelen = sizeof(srv->addr);
 	int rc;
 
-	if (srv->listener)
-		return UV_EALREADY;
-	l = malloc(sizeof(*l));
-	if (!l)
-		return UV_ENOMEM;
-	uv_tcp_init(srv->loop, l);
-	l->data = srv;
-	rc = uv_tcp_bind(l, addr, 0);
-	if (!rc)
-		rc = uv_listen((uv_stream_t *)l, srv->cfg.backlog, on_connection);
+	rc = uv_listen((uv_stream_t *)l, srv->cfg.backlog, on_connection);
 	if (!rc)
 		rc = uv_tcp_getsockname(l, (struct sockaddr *)&srv->addr, &namelen);
 	if (rc) {
-		srv->closing_listeners++;
-		uv_close((uv_handle_t *)l, on_listener_closed);
+		close_listener(srv, l);
 		return rc;
 	}
 	srv->have_addr = true;
@@ -1096,13 +1213,34 @@ int http_server_listen(struct http_server *srv, const struct sockaddr *addr)
 	return 0;
 }
 
+int http_server_listen(struct http_server *srv, const struct sockaddr *addr)
+{
+	uv_tcp_t *l;
+	int rc;
+
+	if (srv->listener)
+		return UV_EALREADY;
+	if (srv->reserve) {
+		close_listener(srv, srv->reserve);
+		srv->reserve = NULL;
+	}
+	l = bound_socket(srv, addr, &rc);
+	return l ? start_listening(srv, l) : rc;
+}
+
 int http_server_relisten(struct http_server *srv)
 {
 	struct sockaddr_storage a = srv->addr;
+	uv_tcp_t *l = srv->reserve;
 
 	if (!srv->have_addr)
 		return UV_EINVAL;
-	return http_server_listen(srv, (const struct sockaddr *)&a);
+	if (srv->listener)
+		return UV_EALREADY;
+	if (!l)
+		return http_server_listen(srv, (const struct sockaddr *)&a);
+	srv->reserve = NULL;
+	return start_listening(srv, l);
 }
 
 const struct sockaddr *http_server_addr(const struct http_server *srv)
@@ -1112,11 +1250,23 @@ const struct sockaddr *http_server_addr(const struct http_server *srv)
 
 void http_server_unlisten(struct http_server *srv)
 {
+	struct sockaddr_storage a = srv->addr;
+	int rc;
+
 	if (!srv->listener)
 		return;
-	srv->closing_listeners++;
-	uv_close((uv_handle_t *)srv->listener, on_listener_closed);
+	/* libuv closes the socket at once; the close callback comes later. */
+	close_listener(srv, srv->listener);
 	srv->listener = NULL;
+	if (srv->freeing)
+		return;
+	/* A bound socket that does not listen refuses connections, like a
+	 * closed port, but keeps the port ours (port 0 took an ephemeral one,
+	 * which an outgoing connection could otherwise take meanwhile). */
+	srv->reserve = bound_socket(srv, (const struct sockaddr *)&a, &rc);
+	if (!srv->reserve)
+		log_warn("cannot keep port %d reserved while not listening: %s",
+			 opt_addr_port((const struct sockaddr *)&a), uv_strerror(rc));
 }
 
 bool http_server_is_listening(const struct http_server *srv)
@@ -1156,6 +1306,10 @@ void http_server_free(struct http_server *srv, void (*done)(void *arg), void *ar
 	srv->free_done = done;
 	srv->free_arg = arg;
 	http_server_unlisten(srv);
+	if (srv->reserve) {
+		close_listener(srv, srv->reserve);
+		srv->reserve = NULL;
+	}
 	http_server_close_conns(srv, false);
 	server_maybe_done(srv);
 }

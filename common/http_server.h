@@ -12,10 +12,18 @@
  * a silent close, 413, 431).
  *
  * Ownership: the exchange belongs to the server. It stays valid until the
- * program ends it (the last write of a response, http_exchange_close, or a
- * write that returns an error) or until the server calls the exchange's
+ * program ends it (the last write of a response, http_exchange_close, or any
+ * call that returns an error) or until the server calls the exchange's
  * on_abort callback (the client went away, or the server is closing); after
- * either, the program must not touch it again.
+ * either, the program must not touch it again. The same pointer is reused
+ * for the connection's next request, so a program must drop it then.
+ *
+ * Ending an exchange may dispatch the connection's next (pipelined) request,
+ * calling on_request before the ending call returns.
+ *
+ * A client that closes its side (EOF) while its request is being answered is
+ * taken as gone, as nginx does (its 499): the exchange is aborted. Between
+ * requests, a half-close lets queued answers finish.
  */
 #ifndef FAULTLINE_HTTP_SERVER_H
 #define FAULTLINE_HTTP_SERVER_H
@@ -58,7 +66,7 @@ struct http_request {
 	bool keep_alive;
 	unsigned short http_major;
 	unsigned short http_minor;
-	uint64_t recv_ns;		/* monotonic time the request was complete */
+	uint64_t recv_ns;		/* monotonic time the request had fully arrived */
 };
 
 /* Why an exchange was aborted. */
@@ -87,13 +95,19 @@ struct http_server *http_server_new(uv_loop_t *loop,
  */
 int http_server_listen(struct http_server *srv, const struct sockaddr *addr);
 
-/* Re-listens on the address of the last successful http_server_listen. */
+/*
+ * Listens again on the address of the last successful http_server_listen
+ * (the port kept reserved since http_server_unlisten).
+ */
 int http_server_relisten(struct http_server *srv);
 
 /* The bound address (valid after a successful listen). */
 const struct sockaddr *http_server_addr(const struct http_server *srv);
 
-/* Closes the listening socket: new connections are refused. */
+/*
+ * Stops listening: new connections are refused (ECONNREFUSED). The port
+ * stays bound, without listening, so http_server_relisten gets it back.
+ */
 void http_server_unlisten(struct http_server *srv);
 
 /* True while the server has a listening socket. */
@@ -151,12 +165,32 @@ void http_exchange_set_reset_after(struct http_exchange *ex, size_t nbytes);
 /*
  * Sends a whole response with Content-Length and ends the exchange. headers
  * (n of them) are added as given; Content-Length and Connection are the
- * server's. Returns 0, or a negative errno when the connection failed
- * (the exchange has ended either way).
+ * server's. Returns 0, or a negative errno: -EPIPE when the exchange had
+ * already ended, -EINVAL when a response was already started, -ENOMEM, or
+ * -ECONNRESET when the reset budget cut it (the exchange has ended in every
+ * case; on -EINVAL and -ENOMEM the connection is reset).
  */
 int http_respond(struct http_exchange *ex, int status,
 		 const struct http_kv *headers, size_t n,
 		 const void *body, size_t len);
+
+/*
+ * Sends an OpenAI-style error answer, {"error":{"message","type","param",
+ * "code"}} (param and code may be NULL), with extra headers, and ends the
+ * exchange. Returns as http_respond does.
+ */
+int http_respond_error(struct http_exchange *ex, int status, const char *message,
+		       const char *type, const char *param, const char *code,
+		       const struct http_kv *extra, size_t n);
+
+/*
+ * Sends the status line and headers with a Content-Length, and no body: the
+ * program writes the body with http_write_raw (a fault may send less than
+ * it declared). The exchange stays open. Returns 0 or a negative errno
+ * (the exchange has ended).
+ */
+int http_respond_head(struct http_exchange *ex, int status,
+		      const struct http_kv *headers, size_t n, size_t content_length);
 
 /*
  * Starts a chunked response (for HTTP/1.0 clients, a close-delimited one).

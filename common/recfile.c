@@ -7,13 +7,43 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "json.h"
 
-int recfile_open(struct recfile *f, const char *path)
+/* Cuts an unfinished last line (a write the kill interrupted) off fp. */
+static int cut_partial_line(FILE *fp, bool *resumed)
+{
+	char tail[4096];
+	long end;
+	long pos;
+	size_t n;
+
+	if (fseek(fp, 0, SEEK_END) || (end = ftell(fp)) < 0)
+		return -errno;
+	for (pos = end; pos > 0; pos -= (long)n) {
+		n = pos < (long)sizeof(tail) ? (size_t)pos : sizeof(tail);
+		if (fseek(fp, pos - (long)n, SEEK_SET) || fread(tail, 1, n, fp) != n)
+			return -EIO;
+		while (n && tail[n - 1] != '\n') {
+			n--;
+			pos--;
+		}
+		if (n)
+			break;
+		n = 0;
+	}
+	if (pos != end && ftruncate(fileno(fp), pos))
+		return -errno;
+	*resumed = pos > 0;
+	return fseek(fp, 0, SEEK_END) ? -errno : 0;
+}
+
+int recfile_open(struct recfile *f, const char *path, bool resume, bool *resumed)
 {
 	struct buf tmp = { 0 };
+	bool again = false;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -25,13 +55,26 @@ int recfile_open(struct recfile *f, const char *path)
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	f->fp = fopen(tmp.data, "w");
-	if (!f->fp) {
-		rc = -errno;
-		goto out_free;
+	if (resume)
+		f->fp = fopen(tmp.data, "r+");
+	if (f->fp) {
+		rc = cut_partial_line(f->fp, &again);
+		if (rc)
+			goto out_close;
+	} else {
+		f->fp = fopen(tmp.data, "w");
+		if (!f->fp) {
+			rc = -errno;
+			goto out_free;
+		}
 	}
+	if (resumed)
+		*resumed = again;
 	f->tmp = buf_steal(&tmp);
 	return 0;
+out_close:
+	fclose(f->fp);
+	f->fp = NULL;
 out_free:
 	free(f->path);
 	f->path = NULL;
@@ -51,8 +94,30 @@ int recfile_flush(struct recfile *f)
 {
 	if (!f->dirty)
 		return 0;
+	if (fflush(f->fp))
+		return -errno;	/* still dirty: the next flush tries again */
 	f->dirty = false;
-	return fflush(f->fp) ? -errno : 0;
+	return 0;
+}
+
+/* Makes a rename in path's directory durable. */
+static int sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct buf dir = { 0 };
+	int fd;
+	int rc = 0;
+
+	if (buf_append(&dir, path, slash ? (size_t)(slash - path) + 1 : 0) ||
+	    buf_puts(&dir, "."))
+		return -ENOMEM;
+	fd = open(dir.data, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || fsync(fd))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	buf_free(&dir);
+	return rc;
 }
 
 static void recfile_release(struct recfile *f)
@@ -74,6 +139,8 @@ int recfile_commit(struct recfile *f)
 		rc = -errno;
 	if (!rc && rename(f->tmp, f->path))
 		rc = -errno;
+	if (!rc)
+		rc = sync_dir(f->path);
 	recfile_release(f);
 	return rc;
 }
@@ -90,51 +157,55 @@ void row_begin(struct row *r, bool json)
 	buf_reset(&r->b);
 	r->json = json;
 	r->nfields = 0;
-	if (json)
-		buf_puts(&r->b, "{");
+	r->oom = false;
+	if (json && buf_puts(&r->b, "{"))
+		r->oom = true;
+}
+
+/* Notes a failed append: the row will not be written. */
+static void row_check(struct row *r, int rc)
+{
+	if (rc)
+		r->oom = true;
 }
 
 static void row_sep(struct row *r, const char *name)
 {
 	if (r->nfields++)
-		buf_puts(&r->b, ",");
+		row_check(r, buf_puts(&r->b, ","));
 	if (r->json) {
-		json_escape(&r->b, name);
-		buf_puts(&r->b, ":");
+		row_check(r, json_escape(&r->b, name));
+		row_check(r, buf_puts(&r->b, ":"));
 	}
 }
 
-static void csv_quote(struct buf *b, const char *v)
+static int csv_quote(struct buf *b, const char *v)
 {
 	const char *p;
+	int rc = 0;
 
-	if (!strpbrk(v, ",\"\r\n")) {
-		buf_puts(b, v);
-		return;
-	}
-	buf_puts(b, "\"");
-	for (p = v; *p; p++) {
-		if (*p == '"')
-			buf_puts(b, "\"\"");
-		else
-			buf_append(b, p, 1);
-	}
-	buf_puts(b, "\"");
+	if (!strpbrk(v, ",\"\r\n"))
+		return buf_puts(b, v);
+	rc |= buf_puts(b, "\"");
+	for (p = v; *p; p++)
+		rc |= *p == '"' ? buf_puts(b, "\"\"") : buf_append(b, p, 1);
+	rc |= buf_puts(b, "\"");
+	return rc;
 }
 
 void row_str(struct row *r, const char *name, const char *v)
 {
 	row_sep(r, name);
 	if (r->json)
-		v ? json_escape(&r->b, v) : buf_puts(&r->b, "null");
+		row_check(r, v ? json_escape(&r->b, v) : buf_puts(&r->b, "null"));
 	else if (v)
-		csv_quote(&r->b, v);
+		row_check(r, csv_quote(&r->b, v));
 }
 
 void row_int(struct row *r, const char *name, int64_t v)
 {
 	row_sep(r, name);
-	buf_put_int(&r->b, (long long)v);
+	row_check(r, buf_put_int(&r->b, (long long)v));
 }
 
 void row_num(struct row *r, const char *name, double v, int decimals)
@@ -142,24 +213,36 @@ void row_num(struct row *r, const char *name, double v, int decimals)
 	row_sep(r, name);
 	if (isnan(v) || isinf(v)) {
 		if (r->json)
-			buf_puts(&r->b, "null");
+			row_check(r, buf_puts(&r->b, "null"));
 		return;
 	}
-	buf_put_fixed(&r->b, v, decimals);
+	row_check(r, buf_put_fixed(&r->b, v, decimals));
 }
 
 void row_bool(struct row *r, const char *name, bool v)
 {
 	row_sep(r, name);
 	if (r->json)
-		buf_puts(&r->b, v ? "true" : "false");
+		row_check(r, buf_puts(&r->b, v ? "true" : "false"));
 	else
-		buf_puts(&r->b, v ? "1" : "0");
+		row_check(r, buf_puts(&r->b, v ? "1" : "0"));
 }
 
-void row_end(struct row *r)
+int row_end(struct row *r)
 {
-	buf_puts(&r->b, r->json ? "}\n" : "\n");
+	if (buf_puts(&r->b, r->json ? "}\n" : "\n"))
+		r->oom = true;
+	return r->oom ? -ENOMEM : 0;
+}
+
+int row_header(struct row *r, const char *const *names, size_t n)
+{
+	size_t i;
+
+	row_begin(r, false);
+	for (i = 0; i < n; i++)
+		row_str(r, names[i], names[i]);
+	return row_end(r);
 }
 
 void row_free(struct row *r)

@@ -20,10 +20,13 @@ struct recfile {
 };
 
 /*
- * Creates PATH.tmp (truncating an old one). Returns 0 or a negative errno;
- * on success the caller must end with recfile_commit or recfile_abandon.
+ * Opens PATH.tmp for writing: empty, or — with resume — continuing one that
+ * a killed process left (a partial last line is cut off), so a restart after
+ * a crash loses no rows; *resumed (may be NULL) tells whether it did, so the
+ * caller writes its header only once. Returns 0 or a negative errno; on
+ * success the caller ends with recfile_commit or recfile_abandon.
  */
-int recfile_open(struct recfile *f, const char *path);
+int recfile_open(struct recfile *f, const char *path, bool resume, bool *resumed);
 
 /* Appends bytes (buffered). Returns 0 or a negative errno. */
 int recfile_write(struct recfile *f, const void *data, size_t len);
@@ -46,6 +49,7 @@ struct row {
 	struct buf b;
 	bool json;
 	int nfields;
+	bool oom;	/* an append failed: the row is incomplete */
 };
 
 /* Starts a row (reusing the memory of the previous one). */
@@ -63,8 +67,17 @@ void row_num(struct row *r, const char *name, double v, int decimals);
 /* Adds a boolean, written 1/0 in CSV and true/false in JSON. */
 void row_bool(struct row *r, const char *name, bool v);
 
-/* Ends the row; r->b.data then holds the line, newline included. */
-void row_end(struct row *r);
+/*
+ * Ends the row; r->b.data then holds the line, newline included. Returns 0,
+ * or -ENOMEM when any part of it could not be added (do not write it).
+ */
+int row_end(struct row *r);
+
+/*
+ * Builds a CSV header line from column names: the same names the rows are
+ * built with, so the two cannot drift apart. Returns as row_end does.
+ */
+int row_header(struct row *r, const char *const *names, size_t n);
 
 /* Frees the row's memory. */
 void row_free(struct row *r);

@@ -27,28 +27,18 @@ static void reply_json(struct http_exchange *ex, int status, cJSON *obj)
 
 static void reply_error(struct http_exchange *ex, int status, const char *msg)
 {
-	static const struct http_kv h[] = { { "Content-Type", "application/json" } };
-	struct buf body = { 0 };
-
-	json_openai_error(&body, msg, "invalid_request_error", NULL, NULL);
-	http_respond(ex, status, h, 1, body.data, body.len);
-	buf_free(&body);
+	http_respond_error(ex, status, msg, "invalid_request_error", NULL, NULL, NULL, 0);
 }
 
 static void reply_405(struct http_exchange *ex, const char *allow)
 {
-	const struct http_kv h[] = {
-		{ "Content-Type", "application/json" },
-		{ "Allow", allow },
-	};
+	const struct http_kv h[] = { { "Allow", allow } };
 	struct buf msg = { 0 };
-	struct buf body = { 0 };
 
 	buf_printf(&msg, "Method not allowed here; use %s.", allow);
-	json_openai_error(&body, msg.data, "invalid_request_error", NULL, "method_not_allowed");
-	http_respond(ex, 405, h, 2, body.data, body.len);
+	http_respond_error(ex, 405, msg.data, "invalid_request_error", NULL,
+			   "method_not_allowed", h, 1);
 	buf_free(&msg);
-	buf_free(&body);
 }
 
 static struct provider *find_provider(struct admin *a, const char *name)

@@ -23,7 +23,15 @@
 #include "opt.h"
 #include "timing.h"
 
-#define LOG_COLUMNS "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome\n"
+/* Stream output queued for a slow reader before the stream waits for it. */
+#define STREAM_QUEUE_MAX (64 * 1024)
+
+/* The columns of mock-NAME.csv (DESIGN.md), in order. */
+static const char *const log_columns[] = {
+	"t_ms", "request_id", "streaming", "fault", "status", "ttft_ms", "dur_ms",
+	"tokens_out", "outcome",
+};
+#define NLOG_COLUMNS (sizeof(log_columns) / sizeof(log_columns[0]))
 
 enum req_kind { REQ_CHAT, REQ_MODELS };
 
@@ -51,6 +59,7 @@ struct mreq {
 	int cut;			/* stall/truncate/error_event: tokens before */
 	struct timing_plan plan;
 	int next_token;			/* streaming: tokens sent */
+	bool paused;			/* streaming: waiting for the client to read */
 	int status;
 	double ttft_ms;			/* NaN until a token was sent */
 	int tokens_out;
@@ -86,18 +95,19 @@ static void fmt_reset(double s, char *out, size_t len)
 		snprintf(out, len, "%dms", (int)ceil(s * 1000));
 }
 
-/* Response headers every answer carries, plus the rate_limit ones. */
-static size_t base_headers(const struct mreq *m, struct http_kv *h, size_t max,
-			   const char *content_type, char bufs[][32])
+/*
+ * The headers every answer carries — who answered, the request id — plus
+ * the rate_limit ones while such a window is open. At most 8.
+ */
+static size_t base_headers(const struct mreq *m, struct http_kv *h, char bufs[][32])
 {
 	const struct fault_decision *d = &m->fd;
 	size_t n = 0;
 
-	h[n++] = (struct http_kv){ "Content-Type", content_type };
 	h[n++] = (struct http_kv){ "x-mock-provider", m->p->cfg->name };
 	if (m->request_id)
 		h[n++] = (struct http_kv){ "x-request-id", m->request_id };
-	if (n + 6 <= max) {
+	{
 		if (d->rate_rpm > 0) {
 			snprintf(bufs[0], 32, "%.0f", d->rate_rpm);
 			snprintf(bufs[1], 32, "%.0f", fmax(0, d->rate_requests_left));
@@ -118,31 +128,39 @@ static size_t base_headers(const struct mreq *m, struct http_kv *h, size_t max,
 	return n;
 }
 
-/* Sends a whole JSON answer; returns what http_respond returns. */
-static int send_json(struct mreq *m, int status, const struct buf *body,
-		     const char *retry_after)
+/* Sends a whole JSON answer, which ends the exchange; returns http_respond's result. */
+static int send_json(struct mreq *m, int status, const struct buf *body)
 {
-	struct http_kv h[12];
+	struct http_kv h[10];
 	char bufs[6][32];
-	size_t n = base_headers(m, h, 11, "application/json", bufs);
+	size_t n = base_headers(m, h, bufs);
 	struct http_exchange *ex = m->ex;
+	int rc;
 
-	if (retry_after)
-		h[n++] = (struct http_kv){ "retry-after", retry_after };
-	m->status = status;
-	m->ex = NULL;	/* http_respond ends the exchange */
-	return http_respond(ex, status, h, n, body->data, body->len);
+	h[n++] = (struct http_kv){ "Content-Type", "application/json" };
+	m->ex = NULL;
+	rc = http_respond(ex, status, h, n, body->data, body->len);
+	if (!rc)
+		m->status = status;
+	return rc;
 }
 
+/* Sends an OpenAI-style error, which ends the exchange. */
 static int send_error(struct mreq *m, int status, const char *msg, const char *type,
 		      const char *param, const char *code, const char *retry_after)
 {
-	struct buf body = { 0 };
+	struct http_kv h[10];
+	char bufs[6][32];
+	size_t n = base_headers(m, h, bufs);
+	struct http_exchange *ex = m->ex;
 	int rc;
 
-	json_openai_error(&body, msg, type, param, code);
-	rc = send_json(m, status, &body, retry_after);
-	buf_free(&body);
+	if (retry_after)
+		h[n++] = (struct http_kv){ "retry-after", retry_after };
+	m->ex = NULL;
+	rc = http_respond_error(ex, status, msg, type, param, code, h, n);
+	if (!rc)
+		m->status = status;
 	return rc;
 }
 
@@ -154,18 +172,18 @@ static void log_row(struct provider *p, const struct mreq *m, const char *fault,
 	struct row *r = &p->row;
 
 	row_begin(r, false);
-	row_num(r, "t_ms", m->t_ms, 3);
-	row_str(r, "request_id", m->request_id);
-	row_bool(r, "streaming", m->streaming);
-	row_str(r, "fault", fault);
-	row_int(r, "status", m->status);
-	row_num(r, "ttft_ms", m->ttft_ms, 3);
-	row_num(r, "dur_ms", ms_since(m->arrive_ns), 3);
-	row_int(r, "tokens_out", m->tokens_out);
-	row_str(r, "outcome", outcome);
-	row_end(r);
-	if (recfile_write(&p->log, r->b.data, r->b.len))
-		log_error("%s: cannot write the request log %s", p->cfg->name, p->log.tmp);
+	row_num(r, log_columns[0], m->t_ms, 3);
+	row_str(r, log_columns[1], m->request_id);
+	row_bool(r, log_columns[2], m->streaming);
+	row_str(r, log_columns[3], fault);
+	row_int(r, log_columns[4], m->status);
+	row_num(r, log_columns[5], m->ttft_ms, 3);
+	row_num(r, log_columns[6], ms_since(m->arrive_ns), 3);
+	row_int(r, log_columns[7], m->tokens_out);
+	row_str(r, log_columns[8], outcome);
+	if (r->nfields != (int)NLOG_COLUMNS || row_end(r) || recfile_write(&p->log, r->b.data, r->b.len))
+		log_error("%s: cannot write a row of the request log %s", p->cfg->name,
+			  p->log.tmp);
 }
 
 /* ---- request life ---- */
@@ -371,25 +389,20 @@ static void models_body(struct buf *b, const struct provider *p)
 	buf_puts(b, ",\"object\":\"model\",\"created\":1700000000,\"owned_by\":\"faultline-mock\"}]}");
 }
 
-/* Headers, Content-Length of the whole body, but only its first cut_at bytes. */
+/* Headers with the Content-Length of the whole body, but only its first cut_at bytes. */
 static int send_partial(struct mreq *m, const struct buf *body, size_t cut_at)
 {
-	struct buf out = { 0 };
-	struct http_kv h[12];
+	struct http_kv h[10];
 	char bufs[6][32];
-	size_t n = base_headers(m, h, 12, "application/json", bufs);
-	size_t i;
+	size_t n = base_headers(m, h, bufs);
 	int rc;
 
-	buf_printf(&out, "HTTP/1.1 200 OK\r\n");
-	for (i = 0; i < n; i++)
-		buf_printf(&out, "%s: %s\r\n", h[i].name, h[i].value);
-	buf_printf(&out, "Content-Length: %zu\r\n\r\n", body->len);
-	buf_append(&out, body->data, cut_at);
+	h[n++] = (struct http_kv){ "Content-Type", "application/json" };
+	rc = http_respond_head(m->ex, 200, h, n, body->len);
+	if (rc)
+		return rc;
 	m->status = 200;
-	rc = http_write_raw(m->ex, out.data, out.len);
-	buf_free(&out);
-	return rc;
+	return cut_at ? http_write_raw(m->ex, body->data, cut_at) : 0;
 }
 
 /* A plain (non-streaming) answer is due. */
@@ -397,7 +410,7 @@ static void answer_whole(struct mreq *m)
 {
 	struct buf body = { 0 };
 	size_t cut_at = 0;
-	int rc = 0;
+	int rc;
 
 	if (m->kind == REQ_MODELS) {
 		models_body(&body, m->p);
@@ -405,21 +418,15 @@ static void answer_whole(struct mreq *m)
 			m->fired = true;
 			body.len /= 2;
 		}
-		send_json(m, 200, &body, NULL);
-		req_finish(m, m->fired ? "faulted" : "completed", NULL);
+		rc = send_json(m, 200, &body);
+		req_finish(m, m->fired || rc ? "faulted" : "completed", NULL);
 		goto out;
 	}
 	whole_body(&body, m, &cut_at);
-	m->ttft_ms = ms_since(m->arrive_ns);
+	/* The tokens exist now, whatever reaches the client. */
 	m->tokens_out = m->plan.tokens;
 	switch (m->act) {
 	case FAULT_STALL:
-		m->fired = true;
-		m->tokens_out = m->cut;
-		rc = send_partial(m, &body, cut_at);
-		if (rc)
-			req_write_failed(m, rc);
-		goto out;	/* silence until the client leaves */
 	case FAULT_TRUNCATE:
 		m->fired = true;
 		m->tokens_out = m->cut;
@@ -428,6 +435,10 @@ static void answer_whole(struct mreq *m)
 			req_write_failed(m, rc);
 			goto out;
 		}
+		if (m->cut > 0)
+			m->ttft_ms = ms_since(m->arrive_ns);
+		if (m->act == FAULT_STALL)
+			goto out;	/* silence until the client leaves */
 		http_exchange_close(m->ex, false);
 		m->ex = NULL;
 		req_finish(m, "faulted", NULL);
@@ -443,14 +454,29 @@ static void answer_whole(struct mreq *m)
 		m->fired = true;
 		body.len /= 2;	/* any proper prefix of an object is invalid JSON */
 		break;
+	case FAULT_RESET:
+		/* Head and body apart, so the row knows whether the status went
+		 * out whole before the cut. */
+		rc = send_partial(m, &body, body.len);
+		if (!rc)
+			rc = http_stream_end(m->ex);
+		if (rc) {
+			req_write_failed(m, rc);
+			goto out;
+		}
+		m->ttft_ms = ms_since(m->arrive_ns);
+		m->ex = NULL;
+		req_finish(m, "completed", NULL);	/* the budget outlasted the answer */
+		goto out;
 	default:
 		break;
 	}
-	rc = send_json(m, 200, &body, NULL);
+	rc = send_json(m, 200, &body);
 	if (rc) {
 		req_write_failed(m, rc);
 		goto out;
 	}
+	m->ttft_ms = ms_since(m->arrive_ns);
 	req_finish(m, m->fired ? "faulted" : "completed", NULL);
 out:
 	buf_free(&body);
@@ -470,92 +496,130 @@ static void schedule_whole(struct mreq *m, double ms_after_arrival)
 		schedule(m, ms_after_arrival, on_whole);
 }
 
-/* Applies a stream-shape fault after m->cut tokens. Returns 0 or the write error. */
-static int stream_cut(struct mreq *m, struct buf *out)
+/* Records that the stream's first `sent` tokens have been written. */
+static void note_sent(struct mreq *m, int sent)
 {
-	int rc;
-
-	m->fired = true;
-	if (m->act == FAULT_ERROR_EVENT)
-		sse_error(out);
-	rc = out->len ? http_stream_write(m->ex, out->data, out->len) : 0;
-	if (rc || m->act == FAULT_STALL)
-		return rc;	/* a stall holds the connection silent */
-	/* truncate and error_event end the stream cleanly, without [DONE]. */
-	rc = http_stream_end(m->ex);
-	m->ex = NULL;
-	req_finish(m, "faulted", NULL);
-	return rc;
+	if (m->next_token == 0 && sent > 0)
+		m->ttft_ms = ms_since(m->arrive_ns);
+	m->next_token = sent;
+	m->tokens_out = sent;
 }
 
-/* Timer: the next token of a stream is due. */
-static void on_token(uv_timer_t *t)
+/*
+ * Writes out (ending with token `sent`), then ends the stream, and the
+ * request with outcome.
+ */
+static void stream_finish(struct mreq *m, const struct buf *out, int sent,
+			  const char *outcome)
 {
-	struct mreq *m = t->data;
+	int rc = out->len ? http_stream_write(m->ex, out->data, out->len) : 0;
+
+	if (!rc) {
+		note_sent(m, sent);
+		rc = http_stream_end(m->ex);
+	}
+	if (rc) {
+		req_write_failed(m, rc);	/* e.g. a reset budget cut the end */
+		return;
+	}
+	m->ex = NULL;
+	req_finish(m, outcome, NULL);
+}
+
+static void on_token(uv_timer_t *t);
+
+/*
+ * The stream's next step, at its token's time, in one write: the next token
+ * and whatever follows it at once — the finish and [DONE] after the last
+ * one, or the fault (stall, truncate, error_event) after m->cut of them. A
+ * token counts as sent once its bytes were written.
+ */
+static void stream_step(struct mreq *m)
+{
 	struct buf out = { 0 };
 	int k = m->next_token;
-	int rc = 0;
+	int sent = k;
+	int rc;
 
 	if (m->act == FAULT_MALFORMED) {
 		m->fired = true;
 		buf_append(&out, m->prefix.data, m->prefix.len);
-		buf_puts(&out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\n\ndata: [DONE]\n\n");
-		rc = http_stream_write(m->ex, out.data, out.len);
-		if (!rc) {
-			rc = http_stream_end(m->ex);
-			m->ex = NULL;
-			req_finish(m, "faulted", NULL);
+		buf_puts(&out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+			 "\n\ndata: [DONE]\n\n");
+		stream_finish(m, &out, 0, "faulted");
+		goto out;
+	}
+	if (k != m->cut) {
+		sse_token(&out, m, k);
+		sent = k + 1;
+	}
+	if (sent == m->cut) {
+		m->fired = true;
+		if (m->act == FAULT_ERROR_EVENT)
+			sse_error(&out);
+		if (m->act != FAULT_STALL) {
+			/* truncate and error_event end cleanly, without [DONE] */
+			stream_finish(m, &out, sent, "faulted");
+			goto out;
 		}
-		goto out;
-	}
-	if (k == m->cut) {
-		rc = stream_cut(m, &out);
-		goto out;
-	}
-	sse_token(&out, m, k);
-	if (k == 0)
-		m->ttft_ms = ms_since(m->arrive_ns);
-	m->next_token = k + 1;
-	m->tokens_out = k + 1;
-	if (m->next_token == m->cut) {
-		rc = stream_cut(m, &out);
-		goto out;
-	}
-	if (m->next_token == m->plan.tokens) {
+	} else if (sent == m->plan.tokens) {
 		sse_finish(&out, m);
-		rc = http_stream_write(m->ex, out.data, out.len);
-		if (!rc) {
-			rc = http_stream_end(m->ex);
-			m->ex = NULL;
-			req_finish(m, m->fired ? "faulted" : "completed", NULL);
-		}
+		stream_finish(m, &out, sent, m->fired ? "faulted" : "completed");
 		goto out;
 	}
-	rc = http_stream_write(m->ex, out.data, out.len);
-	if (!rc)
-		schedule(m, timing_token_at(&m->plan, m->next_token), on_token);
-out:
-	if (rc && !m->ended)
+	rc = out.len ? http_stream_write(m->ex, out.data, out.len) : 0;
+	if (rc) {
 		req_write_failed(m, rc);
+		goto out;
+	}
+	note_sent(m, sent);
+	if (sent == m->cut)
+		goto out;	/* a stall: silent until the client leaves */
+	/* A client that reads slower than tokens come holds the stream back,
+	 * as TCP would hold back a real server: on_drain resumes it. */
+	if (http_exchange_queued(m->ex) > STREAM_QUEUE_MAX) {
+		m->paused = true;
+		goto out;
+	}
+	schedule(m, timing_token_at(&m->plan, m->next_token), on_token);
+out:
 	buf_free(&out);
+}
+
+static void on_token(uv_timer_t *t)
+{
+	stream_step(t->data);
+}
+
+/* The client took the queued stream: go on (the next token is due already). */
+static void on_drain(struct http_exchange *ex, void *data)
+{
+	struct mreq *m = data;
+
+	(void)ex;
+	if (!m->paused)
+		return;
+	m->paused = false;
+	schedule(m, timing_token_at(&m->plan, m->next_token), on_token);
 }
 
 /* Starts an SSE answer: headers now, tokens on the timer. */
 static void start_stream(struct mreq *m)
 {
-	struct http_kv h[12];
+	struct http_kv h[10];
 	char bufs[6][32];
-	size_t n = base_headers(m, h, 10, "text/event-stream", bufs);
+	size_t n = base_headers(m, h, bufs);
 	int rc;
 
+	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
-	m->status = 200;
 	build_prefix(m);
 	rc = http_stream_begin(m->ex, 200, h, n);
 	if (rc) {
 		req_write_failed(m, rc);
 		return;
 	}
+	m->status = 200;
 	schedule(m, timing_token_at(&m->plan, 0), on_token);
 }
 
@@ -589,7 +653,7 @@ static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
 	p->ninflight++;
 	if (kind == REQ_CHAT)
 		p->n_requests++;
-	http_exchange_set_data(ex, m, on_abort, NULL);
+	http_exchange_set_data(ex, m, on_abort, on_drain);
 	return m;
 }
 
@@ -679,8 +743,11 @@ out:
 static void decide(struct mreq *m, double token_cost)
 {
 	struct provider *p = m->p;
+	/* Model listings draw from their own stream, so a health checker's
+	 * polling does not change which chat requests are faulted. */
+	struct rng *rng = m->kind == REQ_MODELS ? &p->rng_models : &p->rng_faults;
 
-	fault_decide(p->faults, p->nfaults, m->t_ms, token_cost, &p->rng, &m->fd);
+	fault_decide(p->faults, p->nfaults, m->t_ms, token_cost, rng, &m->fd);
 	if (m->fd.decider) {
 		m->decider = *m->fd.decider;
 		m->act = m->decider.kind;
@@ -689,13 +756,61 @@ static void decide(struct mreq *m, double token_cost)
 	m->fd.rate = NULL;
 }
 
+/*
+ * Applies a deciding fault that answers at once (down, reset at byte 0,
+ * hang, status, 429), or arms a later reset. Returns true when the request
+ * needs nothing more now.
+ */
+static bool answer_at_once(struct mreq *m)
+{
+	const struct fault *f = &m->decider;
+	char retry[32];
+	bool server = f->status >= 500;
+
+	switch (m->act) {
+	case FAULT_DOWN:
+	case FAULT_RESET:
+		if (m->act == FAULT_RESET && f->after_bytes > 0) {
+			http_exchange_set_reset_after(m->ex, (size_t)f->after_bytes);
+			return false;
+		}
+		m->fired = true;
+		http_exchange_close(m->ex, true);
+		m->ex = NULL;
+		req_finish(m, "faulted", NULL);
+		return true;
+	case FAULT_HANG:
+		m->fired = true;
+		return true;	/* read, never answered; on_abort logs it */
+	case FAULT_STATUS:
+		m->fired = true;
+		if (f->retry_after_s >= 0)
+			snprintf(retry, sizeof(retry), "%.0f", ceil(f->retry_after_s));
+		send_error(m, (int)f->status,
+			   server ? "The server is overloaded or not ready yet."
+				  : "The request was rejected by the provider.",
+			   server ? "server_error" : "invalid_request_error", NULL, "mock_status",
+			   f->retry_after_s >= 0 ? retry : NULL);
+		req_finish(m, "faulted", NULL);
+		return true;
+	case FAULT_RATE_LIMIT:
+		m->fired = true;
+		snprintf(retry, sizeof(retry), "%.0f", m->fd.retry_after_s);
+		send_error(m, 429, "Rate limit reached for requests. Please try again later.",
+			   "requests", NULL, "rate_limit_exceeded", retry);
+		req_finish(m, "faulted", NULL);
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void on_completion(struct provider *p, struct http_exchange *ex,
 			  const struct http_request *req)
 {
 	struct mreq *m = req_new(p, ex, req, REQ_CHAT);
 	int max_tokens;
 	int tokens;
-	char retry[32];
 
 	if (!m) {
 		http_exchange_close(ex, true);
@@ -711,45 +826,11 @@ static void on_completion(struct provider *p, struct http_exchange *ex,
 		m->capped = true;
 	}
 	decide(m, m->prompt_tokens + tokens);
-	timing_plan(&p->cfg->timing, &m->fd, tokens, &p->rng, &m->plan);
+	timing_plan(&p->cfg->timing, &m->fd, tokens, &p->rng_jitter, &m->plan);
 	if (m->act == FAULT_STALL || m->act == FAULT_TRUNCATE || m->act == FAULT_ERROR_EVENT)
 		m->cut = (int)fmin((double)m->decider.after_tokens, tokens);
-	switch (m->act) {
-	case FAULT_DOWN:
-	case FAULT_RESET:
-		if (m->act == FAULT_DOWN || m->decider.after_bytes == 0) {
-			m->fired = true;
-			http_exchange_close(m->ex, true);
-			m->ex = NULL;
-			req_finish(m, "faulted", NULL);
-			return;
-		}
-		http_exchange_set_reset_after(m->ex, (size_t)m->decider.after_bytes);
-		break;
-	case FAULT_HANG:
-		m->fired = true;
-		return;		/* read, never answered; on_abort logs it */
-	case FAULT_STATUS:
-		m->fired = true;
-		if (m->decider.retry_after_s >= 0)
-			snprintf(retry, sizeof(retry), "%.0f", ceil(m->decider.retry_after_s));
-		send_error(m, (int)m->decider.status,
-			   m->decider.status >= 500 ? "The server is overloaded or not ready yet."
-							: "The request was rejected by the provider.",
-			   m->decider.status >= 500 ? "server_error" : "invalid_request_error",
-			   NULL, "mock_status", m->decider.retry_after_s >= 0 ? retry : NULL);
-		req_finish(m, "faulted", NULL);
+	if (answer_at_once(m))
 		return;
-	case FAULT_RATE_LIMIT:
-		m->fired = true;
-		snprintf(retry, sizeof(retry), "%.0f", m->fd.retry_after_s);
-		send_error(m, 429, "Rate limit reached for requests. Please try again later.",
-			   "requests", NULL, "rate_limit_exceeded", retry);
-		req_finish(m, "faulted", NULL);
-		return;
-	default:
-		break;
-	}
 	if (m->streaming)
 		start_stream(m);
 	else
@@ -768,72 +849,51 @@ static void on_models(struct provider *p, struct http_exchange *ex,
 	decide(m, -1);
 	m->plan.ttft_ms = m->fd.add_ms;
 	m->plan.tokens = 1;
-	switch (m->act) {
-	case FAULT_DOWN:
-	case FAULT_RESET:
-		http_exchange_close(m->ex, true);
-		m->ex = NULL;
-		req_finish(m, "faulted", NULL);
-		return;
-	case FAULT_HANG:
-		m->fired = true;
-		return;
-	case FAULT_STATUS:
-		send_error(m, (int)m->decider.status, "The server is not ready yet.",
-			   "server_error", NULL, "mock_status", NULL);
-		req_finish(m, "faulted", NULL);
-		return;
-	default:
-		break;
-	}
-	schedule_whole(m, m->plan.ttft_ms);
+	if (!answer_at_once(m))
+		schedule_whole(m, m->plan.ttft_ms);
 }
 
-static void respond_simple(struct http_exchange *ex, int status, const char *body)
-{
-	static const struct http_kv h[] = { { "Content-Type", "application/json" } };
-
-	http_respond(ex, status, h, 1, body, strlen(body));
-}
-
-/* An error of the server's own (404, 405); allow names the methods for 405. */
-static void respond_error(struct http_exchange *ex, int status, const char *msg,
-			  const char *code, const char *allow)
+/* An error of the provider's own (404, 405); allow names the methods for 405. */
+static void respond_error(const struct provider *p, struct http_exchange *ex, int status,
+			  const char *msg, const char *code, const char *allow)
 {
 	const struct http_kv h[] = {
-		{ "Content-Type", "application/json" },
+		{ "x-mock-provider", p->cfg->name },
 		{ "Allow", allow },
 	};
-	struct buf body = { 0 };
 
-	json_openai_error(&body, msg, "invalid_request_error", NULL, code);
-	http_respond(ex, status, h, allow ? 2 : 1, body.data, body.len);
-	buf_free(&body);
+	http_respond_error(ex, status, msg, "invalid_request_error", NULL, code, h,
+			   allow ? 2 : 1);
 }
 
 static void on_request(struct http_exchange *ex, void *data)
 {
+	static const char ok[] = "{\"status\":\"ok\"}";
 	struct provider *p = data;
 	const struct http_request *req = http_exchange_request(ex);
 	bool post = strcmp(req->method, "POST") == 0;
 	bool get = strcmp(req->method, "GET") == 0;
+	const struct http_kv health[] = {
+		{ "Content-Type", "application/json" },
+		{ "x-mock-provider", p->cfg->name },
+	};
 
 	if (path_is(req->path, "/chat/completions")) {
 		if (post)
 			on_completion(p, ex, req);
 		else
-			respond_error(ex, 405, "Use POST for /v1/chat/completions.",
+			respond_error(p, ex, 405, "Use POST for /v1/chat/completions.",
 				      "method_not_allowed", "POST");
 	} else if (path_is(req->path, "/models")) {
 		if (get)
 			on_models(p, ex, req);
 		else
-			respond_error(ex, 405, "Use GET for /v1/models.", "method_not_allowed",
+			respond_error(p, ex, 405, "Use GET for /v1/models.", "method_not_allowed",
 				      "GET");
 	} else if (strcmp(req->path, "/healthz") == 0) {
-		respond_simple(ex, 200, "{\"status\":\"ok\"}");
+		http_respond(ex, 200, health, 2, ok, sizeof(ok) - 1);
 	} else {
-		respond_error(ex, 404, "Unknown path: mock providers serve "
+		respond_error(p, ex, 404, "Unknown path: mock providers serve "
 			      "/v1/chat/completions, /v1/models and /healthz.", "not_found", NULL);
 	}
 }
@@ -870,11 +930,17 @@ static void apply_down(struct provider *p)
 	} else if (!down && !http_server_is_listening(p->srv)) {
 		rc = http_server_relisten(p->srv);
 		if (rc) {
-			log_error("%s: cannot listen again on %s: %s; retrying", p->cfg->name,
-				  p->addr_text, uv_strerror(rc));
-			uv_timer_start(&p->edge_timer, on_edge, 50, 0);
+			/* Say it once; retry from 50 ms, backing off to 1 s. */
+			if (!p->relisten_delay_ms)
+				log_error("%s: cannot listen again on %s: %s; retrying",
+					  p->cfg->name, p->addr_text, uv_strerror(rc));
+			p->relisten_delay_ms = p->relisten_delay_ms ? p->relisten_delay_ms * 2 : 50;
+			if (p->relisten_delay_ms > 1000)
+				p->relisten_delay_ms = 1000;
+			uv_timer_start(&p->edge_timer, on_edge, p->relisten_delay_ms, 0);
 			return;
 		}
+		p->relisten_delay_ms = 0;
 		log_info("%s: up (listening) at t=%.3f ms", p->cfg->name, now);
 	}
 	next = fault_next_edge(p->faults, p->nfaults, now, FAULT_DOWN);
@@ -959,12 +1025,17 @@ int provider_start(struct provider *p, struct mock_env *env,
 		   const struct provider_cfg *cfg, size_t index, char *err)
 {
 	struct buf path = { 0 };
+	bool resumed;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
 	p->cfg = cfg;
 	p->env = env;
-	rng_seed_stream(&p->rng, env->seed, index + 1);
+	/* One stream per purpose, so jitter or model listings do not shift
+	 * which chat requests a probability picks. */
+	rng_seed_stream(&p->rng_faults, env->seed, 3 * index + 1);
+	rng_seed_stream(&p->rng_jitter, env->seed, 3 * index + 2);
+	rng_seed_stream(&p->rng_models, env->seed, 3 * index + 3);
 	p->faults = calloc(cfg->nfaults ? cfg->nfaults : 1, sizeof(*p->faults));
 	if (!p->faults) {
 		snprintf(err, CFG_ERR_LEN, "out of memory");
@@ -986,7 +1057,8 @@ int provider_start(struct provider *p, struct mock_env *env,
 	}
 	opt_format_addr(http_server_addr(p->srv), p->addr_text, sizeof(p->addr_text));
 	buf_printf(&path, "%s/mock-%s.csv", env->log_dir, cfg->name);
-	rc = recfile_open(&p->log, path.data);
+	/* A restart after a kill (the runner's crash) continues the log. */
+	rc = recfile_open(&p->log, path.data, true, &resumed);
 	if (rc) {
 		snprintf(err, CFG_ERR_LEN, "provider %s: cannot create %s.tmp: %s",
 			 cfg->name, path.data, strerror(-rc));
@@ -994,7 +1066,11 @@ int provider_start(struct provider *p, struct mock_env *env,
 		return rc;
 	}
 	buf_free(&path);
-	recfile_write(&p->log, LOG_COLUMNS, strlen(LOG_COLUMNS));
+	if (!resumed && (row_header(&p->row, log_columns, NLOG_COLUMNS) ||
+			 recfile_write(&p->log, p->row.b.data, p->row.b.len))) {
+		snprintf(err, CFG_ERR_LEN, "provider %s: cannot write %s", cfg->name, p->log.tmp);
+		return -EIO;
+	}
 	uv_timer_init(env->loop, &p->edge_timer);
 	p->edge_timer.data = p;
 	p->edge_timer_open = true;

@@ -37,7 +37,10 @@ struct provider {
 	struct http_server *srv;
 	struct fault *faults;		/* injected first, then the config's */
 	size_t nfaults;
-	struct rng rng;
+	struct rng rng_faults;		/* fault probabilities of chat requests */
+	struct rng rng_jitter;		/* ttft jitter */
+	struct rng rng_models;		/* fault probabilities of model listings */
+	uint64_t relisten_delay_ms;	/* backoff while the port cannot be had */
 	struct recfile log;
 	struct row row;
 	struct buf content;		/* the whole answer's text, built once */

@@ -58,7 +58,7 @@ Test(recfile, commit_renames_tmp, .timeout = 10)
 	char got[256];
 
 	tmpdir_make(&t);
-	cr_assert_eq(recfile_open(&f, t.path), 0);
+	cr_assert_eq(recfile_open(&f, t.path, false, NULL), 0);
 	cr_assert(exists(t.tmp), "%s not created", t.tmp);
 	cr_assert_not(exists(t.path), "final name exists before commit");
 	cr_assert_eq(recfile_write(&f, "a,b\n", 4), 0);
@@ -86,7 +86,7 @@ Test(recfile, commit_replaces_old_file, .timeout = 10)
 	cr_assert_not_null(fp);
 	fputs("old contents\n", fp);
 	fclose(fp);
-	cr_assert_eq(recfile_open(&f, t.path), 0);
+	cr_assert_eq(recfile_open(&f, t.path, false, NULL), 0);
 	cr_assert_eq(recfile_write(&f, "new\n", 4), 0);
 	slurp(t.path, got, sizeof(got));
 	cr_assert_str_eq(got, "old contents\n", "old file touched before commit");
@@ -102,7 +102,7 @@ Test(recfile, abandon_removes_tmp, .timeout = 10)
 	struct recfile f;
 
 	tmpdir_make(&t);
-	cr_assert_eq(recfile_open(&f, t.path), 0);
+	cr_assert_eq(recfile_open(&f, t.path, false, NULL), 0);
 	cr_assert_eq(recfile_write(&f, "partial", 7), 0);
 	recfile_abandon(&f);
 	cr_assert_not(exists(t.tmp));
@@ -113,7 +113,7 @@ Test(recfile, abandon_removes_tmp, .timeout = 10)
 Test(recfile, open_in_missing_dir_fails, .timeout = 10)
 {
 	struct recfile f;
-	int rc = recfile_open(&f, "/nonexistent-fl-dir/x/requests.csv");
+	int rc = recfile_open(&f, "/nonexistent-fl-dir/x/requests.csv", false, NULL);
 
 	cr_assert_lt(rc, 0);
 	cr_assert_null(f.fp);
