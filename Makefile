@@ -1,16 +1,22 @@
 # faultline — build, test and benchmark.
 #
-#   make            build every program into bin/
+#   make            build every program into bin/ (mockprov, streamclient)
 #   make test       build and run the unit and integration tests
 #   make asan       build with ASan+UBSan and run the same tests
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
-#   make clean
+#   make demo       a mock provider walks through its fault timeline
+#   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make
 # on a fresh machine installs the missing ones (scripts/deps.sh).
 
-CC ?= gcc
-# Where objects and test binaries go (bin/ gets copies of the programs).
+# make's built-in default CC is cc; gcc unless the caller chose another.
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+# Where objects, programs and test binaries go. With the default, `make`
+# also copies the programs into bin/; with another O= nothing outside it is
+# written, so parallel builds do not meet.
 O ?= build
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror
 BASE_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(WARN) \
@@ -24,7 +30,7 @@ TEST_JOBS ?= 2
 CRITERION_FLAGS ?= --jobs $(TEST_JOBS)
 
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
--include build/deps.mk
+-include $(O)/deps.mk
 endif
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
@@ -33,20 +39,24 @@ UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-.PHONY: all test asan asan-build bench-mockprov demo clean deps
-all: bin/mockprov
+PROGRAMS := mockprov streamclient
+# Where the built programs are run from: bin/ for the default build.
+BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-build/deps.mk: scripts/deps.sh
-	@mkdir -p build
+.PHONY: all test asan asan-build bench-mockprov demo clean deps
+all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
+
+$(O)/deps.mk: scripts/deps.sh
+	@mkdir -p $(O)
 	scripts/deps.sh > $@.tmp
 	mv $@.tmp $@
 
-deps: build/deps.mk
+deps: $(O)/deps.mk
 
 # $(call variant,NAME,FLAGS): objects under $(O)/NAME, programs under
 # $(O)/NAME/bin, test binaries $(O)/NAME/test-unit and test-integration.
 define variant
-$(O)/$(1)/%.o: %.c build/deps.mk
+$(O)/$(1)/%.o: %.c $(O)/deps.mk
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(BASE_CFLAGS) $(2) $$(DEP_CFLAGS) $$(if $$(filter tests/%,$$<),$$(TEST_CFLAGS) -Itests/support) -c $$< -o $$@
 
@@ -56,15 +66,15 @@ $(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPRO
 
 $(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
 $(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(TEST_LIBS)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 
 $(O)/$(1)/test-integration: $$(patsubst %.c,$(O)/$(1)/%.o,$$(INTEG_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(TEST_LIBS)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 endef
 
 $(eval $(call variant,rel,$(REL_FLAGS)))
@@ -76,9 +86,9 @@ bin/%: $(O)/rel/bin/%
 
 test: all $(O)/rel/test-unit $(O)/rel/test-integration
 	$(O)/rel/test-unit $(CRITERION_FLAGS)
-	FAULTLINE_BIN=bin $(O)/rel/test-integration $(CRITERION_FLAGS)
+	FAULTLINE_BIN=$(BIN_DIR) $(O)/rel/test-integration $(CRITERION_FLAGS)
 
-asan-build: $(O)/asan/bin/mockprov $(O)/asan/test-unit $(O)/asan/test-integration
+asan-build: $(addprefix $(O)/asan/bin/,$(PROGRAMS)) $(O)/asan/test-unit $(O)/asan/test-integration
 
 # Criterion's own runner leaks a little under --jobs; tests/lsan.supp names
 # only libcriterion.so, so a leak in our code still fails the run.
@@ -90,13 +100,13 @@ asan: asan-build
 	$(ASAN_ENV) $(O)/asan/test-unit $(CRITERION_FLAGS)
 	$(ASAN_ENV) FAULTLINE_BIN=$(O)/asan/bin $(O)/asan/test-integration $(CRITERION_FLAGS)
 
-bench-mockprov: all bin/streamclient
-	bench/mockprov.sh
-
-clean:
-	rm -rf build bin $(filter-out build,$(O))
-
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+bench-mockprov: all
+	FAULTLINE_BIN=$(BIN_DIR) bench/mockprov.sh
 
 demo: all
-	scripts/demo.sh
+	FAULTLINE_BIN=$(BIN_DIR) scripts/demo.sh
+
+clean:
+	rm -rf $(O) $(if $(filter build,$(O)),bin)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -2,7 +2,16 @@
 # Checks that the Debian packages faultline builds with are present, installs
 # the missing ones with apt-get (through sudo when not root), and prints the
 # compiler and linker flags as a make fragment on stdout.
+#   scripts/deps.sh              check, install what is missing, print flags
+#   scripts/deps.sh --packages   print the package list (for .ci/run)
 set -eu
+
+PACKAGES="pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev libhttp-parser-dev
+libcriterion-dev gnuplot-nox"
+if [ "${1:-}" = --packages ]; then
+	echo $PACKAGES
+	exit 0
+fi
 
 missing=""
 need_pc() {	# pkg-config name, Debian package
@@ -32,6 +41,7 @@ if [ -n "$missing" ]; then
 fi
 
 echo "DEP_CFLAGS := $(pkg-config --cflags libuv libcurl libcjson)"
-echo "DEP_LIBS := $(pkg-config --libs libuv libcurl libcjson) -lhttp_parser -lm"
+echo "DEP_LIBS := $(pkg-config --libs libuv libcjson) -lhttp_parser -lm"
+echo "CURL_LIBS := $(pkg-config --libs libcurl)"
 echo "TEST_CFLAGS := $(pkg-config --cflags criterion)"
 echo "TEST_LIBS := $(pkg-config --libs criterion)"
