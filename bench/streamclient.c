@@ -97,41 +97,41 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *val;
 	int c;
 
 	o->streams = 1000;
 	o->bound_ms = 60000;
 	o->engine = &engine_raw;
 	o->body = default_body;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+	while ((c = opt_next("streamclient", argc, argv, opts, &val)) != -1) {
 		switch (c) {
 		case 'u':
-			o->url = optarg;
+			o->url = val;
 			break;
 		case 'n':
-			if (opt_parse_i64(optarg, 1, MAX_STREAMS, &o->streams))
+			if (opt_parse_i64(val, 1, MAX_STREAMS, &o->streams))
 				opt_usage_error("streamclient", "--streams: expected a whole number from 1 to 50000, "
-					    "got \"%s\"", optarg);
+					    "got \"%s\"", val);
 			break;
 		case 'd':
-			if (opt_parse_duration_ms(optarg, &o->bound_ms) || o->bound_ms <= 0)
+			if (opt_parse_duration_ms(val, &o->bound_ms) || o->bound_ms <= 0)
 				opt_usage_error("streamclient", "--duration-bound: expected a duration above 0 "
-					    "(e.g. 30 or 30s), got \"%s\"", optarg);
+					    "(e.g. 30 or 30s), got \"%s\"", val);
 			break;
 		case 'e':
-			if (strcmp(optarg, "raw") == 0)
+			if (strcmp(val, "raw") == 0)
 				o->engine = &engine_raw;
-			else if (strcmp(optarg, "curl") == 0)
+			else if (strcmp(val, "curl") == 0)
 				o->engine = &engine_curl;
 			else
-				opt_usage_error("streamclient", "--engine: expected raw or curl, got \"%s\"", optarg);
+				opt_usage_error("streamclient", "--engine: expected raw or curl, got \"%s\"", val);
 			break;
 		case 'b':
-			o->body = optarg;
+			o->body = val;
 			break;
 		case 'c':
-			o->events_csv = optarg;
+			o->events_csv = val;
 			break;
 		case 'k':
 			o->kv = true;
@@ -139,15 +139,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
-		case ':':
-			opt_usage_error("streamclient", "%s needs a value", argv[optind - 1]);
-			break;
-		default:
-			opt_usage_error("streamclient", "unknown flag \"%s\"", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		opt_usage_error("streamclient", "unexpected argument \"%s\"", argv[optind]);
 	if (!o->url)
 		opt_usage_error("streamclient", "--url URL is required");
 	if (strncmp(o->url, "http://", 7) != 0)

@@ -183,7 +183,7 @@ int opt_addr_port(const struct sockaddr *sa)
 	return -1;
 }
 
-int opt_addr_is_loopback(const struct sockaddr *sa)
+bool opt_addr_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)sa;
@@ -222,4 +222,22 @@ int opt_raise_fd_limit(long long need)
 			return -errno;
 	}
 	return (long long)rl.rlim_cur < need ? -EMFILE : 0;
+}
+
+int opt_next(const char *prog, int argc, char **argv, const struct option *longopts,
+	     const char **arg)
+{
+	int c;
+
+	opterr = 0;	/* our one-line errors, not getopt's */
+	/* A leading ':' makes a missing value ':' rather than '?'. */
+	c = getopt_long(argc, argv, ":", longopts, NULL);
+	*arg = optarg;
+	if (c == ':')
+		opt_usage_error(prog, "%s: needs a value", argv[optind - 1]);
+	if (c == '?')
+		opt_usage_error(prog, "unknown option \"%s\"", argv[optind - 1]);
+	if (c == -1 && optind < argc)
+		opt_usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+	return c;
 }

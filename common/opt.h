@@ -6,6 +6,8 @@
 #ifndef FAULTLINE_OPT_H
 #define FAULTLINE_OPT_H
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -39,7 +41,17 @@ char *opt_format_addr(const struct sockaddr *sa, char *out, size_t len);
 int opt_addr_port(const struct sockaddr *sa);
 
 /* True when the address is in 127.0.0.0/8 or is ::1. */
-int opt_addr_is_loopback(const struct sockaddr *sa);
+bool opt_addr_is_loopback(const struct sockaddr *sa);
+
+/*
+ * The next option of a command line of long options (getopt_long), with the
+ * errors every program reports alike: an unknown option, a missing value or
+ * a stray argument ends the program with status 2 (opt_usage_error). Returns
+ * the option's val with its value in *arg (NULL when it takes none), or -1
+ * when the command line is done.
+ */
+int opt_next(const char *prog, int argc, char **argv, const struct option *longopts,
+	     const char **arg);
 
 /*
  * Reports a bad command line the way every program does — "PROG: message"

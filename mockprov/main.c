@@ -106,48 +106,42 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 	int64_t t0 = clock_unix_ms();
 	int64_t v;
 	enum log_level level;
+	const char *val;
 	int c;
 
 	mp->env.log_dir = ".";
 	mp->env.seed = 1;
-	opterr = 0;	/* one line of our own instead of getopt's */
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = opt_next("mockprov", argc, argv, opts, &val)) != -1) {
 		switch (c) {
 		case 'c':
-			*config = optarg;
+			*config = val;
 			break;
 		case 't':
-			if (opt_parse_i64(optarg, 0, INT64_MAX / 1000000, &t0))
-				opt_usage_error("mockprov", "--t0: expected Unix epoch milliseconds, got \"%s\"", optarg);
+			if (opt_parse_i64(val, 0, INT64_MAX / 1000000, &t0))
+				opt_usage_error("mockprov", "--t0: expected Unix epoch milliseconds, got \"%s\"", val);
 			break;
 		case 'd':
-			mp->env.log_dir = optarg;
+			mp->env.log_dir = val;
 			break;
 		case 'a':
-			*admin = optarg;
+			*admin = val;
 			break;
 		case 's':
-			if (opt_parse_i64(optarg, 0, INT64_MAX, &v))
-				opt_usage_error("mockprov", "--seed: expected a whole number ≥ 0, got \"%s\"", optarg);
+			if (opt_parse_i64(val, 0, INT64_MAX, &v))
+				opt_usage_error("mockprov", "--seed: expected a whole number ≥ 0, got \"%s\"", val);
 			mp->env.seed = (uint64_t)v;
 			break;
 		case 'l':
-			if (log_parse_level(optarg, &level))
+			if (log_parse_level(val, &level))
 				opt_usage_error("mockprov", "--log-level: expected debug, info, warn, error or off, "
-					    "got \"%s\"", optarg);
+					    "got \"%s\"", val);
 			log_set_level(level);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
-		default:
-			if (optopt)
-				opt_usage_error("mockprov", "%s: needs a value", argv[optind - 1]);
-			opt_usage_error("mockprov", "unknown option \"%s\"", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		opt_usage_error("mockprov", "unexpected argument \"%s\"", argv[optind]);
 	if (!*config)
 		opt_usage_error("mockprov", "--config FILE is required");
 	timebase_init(&mp->env.tb, t0);

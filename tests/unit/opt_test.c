@@ -4,6 +4,7 @@
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -211,4 +212,63 @@ Test(opt, addr_is_loopback, .timeout = 10)
 		cr_assert_eq(!!opt_addr_is_loopback((struct sockaddr *)&ss),
 			     cases[i].loopback, "%s", cases[i].addr);
 	}
+}
+
+static const struct option next_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ NULL, 0, NULL, 0 },
+};
+
+Test(opt, next_walks_long_options, .timeout = 10)
+{
+	char *argv[] = { "prog", "--verbose", "--config", "a.json", "--config=b.json", NULL };
+	const char *val;
+
+	optind = 0;	/* GNU: start afresh */
+	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), 'v');
+	cr_assert_null(val);
+	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), 'c');
+	cr_assert_str_eq(val, "a.json");
+	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), 'c');
+	cr_assert_str_eq(val, "b.json");
+	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), -1);
+}
+
+/* Each bad command line ends the program with status 2 (and a message). */
+static void next_all(int argc, char **argv)
+{
+	const char *val;
+
+	optind = 0;
+	while (opt_next("prog", argc, argv, next_opts, &val) != -1)
+		;
+}
+
+Test(opt, next_unknown_option_exits_2, .timeout = 10, .exit_code = 2, .init = cr_redirect_stderr)
+{
+	char *argv[] = { "prog", "--bogus", NULL };
+
+	next_all(2, argv);
+}
+
+Test(opt, next_unknown_short_option_exits_2, .timeout = 10, .exit_code = 2, .init = cr_redirect_stderr)
+{
+	char *argv[] = { "prog", "-x", NULL };
+
+	next_all(2, argv);
+}
+
+Test(opt, next_missing_value_exits_2, .timeout = 10, .exit_code = 2, .init = cr_redirect_stderr)
+{
+	char *argv[] = { "prog", "--config", NULL };
+
+	next_all(2, argv);
+}
+
+Test(opt, next_stray_argument_exits_2, .timeout = 10, .exit_code = 2, .init = cr_redirect_stderr)
+{
+	char *argv[] = { "prog", "--verbose", "stray", NULL };
+
+	next_all(3, argv);
 }
