@@ -79,10 +79,24 @@ static void applied_add(struct fault_decision *d, enum fault_kind kind)
  * it, so refused requests add no rounding error: 12 s after the last spend at
  * 5 rpm, exactly one request is available again.
  */
+static void rate_peek(const struct fault *f, double t_ms, double *requests, double *tokens)
+{
+	const struct rate_state *s = &f->rate;
+	double dt = fmax(0, t_ms - s->last_ms);
+
+	if (!s->started) {
+		*requests = f->rpm;
+		*tokens = f->tpm;
+		return;
+	}
+	*requests = fmin(f->rpm, s->requests + dt * f->rpm / 60000.0);
+	*tokens = fmin(f->tpm, s->tokens + dt * f->tpm / 60000.0);
+}
+
+/* Starts the window's budget full on its first request, then peeks. */
 static void rate_available(struct fault *f, double t_ms, double *requests, double *tokens)
 {
 	struct rate_state *s = &f->rate;
-	double dt;
 
 	if (!s->started) {
 		s->started = true;
@@ -90,9 +104,7 @@ static void rate_available(struct fault *f, double t_ms, double *requests, doubl
 		s->requests = f->rpm;
 		s->tokens = f->tpm;
 	}
-	dt = fmax(0, t_ms - s->last_ms);
-	*requests = fmin(f->rpm, s->requests + dt * f->rpm / 60000.0);
-	*tokens = fmin(f->tpm, s->tokens + dt * f->tpm / 60000.0);
+	rate_peek(f, t_ms, requests, tokens);
 }
 
 /*
@@ -186,14 +198,9 @@ void fault_decide(struct fault *faults, size_t n, double t_ms, double token_cost
 #define FK(name, type, field, req, def, min, max) \
 	{ name, type, offsetof(struct fault, field), req, def, min, max, NULL, NULL }
 
-static const char *const kind_choices[FAULT_NKINDS + 1] = {
-	"down", "hang", "status", "slow", "slow_tokens", "stall", "truncate",
-	"error_event", "reset", "malformed", "rate_limit", NULL,
-};
-
 /* Keys every fault has. from_s/to_s are read into from_ms/to_ms below. */
 static const struct cfg_key common_keys[] = {
-	{ "kind", CFG_ENUM, offsetof(struct fault, kind), true, 0, 0, 0, NULL, kind_choices },
+	FK("kind", CFG_SKIP, kind, true, 0, 0, 0),	/* read first, by parse_kind */
 	FK("from_s", CFG_SKIP, from_ms, true, 0, 0, 0),
 	FK("to_s", CFG_SKIP, to_ms, true, 0, 0, 0),
 	FK("probability", CFG_SKIP, probability, false, 0, 0, 0),
@@ -246,13 +253,13 @@ static int parse_kind(const cJSON *obj, const char *file, const char *path,
 	size_t used = 0;
 	int i;
 
-	for (i = 0; kind_choices[i]; i++)
+	for (i = 0; kind_names[i]; i++)
 		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
-					 i ? ", " : "", kind_choices[i]);
+					 i ? ", " : "", kind_names[i]);
 	if (!k)
 		return cfg_error(err, file, path, "kind", "missing (required): one of %s", list);
-	for (i = 0; kind_choices[i]; i++) {
-		if (cJSON_IsString(k) && strcmp(k->valuestring, kind_choices[i]) == 0) {
+	for (i = 0; kind_names[i]; i++) {
+		if (cJSON_IsString(k) && strcmp(k->valuestring, kind_names[i]) == 0) {
 			*out = (enum fault_kind)i;
 			return 0;
 		}
@@ -418,13 +425,13 @@ void fault_to_json(const struct fault *f, double now_ms, cJSON *obj)
 	case FAULT_RATE_LIMIT:
 		cJSON_AddNumberToObject(obj, "rpm", f->rpm);
 		cJSON_AddNumberToObject(obj, "tpm", f->tpm);
-		if (f->rate.started && fault_active(f, now_ms)) {
-			double dt = fmax(0, now_ms - f->rate.last_ms);
+		if (fault_active(f, now_ms)) {
+			double requests;
+			double tokens;
 
-			cJSON_AddNumberToObject(obj, "requests_left",
-						floor(fmin(f->rpm, f->rate.requests + dt * f->rpm / 60000.0)));
-			cJSON_AddNumberToObject(obj, "tokens_left",
-						floor(fmin(f->tpm, f->rate.tokens + dt * f->tpm / 60000.0)));
+			rate_peek(f, now_ms, &requests, &tokens);
+			cJSON_AddNumberToObject(obj, "requests_left", floor(requests));
+			cJSON_AddNumberToObject(obj, "tokens_left", floor(tokens));
 		}
 		break;
 	default:
