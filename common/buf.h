@@ -27,6 +27,8 @@ int buf_puts(struct buf *b, const char *s);
 /* Appends printf-style output. Returns 0, -ENOMEM or -EINVAL. */
 int buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* buf_printf with a va_list, which it uses up as vprintf does. */
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
 /* Appends a whole number in decimal (no printf: for hot paths). */

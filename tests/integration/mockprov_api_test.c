@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "harness.h"
+#include "opt.h"
 
 /* p echoes any model; s only serves its own. */
 static const char config[] =
@@ -312,17 +313,12 @@ static int state_nfaults(const char *name)
 /* Connects to HOST:PORT once. Returns 0 or the errno of connect(). */
 static int try_connect(const char *hostport)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	const char *colon = strrchr(hostport, ':');
-	char host[64];
+	struct sockaddr_storage a;
 	int fd;
 	int rc = 0;
 
-	cr_assert_not_null(colon, "address %s", hostport);
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - hostport), hostport);
-	a.sin_port = htons((uint16_t)atoi(colon + 1));
-	cr_assert_eq(inet_pton(AF_INET, host, &a.sin_addr), 1, "host %s", host);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(opt_parse_hostport(hostport, &a), 0, "address %s", hostport);
+	fd = socket(a.ss_family, SOCK_STREAM, 0);
 	cr_assert(fd >= 0);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
 		rc = errno;
