@@ -60,8 +60,9 @@ struct provider {
 /*
  * Starts a provider: opens its log, binds its listener (the port stays
  * reserved by the first bind) and arms its fault timeline. index seeds its
- * own random stream. Returns 0, or a negative code with a message in err
- * (CFG_ERR_LEN bytes).
+ * own random streams. Returns 0, or a negative code with a message in err
+ * (CFG_ERR_LEN bytes); either way the caller ends with provider_stop (with
+ * keep_log false after a failure), which releases what was made.
  */
 int provider_start(struct provider *p, struct mock_env *env,
 		   const struct provider_cfg *cfg, size_t index, char *err);

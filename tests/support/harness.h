@@ -72,6 +72,7 @@ int csv_col(const struct csv_table *t, const char *name);
 /* Field (row, column name) or NULL. Row 1 is the first data row. */
 const char *csv_get(const struct csv_table *t, size_t row, const char *col);
 
+/* Frees the table's rows. */
 void csv_free(struct csv_table *t);
 
 /* Reads DIR/mock-NAME.csv of a stopped mockprov. Returns 0 or -1. */
@@ -108,6 +109,7 @@ int http_do(const char *url, const struct http_opts *o, struct http_result *r);
 const char *http_header(const struct http_result *r, const char *name,
 			char *out, size_t len);
 
+/* Frees what http_do allocated in r. */
 void http_result_free(struct http_result *r);
 
 /*
@@ -116,6 +118,8 @@ void http_result_free(struct http_result *r);
  * *error_events counts "event: error" events.
  */
 size_t sse_parse(const char *body, char ***events, size_t *error_events);
+
+/* Frees what sse_parse returned. */
 void sse_free(char **events, size_t n);
 
 /* A chat completion request body. */
