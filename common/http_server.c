@@ -46,6 +46,7 @@ enum resp_mode {
 	RESP_NONE,	/* nothing sent yet */
 	RESP_CHUNKED,	/* streaming with chunked encoding */
 	RESP_RAW,	/* streaming close-delimited (HTTP/1.0), or raw bytes */
+	RESP_SIZED,	/* http_respond_head: a declared length, raw body bytes */
 };
 
 struct http_exchange {
@@ -59,6 +60,8 @@ struct http_exchange {
 	bool head;		/* a HEAD request: headers only */
 	bool reset_armed;
 	size_t reset_after;
+	size_t declared;	/* RESP_SIZED: the Content-Length sent */
+	size_t body_sent;	/* RESP_SIZED: body bytes written so far */
 };
 
 struct conn {
@@ -723,7 +726,9 @@ int http_respond_head(struct http_exchange *ex, int status,
 		return -EPIPE;
 	if (ex->mode != RESP_NONE)
 		return exchange_fail(ex, -EINVAL);
-	ex->mode = RESP_RAW;
+	ex->mode = RESP_SIZED;
+	ex->declared = content_length;
+	ex->body_sent = 0;
 	return write_head(ex, status, headers, n, (long long)content_length, NULL);
 }
 
@@ -801,8 +806,8 @@ int http_stream_end(struct http_exchange *ex)
 		return -EPIPE;
 	if (ex->mode == RESP_CHUNKED && !ex->head)
 		rc = exchange_write(ex, "0\r\n\r\n", 5);
-	else
-		ex->req.keep_alive = false;
+	else if (ex->mode != RESP_SIZED || ex->body_sent != ex->declared)
+		ex->req.keep_alive = false;	/* the close is what ends the body */
 	if (!rc)
 		exchange_done(ex->conn);
 	return rc;
@@ -814,6 +819,8 @@ int http_write_raw(struct http_exchange *ex, const void *data, size_t len)
 		return -EPIPE;
 	if (ex->mode == RESP_NONE)
 		ex->mode = RESP_RAW;
+	if (ex->mode == RESP_SIZED)
+		ex->body_sent += len;
 	return exchange_write(ex, data, len);
 }
 

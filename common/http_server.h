@@ -202,7 +202,12 @@ int http_stream_begin(struct http_exchange *ex, int status,
 /* Sends one chunk. Returns 0, or a negative errno when the exchange ended. */
 int http_stream_write(struct http_exchange *ex, const void *data, size_t len);
 
-/* Sends the last chunk and ends the exchange. Returns 0 or a negative errno. */
+/*
+ * Ends the exchange: a chunked stream gets its last chunk; an answer begun
+ * with http_respond_head keeps the connection when exactly the declared
+ * length was written, and otherwise (like a close-delimited stream) ends it
+ * by closing. Returns 0 or a negative errno.
+ */
 int http_stream_end(struct http_exchange *ex);
 
 /*
