@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "harness.h"
+#include "opt.h"
 
 /* ---- helpers ---- */
 
@@ -444,19 +445,14 @@ Test(mockprov_cli, port_in_use_names_provider_and_address, .timeout = 10, .fini 
 /* Opens a connection to HOST:PORT and sends a chat completion on it. */
 static int send_raw_chat(const char *hostport)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	char host[64];
+	struct sockaddr_storage a;
 	char req[512];
 	const char *body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
-	const char *colon = strrchr(hostport, ':');
 	int fd;
 	int n;
 
-	cr_assert_not_null(colon, "address %s", hostport);
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - hostport), hostport);
-	a.sin_port = htons((uint16_t)atoi(colon + 1));
-	cr_assert_eq(inet_pton(AF_INET, host, &a.sin_addr), 1, "host %s", host);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(opt_parse_hostport(hostport, &a), 0, "address %s", hostport);
+	fd = socket(a.ss_family, SOCK_STREAM, 0);
 	cr_assert(fd >= 0);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "connect: %s",
 		     strerror(errno));
@@ -561,4 +557,228 @@ Test(mockprov_cli, sigint_commits_logs_and_exits_0, .timeout = 20, .fini = teard
 Test(mockprov_cli, sigterm_commits_logs_and_exits_0, .timeout = 20, .fini = teardown)
 {
 	stop_with(SIGTERM);
+}
+
+/* ---- a kill, and a restart on the same port ---- */
+
+/*
+ * A TCP port on 127.0.0.1 that nothing holds now, chosen below the
+ * kernel's ephemeral range (32768 and up by default), so that neither a
+ * port-0 listener nor an outgoing connection of a test running in parallel
+ * takes it while mockprov is down between a kill and its restart.
+ */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int start = (int)(getpid() % 12000);
+	int off = 0;
+	int i;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (i = 0; i < 500; i++) {
+		int port = 20000 + (start + 97 * i) % 12000;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int rc;
+
+		cr_assert(fd >= 0, "socket: %s", strerror(errno));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off));
+		a.sin_port = htons((uint16_t)port);
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+		close(fd);
+		if (rc == 0)
+			return port;
+	}
+	cr_assert_fail("no free port from 20000 to 31999");
+	return -1;
+}
+
+/*
+ * Reads m->out_fd until mockprov's "ready" line (up to 5 s), noting the
+ * providers' addresses as mock_start does. Returns 0, or -1 when mockprov
+ * exited or stayed silent.
+ */
+static int await_ready(struct mock_proc *m)
+{
+	char acc[4096];
+	size_t used = 0;
+	double end = now_ms() + 5000;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = m->out_fd, .events = POLLIN };
+		double left = end - now_ms();
+		char *nl;
+		ssize_t n;
+
+		if (left <= 0 || used + 1 >= sizeof(acc))
+			return -1;
+		if (poll(&pfd, 1, (int)left + 1) <= 0)
+			continue;
+		n = read(m->out_fd, acc + used, sizeof(acc) - 1 - used);
+		if (n <= 0)
+			return -1;
+		used += (size_t)n;
+		acc[used] = '\0';
+		while ((nl = strchr(acc, '\n')) != NULL) {
+			*nl = '\0';
+			if (strncmp(acc, "ready", 5) == 0)
+				return 0;
+			if (strncmp(acc, "listening ", 10) == 0 && m->nprov < HARNESS_MAX_PROVIDERS &&
+			    sscanf(acc + 10, "%63s %63s", m->prov_name[m->nprov],
+				   m->prov_addr[m->nprov]) == 2)
+				m->nprov++;
+			used -= (size_t)(nl + 1 - acc);
+			memmove(acc, nl + 1, used + 1);
+		}
+	}
+}
+
+/*
+ * Starts argv (argv[0] under $FAULTLINE_BIN) as the file's `mock`, so
+ * teardown kills it, and waits for its "ready" line; its stderr goes to
+ * errpath, printed when it does not become ready.
+ */
+static void spawn_mock(const char *const argv[], const char *errpath)
+{
+	struct mock_proc *m = &mock;
+	char prog[256];
+	char line[512];
+	int out[2];
+	pid_t pid;
+	FILE *fp;
+
+	memset(m, 0, sizeof(*m));	/* dir stays "": teardown removes tmpdir */
+	m->pid = -1;
+	bin_path(argv[0], prog, sizeof(prog));
+	cr_assert_eq(pipe(out), 0);
+	pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int efd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(out[1], 1);
+		if (efd >= 0)
+			dup2(efd, 2);
+		close(out[0]);
+		close(out[1]);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	m->pid = pid;
+	m->out_fd = out[0];
+	if (await_ready(m) == 0)
+		return;
+	fp = fopen(errpath, "r");
+	while (fp && fgets(line, sizeof(line), fp))
+		fprintf(stderr, "  | %s", line);
+	if (fp)
+		fclose(fp);
+	cr_assert_fail("mockprov did not become ready");
+}
+
+/* One chat completion with x-request-id rid; asserts a 200. */
+static void chat_ok(const char *url, const char *rid)
+{
+	char body[256];
+	char hdr[64];
+	const char *hdrs[] = { hdr, NULL };
+	struct http_opts o = { .body = chat_body(false, body, sizeof(body)), .headers = hdrs };
+	struct http_result r;
+
+	snprintf(hdr, sizeof(hdr), "x-request-id: %s", rid);
+	cr_assert_eq(http_do(url, &o, &r), 0);
+	cr_assert_eq(r.status, 200, "%s: curl %d %s, status %ld", rid, r.code, r.errbuf, r.status);
+	http_result_free(&r);
+}
+
+/* Lines in a file, or -1 when it cannot be read. */
+static long count_lines(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	long n = 0;
+	int c;
+
+	if (!fp)
+		return -1;
+	while ((c = fgetc(fp)) != EOF)
+		n += c == '\n';
+	fclose(fp);
+	return n;
+}
+
+/*
+ * The runner's crash test: mockprov is killed (SIGKILL, no chance to
+ * commit its log) and started again on the same port with the same --t0
+ * and --log-dir. The restarted one continues mock-p.csv.tmp, so the log it
+ * commits on SIGTERM has the rows of both lives under one header.
+ */
+Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardown)
+{
+	static const char *const cols[] = { "t_ms", "request_id", "streaming", "fault",
+					    "status", "ttft_ms", "dur_ms", "tokens_out",
+					    "outcome" };
+	static const char *const rids[] = { "life1-a", "life1-b", "life1-c", "life2-a" };
+	const char *dir = make_tempdir();
+	char config[128];
+	char json[256];
+	char t0s[32];
+	char url[128];
+	char tmp[128];
+	char csv[128];
+	char errpath[128];
+	char addr[32];
+	const char *argv[] = { "mockprov", "--config", config, "--t0", t0s, "--log-dir", dir,
+			       "--log-level", "warn", NULL };
+	struct csv_table log;
+	double end;
+	int port = free_port();
+	size_t i;
+	int rc;
+
+	snprintf(json, sizeof(json),
+		 "{\"providers\":[{\"name\":\"p\",\"listen\":\"127.0.0.1:%d\",\"ttft_ms\":0,"
+		 "\"token_ms\":0,\"output_tokens\":2}]}", port);
+	cr_assert_not_null(write_file(dir, "mock.json", json, config, sizeof(config)));
+	snprintf(t0s, sizeof(t0s), "%lld", (long long)unix_ms());
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/chat/completions", port);
+	snprintf(tmp, sizeof(tmp), "%s/mock-p.csv.tmp", dir);
+	snprintf(csv, sizeof(csv), "%s/mock-p.csv", dir);
+	snprintf(errpath, sizeof(errpath), "%s/stderr.log", dir);
+
+	spawn_mock(argv, errpath);
+	for (i = 0; i < 3; i++)
+		chat_ok(url, rids[i]);
+	/* A row reaches the kernel at the end of the loop iteration that wrote
+	 * it, which may come after the client has its answer: wait for it. */
+	end = now_ms() + 3000;
+	while (count_lines(tmp) < 4 && now_ms() < end)
+		usleep(2000);	/* polling a file: no event to wait on */
+	cr_assert_eq(count_lines(tmp), 4, "%s: the header and 3 rows before the kill", tmp);
+	rc = mock_stop(&mock, SIGKILL);
+	cr_assert_eq(rc, 128 + SIGKILL, "exit status %d", rc);
+	cr_assert(!file_exists(csv), "%s committed by a killed process", csv);
+
+	spawn_mock(argv, errpath);
+	cr_assert_eq(mock.nprov, 1);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cr_assert_str_eq(mock.prov_addr[0], addr, "the restart listens elsewhere");
+	chat_ok(url, rids[3]);
+	rc = mock_stop(&mock, SIGTERM);
+	cr_assert_eq(rc, 0, "exit status %d after SIGTERM", rc);
+	cr_assert(!file_exists(tmp), "%s was left behind", tmp);
+
+	cr_assert_eq(csv_read(csv, &log), 0, "no %s", csv);
+	cr_assert_eq(log.nrows, 5, "%zu lines: one header and 4 rows expected", log.nrows);
+	cr_assert_eq(log.ncols, 9);
+	for (i = 0; i < 9; i++)
+		cr_assert_str_eq(log.rows[0][i], cols[i]);
+	for (i = 1; i < log.nrows; i++) {
+		cr_assert_str_eq(csv_get(&log, i, "request_id"), rids[i - 1], "row %zu", i);
+		cr_assert_str_eq(csv_get(&log, i, "outcome"), "completed", "row %zu", i);
+		/* One t0 for both lives: time runs on across the restart. */
+		if (i > 1)
+			cr_assert_gt(strtod(csv_get(&log, i, "t_ms"), NULL),
+				     strtod(csv_get(&log, i - 1, "t_ms"), NULL), "row %zu", i);
+	}
+	csv_free(&log);
 }

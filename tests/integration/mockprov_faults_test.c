@@ -12,19 +12,24 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "opt.h"
 
 #define ALWAYS "\"from_s\":-1000,\"to_s\":1000"
 
@@ -1926,4 +1931,543 @@ Test(mockprov_faults, models_endpoint_faults, .timeout = 15)
 	cr_assert_eq(log.nrows, 3);
 	csv_free(&log);
 	mock_cleanup(&m);
+}
+
+/* ---- rows that say what the client got ---- */
+
+/*
+ * Sends a chat completion (streaming or plain) with x-request-id rid on a
+ * raw connection; with last, asks the server to end the connection after
+ * the answer (Connection: close).
+ */
+static void raw_send_chat(int fd, const char *rid, bool stream, bool last)
+{
+	char body[256];
+	char req[768];
+	int n;
+
+	chat_body(stream, body, sizeof(body));
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/chat/completions HTTP/1.1\r\nHost: mock\r\n"
+		     "Content-Type: application/json\r\n%sx-request-id: %s\r\n"
+		     "Content-Length: %zu\r\n\r\n%s", last ? "Connection: close\r\n" : "", rid,
+		     strlen(body), body);
+	cr_assert_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n, "send: %s", strerror(errno));
+}
+
+/*
+ * Opens a connection to provider prov. A narrow connection is one like a
+ * real network's: Ethernet-sized segments (loopback's 64 KiB ones make the
+ * server's kernel grant itself megabytes of send buffer) and a 16 KiB
+ * receive buffer. Returns the socket.
+ */
+static int raw_connect(const struct mock_proc *m, const char *prov, bool narrow)
+{
+	int rcvbuf = 16384;
+	int mss = 1400;
+	struct sockaddr_storage a;
+	const char *addr = mock_addr(m, prov);
+	int fd;
+
+	cr_assert_not_null(addr, "no provider %s", prov);
+	cr_assert_eq(opt_parse_hostport(addr, &a), 0, "address %s", addr);
+	fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(fd >= 0, "socket: %s", strerror(errno));
+	if (narrow) {
+		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+		cr_assert_eq(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)), 0);
+	}
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0, "connect %s: %s", addr,
+		     strerror(errno));
+	return fd;
+}
+
+/*
+ * A new connection to prov with a streaming chat completion sent on it
+ * (Connection: close, so the server ends the connection after the answer).
+ * Returns the socket.
+ */
+static int raw_chat(const struct mock_proc *m, const char *prov, const char *rid, bool narrow)
+{
+	int fd = raw_connect(m, prov, narrow);
+
+	raw_send_chat(fd, rid, true, true);
+	return fd;
+}
+
+/*
+ * Reads fd until the server ends the connection (within 5 s): the bytes on
+ * the wire, chunk framing included, go to out (NUL-terminated). Returns
+ * their count; *err is 0 after a FIN, else what ended it (ECONNRESET for a
+ * RST, ETIMEDOUT when the server did not end it).
+ */
+static size_t raw_read_all(int fd, char *out, size_t cap, int *err)
+{
+	double end = now_ms() + 5000;
+	size_t used = 0;
+
+	*err = ETIMEDOUT;
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		double left = end - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			break;
+		if (poll(&pfd, 1, (int)left + 1) <= 0)
+			continue;
+		n = recv(fd, out + used, cap - 1 - used, 0);
+		if (n <= 0) {
+			*err = n == 0 ? 0 : errno;
+			break;
+		}
+		used += (size_t)n;
+		cr_assert_lt(used + 1, cap, "more than %zu bytes", cap);
+	}
+	out[used] = '\0';
+	return used;
+}
+
+/*
+ * A reset budget that runs out inside the stream's last chunk
+ * ("0\r\n\r\n"): every token and [DONE] went out, but the client never saw
+ * the stream end, only a RST, so the row says faulted, not completed. The
+ * budget is the byte count of the same stream without the fault, less 2.
+ */
+Test(mockprov_faults, reset_in_the_last_chunk_is_faulted, .timeout = 15)
+{
+	struct mock_proc m;
+	struct http_result r;
+	struct csv_table log;
+	char cfg[1024];
+	char inject[256];
+	char got[16384];
+	size_t total;
+	size_t n;
+	int err;
+	int fd;
+
+	start(&m, config1(cfg, sizeof(cfg), "\"ttft_ms\":0,\"token_ms\":0,\"output_tokens\":4",
+			  ""), 0);
+	/* The ids are as long as each other, so the two answers are too. */
+	fd = raw_chat(&m, "p", "whole-1", false);
+	total = raw_read_all(fd, got, sizeof(got), &err);
+	close(fd);
+	cr_assert_eq(err, 0, "the whole stream did not end with a FIN: %s", strerror(err));
+	cr_assert(total > 5 && memcmp(got + total - 5, "0\r\n\r\n", 5) == 0,
+		  "not a whole chunked stream: %s", got);
+	cr_assert(strstr(got, "data: [DONE]"), "%s", got);
+
+	snprintf(inject, sizeof(inject), "{\"provider\":\"p\",\"kind\":\"reset\","
+		 "\"after_bytes\":%zu,\"duration_s\":60}", total - 2);
+	admin(&m, NULL, "/faults", inject, &r);
+	cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+	http_result_free(&r);
+	fd = raw_chat(&m, "p", "whole-2", false);
+	n = raw_read_all(fd, got, sizeof(got), &err);
+	close(fd);
+	cr_assert_eq(err, ECONNRESET, "expected a RST: %s", strerror(err));
+	cr_assert_eq(n, total - 2, "%zu bytes of %zu", n, total);
+	cr_assert(memcmp(got + n - 3, "0\r\n", 3) == 0, "not cut in the last chunk: %s", got);
+
+	settle_and_stop1(&m);
+	read_log(&m, "p", &log);
+	expect_row(&log, "whole-1", "", 200, 4, "completed");
+	expect_row(&log, "whole-2", "reset", 200, 4, "faulted");
+	csv_free(&log);
+	mock_cleanup(&m);
+}
+
+/* True when buf (len bytes) holds one whole answer: by Content-Length, or chunked. */
+static bool answer_complete(const char *buf, size_t len)
+{
+	const char *end = strstr(buf, "\r\n\r\n");
+	const char *cl = strstr(buf, "\r\nContent-Length: ");
+	size_t head;
+
+	if (!end)
+		return false;
+	head = (size_t)(end + 4 - buf);
+	if (cl && cl < end)
+		return len >= head + strtoul(cl + 18, NULL, 10);
+	return len >= head + 5 && strcmp(buf + len - 5, "0\r\n\r\n") == 0;
+}
+
+/*
+ * Reads one answer off fd (within 5 s). Returns its status once it came
+ * whole, or 0 when the connection ended first (*err: 0 for a FIN, else the
+ * errno) or the time ran out (*err ETIMEDOUT).
+ */
+static long raw_read_answer(int fd, int *err)
+{
+	char buf[16384];
+	double end = now_ms() + 5000;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	*err = ETIMEDOUT;
+	while (!answer_complete(buf, used)) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		double left = end - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return 0;
+		if (poll(&pfd, 1, (int)left + 1) <= 0)
+			continue;
+		n = recv(fd, buf + used, sizeof(buf) - 1 - used, 0);
+		if (n <= 0) {
+			*err = n == 0 ? 0 : errno;
+			return 0;
+		}
+		used += (size_t)n;
+		buf[used] = '\0';
+		cr_assert_lt(used + 1, sizeof(buf), "an answer over %zu bytes", sizeof(buf));
+	}
+	*err = 0;
+	return strncmp(buf, "HTTP/1.1 ", 9) == 0 ? strtol(buf + 9, NULL, 10) : -1;
+}
+
+/*
+ * A `reset` budget larger than the answer: the answer "runs normally"
+ * (README) and the row says completed — so, like any answer whose request
+ * kept the connection alive, it leaves the connection open for the next
+ * request, as a stream under the same fault does.
+ */
+Test(mockprov_faults, reset_budget_past_the_answer_keeps_the_connection, .timeout = 15)
+{
+	static const char *const rids[2][2] = { { "ka-json-1", "ka-json-2" },
+						{ "ka-sse-1", "ka-sse-2" } };
+	struct mock_proc m;
+	struct csv_table log;
+	char cfg[1024];
+	long status;
+	int err;
+	int fd;
+	int k;
+	int i;
+
+	start(&m, config1(cfg, sizeof(cfg), "\"ttft_ms\":0,\"token_ms\":0,\"output_tokens\":3",
+			  "{\"kind\":\"reset\",\"after_bytes\":100000," ALWAYS "}"), 0);
+	for (k = 1; k >= 0; k--) {	/* the stream first, then the plain answer */
+		fd = raw_connect(&m, "p", false);
+		for (i = 0; i < 2; i++) {
+			raw_send_chat(fd, rids[k][i], k == 1, false);
+			status = raw_read_answer(fd, &err);
+			cr_assert_eq(status, 200, "%s: %s", rids[k][i],
+				     err ? strerror(err) : status ? "not a 200" :
+				     "the connection was closed after the previous answer, "
+				     "whose headers kept it alive");
+		}
+		close(fd);
+	}
+
+	settle_and_stop1(&m);
+	read_log(&m, "p", &log);
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < 2; i++)
+			expect_row(&log, rids[k][i], "reset", 200, 3, "completed");
+	}
+	csv_free(&log);
+	mock_cleanup(&m);
+}
+
+/*
+ * Rows that report only what went out: no ttft_ms without a token written
+ * (a stall after 0 tokens, plain or streamed; a plain error_event, which
+ * is a 500), and status 0 when a reset cut the headers (plain or streamed).
+ */
+Test(mockprov_faults, rows_report_what_went_out, .timeout = 15)
+{
+	char pst[512];
+	char pee[512];
+	char prh[512];
+	const char *provs[] = { pst, pee, prh };
+	static const char *const names[] = { "st", "ee", "rh" };
+	const char *timing = "\"ttft_ms\":0,\"token_ms\":0,\"output_tokens\":4";
+	struct mock_proc m;
+	struct http_result r;
+	struct csv_table log;
+	struct sse_sum s;
+	char cfg[2048];
+	size_t i;
+
+	provider_json(pst, sizeof(pst), "st", timing,
+		      "{\"kind\":\"stall\",\"after_tokens\":0," ALWAYS "}");
+	provider_json(pee, sizeof(pee), "ee", timing,
+		      "{\"kind\":\"error_event\",\"after_tokens\":2," ALWAYS "}");
+	provider_json(prh, sizeof(prh), "rh", timing,
+		      "{\"kind\":\"reset\",\"after_bytes\":50," ALWAYS "}");
+	start(&m, config_n(cfg, sizeof(cfg), provs, 3), 0);
+
+	/* Headers, then silence: the client gives up. */
+	chat(&m, "st", false, "stall-json", 300, &r);
+	cr_assert_eq(r.code, CURLE_OPERATION_TIMEDOUT, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.status, 200);
+	/* The body up to where the content would begin, and no further. */
+	cr_assert(r.body_len > 11 && strcmp(r.body + r.body_len - 11, "\"content\":\"") == 0,
+		  "%s", r.body);
+	http_result_free(&r);
+	chat(&m, "st", true, "stall-sse", 300, &r);
+	cr_assert_eq(r.code, CURLE_OPERATION_TIMEDOUT, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.status, 200);
+	sse_summarize(r.body, &s);
+	cr_assert_eq(s.events, 0, "%s", r.body);
+	http_result_free(&r);
+
+	chat(&m, "ee", false, "ee-json", 3000, &r);
+	cr_assert_eq(r.code, CURLE_OK, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.status, 500);
+	http_result_free(&r);
+
+	/* 50 bytes: inside the headers either way. */
+	chat(&m, "rh", false, "hdr-json", 3000, &r);
+	cr_assert_eq(r.code, CURLE_RECV_ERROR, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.os_errno, ECONNRESET, "errno %ld", r.os_errno);
+	cr_assert_eq(r.body_len, 0);
+	http_result_free(&r);
+	chat(&m, "rh", true, "hdr-sse", 3000, &r);
+	cr_assert_eq(r.code, CURLE_RECV_ERROR, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.body_len, 0);
+	http_result_free(&r);
+
+	settle_and_stop(&m, names, 3);
+	read_log(&m, "st", &log);
+	i = expect_row(&log, "stall-json", "stall", 200, 0, "faulted");
+	cr_assert_str_empty(csv_get(&log, i, "ttft_ms"), "stall-json: ttft_ms %s without a token",
+			    csv_get(&log, i, "ttft_ms"));
+	i = expect_row(&log, "stall-sse", "stall", 200, 0, "faulted");
+	cr_assert_str_empty(csv_get(&log, i, "ttft_ms"), "stall-sse: ttft_ms %s without a token",
+			    csv_get(&log, i, "ttft_ms"));
+	csv_free(&log);
+	read_log(&m, "ee", &log);
+	i = expect_row(&log, "ee-json", "error_event", 500, 2, "faulted");
+	cr_assert_str_empty(csv_get(&log, i, "ttft_ms"), "ee-json: ttft_ms %s for a 500",
+			    csv_get(&log, i, "ttft_ms"));
+	csv_free(&log);
+	read_log(&m, "rh", &log);
+	/* No status line and headers went out whole. */
+	i = expect_row(&log, "hdr-json", "reset", 0, -1, "faulted");
+	cr_assert_str_empty(csv_get(&log, i, "ttft_ms"));
+	i = expect_row(&log, "hdr-sse", "reset", 0, 0, "faulted");
+	cr_assert_str_empty(csv_get(&log, i, "ttft_ms"));
+	csv_free(&log);
+	mock_cleanup(&m);
+}
+
+/*
+ * A stream whose tokens come at once (token_ms 0, 100000 of them, ~15 MB)
+ * to a client that reads nothing for 500 ms, then leaves: the stream waits
+ * for the reader once ~64 KiB are queued, so only what the queue and the
+ * kernel's buffers hold was written — a few thousand tokens, not 100000 —
+ * and the request ends when the client leaves.
+ */
+Test(mockprov_faults, stream_waits_for_a_reader_that_does_not_read, .timeout = 15)
+{
+	struct mock_proc m;
+	struct csv_table log;
+	char cfg[1024];
+	double tokens;
+	size_t i;
+	int fd;
+
+	start(&m, config1(cfg, sizeof(cfg),
+			  "\"ttft_ms\":0,\"token_ms\":0,\"output_tokens\":100000", ""), 0);
+	fd = raw_chat(&m, "p", "no-reader", true);
+	cr_assert(wait_state(&m, "p", "requests", 1, 3000), "the request never arrived");
+	/* The behaviour under test: a client that reads nothing for 500 ms. */
+	poll(NULL, 0, 500);
+	close(fd);	/* unread bytes: the kernel resets the connection */
+	cr_assert(wait_state(&m, "p", "in_flight", 0, 3000), "the stream outlived its client");
+
+	settle_and_stop1(&m);
+	read_log(&m, "p", &log);
+	i = log_row(&log, "no-reader");
+	tokens = log_num(&log, i, "tokens_out");
+	cr_assert(tokens >= 1 && tokens < 10000,
+		  "tokens_out %.0f: the stream did not wait for its reader", tokens);
+	expect_row(&log, "no-reader", "", 200, -1, "client_aborted");
+	csv_free(&log);
+	mock_cleanup(&m);
+}
+
+/* ---- a window, and the seed ---- */
+
+/*
+ * A hang window [t0, t0+500 ms): a request inside it is never answered
+ * (the client gives up at 300 ms, 3 × ttft); after the window the same
+ * provider answers at its normal speed.
+ */
+Test(mockprov_faults, hang_only_inside_its_window, .timeout = 15)
+{
+	int64_t t0 = unix_ms();
+	struct mock_proc m;
+	struct http_result r;
+	struct csv_table log;
+	char cfg[1024];
+	double t;
+
+	start(&m, config1(cfg, sizeof(cfg), "\"ttft_ms\":100,\"token_ms\":0,\"output_tokens\":4",
+			  "{\"kind\":\"hang\",\"from_s\":0,\"to_s\":0.5}"), t0);
+	t = unix_now() - (double)t0;
+	cr_assert_lt(t, 400, "mockprov took %.0f ms to start: the window is nearly over", t);
+
+	chat(&m, "p", false, "inside", 300, &r);
+	cr_assert_eq(r.code, CURLE_OPERATION_TIMEDOUT, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.status, 0, "a status arrived: %ld", r.status);
+	http_result_free(&r);
+
+	pace((double)t0, 510);	/* the window closes at t0+500 ms */
+	chat(&m, "p", false, "after", 3000, &r);
+	cr_assert_eq(r.code, CURLE_OK, "curl %d %s", r.code, r.errbuf);
+	cr_assert_eq(r.status, 200);
+	cr_assert(body_parses(&r), "%s", r.body);
+	cr_assert_lt(r.total_ms, 250, "answered after %.1f ms (ttft 100)", r.total_ms);
+	http_result_free(&r);
+
+	settle_and_stop1(&m);
+	read_log(&m, "p", &log);
+	cr_assert_eq(log.nrows, 3);
+	expect_row(&log, "inside", "hang", 0, 0, "faulted");
+	expect_row(&log, "after", "", 200, 4, "completed");
+	csv_free(&log);
+	mock_cleanup(&m);
+}
+
+/*
+ * Reads m->out_fd until mockprov's "ready" line (up to 5 s), noting the
+ * providers' and the admin's addresses as mock_start does. Returns 0, or
+ * -1 when mockprov exited or stayed silent.
+ */
+static int await_ready(struct mock_proc *m)
+{
+	char acc[4096];
+	size_t used = 0;
+	double end = now_ms() + 5000;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = m->out_fd, .events = POLLIN };
+		double left = end - now_ms();
+		char *nl;
+		ssize_t n;
+
+		if (left <= 0 || used + 1 >= sizeof(acc))
+			return -1;
+		if (poll(&pfd, 1, (int)left + 1) <= 0)
+			continue;
+		n = read(m->out_fd, acc + used, sizeof(acc) - 1 - used);
+		if (n <= 0)
+			return -1;
+		used += (size_t)n;
+		acc[used] = '\0';
+		while ((nl = strchr(acc, '\n')) != NULL) {
+			*nl = '\0';
+			if (strncmp(acc, "ready", 5) == 0)
+				return 0;
+			if (strncmp(acc, "listening ", 10) == 0 && m->nprov < HARNESS_MAX_PROVIDERS &&
+			    sscanf(acc + 10, "%63s %63s", m->prov_name[m->nprov],
+				   m->prov_addr[m->nprov]) == 2)
+				m->nprov++;
+			else if (strncmp(acc, "admin ", 6) == 0)
+				snprintf(m->admin_addr, sizeof(m->admin_addr), "%.63s", acc + 6);
+			used -= (size_t)(nl + 1 - acc);
+			memmove(acc, nl + 1, used + 1);
+		}
+	}
+}
+
+/*
+ * start() with --seed seed (mock_start always runs seed 1): the config in
+ * a new temp dir, which is also the log dir, t0 now, an admin listener;
+ * m is filled in as mock_start fills it, for mock_url, mock_stop and
+ * mock_cleanup, and the suite's teardown reaps it too.
+ */
+static void start_seeded(struct mock_proc *m, const char *config, unsigned seed)
+{
+	char prog[256];
+	char t0s[32];
+	char seeds[16];
+	char errpath[300];
+	int out[2];
+	pid_t pid;
+
+	memset(m, 0, sizeof(*m));
+	m->pid = -1;
+	snprintf(m->dir, sizeof(m->dir), "/tmp/faultline-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(m->dir), "mkdtemp: %s", strerror(errno));
+	cr_assert_not_null(write_file(m->dir, "mock.json", config, m->config_path,
+				      sizeof(m->config_path)));
+	m->t0 = unix_ms();
+	snprintf(t0s, sizeof(t0s), "%lld", (long long)m->t0);
+	snprintf(seeds, sizeof(seeds), "%u", seed);
+	snprintf(errpath, sizeof(errpath), "%s/stderr.log", m->dir);
+	bin_path("mockprov", prog, sizeof(prog));
+	cr_assert_eq(pipe(out), 0);
+	pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(out[1], 1);
+		if (efd >= 0)
+			dup2(efd, 2);
+		close(out[0]);
+		close(out[1]);
+		execl(prog, prog, "--config", m->config_path, "--t0", t0s, "--log-dir", m->dir,
+		      "--admin", "127.0.0.1:0", "--log-level", "warn", "--seed", seeds,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	m->pid = pid;
+	m->out_fd = out[0];
+	if (nstarted < sizeof(started) / sizeof(started[0])) {
+		started[nstarted].pid = pid;
+		snprintf(started[nstarted].dir, sizeof(started[nstarted].dir), "%s", m->dir);
+		nstarted++;
+	}
+	cr_assert_eq(await_ready(m), 0, "mockprov --seed %u did not start (see %s)", seed,
+		     errpath);
+}
+
+/*
+ * probability 0.5 under two seeds: each faults about half of 100 requests,
+ * and the patterns differ. Both seeds are fixed, so the test is
+ * deterministic; were the streams independent draws, agreeing on 91 or
+ * more of 100 would have odds of about 2e-18.
+ */
+Test(mockprov_faults, probability_follows_the_seed, .timeout = 20)
+{
+	enum { N = 100 };
+	struct mock_proc m[2];
+	struct http_result r;
+	char cfg[1024];
+	int pattern[2][N];
+	int faulted[2] = { 0, 0 };
+	int differ = 0;
+	int i;
+	int k;
+
+	config1(cfg, sizeof(cfg), "\"ttft_ms\":0,\"token_ms\":0,\"output_tokens\":1",
+		"{\"kind\":\"status\",\"probability\":0.5," ALWAYS "}");
+	start(&m[0], cfg, 0);		/* seed 1 */
+	start_seeded(&m[1], cfg, 2);
+	for (i = 0; i < N; i++) {
+		for (k = 0; k < 2; k++) {
+			chat(&m[k], "p", false, NULL, 3000, &r);
+			cr_assert_eq(r.code, CURLE_OK, "%s", r.errbuf);
+			cr_assert(r.status == 200 || r.status == 503, "%ld", r.status);
+			pattern[k][i] = r.status == 503;
+			faulted[k] += pattern[k][i];
+			http_result_free(&r);
+		}
+		differ += pattern[0][i] != pattern[1][i];
+	}
+	for (k = 0; k < 2; k++) {
+		cr_assert(faulted[k] >= 25 && faulted[k] <= 75, "seed %d: %d of %d faulted", k + 1,
+			  faulted[k], N);
+		settle_and_stop1(&m[k]);
+		mock_cleanup(&m[k]);
+	}
+	cr_assert_geq(differ, 10, "seeds 1 and 2 differ on %d of %d requests", differ, N);
 }

@@ -2138,3 +2138,351 @@ Test(http_server, idle_timeout_closes_a_reader_that_stopped, .timeout = 10)
 	cr_assert_lt(total, BIG_BODY, "the whole answer arrived: %zu bytes", total);
 	fx_stop();
 }
+
+/* ---- hard deadlines, deferred resets, misuse, the reserved port ---- */
+
+/*
+ * Reads one on_big answer (head and BIG_BODY bytes) into out slowly but
+ * steadily: one receive, then a 2 ms pause, over and over, through a small
+ * receive buffer, so the transfer takes a few hundred ms. Returns the
+ * answer's length, or 0 when it did not come whole.
+ */
+static size_t recv_big_slowly(int fd, struct buf *out)
+{
+	double deadline = now_ms() + WAIT_MS;
+	struct response r;
+	long used;
+
+	for (;;) {
+		used = out->data ? parse_response(out->data, out->len, &r) : 0;
+		if (used > 0 || used < 0)
+			return used > 0 && r.body_len == BIG_BODY ? (size_t)used : 0;
+		/* The slow reader under test: a pause between receives. */
+		poll(NULL, 0, 2);
+		if (recv_some(fd, out, ms_left(deadline)) <= 0)
+			return 0;
+	}
+}
+
+/*
+ * The header timeout is a hard deadline from a request's first byte, even
+ * on a connection whose earlier answer kept the output moving: the bytes a
+ * slow reader took of that answer do not stretch it to the idle timeout.
+ */
+Test(http_server, header_timeout_stays_hard_after_a_slow_read, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct buf out = { 0 };
+	struct buf rest = { 0 };
+	double t0;
+	double took;
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	cfg.header_timeout_ms = 300;
+	cfg.idle_timeout_ms = 2000;
+	fx_start(&cfg, on_big);
+	rc = tcp_open(SMALL_RCVBUF, &fd);
+	cr_assert_eq(rc, 0);
+	send_str(fd, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+	cr_assert_gt(recv_big_slowly(fd, &out), 0, "the answer did not come whole: %zu bytes",
+		     out.len);
+	cr_assert_eq(fx_get(&fx.requests), 1);
+
+	/* Half a request line, and nothing more. */
+	t0 = now_ms();
+	send_str(fd, "GET /next HT");
+	rc = recv_to_end(fd, &rest, WAIT_MS);
+	took = now_ms() - t0;
+	cr_assert_eq(rc, 0, "not closed: %s", strerror(-rc));
+	cr_assert_eq(rest.len, 0, "a timeout is a silent close, got: %s", rest.data);
+	cr_assert_geq(took, 295, "closed after %.1f ms", took);
+	cr_assert_lt(took, 1500, "closed after %.1f ms: the idle timeout (2000), not the "
+		     "header timeout (300)?", took);
+	cr_assert_eq(fx_get(&fx.requests), 1);
+	close(fd);
+	buf_free(&out);
+	buf_free(&rest);
+	fx_stop();
+}
+
+/*
+ * After a graceful close (Connection: close) whose answer the client took
+ * whole, the server waits LINGER_MS (2 s) for the client's own close, and
+ * no longer: that the answer moved earlier does not turn the linger into
+ * the idle timeout (60 s here).
+ */
+Test(http_server, linger_after_close_is_hard, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct buf out = { 0 };
+	struct response r;
+	double t0;
+	double took;
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_big);
+	fd = tcp_connect();
+	send_str(fd, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	rc = recv_to_end(fd, &out, WAIT_MS);
+	t0 = now_ms();	/* the server's FIN: its linger began just before */
+	cr_assert_eq(rc, 0, "no FIN after the answer: %s", strerror(-rc));
+	cr_assert_gt(parse_response(out.data, out.len, &r), 0);
+	cr_assert_eq(r.body_len, BIG_BODY);
+	cr_assert(has_header(&r, "Connection: close"), "%s", r.head);
+
+	/* The client never closes its side. */
+	cr_assert(wait_conn_count(0, 2000 + 1500), "still open %.0f ms after the FIN",
+		  now_ms() - t0);
+	took = now_ms() - t0;
+	cr_assert_geq(took, 1900, "closed %.1f ms after the FIN, before the linger", took);
+	close(fd);
+	buf_free(&out);
+	fx_stop();
+}
+
+/*
+ * A reset deferred until the queued output is written (the bytes before a
+ * reset fault's cut). /budget: the reset budget runs out while megabytes
+ * are queued; /end: the handler resets with output queued.
+ */
+static void on_deferred_reset(struct http_exchange *ex, void *data)
+{
+	static char chunk[DRAIN_CHUNK];
+	const struct http_request *req = http_exchange_request(ex);
+	bool end = strcmp(req->path, "/end") == 0;
+	int rc;
+	int i;
+
+	record_request(ex, data);
+	http_exchange_set_data(ex, NULL, on_abort_count, NULL);
+	pattern_fill(chunk, 0, sizeof(chunk));
+	http_exchange_set_reset_after(ex, end ? 64 * (size_t)DRAIN_CHUNK
+					      : CHUNKED_HEAD_LEN + 6 * (size_t)DRAIN_CHUNK);
+	rc = http_stream_begin(ex, 200, NULL, 0);
+	for (i = 0; i < 8 && !rc; i++)
+		rc = http_stream_write(ex, chunk, sizeof(chunk));
+	record_rc(rc);
+	if (end && !rc)
+		http_exchange_close(ex, true);
+	bump(&fx.answered);
+}
+
+/*
+ * Sends GET path to on_deferred_reset from a client that never reads; the
+ * connection must be reset once nothing moved for the idle timeout
+ * (300 ms), not held for ever. Returns the handler's last write result.
+ */
+static int expect_deferred_reset(const char *path, unsigned nth)
+{
+	struct buf out = { 0 };
+	double t0 = now_ms();
+	double took;
+	char req[128];
+	int fd;
+	int rc;
+
+	rc = tcp_open(SMALL_RCVBUF, &fd);
+	cr_assert_eq(rc, 0);
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	send_str(fd, req);
+	cr_assert(fx_wait(&fx.answered, nth, WAIT_MS));
+	cr_assert(wait_conn_count(0, 3000), "%s: a stuck reset held the connection", path);
+	took = now_ms() - t0;
+	cr_assert_geq(took, 290, "%s: closed after %.1f ms, before the idle timeout", path,
+		      took);
+	/* What the client holds, then the RST. */
+	rc = recv_to_end(fd, &out, WAIT_MS);
+	cr_assert_eq(rc, -ECONNRESET, "%s: expected a RST: %s", path, strerror(-rc));
+	cr_assert_gt(out.len, 0);
+	cr_assert_lt(out.len, 6 * (size_t)DRAIN_CHUNK, "%s: %zu bytes", path, out.len);
+	close(fd);
+	buf_free(&out);
+	fx_lock();
+	rc = fx.rcs[nth - 1];
+	fx_unlock();
+	return rc;
+}
+
+Test(http_server, deferred_reset_of_a_reader_that_stopped, .timeout = 10)
+{
+	struct http_server_config cfg;
+	int rc;
+
+	test_config(&cfg);
+	cfg.idle_timeout_ms = 300;
+	fx_start(&cfg, on_deferred_reset);
+	rc = expect_deferred_reset("/budget", 1);
+	cr_assert_eq(rc, -ECONNRESET, "the write that reached the budget returned %d", rc);
+	rc = expect_deferred_reset("/end", 2);
+	cr_assert_eq(rc, 0, "a write before http_exchange_close returned %d", rc);
+	fx_stop();
+	cr_assert_eq(fx.aborts[HTTP_ABORT_PEER] + fx.aborts[HTTP_ABORT_SERVER], 0,
+		     "an exchange the program had ended was aborted");
+}
+
+/*
+ * Calls out of order. /started: http_respond once a stream has begun;
+ * /head-started: http_respond_head the same way; /short: a head declaring
+ * 100 bytes, 7 of them, and a FIN.
+ */
+static void on_misuse(struct http_exchange *ex, void *data)
+{
+	static const struct http_kv h[] = { { "X-Fault", "short" } };
+	const struct http_request *req = http_exchange_request(ex);
+
+	record_request(ex, data);
+	http_exchange_set_data(ex, NULL, on_abort_count, NULL);
+	if (strcmp(req->path, "/short") == 0) {
+		record_rc(http_respond_head(ex, 200, h, 1, 100));
+		record_rc(http_write_raw(ex, "partial", 7));
+		http_exchange_close(ex, false);
+	} else {
+		record_rc(http_stream_begin(ex, 200, NULL, 0));
+		if (strcmp(req->path, "/started") == 0)
+			record_rc(http_respond(ex, 200, NULL, 0, "late", 4));
+		else
+			record_rc(http_respond_head(ex, 200, NULL, 0, 4));
+		/* The exchange has ended: the program may not go on with it. */
+		record_rc(http_respond(ex, 200, NULL, 0, "again", 5));
+		record_rc(http_stream_write(ex, "more", 4));
+	}
+	bump(&fx.answered);
+}
+
+Test(http_server, respond_out_of_order_resets, .timeout = 10)
+{
+	static const char *const paths[] = { "/started", "/head-started" };
+	struct http_server_config cfg;
+	struct buf out = { 0 };
+	char req[128];
+	size_t i;
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_misuse);
+	for (i = 0; i < 2; i++) {
+		fd = tcp_connect();
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", paths[i]);
+		send_str(fd, req);
+		rc = recv_to_end(fd, &out, WAIT_MS);
+		cr_assert_eq(rc, -ECONNRESET, "%s: expected a RST: %s", paths[i], strerror(-rc));
+		/* At most the stream's head, never a second answer. */
+		cr_assert_leq(out.len, CHUNKED_HEAD_LEN, "%s: %s", paths[i], out.data);
+		cr_assert(out.len == 0 || memcmp(out.data, chunked_head, out.len) == 0, "%s: %s",
+			  paths[i], out.data);
+		close(fd);
+		buf_reset(&out);
+		cr_assert(fx_wait(&fx.answered, (unsigned)i + 1, WAIT_MS));
+		fx_lock();
+		cr_assert_eq(fx.nrcs, 4 * (i + 1));
+		cr_assert_eq(fx.rcs[4 * i], 0, "%s: http_stream_begin returned %d", paths[i],
+			     fx.rcs[4 * i]);
+		cr_assert_eq(fx.rcs[4 * i + 1], -EINVAL, "%s: returned %d, not -EINVAL",
+			     paths[i], fx.rcs[4 * i + 1]);
+		cr_assert_eq(fx.rcs[4 * i + 2], -EPIPE, "%s: http_respond after it returned %d: "
+			     "the exchange did not end", paths[i], fx.rcs[4 * i + 2]);
+		cr_assert_eq(fx.rcs[4 * i + 3], -EPIPE, "%s: a stream write after it returned %d",
+			     paths[i], fx.rcs[4 * i + 3]);
+		fx_unlock();
+	}
+	fx_stop();
+	cr_assert_eq(fx.aborts[HTTP_ABORT_PEER] + fx.aborts[HTTP_ABORT_SERVER], 0);
+	buf_free(&out);
+}
+
+/* http_respond_head declares a length; http_write_raw sends less of it. */
+Test(http_server, respond_head_declares_more_than_comes, .timeout = 10)
+{
+	static const char want[] =
+		"HTTP/1.1 200 OK\r\nX-Fault: short\r\nContent-Length: 100\r\n\r\npartial";
+	struct http_server_config cfg;
+	struct buf out = { 0 };
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_misuse);
+	fd = tcp_connect();
+	send_str(fd, "GET /short HTTP/1.1\r\nHost: x\r\n\r\n");
+	rc = recv_to_end(fd, &out, WAIT_MS);
+	cr_assert_eq(rc, 0, "expected a FIN: %s", strerror(-rc));
+	cr_assert_str_eq(out.data ? out.data : "", want);
+	close(fd);
+	fx_stop();
+	cr_assert_eq(fx.nrcs, 2);
+	cr_assert_eq(fx.rcs[0], 0, "http_respond_head returned %d", fx.rcs[0]);
+	cr_assert_eq(fx.rcs[1], 0, "http_write_raw returned %d", fx.rcs[1]);
+	cr_assert_eq(fx.aborts[HTTP_ABORT_PEER] + fx.aborts[HTTP_ABORT_SERVER], 0);
+	buf_free(&out);
+}
+
+/*
+ * Binds a fresh socket to 127.0.0.1:port with SO_REUSEADDR off (libuv's
+ * bind turns it on; two sockets both with it, neither listening, may share
+ * a port). Returns 0, or the errno of the failed bind.
+ */
+static int plain_bind(unsigned short port)
+{
+	struct sockaddr_in sin;
+	int off = 0;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int err = 0;
+
+	cr_assert(s >= 0, "socket: %s", strerror(errno));
+	cr_assert_eq(setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off)), 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(s, (const struct sockaddr *)&sin, sizeof(sin)) != 0)
+		err = errno;
+	close(s);
+	return err;
+}
+
+/*
+ * While unlistened, the port refuses connections but stays the server's: no
+ * one else can bind it (a port-0 server's ephemeral port would otherwise be
+ * free for any outgoing connection to take), and relisten gets it back.
+ * No connection comes before the unlisten, so no TIME_WAIT holds the port.
+ */
+Test(http_server, unlisten_keeps_the_port_reserved, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	struct response r;
+	struct buf out = { 0 };
+	unsigned short port;
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_echo);
+	port = fx.port;
+
+	fx_call(op_unlisten, &op);
+	cr_assert_not(op.listening);
+	rc = tcp_open(0, &fd);
+	cr_assert_eq(rc, ECONNREFUSED, "connect: %s", strerror(rc));
+	rc = plain_bind(port);
+	cr_assert_eq(rc, EADDRINUSE, "bind to the unlistened port %u: %s", port,
+		     rc ? strerror(rc) : "it succeeded: the port was let go");
+
+	fx_call(op_relisten, &op);
+	cr_assert_eq(op.rc, 0, "%s", uv_strerror(op.rc));
+	cr_assert(op.listening);
+	cr_assert_eq(op.port, port);
+	fd = tcp_connect();
+	send_str(fd, "GET /back HTTP/1.1\r\nHost: x\r\n\r\n");
+	cr_assert_eq(recv_responses(fd, &out, &r, 1, WAIT_MS), 1, "%s", out.data);
+	cr_assert_eq(r.status, 200);
+	close(fd);
+	fx_stop();
+	cr_assert_eq(fx.requests, 1);
+	buf_free(&out);
+}

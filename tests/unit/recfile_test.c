@@ -223,3 +223,133 @@ Test(recfile, json_row_parses_with_cjson, .timeout = 10)
 	cJSON_Delete(root);
 	row_free(&r);
 }
+
+/* ---- resuming a PATH.tmp a killed process left ---- */
+
+/* The resume tests' dir: .fini removes it even when an assertion ended the test. */
+static struct tmpdir rt;
+
+static void rt_remove(void)
+{
+	if (rt.dir[0])
+		tmpdir_remove(&rt);
+	rt.dir[0] = '\0';
+}
+
+/* Writes text as the whole of path (a PATH.tmp as a killed process left it). */
+static void put_file(const char *path, const char *text, size_t len)
+{
+	FILE *fp = fopen(path, "wb");
+
+	cr_assert_not_null(fp, "cannot create %s", path);
+	cr_assert_eq(fwrite(text, 1, len, fp), len);
+	cr_assert_eq(fclose(fp), 0);
+}
+
+/*
+ * Opens t's file with resume, checks *resumed and the tmp's contents right
+ * after the open, appends "new\n" and commits; the committed file must then
+ * hold kept + "new\n".
+ */
+static void expect_resume(struct tmpdir *t, bool want_resumed, const char *kept)
+{
+	struct recfile f;
+	bool resumed = !want_resumed;
+	char got[256];
+	char want[256];
+
+	cr_assert_eq(recfile_open(&f, t->path, true, &resumed), 0);
+	cr_assert_eq(resumed, want_resumed, "*resumed is %d", resumed);
+	slurp(t->tmp, got, sizeof(got));
+	cr_assert_str_eq(got, kept, "the tmp right after the open");
+	cr_assert_eq(recfile_write(&f, "new\n", 4), 0);
+	cr_assert_eq(recfile_commit(&f), 0);
+	snprintf(want, sizeof(want), "%snew\n", kept);
+	slurp(t->path, got, sizeof(got));
+	cr_assert_str_eq(got, want);
+	cr_assert_not(exists(t->tmp));
+}
+
+/* A restart continues the rows the killed process had written. */
+Test(recfile, resume_continues_a_tmp_left_behind, .timeout = 10, .fini = rt_remove)
+{
+	static const char left[] = "h\nr1\nr2\n";
+
+	tmpdir_make(&rt);
+	put_file(rt.tmp, left, sizeof(left) - 1);
+	expect_resume(&rt, true, left);
+}
+
+/* The kill came in the middle of a row: the torn row is cut off. */
+Test(recfile, resume_cuts_a_torn_last_line, .timeout = 10, .fini = rt_remove)
+{
+	static const char left[] = "h\nr1\nr2,half";
+
+	tmpdir_make(&rt);
+	put_file(rt.tmp, left, sizeof(left) - 1);
+	expect_resume(&rt, true, "h\nr1\n");
+}
+
+/* A torn line longer than the 4 KiB the cut reads backwards at a time. */
+Test(recfile, resume_cuts_a_torn_line_over_4k, .timeout = 10, .fini = rt_remove)
+{
+	char left[10008];
+
+	tmpdir_make(&rt);
+	memcpy(left, "h\nr1\n", 5);
+	memset(left + 5, 'x', sizeof(left) - 5);
+	put_file(rt.tmp, left, sizeof(left));
+	expect_resume(&rt, true, "h\nr1\n");
+}
+
+/*
+ * Nothing whole to continue — an empty tmp, one torn first line, or no tmp
+ * at all — is a fresh start: *resumed is false, so the header gets written.
+ */
+Test(recfile, resume_of_nothing_whole_starts_empty, .timeout = 10, .fini = rt_remove)
+{
+	tmpdir_make(&rt);
+	put_file(rt.tmp, "t_ms,requ", 9);
+	expect_resume(&rt, false, "");
+
+	unlink(rt.path);
+	put_file(rt.tmp, "", 0);
+	expect_resume(&rt, false, "");
+
+	unlink(rt.path);
+	expect_resume(&rt, false, "");
+}
+
+/* Without resume, a tmp left behind is truncated, as before. */
+Test(recfile, no_resume_truncates_a_tmp_left_behind, .timeout = 10, .fini = rt_remove)
+{
+	struct recfile f;
+	bool resumed = true;
+	char got[256];
+
+	tmpdir_make(&rt);
+	put_file(rt.tmp, "h\nr1\n", 5);
+	cr_assert_eq(recfile_open(&f, rt.path, false, &resumed), 0);
+	cr_assert_not(resumed, "*resumed is true without resume");
+	cr_assert_eq(slurp(rt.tmp, got, sizeof(got)), 0, "the old rows are still there: %s", got);
+	cr_assert_eq(recfile_write(&f, "h\n", 2), 0);
+	cr_assert_eq(recfile_commit(&f), 0);
+	slurp(rt.path, got, sizeof(got));
+	cr_assert_str_eq(got, "h\n");
+}
+
+/* The header comes from the column names, quoted like any field. */
+Test(recfile, row_header_from_names, .timeout = 10)
+{
+	static const char *const names[] = { "a", "b", "c" };
+	static const char *const odd[] = { "x,y", "z" };
+	struct row r = { 0 };
+
+	cr_assert_eq(row_header(&r, names, 3), 0);
+	cr_assert_str_eq(r.b.data, "a,b,c\n");
+	cr_assert_eq(r.b.len, 6);
+	/* A second header reuses the row, and a name with a comma is quoted. */
+	cr_assert_eq(row_header(&r, odd, 2), 0);
+	cr_assert_str_eq(r.b.data, "\"x,y\",z\n");
+	row_free(&r);
+}
