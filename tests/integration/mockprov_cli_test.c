@@ -592,90 +592,6 @@ static int free_port(void)
 	return -1;
 }
 
-/*
- * Reads m->out_fd until mockprov's "ready" line (up to 5 s), noting the
- * providers' addresses as mock_start does. Returns 0, or -1 when mockprov
- * exited or stayed silent.
- */
-static int await_ready(struct mock_proc *m)
-{
-	char acc[4096];
-	size_t used = 0;
-	double end = now_ms() + 5000;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = m->out_fd, .events = POLLIN };
-		double left = end - now_ms();
-		char *nl;
-		ssize_t n;
-
-		if (left <= 0 || used + 1 >= sizeof(acc))
-			return -1;
-		if (poll(&pfd, 1, (int)left + 1) <= 0)
-			continue;
-		n = read(m->out_fd, acc + used, sizeof(acc) - 1 - used);
-		if (n <= 0)
-			return -1;
-		used += (size_t)n;
-		acc[used] = '\0';
-		while ((nl = strchr(acc, '\n')) != NULL) {
-			*nl = '\0';
-			if (strncmp(acc, "ready", 5) == 0)
-				return 0;
-			if (strncmp(acc, "listening ", 10) == 0 && m->nprov < HARNESS_MAX_PROVIDERS &&
-			    sscanf(acc + 10, "%63s %63s", m->prov_name[m->nprov],
-				   m->prov_addr[m->nprov]) == 2)
-				m->nprov++;
-			used -= (size_t)(nl + 1 - acc);
-			memmove(acc, nl + 1, used + 1);
-		}
-	}
-}
-
-/*
- * Starts argv (argv[0] under $FAULTLINE_BIN) as the file's `mock`, so
- * teardown kills it, and waits for its "ready" line; its stderr goes to
- * errpath, printed when it does not become ready.
- */
-static void spawn_mock(const char *const argv[], const char *errpath)
-{
-	struct mock_proc *m = &mock;
-	char prog[256];
-	char line[512];
-	int out[2];
-	pid_t pid;
-	FILE *fp;
-
-	memset(m, 0, sizeof(*m));	/* dir stays "": teardown removes tmpdir */
-	m->pid = -1;
-	bin_path(argv[0], prog, sizeof(prog));
-	cr_assert_eq(pipe(out), 0);
-	pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		int efd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		dup2(out[1], 1);
-		if (efd >= 0)
-			dup2(efd, 2);
-		close(out[0]);
-		close(out[1]);
-		execv(prog, (char *const *)argv);
-		_exit(127);
-	}
-	close(out[1]);
-	m->pid = pid;
-	m->out_fd = out[0];
-	if (await_ready(m) == 0)
-		return;
-	fp = fopen(errpath, "r");
-	while (fp && fgets(line, sizeof(line), fp))
-		fprintf(stderr, "  | %s", line);
-	if (fp)
-		fclose(fp);
-	cr_assert_fail("mockprov did not become ready");
-}
-
 /* One chat completion with x-request-id rid; asserts a 200. */
 static void chat_ok(const char *url, const char *rid)
 {
@@ -719,16 +635,13 @@ Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardo
 					    "outcome" };
 	static const char *const rids[] = { "life1-a", "life1-b", "life1-c", "life2-a" };
 	const char *dir = make_tempdir();
-	char config[128];
 	char json[256];
-	char t0s[32];
 	char url[128];
 	char tmp[128];
 	char csv[128];
-	char errpath[128];
 	char addr[32];
-	const char *argv[] = { "mockprov", "--config", config, "--t0", t0s, "--log-dir", dir,
-			       "--log-level", "warn", NULL };
+	/* Both lives: the same config, port, --t0 and --log-dir. */
+	const struct mock_opts o = { .t0 = unix_ms(), .dir = dir };
 	struct csv_table log;
 	double end;
 	int port = free_port();
@@ -738,14 +651,11 @@ Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardo
 	snprintf(json, sizeof(json),
 		 "{\"providers\":[{\"name\":\"p\",\"listen\":\"127.0.0.1:%d\",\"ttft_ms\":0,"
 		 "\"token_ms\":0,\"output_tokens\":2}]}", port);
-	cr_assert_not_null(write_file(dir, "mock.json", json, config, sizeof(config)));
-	snprintf(t0s, sizeof(t0s), "%lld", (long long)unix_ms());
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/chat/completions", port);
 	snprintf(tmp, sizeof(tmp), "%s/mock-p.csv.tmp", dir);
 	snprintf(csv, sizeof(csv), "%s/mock-p.csv", dir);
-	snprintf(errpath, sizeof(errpath), "%s/stderr.log", dir);
 
-	spawn_mock(argv, errpath);
+	cr_assert_eq(mock_start_opts(&mock, json, &o), 0);
 	for (i = 0; i < 3; i++)
 		chat_ok(url, rids[i]);
 	/* A row reaches the kernel at the end of the loop iteration that wrote
@@ -758,7 +668,7 @@ Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardo
 	cr_assert_eq(rc, 128 + SIGKILL, "exit status %d", rc);
 	cr_assert(!file_exists(csv), "%s committed by a killed process", csv);
 
-	spawn_mock(argv, errpath);
+	cr_assert_eq(mock_start_opts(&mock, json, &o), 0);
 	cr_assert_eq(mock.nprov, 1);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	cr_assert_str_eq(mock.prov_addr[0], addr, "the restart listens elsewhere");

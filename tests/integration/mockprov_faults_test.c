@@ -2335,99 +2335,20 @@ Test(mockprov_faults, hang_only_inside_its_window, .timeout = 15)
 }
 
 /*
- * Reads m->out_fd until mockprov's "ready" line (up to 5 s), noting the
- * providers' and the admin's addresses as mock_start does. Returns 0, or
- * -1 when mockprov exited or stayed silent.
- */
-static int await_ready(struct mock_proc *m)
-{
-	char acc[4096];
-	size_t used = 0;
-	double end = now_ms() + 5000;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = m->out_fd, .events = POLLIN };
-		double left = end - now_ms();
-		char *nl;
-		ssize_t n;
-
-		if (left <= 0 || used + 1 >= sizeof(acc))
-			return -1;
-		if (poll(&pfd, 1, (int)left + 1) <= 0)
-			continue;
-		n = read(m->out_fd, acc + used, sizeof(acc) - 1 - used);
-		if (n <= 0)
-			return -1;
-		used += (size_t)n;
-		acc[used] = '\0';
-		while ((nl = strchr(acc, '\n')) != NULL) {
-			*nl = '\0';
-			if (strncmp(acc, "ready", 5) == 0)
-				return 0;
-			if (strncmp(acc, "listening ", 10) == 0 && m->nprov < HARNESS_MAX_PROVIDERS &&
-			    sscanf(acc + 10, "%63s %63s", m->prov_name[m->nprov],
-				   m->prov_addr[m->nprov]) == 2)
-				m->nprov++;
-			else if (strncmp(acc, "admin ", 6) == 0)
-				snprintf(m->admin_addr, sizeof(m->admin_addr), "%.63s", acc + 6);
-			used -= (size_t)(nl + 1 - acc);
-			memmove(acc, nl + 1, used + 1);
-		}
-	}
-}
-
-/*
- * start() with --seed seed (mock_start always runs seed 1): the config in
- * a new temp dir, which is also the log dir, t0 now, an admin listener;
- * m is filled in as mock_start fills it, for mock_url, mock_stop and
- * mock_cleanup, and the suite's teardown reaps it too.
+ * start() with --seed seed (mock_start always runs seed 1); the suite's
+ * teardown reaps it too.
  */
 static void start_seeded(struct mock_proc *m, const char *config, unsigned seed)
 {
-	char prog[256];
-	char t0s[32];
-	char seeds[16];
-	char errpath[300];
-	int out[2];
-	pid_t pid;
+	const struct mock_opts o = { .seed = seed };
+	int rc = mock_start_opts(m, config, &o);
 
-	memset(m, 0, sizeof(*m));
-	m->pid = -1;
-	snprintf(m->dir, sizeof(m->dir), "/tmp/faultline-test-XXXXXX");
-	cr_assert_not_null(mkdtemp(m->dir), "mkdtemp: %s", strerror(errno));
-	cr_assert_not_null(write_file(m->dir, "mock.json", config, m->config_path,
-				      sizeof(m->config_path)));
-	m->t0 = unix_ms();
-	snprintf(t0s, sizeof(t0s), "%lld", (long long)m->t0);
-	snprintf(seeds, sizeof(seeds), "%u", seed);
-	snprintf(errpath, sizeof(errpath), "%s/stderr.log", m->dir);
-	bin_path("mockprov", prog, sizeof(prog));
-	cr_assert_eq(pipe(out), 0);
-	pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(out[1], 1);
-		if (efd >= 0)
-			dup2(efd, 2);
-		close(out[0]);
-		close(out[1]);
-		execl(prog, prog, "--config", m->config_path, "--t0", t0s, "--log-dir", m->dir,
-		      "--admin", "127.0.0.1:0", "--log-level", "warn", "--seed", seeds,
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	m->pid = pid;
-	m->out_fd = out[0];
 	if (nstarted < sizeof(started) / sizeof(started[0])) {
-		started[nstarted].pid = pid;
+		started[nstarted].pid = m->pid;
 		snprintf(started[nstarted].dir, sizeof(started[nstarted].dir), "%s", m->dir);
 		nstarted++;
 	}
-	cr_assert_eq(await_ready(m), 0, "mockprov --seed %u did not start (see %s)", seed,
-		     errpath);
+	cr_assert_eq(rc, 0, "mockprov --seed %u did not start", seed);
 }
 
 /*

@@ -134,22 +134,35 @@ out:
 
 int mock_start(struct mock_proc *m, const char *config_json, int64_t t0)
 {
+	const struct mock_opts o = { .t0 = t0 };
+
+	return mock_start_opts(m, config_json, &o);
+}
+
+int mock_start_opts(struct mock_proc *m, const char *config_json, const struct mock_opts *o)
+{
 	char prog[256];
 	char t0s[32];
+	char seed[32];
 	char errpath[300];
 	int out[2];
 	pid_t pid;
 
 	memset(m, 0, sizeof(*m));
 	m->pid = -1;
-	snprintf(m->dir, sizeof(m->dir), "/tmp/faultline-test-XXXXXX");
-	if (!mkdtemp(m->dir))
-		return -1;
+	if (o->dir) {
+		snprintf(m->dir, sizeof(m->dir), "%s", o->dir);
+	} else {
+		snprintf(m->dir, sizeof(m->dir), "/tmp/faultline-test-XXXXXX");
+		if (!mkdtemp(m->dir))
+			return -1;
+	}
 	if (!write_file(m->dir, "mock.json", config_json, m->config_path,
 			sizeof(m->config_path)))
 		return -1;
-	m->t0 = t0 ? t0 : unix_ms();
+	m->t0 = o->t0 ? o->t0 : unix_ms();
 	snprintf(t0s, sizeof(t0s), "%lld", (long long)m->t0);
+	snprintf(seed, sizeof(seed), "%u", o->seed ? o->seed : 1);
 	snprintf(errpath, sizeof(errpath), "%s/stderr.log", m->dir);
 	bin_path("mockprov", prog, sizeof(prog));
 	if (pipe(out))
@@ -166,7 +179,8 @@ int mock_start(struct mock_proc *m, const char *config_json, int64_t t0)
 		close(out[0]);
 		close(out[1]);
 		execl(prog, prog, "--config", m->config_path, "--t0", t0s, "--log-dir", m->dir,
-		      "--admin", "127.0.0.1:0", "--log-level", "warn", (char *)NULL);
+		      "--admin", "127.0.0.1:0", "--log-level", "warn", "--seed", seed,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(out[1]);

@@ -31,11 +31,22 @@ struct mock_proc {
 	char admin_addr[64];		/* "" without --admin */
 };
 
+/* How mock_start_opts starts mockprov. */
+struct mock_opts {
+	int64_t t0;		/* Unix epoch ms; 0: now */
+	unsigned seed;		/* --seed; 0: mockprov's default (1) */
+	const char *dir;	/* config and log dir to use (a restart's); NULL: a new temp dir */
+};
+
 /*
- * Writes config_json into a new temp dir and starts mockprov on it with
- * --t0 t0 (0: now) --log-dir DIR --admin 127.0.0.1:0, then waits (up to 5 s)
- * for its "ready" line. Returns 0, or -1 (the child's stderr is printed).
+ * Writes config_json into a new temp dir (or o->dir) and starts mockprov on
+ * it with --t0 --log-dir DIR --admin 127.0.0.1:0 (and --seed), then waits
+ * (up to 5 s) for its "ready" line, noting the addresses it prints. Returns
+ * 0, or -1 (the child's stderr is printed).
  */
+int mock_start_opts(struct mock_proc *m, const char *config_json, const struct mock_opts *o);
+
+/* mock_start_opts with t0 (0: now) and nothing else. */
 int mock_start(struct mock_proc *m, const char *config_json, int64_t t0);
 
 /* The HOST:PORT a provider listens on, or NULL. */
