@@ -1,0 +1,78 @@
+/*
+ * curl_uv: libcurl's multi_socket interface driven by a libuv loop — the
+ * pattern of curl's docs/examples/multi-uv.c, with its gaps closed: every
+ * finished transfer is drained from curl_multi_info_read after every
+ * action, a poll error is handed to curl as CURL_CSELECT_ERR, and the poll
+ * handles are freed only in their close callbacks. Every outbound HTTP
+ * request of loadgen and the gateway goes through one of these per process.
+ *
+ * The caller owns its easy handles: it configures them, adds them with
+ * curl_uv_add, and gets each back exactly once — through on_done when the
+ * transfer ends, or by taking it back itself with curl_uv_remove.
+ */
+#ifndef FAULTLINE_CURL_UV_H
+#define FAULTLINE_CURL_UV_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+struct curl_uv;
+
+/*
+ * A transfer ended: easy has been removed from the multi handle already and
+ * is the caller's again (to reuse or clean up); result is its CURLcode. The
+ * callback may add and remove other handles.
+ */
+typedef void (*curl_uv_done_cb)(struct curl_uv *cu, CURL *easy, CURLcode result);
+
+/* Called once every handle curl_uv used is closed and its memory is free. */
+typedef void (*curl_uv_closed_cb)(struct curl_uv *cu);
+
+struct curl_watch;
+
+struct curl_uv {
+	uv_timer_t timer;		/* curl's timeout */
+	uv_loop_t *loop;
+	CURLM *multi;
+	curl_uv_done_cb on_done;
+	curl_uv_closed_cb on_closed;
+	void *data;			/* the caller's */
+	struct curl_watch *watches;	/* sockets being polled (a list) */
+	size_t closing;			/* handles whose close callback is due */
+	size_t transfers;		/* easy handles added and not yet back */
+	bool closed;			/* curl_uv_close was called */
+};
+
+/*
+ * Sets up cu on loop with a new multi handle; on_done gets every finished
+ * transfer. curl_global_init must have been called. Returns 0 or a negative
+ * errno (-ENOMEM).
+ */
+int curl_uv_init(struct curl_uv *cu, uv_loop_t *loop, curl_uv_done_cb on_done);
+
+/*
+ * Starts a transfer. Returns 0, or -EINVAL when curl refuses the handle
+ * (already added, or cu is closing). The easy handle must stay valid until
+ * it comes back.
+ */
+int curl_uv_add(struct curl_uv *cu, CURL *easy);
+
+/*
+ * Takes a transfer back before it ends (a timeout of the caller's, a
+ * cancelled hedge): its connection is closed or returned to the pool, and
+ * on_done is not called for it. Must not be called from inside one of the
+ * easy handle's own libcurl callbacks (write, header…); from a libuv
+ * callback or on_done it is safe. Returns 0 or -EINVAL.
+ */
+int curl_uv_remove(struct curl_uv *cu, CURL *easy);
+
+/*
+ * Closes cu: every transfer must have come back first. Cached connections
+ * are closed, then the timer and the poll handles; on_closed (may be NULL)
+ * runs once all are closed, after which cu's memory may be freed.
+ */
+void curl_uv_close(struct curl_uv *cu, curl_uv_closed_cb on_closed);
+
+#endif
