@@ -1,9 +1,10 @@
 # faultline — build, test and benchmark.
 #
-#   make            build every program into bin/ (mockprov, streamclient)
+#   make            build every program into bin/ (mockprov, loadgen, streamclient)
 #   make test       build and run the unit and integration tests
 #   make asan       build with ASan+UBSan and run the same tests
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
+#   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make demo       a mock provider walks through its fault timeline
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
@@ -35,15 +36,16 @@ endif
 
 COMMON_SRC := $(sort $(wildcard common/*.c))
 MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)))
+LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-PROGRAMS := mockprov streamclient
+PROGRAMS := mockprov loadgen streamclient
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build bench-mockprov demo clean deps
+.PHONY: all test asan asan-build bench-mockprov bench-loadgen demo clean deps
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -64,11 +66,15 @@ $(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPRO
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
 
+$(O)/$(1)/bin/loadgen: $$(patsubst %.c,$(O)/$(1)/%.o,loadgen/main.c $$(LOADGEN_LIB_SRC) $$(COMMON_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
+
 $(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
+$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(LOADGEN_LIB_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 
@@ -102,6 +108,9 @@ asan: asan-build
 
 bench-mockprov: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/mockprov.sh
+
+bench-loadgen: all
+	FAULTLINE_BIN=$(BIN_DIR) bench/loadgen.sh
 
 demo: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/demo.sh

@@ -1,0 +1,87 @@
+/*
+ * mix: the request streams a run sends — from a mix file (JSON), or one
+ * stream made from the command line. Each stream has a rate or a share, a
+ * class, tenant and feature (sent as x-faultline-* headers), a model,
+ * whether it streams, a prompt size, max_tokens and extra headers. The file
+ * can also name the response headers that carry the provider, attempts,
+ * hedged flag and cost, for gateways other than ours.
+ */
+#ifndef FAULTLINE_MIX_H
+#define FAULTLINE_MIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+#include "schedule.h"
+
+struct mix_stream {
+	char *name;
+	double rate;		/* requests per second; 0: not given */
+	double share;		/* weight among the streams; 0: not given */
+	char *class_name;	/* "interactive" or "batch" */
+	char *tenant;		/* "" when not given */
+	char *feature;		/* "" when not given */
+	char *model;
+	double stream_p;	/* probability that a request streams, 0–1 */
+	int64_t prompt_tokens;
+	int64_t max_tokens;
+	int arrival;		/* enum arrival, or -1: the run's --arrival */
+	char **headers;		/* "Name: value" strings */
+	size_t nheaders;
+};
+
+struct mix {
+	struct mix_stream *streams;
+	size_t n;
+	bool by_rate;		/* every stream gave a rate (none a share) */
+	/* Response header names (lowercase) the record fields come from. */
+	char *hdr_provider;
+	char *hdr_attempts;
+	char *hdr_hedged;
+	char *hdr_cost;
+};
+
+/* What the command line gives streams that do not say. */
+struct mix_defaults {
+	const char *model;
+	double stream_p;
+	int64_t prompt_tokens;
+	int64_t max_tokens;
+};
+
+/*
+ * Loads a mix file:
+ *   {"streams": [{"name": "chat", "rate": 5, "class": "interactive",
+ *                 "tenant": "acme", "feature": "search", "model": "chat",
+ *                 "stream": true, "prompt_tokens": 200, "max_tokens": 64,
+ *                 "arrival": "poisson", "headers": {"x-foo": "bar"}}, …],
+ *    "response_headers": {"provider": "x-litellm-model-id", …}}
+ * Every stream gives either "rate" or "share" (above 0, at most 1e6), and
+ * all streams alike; names are unique. "stream" is true, false or a
+ * probability. Absent keys: class "interactive", tenant and feature "",
+ * model, stream, prompt_tokens and max_tokens from d, arrival -1. Header
+ * names are HTTP tokens, values have no control characters, and the
+ * headers loadgen sets itself (content-type, content-length, host,
+ * x-request-id, x-faultline-class/-tenant/-feature) are refused. Response
+ * header names are stored lowercase. Returns 0, or -EINVAL with a message
+ * naming the file, the key path and what was expected in err (CFG_ERR_LEN
+ * bytes), or -ENOMEM; on error m is left empty (all zero).
+ */
+int mix_load(struct mix *m, const char *path, const struct mix_defaults *d, char *err);
+
+/*
+ * One stream, "default", from the command line's values (share 1, class
+ * interactive, no tenant or feature, arrival -1) and the x-faultline-*
+ * response header names. Returns 0 or -ENOMEM (m left empty).
+ */
+int mix_default(struct mix *m, const struct mix_defaults *d);
+
+/* Sum of the streams' rates (by_rate mixes), else 0. */
+double mix_total_rate(const struct mix *m);
+
+/* Frees everything the mix holds; m is all zero after (safe to repeat). */
+void mix_free(struct mix *m);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * outcome: classifying an attempt into DESIGN.md's outcomes.
+ */
+#include <curl/curl.h>
+
+#include "outcome.h"
+
+static const char *const names[OUT_COUNT] = {
+	[OUT_OK] = "ok",
+	[OUT_HTTP_ERROR] = "http_error",
+	[OUT_TIMEOUT] = "timeout",
+	[OUT_REFUSED] = "refused",
+	[OUT_RESET] = "reset",
+	[OUT_TRUNCATED] = "truncated",
+	[OUT_STALLED] = "stalled",
+	[OUT_INVALID] = "invalid",
+};
+
+const char *outcome_name(enum outcome o)
+{
+	if ((unsigned)o >= OUT_COUNT)
+		return "?";
+	return names[o];
+}
+
+static enum outcome from_curl(CURLcode code)
+{
+	switch (code) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return OUT_REFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return OUT_TIMEOUT;
+	case CURLE_PARTIAL_FILE:
+		return OUT_TRUNCATED;
+	case CURLE_WEIRD_SERVER_REPLY:
+	case CURLE_BAD_CONTENT_ENCODING:
+	case CURLE_WRITE_ERROR:
+	case CURLE_FILESIZE_EXCEEDED:
+		return OUT_INVALID;
+	default:
+		/* RECV_ERROR, SEND_ERROR, GOT_NOTHING and the rest. */
+		return OUT_RESET;
+	}
+}
+
+enum outcome outcome_classify(const struct attempt_facts *f)
+{
+	if (f->cut == CUT_STALL)
+		return OUT_STALLED;
+	if (f->cut == CUT_TIMEOUT)
+		return OUT_TIMEOUT;
+	if (f->curl_code != CURLE_OK)
+		return from_curl((CURLcode)f->curl_code);
+	if (f->status < 200 || f->status > 299)
+		return OUT_HTTP_ERROR;
+	if (!f->streaming)
+		return f->body_valid ? OUT_OK : OUT_INVALID;
+	if (!f->sse || f->bad_frame)
+		return OUT_INVALID;
+	if (f->error_event || !f->saw_done)
+		return OUT_TRUNCATED;
+	return OUT_OK;
+}
+
+bool outcome_retryable(enum outcome o, long status)
+{
+	switch (o) {
+	case OUT_REFUSED:
+	case OUT_RESET:
+	case OUT_TIMEOUT:
+		return true;
+	case OUT_HTTP_ERROR:
+		return status == 408 || status == 409 || status == 429 || status >= 500;
+	default:
+		return false;
+	}
+}

@@ -1,0 +1,58 @@
+/*
+ * outcome: what a client saw of one request, in DESIGN.md's words — ok,
+ * http_error, timeout, refused, reset, truncated, stalled, invalid — decided
+ * from the facts of its last attempt, and whether a client that retries
+ * would try again. Pure: no I/O, no clock.
+ */
+#ifndef FAULTLINE_OUTCOME_H
+#define FAULTLINE_OUTCOME_H
+
+#include <stdbool.h>
+
+enum outcome {
+	OUT_OK,
+	OUT_HTTP_ERROR,
+	OUT_TIMEOUT,
+	OUT_REFUSED,
+	OUT_RESET,
+	OUT_TRUNCATED,
+	OUT_STALLED,
+	OUT_INVALID,
+	OUT_COUNT
+};
+
+/* Who ended an attempt before libcurl did. */
+enum cut {
+	CUT_NONE,
+	CUT_TIMEOUT,	/* no answer (or no first token) within --timeout */
+	CUT_STALL,	/* a stream went silent past --stall-timeout */
+};
+
+/* The facts of one attempt. */
+struct attempt_facts {
+	int curl_code;		/* CURLcode of the transfer (0 when cut) */
+	long status;		/* HTTP status, 0 when none arrived */
+	bool streaming;		/* the request asked for a stream */
+	enum cut cut;
+	bool body_valid;	/* non-streaming: a chat completion JSON */
+	bool sse;		/* streaming: the answer was text/event-stream */
+	bool saw_done;		/* streaming: "data: [DONE]" arrived */
+	bool error_event;	/* streaming: an error event arrived */
+	bool bad_frame;		/* streaming: a data payload was not JSON */
+};
+
+/* The outcome's name as it appears in requests.csv. */
+const char *outcome_name(enum outcome o);
+
+/* Classifies an attempt (see the README's table of outcomes). */
+enum outcome outcome_classify(const struct attempt_facts *f);
+
+/*
+ * True when a retrying client would try again: refused, reset, timeout,
+ * and HTTP 408, 409, 429 and 5xx. A stream that broke after content arrived
+ * (truncated, stalled) or an answer that made no sense (invalid) is not
+ * retried, as the OpenAI SDKs do not.
+ */
+bool outcome_retryable(enum outcome o, long status);
+
+#endif

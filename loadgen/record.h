@@ -1,0 +1,124 @@
+/*
+ * record: loadgen's results — one row per finished request in
+ * requests.csv and requests.jsonl (DESIGN.md's columns, in its order), and
+ * summary.json: counts by outcome and status, the achieved rate, and
+ * latency, time-to-first-token and send-lag percentiles from histograms
+ * fed by the same records. Every file is written under a temporary name and
+ * renamed when the run is complete.
+ */
+#ifndef FAULTLINE_RECORD_H
+#define FAULTLINE_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "outcome.h"
+#include "recfile.h"
+
+/* One finished request. Absent values: NaN, -1, NULL or 0 as noted. */
+struct record {
+	const char *id;
+	size_t stream;		/* index into the recorder's stream names */
+	const char *class_name;
+	const char *tenant;
+	const char *feature;
+	bool streaming;
+	double sched_ms;	/* intended send, ms after t0 */
+	double start_ms;	/* actual send of the first attempt */
+	double ttft_ms;		/* first token, ms after start; NaN: none */
+	double end_ms;
+	long status;		/* last attempt's HTTP status; 0: none */
+	enum outcome outcome;
+	const char *error;	/* NULL or "" when none */
+	const char *provider;	/* NULL: header absent */
+	int64_t attempts;	/* -1: header absent */
+	int hedged;		/* 0/1; -1: header absent */
+	int retries;
+	int64_t tokens_in;	/* -1: unknown */
+	int64_t tokens_out;	/* -1: unknown */
+	double max_gap_ms;	/* NaN: not a stream */
+	double cost_usd;	/* NaN: header absent */
+};
+
+/* What summary.json says about the run itself. */
+struct run_info {
+	int64_t t0_unix_ms;
+	uint64_t seed;
+	bool closed_loop;
+	const char *arrival;		/* open loop */
+	double rate_per_s;		/* open loop: total target rate */
+	int64_t concurrency;		/* closed loop */
+	double duration_ms;
+	const char *const *targets;
+	size_t ntargets;
+	int64_t retries;		/* --retries */
+	uint64_t started_in_window;	/* first attempts sent in [0, duration) */
+	uint64_t unfinished;		/* in flight when interrupted */
+	bool interrupted;
+	double elapsed_ms;		/* t0 to the end of the run */
+};
+
+struct stream_stats {
+	uint64_t requests;
+	uint64_t ok;
+};
+
+struct recorder {
+	struct recfile csv;
+	struct recfile jsonl;
+	struct row row;
+	char *dir;
+	const char *const *stream_names;
+	size_t nstreams;
+	struct stream_stats *by_stream;
+	uint64_t requests;
+	uint64_t outcomes[OUT_COUNT];
+	uint64_t status[600];		/* by HTTP status; [0]: none */
+	uint64_t retries;
+	uint64_t retried;		/* requests with retries > 0 */
+	int64_t tokens_in;
+	int64_t tokens_out;
+	double cost_usd;
+	uint64_t with_cost;
+	struct hist *corrected;		/* end - sched */
+	struct hist *uncorrected;	/* end - start */
+	struct hist *ttft;
+	struct hist *send_lag;		/* start - sched */
+};
+
+/* The requests.csv columns, in order. */
+extern const char *const record_columns[];
+extern const size_t record_ncolumns;
+
+/*
+ * Opens DIR/requests.csv.tmp and DIR/requests.jsonl.tmp (creating DIR when
+ * missing) and writes the CSV header. stream_names (kept, not copied) name
+ * the streams records refer to by index. Returns 0 or a negative errno with
+ * a message in err.
+ */
+int recorder_open(struct recorder *r, const char *dir, const char *const *stream_names,
+		  size_t nstreams, char *err, size_t errlen);
+
+/* Writes a record's rows and counts it. Returns 0 or a negative errno. */
+int recorder_add(struct recorder *r, const struct record *rec);
+
+/* Pushes written rows to the kernel. Returns 0 or a negative errno. */
+int recorder_flush(struct recorder *r);
+
+/*
+ * Writes summary.json and renames the three files into place. Returns 0 or
+ * a negative errno with a message in err; the recorder is closed either way
+ * (free it with recorder_free).
+ */
+int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
+		    size_t errlen);
+
+/* Removes the unfinished files (a run that could not start). */
+void recorder_abandon(struct recorder *r);
+
+/* Frees the recorder's memory. */
+void recorder_free(struct recorder *r);
+
+#endif

@@ -1,0 +1,1090 @@
+/*
+ * run: the load engine. Each request in progress holds a slot: its easy
+ * handle, a timer (the watchdog while an attempt runs, the backoff between
+ * attempts) and what its answer has shown so far. A request's life reads
+ * down this file: dispatch → attempt_start → on_header / on_body (SSE
+ * events for streams) → attempt_end (curl finished, or the watchdog cut it)
+ * → a retry after a backoff, or finish → the slot goes back and the
+ * schedule is pumped for the next arrival.
+ */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "curl_uv.h"
+#include "hist.h"
+#include "json.h"
+#include "outcome.h"
+#include "record.h"
+#include "rng.h"
+#include "run.h"
+#include "sse.h"
+
+/* A non-streaming answer larger than this is cut off as invalid. */
+#define MAX_BODY (16u << 20)
+
+struct run;
+
+/* A request in progress (one per slot; reused). */
+struct req {
+	uv_timer_t timer;		/* watchdog, or the wait before a retry */
+	CURL *easy;
+	struct run *run;
+	bool busy;			/* holds a request */
+	bool in_curl;			/* an attempt is with libcurl */
+	bool waiting;			/* between attempts */
+
+	/* The request. */
+	char id[64];
+	size_t stream;
+	bool streaming;
+	const char *url;
+	int retries;
+	uint64_t sched_ns;
+	uint64_t start_ns;		/* first attempt sent */
+
+	/* The current attempt. */
+	uint64_t attempt_ns;
+	uint64_t first_token_ns;	/* 0: none yet */
+	uint64_t last_byte_ns;
+	uint64_t last_event_ns;
+	double max_gap_ms;
+	enum cut cut;
+	long status;
+	bool sse_type;			/* content-type text/event-stream */
+	bool saw_done;
+	bool error_event;
+	bool bad_frame;
+	bool body_valid;
+	int64_t content_chunks;
+	int64_t tokens_in;
+	int64_t tokens_out;
+	char provider[128];
+	int64_t attempts;
+	int hedged;
+	double cost_usd;
+	double retry_after_ms;
+	char detail[256];		/* error event or error body message */
+	struct buf body;
+	struct sse_parser sse;
+	char errbuf[CURL_ERROR_SIZE];
+
+	/* Headers: this request's x-request-id, then the stream's shared list. */
+	struct curl_slist id_node;
+	char id_header[96];
+};
+
+/* What each stream sends, built once. */
+struct stream_tpl {
+	char *body[2];			/* [streaming] */
+	struct curl_slist *headers[2];
+};
+
+struct run {
+	const struct lg_config *cfg;
+	uv_loop_t loop;
+	struct curl_uv cu;
+	struct timebase tb;
+	struct sched sched;
+	struct rng rng_stream;		/* which requests stream */
+	struct rng rng_retry;		/* backoff jitter */
+	uv_timer_t sched_timer;		/* wakes the schedule (no timerfd) */
+	uv_poll_t sched_poll;		/* wakes the schedule on timerfd */
+	int tfd;			/* timerfd, or -1 */
+	uv_timer_t tick;		/* flush and progress, once a second */
+	uv_signal_t sigint;
+	uv_signal_t sigterm;
+	struct stream_tpl *tpl;
+	const char **stream_names;
+	struct req **slots;
+	size_t nslots;			/* allocated */
+	size_t maxslots;
+	struct req **idle;		/* free slots, a stack */
+	size_t nidle;
+	size_t in_flight;
+	uint64_t next_n;
+	size_t next_target;
+	uint64_t started_in_window;
+	uint64_t unfinished;
+	uint64_t sent_last_tick;
+	uint64_t sent;
+	bool sched_over;
+	bool ended;
+	int signal;			/* that stopped the run; 0: none */
+	bool write_failed;
+	char write_err[256];
+	struct recorder rec;
+	bool progress_drawn;
+};
+
+static void pump(struct run *run);
+static void attempt_start(struct req *q);
+static void attempt_end(struct req *q, CURLcode code);
+static void watch_silence(struct req *q);
+
+static double rel_ms(const struct run *run, uint64_t ns)
+{
+	return timebase_rel_ms(&run->tb, ns);
+}
+
+/* ---- response headers and body ---- */
+
+/* Copies a header value (trimmed) into out. */
+static void header_value(const char *v, size_t len, char *out, size_t cap)
+{
+	while (len && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' ||
+		       v[len - 1] == '\t'))
+		len--;
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(out, v, len);
+	out[len] = '\0';
+}
+
+static bool header_is(const char *line, size_t name_len, const char *name)
+{
+	return name && strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
+}
+
+/* CURLOPT_HEADERFUNCTION: notes the headers a record or a retry needs. */
+static size_t on_header(char *line, size_t size, size_t n, void *userp)
+{
+	struct req *q = userp;
+	const struct mix *mix = &q->run->cfg->mix;
+	size_t len = size * n;
+	const char *colon = memchr(line, ':', len);
+	size_t name_len;
+	char v[128];
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		/* A new response (after a 100 Continue): forget the last one's. */
+		q->provider[0] = '\0';
+		q->attempts = -1;
+		q->hedged = -1;
+		q->cost_usd = NAN;
+		q->retry_after_ms = -1;
+		q->sse_type = false;
+		return len;
+	}
+	if (!colon)
+		return len;
+	name_len = (size_t)(colon - line);
+	header_value(colon + 1, len - name_len - 1, v, sizeof(v));
+	if (header_is(line, name_len, mix->hdr_provider)) {
+		header_value(colon + 1, len - name_len - 1, q->provider, sizeof(q->provider));
+	} else if (header_is(line, name_len, mix->hdr_attempts)) {
+		q->attempts = strtoll(v, NULL, 10);
+	} else if (header_is(line, name_len, mix->hdr_hedged)) {
+		q->hedged = strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0;
+	} else if (header_is(line, name_len, mix->hdr_cost)) {
+		char *end;
+		double c = strtod(v, &end);
+
+		if (end != v)
+			q->cost_usd = c;
+	} else if (header_is(line, name_len, "retry-after")) {
+		q->retry_after_ms = backoff_parse_retry_after(v, clock_unix_ms());
+	} else if (header_is(line, name_len, "content-type")) {
+		q->sse_type = strncasecmp(v, "text/event-stream", 17) == 0;
+	}
+	return len;
+}
+
+static void copy_detail(struct req *q, const char *prefix, const char *msg)
+{
+	snprintf(q->detail, sizeof(q->detail), "%s%s", prefix, msg ? msg : "");
+}
+
+/* The usage object of an answer or a stream's last chunk. */
+static void note_usage(struct req *q, const cJSON *root)
+{
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+	const cJSON *v;
+
+	if (!cJSON_IsObject(usage))
+		return;
+	v = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
+	if (cJSON_IsNumber(v))
+		q->tokens_in = (int64_t)v->valuedouble;
+	v = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+	if (cJSON_IsNumber(v))
+		q->tokens_out = (int64_t)v->valuedouble;
+}
+
+/* The message of an OpenAI-style error object, or NULL. */
+static const char *error_message(const cJSON *root)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+	const cJSON *m;
+
+	if (cJSON_IsString(e))
+		return e->valuestring;
+	m = cJSON_GetObjectItemCaseSensitive(e, "message");
+	return cJSON_IsString(m) ? m->valuestring : NULL;
+}
+
+/* One SSE event of a streamed answer. */
+static int on_event(void *ctx, const struct sse_event *ev)
+{
+	struct req *q = ctx;
+	uint64_t now = q->last_byte_ns;
+	const cJSON *choices;
+	const cJSON *delta;
+	const cJSON *content;
+	cJSON *root;
+	double gap;
+
+	if (q->last_event_ns) {
+		gap = (double)(now - q->last_event_ns) / 1e6;
+		if (isnan(q->max_gap_ms) || gap > q->max_gap_ms)
+			q->max_gap_ms = gap;
+	} else {
+		q->max_gap_ms = 0;
+	}
+	q->last_event_ns = now;
+	if (strcmp(ev->data, "[DONE]") == 0) {
+		q->saw_done = true;
+		return 0;
+	}
+	root = cJSON_ParseWithLength(ev->data, ev->data_len);
+	if (!root) {
+		if (!q->bad_frame)
+			copy_detail(q, "bad SSE frame: ", "data is not JSON");
+		q->bad_frame = true;
+		return 0;
+	}
+	if (strcmp(ev->event, "error") == 0 ||
+	    cJSON_GetObjectItemCaseSensitive(root, "error")) {
+		if (!q->error_event)
+			copy_detail(q, "error event: ", error_message(root));
+		q->error_event = true;
+		goto out;
+	}
+	note_usage(q, root);
+	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	delta = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(choices, 0), "delta");
+	content = cJSON_GetObjectItemCaseSensitive(delta, "content");
+	if (cJSON_IsString(content) && content->valuestring[0]) {
+		q->content_chunks++;
+		if (!q->first_token_ns) {
+			q->first_token_ns = now;
+			watch_silence(q);
+		}
+	}
+out:
+	cJSON_Delete(root);
+	return 0;
+}
+
+/* CURLOPT_WRITEFUNCTION: the answer's body as it arrives. */
+static size_t on_body(char *data, size_t size, size_t n, void *userp)
+{
+	struct req *q = userp;
+	size_t len = size * n;
+	int rc;
+
+	q->last_byte_ns = clock_mono_ns();
+	if (q->streaming && q->status == 0)
+		curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (q->streaming && q->status >= 200 && q->status <= 299) {
+		rc = sse_feed(&q->sse, data, len);
+		if (rc < 0) {
+			if (!q->bad_frame)
+				copy_detail(q, "bad SSE frame: ", "line too long");
+			q->bad_frame = true;
+			return 0;
+		}
+		return len;
+	}
+	if (q->body.len + len > MAX_BODY)
+		return 0;
+	if (buf_append(&q->body, data, len))
+		return 0;
+	return len;
+}
+
+/* Checks a non-streaming answer: a chat completion, with its usage. */
+static void check_body(struct req *q)
+{
+	cJSON *root = cJSON_ParseWithLength(q->body.data ? q->body.data : "", q->body.len);
+	const cJSON *choices;
+
+	if (q->status < 200 || q->status > 299) {
+		if (root && error_message(root))
+			copy_detail(q, "", error_message(root));
+		goto out;
+	}
+	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	q->body_valid = cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
+	if (q->body_valid)
+		note_usage(q, root);
+out:
+	cJSON_Delete(root);
+}
+
+/* ---- the life of a request ---- */
+
+static void on_watchdog(uv_timer_t *t)
+{
+	struct req *q = t->data;
+	const struct lg_config *cfg = q->run->cfg;
+	uint64_t now = clock_mono_ns();
+	double silent;
+
+	if (q->streaming && q->first_token_ns) {
+		silent = (double)(now - q->last_byte_ns) / 1e6;
+		if (silent < cfg->stall_timeout_ms) {
+			/* Data came since the timer was set: wait for the rest. */
+			uv_timer_start(&q->timer, on_watchdog,
+				       (uint64_t)ceil(cfg->stall_timeout_ms - silent), 0);
+			return;
+		}
+		q->cut = CUT_STALL;
+	} else {
+		q->cut = CUT_TIMEOUT;
+	}
+	curl_uv_remove(&q->run->cu, q->easy);
+	attempt_end(q, CURLE_OK);
+}
+
+/* Called for the first token of a stream: from now on, watch for silence. */
+static void watch_silence(struct req *q)
+{
+	uv_timer_start(&q->timer, on_watchdog, (uint64_t)ceil(q->run->cfg->stall_timeout_ms), 0);
+}
+
+static void on_retry_due(uv_timer_t *t)
+{
+	struct req *q = t->data;
+
+	q->waiting = false;
+	attempt_start(q);
+}
+
+/* The words of a generated prompt. */
+static const char *const words[] = {
+	"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
+	"seven", "clocks", "measure", "every", "outage", "slowly",
+};
+
+static char *make_body(const struct mix_stream *s, bool stream)
+{
+	struct buf b = { 0 };
+	int64_t i;
+	int rc;
+
+	rc = buf_puts(&b, "{\"model\":");
+	rc |= json_escape(&b, s->model);
+	rc |= buf_puts(&b, ",\"messages\":[{\"role\":\"user\",\"content\":\"");
+	for (i = 0; i < s->prompt_tokens; i++) {
+		rc |= buf_puts(&b, i ? " " : "");
+		rc |= buf_puts(&b, words[i % (int64_t)(sizeof(words) / sizeof(words[0]))]);
+	}
+	rc |= buf_printf(&b, "\"}],\"max_tokens\":%lld", (long long)s->max_tokens);
+	if (stream)
+		rc |= buf_puts(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+	rc |= buf_puts(&b, "}");
+	if (rc) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+/* Sends (again) the request q holds. */
+static void attempt_start(struct req *q)
+{
+	struct run *run = q->run;
+	const struct lg_config *cfg = run->cfg;
+	struct stream_tpl *tpl = &run->tpl[q->stream];
+	char *body = tpl->body[q->streaming];
+
+	q->attempt_ns = clock_mono_ns();
+	if (q->retries == 0)
+		q->start_ns = q->attempt_ns;
+	q->first_token_ns = 0;
+	q->last_byte_ns = q->attempt_ns;
+	q->last_event_ns = 0;
+	q->max_gap_ms = NAN;
+	q->cut = CUT_NONE;
+	q->status = 0;
+	q->sse_type = false;
+	q->saw_done = false;
+	q->error_event = false;
+	q->bad_frame = false;
+	q->body_valid = false;
+	q->content_chunks = 0;
+	q->tokens_in = -1;
+	q->tokens_out = -1;
+	q->provider[0] = '\0';
+	q->attempts = -1;
+	q->hedged = -1;
+	q->cost_usd = NAN;
+	q->retry_after_ms = -1;
+	q->detail[0] = '\0';
+	q->errbuf[0] = '\0';
+	buf_reset(&q->body);
+	sse_reset(&q->sse);
+
+	q->id_node.next = tpl->headers[q->streaming];
+	curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
+	curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, &q->id_node);
+	curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)ceil(cfg->max_time_ms));
+	if (curl_uv_add(&run->cu, q->easy)) {
+		snprintf(q->errbuf, sizeof(q->errbuf), "libcurl refused the request");
+		q->cut = CUT_NONE;
+		attempt_end(q, CURLE_FAILED_INIT);
+		return;
+	}
+	q->in_curl = true;
+	uv_timer_start(&q->timer, on_watchdog, (uint64_t)ceil(cfg->timeout_ms), 0);
+}
+
+/* The error column for an attempt that did not end well. */
+static void describe(struct req *q, enum outcome o, CURLcode code, char *out, size_t len)
+{
+	const struct lg_config *cfg = q->run->cfg;
+
+	switch (o) {
+	case OUT_OK:
+		out[0] = '\0';
+		return;
+	case OUT_TIMEOUT:
+		if (q->cut == CUT_TIMEOUT && q->streaming)
+			snprintf(out, len, "no first token within %.0f ms", cfg->timeout_ms);
+		else if (q->cut == CUT_TIMEOUT)
+			snprintf(out, len, "no answer within %.0f ms", cfg->timeout_ms);
+		else
+			snprintf(out, len, "cut at --max-time %.0f ms", cfg->max_time_ms);
+		return;
+	case OUT_STALLED:
+		snprintf(out, len, "stream silent for %.0f ms after %lld tokens",
+			 cfg->stall_timeout_ms, (long long)q->content_chunks);
+		return;
+	case OUT_HTTP_ERROR:
+		snprintf(out, len, "HTTP %ld%s%s", q->status, q->detail[0] ? ": " : "", q->detail);
+		return;
+	default:
+		break;
+	}
+	if (code != CURLE_OK) {
+		snprintf(out, len, "%s", q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
+	} else if (q->detail[0]) {
+		snprintf(out, len, "%s", q->detail);
+	} else if (o == OUT_TRUNCATED) {
+		snprintf(out, len, "stream ended without [DONE] after %lld tokens",
+			 (long long)q->content_chunks);
+	} else if (o == OUT_INVALID && q->streaming) {
+		snprintf(out, len, "answer is not an event stream");
+	} else if (o == OUT_INVALID) {
+		snprintf(out, len, "answer is not a chat completion");
+	} else {
+		out[0] = '\0';
+	}
+}
+
+static void release(struct req *q);
+
+/* Records the request q held and frees its slot. */
+static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns)
+{
+	struct run *run = q->run;
+	struct mix_stream *ms = &run->cfg->mix.streams[q->stream];
+	char error[512];
+	struct record rec;
+	double gap_end;
+	int rc;
+
+	describe(q, o, code, error, sizeof(error));
+	if (q->streaming && q->last_event_ns) {
+		/* The silence at the end counts too (a stall's is the largest). */
+		gap_end = (double)(end_ns - q->last_event_ns) / 1e6;
+		if (gap_end > q->max_gap_ms)
+			q->max_gap_ms = gap_end;
+	}
+	rec = (struct record){
+		.id = q->id,
+		.stream = q->stream,
+		.class_name = ms->class_name,
+		.tenant = ms->tenant,
+		.feature = ms->feature,
+		.streaming = q->streaming,
+		.sched_ms = rel_ms(run, q->sched_ns),
+		.start_ms = rel_ms(run, q->start_ns),
+		.ttft_ms = q->first_token_ns ? (double)(q->first_token_ns - q->start_ns) / 1e6 : NAN,
+		.end_ms = rel_ms(run, end_ns),
+		.status = q->status,
+		.outcome = o,
+		.error = error,
+		.provider = q->provider[0] ? q->provider : NULL,
+		.attempts = q->attempts,
+		.hedged = q->hedged,
+		.retries = q->retries,
+		.tokens_in = q->tokens_in,
+		.tokens_out = q->tokens_out >= 0 ? q->tokens_out :
+			      q->streaming && q->content_chunks ? q->content_chunks : -1,
+		.max_gap_ms = q->streaming ? q->max_gap_ms : NAN,
+		.cost_usd = q->cost_usd,
+	};
+	if (!q->streaming)
+		rec.max_gap_ms = NAN;
+	rc = recorder_add(&run->rec, &rec);
+	if (rc && !run->write_failed) {
+		run->write_failed = true;
+		snprintf(run->write_err, sizeof(run->write_err), "cannot write a record: %s",
+			 strerror(-rc));
+	}
+	release(q);
+	pump(run);
+}
+
+/* An attempt is over: retry it, or finish the request. */
+static void attempt_end(struct req *q, CURLcode code)
+{
+	struct run *run = q->run;
+	const struct lg_config *cfg = run->cfg;
+	uint64_t end_ns = clock_mono_ns();
+	struct attempt_facts f;
+	enum outcome o;
+	double delay;
+
+	q->in_curl = false;
+	uv_timer_stop(&q->timer);
+	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
+	if (q->streaming && q->status >= 200 && q->status <= 299 && code == CURLE_OK &&
+	    q->cut == CUT_NONE && sse_pending(&q->sse) && !q->saw_done)
+		copy_detail(q, "", "stream ended mid-event, without [DONE]");
+	if (!q->streaming && code == CURLE_OK && q->cut == CUT_NONE)
+		check_body(q);
+	else if (q->streaming && (q->status < 200 || q->status > 299))
+		check_body(q);
+	f = (struct attempt_facts){
+		.curl_code = code,
+		.status = q->status,
+		.streaming = q->streaming,
+		.cut = q->cut,
+		.body_valid = q->body_valid,
+		.sse = q->sse_type,
+		.saw_done = q->saw_done,
+		.error_event = q->error_event,
+		.bad_frame = q->bad_frame,
+	};
+	o = outcome_classify(&f);
+	if (o != OUT_OK && outcome_retryable(o, q->status) && q->retries < cfg->retries &&
+	    !run->signal) {
+		delay = backoff_delay_after_ms(&cfg->backoff, (unsigned)q->retries,
+					       q->retry_after_ms, &run->rng_retry);
+		q->retries++;
+		q->waiting = true;
+		uv_timer_start(&q->timer, on_retry_due, (uint64_t)ceil(delay), 0);
+		return;
+	}
+	finish(q, o, code, end_ns);
+}
+
+/* ---- slots ---- */
+
+static void on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
+{
+	struct req *q;
+
+	(void)cu;
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&q);
+	attempt_end(q, result);
+}
+
+static struct req *new_slot(struct run *run)
+{
+	struct req *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->easy = curl_easy_init();
+	if (!q->easy) {
+		free(q);
+		return NULL;
+	}
+	q->run = run;
+	uv_timer_init(&run->loop, &q->timer);
+	q->timer.data = q;
+	sse_init(&q->sse, on_event, q);
+	q->id_node.data = q->id_header;
+	curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
+	curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
+	curl_easy_setopt(q->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(q->easy, CURLOPT_HEADERDATA, q);
+	curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->errbuf);
+	curl_easy_setopt(q->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(q->easy, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* The targets are named on the command line: no proxy from the environment. */
+	curl_easy_setopt(q->easy, CURLOPT_PROXY, "");
+	run->slots[run->nslots++] = q;
+	return q;
+}
+
+/* A free slot, or NULL when --connections are all in use. */
+static struct req *get_slot(struct run *run)
+{
+	if (run->nidle)
+		return run->idle[--run->nidle];
+	if (run->nslots < run->maxslots)
+		return new_slot(run);
+	return NULL;
+}
+
+static void release(struct req *q)
+{
+	struct run *run = q->run;
+
+	q->busy = false;
+	run->in_flight--;
+	run->idle[run->nidle++] = q;
+}
+
+/* Starts a new request in slot q, meant to be sent at sched_ns. */
+static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t stream)
+{
+	const struct lg_config *cfg = run->cfg;
+	const struct mix_stream *ms = &cfg->mix.streams[stream];
+	uint64_t n = ++run->next_n;
+
+	q->busy = true;
+	run->in_flight++;
+	q->stream = stream;
+	q->streaming = ms->stream_p >= 1.0 ||
+		       (ms->stream_p > 0 && rng_uniform(&run->rng_stream) < ms->stream_p);
+	q->url = cfg->targets[run->next_target++ % cfg->ntargets];
+	q->retries = 0;
+	q->sched_ns = sched_ns;
+	snprintf(q->id, sizeof(q->id), "%s%llu", cfg->id_prefix, (unsigned long long)n);
+	snprintf(q->id_header, sizeof(q->id_header), "x-request-id: %s", q->id);
+	run->sent++;
+	attempt_start(q);
+	if (rel_ms(run, q->start_ns) < cfg->duration_ms)
+		run->started_in_window++;
+}
+
+/* ---- the schedule ---- */
+
+static void maybe_end(struct run *run);
+
+static void on_sched_timer(uv_timer_t *t)
+{
+	pump(t->data);
+}
+
+static void on_sched_poll(uv_poll_t *p, int status, int events)
+{
+	struct run *run = p->data;
+	uint64_t expirations;
+
+	(void)status;
+	(void)events;
+	if (read(run->tfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		return;
+	pump(run);
+}
+
+/*
+ * Wakes the schedule at the monotonic time at_ns. A timerfd wakes within
+ * tens of microseconds; libuv's timers count whole milliseconds, which would
+ * add up to a millisecond of send lag to every request.
+ */
+static void arm_sched(struct run *run, uint64_t at_ns)
+{
+	struct itimerspec its = { 0 };
+	uint64_t now = clock_mono_ns();
+
+	if (run->tfd >= 0) {
+		if (at_ns <= now)
+			at_ns = now + 1;
+		its.it_value.tv_sec = (time_t)(at_ns / 1000000000u);
+		its.it_value.tv_nsec = (long)(at_ns % 1000000000u);
+		if (timerfd_settime(run->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+			return;
+	}
+	uv_timer_start(&run->sched_timer, on_sched_timer,
+		       at_ns > now ? (at_ns - now + 999999) / 1000000 : 0, 0);
+}
+
+/* Starts every request that is due and a slot is free for. */
+static void pump(struct run *run)
+{
+	const struct lg_config *cfg = run->cfg;
+	double now_ms;
+	double at;
+	int stream;
+	struct req *q;
+
+	while (!run->sched_over && !run->signal && !run->ended) {
+		now_ms = timebase_now_ms(&run->tb);
+		if (cfg->concurrency > 0) {
+			if (now_ms < 0) {
+				arm_sched(run, timebase_mono_at(&run->tb, 0));
+				break;
+			}
+			if (now_ms >= cfg->duration_ms ||
+			    (cfg->max_requests && run->next_n >= (uint64_t)cfg->max_requests)) {
+				run->sched_over = true;
+				break;
+			}
+			q = get_slot(run);
+			if (!q)
+				break;
+			dispatch(run, q, clock_mono_ns(), (size_t)sched_pick(&run->sched));
+			continue;
+		}
+		at = sched_peek(&run->sched);
+		if (isinf(at)) {
+			run->sched_over = true;
+			break;
+		}
+		if (at > now_ms) {
+			arm_sched(run, timebase_mono_at(&run->tb, at));
+			break;
+		}
+		q = get_slot(run);
+		if (!q)
+			break;	/* release() pumps again */
+		if (!sched_next(&run->sched, &at, &stream)) {
+			run->idle[run->nidle++] = q;
+			run->sched_over = true;
+			break;
+		}
+		dispatch(run, q, timebase_mono_at(&run->tb, at), (size_t)stream);
+	}
+	maybe_end(run);
+}
+
+/* ---- progress, signals, the end ---- */
+
+static void draw_progress(struct run *run, bool last)
+{
+	const struct recorder *r = &run->rec;
+	double now_s = timebase_now_ms(&run->tb) / 1000.0;
+	uint64_t errors = r->requests - r->outcomes[OUT_OK];
+	double p99 = hist_percentile_ms(r->corrected, 99);
+
+	if (now_s < 0)
+		now_s = 0;
+	fprintf(stderr, "\r\033[Kloadgen %6.1f/%.0fs  sent %llu (%llu/s)  in flight %zu  done %llu"
+		"  errors %llu (%.1f%%)  p99 %s%.1f ms",
+		now_s, run->cfg->duration_ms / 1000.0, (unsigned long long)run->sent,
+		(unsigned long long)(run->sent - run->sent_last_tick), run->in_flight,
+		(unsigned long long)r->requests, (unsigned long long)errors,
+		r->requests ? 100.0 * (double)errors / (double)r->requests : 0.0,
+		isnan(p99) ? "-" : "", isnan(p99) ? 0.0 : p99);
+	if (last)
+		fputc('\n', stderr);
+	fflush(stderr);
+	run->progress_drawn = true;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct run *run = t->data;
+	int rc = recorder_flush(&run->rec);
+
+	if (rc && !run->write_failed) {
+		run->write_failed = true;
+		snprintf(run->write_err, sizeof(run->write_err), "cannot write records: %s",
+			 strerror(-rc));
+	}
+	if (run->cfg->progress)
+		draw_progress(run, false);
+	run->sent_last_tick = run->sent;
+}
+
+/* Stops every request in progress without recording it. */
+static void cancel_all(struct run *run)
+{
+	size_t i;
+	struct req *q;
+
+	for (i = 0; i < run->nslots; i++) {
+		q = run->slots[i];
+		if (!q->busy)
+			continue;
+		if (q->in_curl)
+			curl_uv_remove(&run->cu, q->easy);
+		q->in_curl = false;
+		q->waiting = false;
+		uv_timer_stop(&q->timer);
+		run->unfinished++;
+		release(q);
+	}
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct run *run = s->data;
+
+	if (run->signal)
+		return;
+	run->signal = signum;
+	cancel_all(run);
+	maybe_end(run);
+}
+
+static void on_closed_noop(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void on_curl_closed(struct curl_uv *cu)
+{
+	(void)cu;
+}
+
+/* Ends the run once nothing is left to send or wait for. */
+static void maybe_end(struct run *run)
+{
+	size_t i;
+
+	if (run->ended || run->in_flight || !(run->sched_over || run->signal))
+		return;
+	run->ended = true;
+	if (run->cfg->progress && run->progress_drawn)
+		draw_progress(run, true);
+	for (i = 0; i < run->nslots; i++)
+		uv_close((uv_handle_t *)&run->slots[i]->timer, on_closed_noop);
+	uv_close((uv_handle_t *)&run->sched_timer, on_closed_noop);
+	if (run->tfd >= 0) {
+		uv_poll_stop(&run->sched_poll);
+		uv_close((uv_handle_t *)&run->sched_poll, on_closed_noop);
+	}
+	uv_close((uv_handle_t *)&run->tick, on_closed_noop);
+	uv_close((uv_handle_t *)&run->sigint, on_closed_noop);
+	uv_close((uv_handle_t *)&run->sigterm, on_closed_noop);
+	curl_uv_close(&run->cu, on_curl_closed);
+}
+
+/* ---- setting up and tearing down ---- */
+
+/* Builds each stream's bodies and header lists. Returns 0 or -ENOMEM. */
+static int build_templates(struct run *run)
+{
+	const struct lg_config *cfg = run->cfg;
+	const struct mix *mix = &cfg->mix;
+	struct curl_slist *h;
+	char line[512];
+	size_t i;
+	size_t j;
+	int s;
+
+	run->tpl = calloc(mix->n, sizeof(*run->tpl));
+	run->stream_names = calloc(mix->n, sizeof(*run->stream_names));
+	if (!run->tpl || !run->stream_names)
+		return -ENOMEM;
+	for (i = 0; i < mix->n; i++) {
+		const struct mix_stream *ms = &mix->streams[i];
+
+		run->stream_names[i] = ms->name;
+		for (s = 0; s < 2; s++) {
+			run->tpl[i].body[s] = make_body(ms, s);
+			if (!run->tpl[i].body[s])
+				return -ENOMEM;
+			h = curl_slist_append(NULL, "Content-Type: application/json");
+			h = h ? curl_slist_append(h, s ? "Accept: text/event-stream" :
+						  "Accept: application/json") : NULL;
+			/* No "Expect: 100-continue" round trip for large prompts. */
+			h = h ? curl_slist_append(h, "Expect:") : NULL;
+			snprintf(line, sizeof(line), "x-faultline-class: %s", ms->class_name);
+			h = h ? curl_slist_append(h, line) : NULL;
+			if (h && ms->tenant[0]) {
+				snprintf(line, sizeof(line), "x-faultline-tenant: %s", ms->tenant);
+				h = curl_slist_append(h, line);
+			}
+			if (h && ms->feature[0]) {
+				snprintf(line, sizeof(line), "x-faultline-feature: %s", ms->feature);
+				h = curl_slist_append(h, line);
+			}
+			for (j = 0; h && j < ms->nheaders; j++)
+				h = curl_slist_append(h, ms->headers[j]);
+			for (j = 0; h && j < cfg->nheaders; j++)
+				h = curl_slist_append(h, cfg->headers[j]);
+			if (!h)
+				return -ENOMEM;
+			run->tpl[i].headers[s] = h;
+		}
+	}
+	return 0;
+}
+
+static void free_run(struct run *run)
+{
+	size_t i;
+
+	for (i = 0; i < run->nslots; i++) {
+		curl_easy_cleanup(run->slots[i]->easy);
+		buf_free(&run->slots[i]->body);
+		sse_free_parser(&run->slots[i]->sse);
+		free(run->slots[i]);
+	}
+	free(run->slots);
+	free(run->idle);
+	for (i = 0; run->tpl && i < run->cfg->mix.n; i++) {
+		free(run->tpl[i].body[0]);
+		free(run->tpl[i].body[1]);
+		/* The lists were built with curl_slist_append (their first node, too). */
+		curl_slist_free_all(run->tpl[i].headers[0]);
+		curl_slist_free_all(run->tpl[i].headers[1]);
+	}
+	free(run->tpl);
+	free(run->stream_names);
+	sched_free(&run->sched);
+	recorder_free(&run->rec);
+}
+
+static int init_schedule(struct run *run)
+{
+	const struct lg_config *cfg = run->cfg;
+	const struct mix *mix = &cfg->mix;
+	double *v = calloc(mix->n, sizeof(*v));
+	enum arrival *arr = calloc(mix->n, sizeof(*arr));
+	size_t i;
+	int rc;
+
+	if (!v || !arr) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < mix->n; i++) {
+		v[i] = mix->by_rate ? mix->streams[i].rate : mix->streams[i].share;
+		arr[i] = mix->streams[i].arrival >= 0 ? (enum arrival)mix->streams[i].arrival :
+			 cfg->arrival;
+	}
+	if (mix->by_rate && cfg->concurrency == 0)
+		rc = sched_init_rates(&run->sched, v, arr, mix->n, cfg->duration_ms, cfg->seed);
+	else
+		rc = sched_init_shared(&run->sched, cfg->concurrency > 0 ? 1.0 : cfg->rate,
+				       cfg->arrival, v, mix->n, cfg->duration_ms, cfg->seed);
+	if (!rc && cfg->max_requests > 0)
+		sched_set_max(&run->sched, (uint64_t)cfg->max_requests);
+out:
+	free(v);
+	free(arr);
+	return rc;
+}
+
+int run_load(const struct lg_config *cfg)
+{
+	struct run *run = calloc(1, sizeof(*run));
+	struct run_info info;
+	char err[512];
+	int status = 0;
+	int rc;
+
+	if (!run) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		return 1;
+	}
+	run->cfg = cfg;
+	timebase_init(&run->tb, cfg->t0_unix_ms);
+	rng_seed_stream(&run->rng_stream, cfg->seed, 101);
+	rng_seed_stream(&run->rng_retry, cfg->seed, 102);
+	run->maxslots = (size_t)(cfg->concurrency > 0 ? cfg->concurrency : cfg->connections);
+	run->slots = calloc(run->maxslots, sizeof(*run->slots));
+	run->idle = calloc(run->maxslots, sizeof(*run->idle));
+	rc = run->slots && run->idle ? 0 : -ENOMEM;
+	if (!rc)
+		rc = build_templates(run);
+	if (!rc)
+		rc = init_schedule(run);
+	if (rc) {
+		fprintf(stderr, "loadgen: cannot set up the run: %s\n", strerror(-rc));
+		free_run(run);
+		free(run);
+		return 1;
+	}
+	rc = recorder_open(&run->rec, cfg->out_dir, run->stream_names, cfg->mix.n, err,
+			   sizeof(err));
+	if (rc) {
+		fprintf(stderr, "loadgen: %s\n", err);
+		free_run(run);
+		free(run);
+		return 1;
+	}
+	uv_loop_init(&run->loop);
+	curl_uv_init(&run->cu, &run->loop, on_done);
+	run->cu.data = run;
+	if (cfg->concurrency == 0)
+		curl_multi_setopt(run->cu.multi, CURLMOPT_MAXCONNECTS, (long)run->maxslots);
+	uv_timer_init(&run->loop, &run->sched_timer);
+	run->sched_timer.data = run;
+	run->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (run->tfd >= 0 && uv_poll_init(&run->loop, &run->sched_poll, run->tfd) == 0) {
+		run->sched_poll.data = run;
+		uv_poll_start(&run->sched_poll, UV_READABLE, on_sched_poll);
+	} else if (run->tfd >= 0) {
+		close(run->tfd);
+		run->tfd = -1;
+	}
+	uv_timer_init(&run->loop, &run->tick);
+	run->tick.data = run;
+	uv_timer_start(&run->tick, on_tick, 1000, 1000);
+	uv_signal_init(&run->loop, &run->sigint);
+	run->sigint.data = run;
+	uv_signal_start(&run->sigint, on_signal, SIGINT);
+	uv_signal_init(&run->loop, &run->sigterm);
+	run->sigterm.data = run;
+	uv_signal_start(&run->sigterm, on_signal, SIGTERM);
+
+	pump(run);
+	uv_run(&run->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&run->loop);
+	if (run->tfd >= 0)
+		close(run->tfd);
+
+	info = (struct run_info){
+		.t0_unix_ms = cfg->t0_unix_ms,
+		.seed = cfg->seed,
+		.closed_loop = cfg->concurrency > 0,
+		.arrival = cfg->arrival == ARRIVAL_POISSON ? "poisson" : "constant",
+		.rate_per_s = cfg->rate,
+		.concurrency = cfg->concurrency,
+		.duration_ms = cfg->duration_ms,
+		.targets = (const char *const *)cfg->targets,
+		.ntargets = cfg->ntargets,
+		.retries = cfg->retries,
+		.started_in_window = run->started_in_window,
+		.unfinished = run->unfinished,
+		.interrupted = run->signal != 0,
+		.elapsed_ms = timebase_now_ms(&run->tb),
+	};
+	if (run->write_failed) {
+		fprintf(stderr, "loadgen: %s\n", run->write_err);
+		recorder_abandon(&run->rec);
+		status = 1;
+	} else if (recorder_finish(&run->rec, &info, err, sizeof(err))) {
+		fprintf(stderr, "loadgen: %s\n", err);
+		status = 1;
+	} else if (run->signal) {
+		fprintf(stderr, "loadgen: stopped by %s; %llu requests in flight not recorded\n",
+			strsignal(run->signal), (unsigned long long)run->unfinished);
+		status = 128 + run->signal;
+	}
+	free_run(run);
+	free(run);
+	return status;
+}
