@@ -34,7 +34,9 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
 -include $(O)/deps.mk
 endif
 
-COMMON_SRC := $(sort $(wildcard common/*.c))
+# curl_uv needs libcurl: only the programs that make HTTP requests link it.
+CURL_UV_SRC := common/curl_uv.c
+COMMON_SRC := $(filter-out $(CURL_UV_SRC),$(sort $(wildcard common/*.c)))
 MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)))
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
@@ -66,11 +68,11 @@ $(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPRO
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
 
-$(O)/$(1)/bin/loadgen: $$(patsubst %.c,$(O)/$(1)/%.o,loadgen/main.c $$(LOADGEN_LIB_SRC) $$(COMMON_SRC))
+$(O)/$(1)/bin/loadgen: $$(patsubst %.c,$(O)/$(1)/%.o,loadgen/main.c $$(LOADGEN_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-$(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC))
+$(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
@@ -78,7 +80,7 @@ $(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 
-$(O)/$(1)/test-integration: $$(patsubst %.c,$(O)/$(1)/%.o,$$(INTEG_SRC) $$(COMMON_SRC))
+$(O)/$(1)/test-integration: $$(patsubst %.c,$(O)/$(1)/%.o,$$(INTEG_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 endef
