@@ -77,7 +77,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
 	int running;
 
 	if (status < 0) {
-		flags = CURL_CSELECT_ERR;
+		/* Let curl read what arrived before the error, then meet it. */
+		flags = CURL_CSELECT_ERR | CURL_CSELECT_IN | CURL_CSELECT_OUT;
 	} else {
 		if (events & UV_READABLE)
 			flags |= CURL_CSELECT_IN;

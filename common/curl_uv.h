@@ -64,7 +64,10 @@ int curl_uv_add(struct curl_uv *cu, CURL *easy);
  * cancelled hedge): its connection is closed or returned to the pool, and
  * on_done is not called for it. Must not be called from inside one of the
  * easy handle's own libcurl callbacks (write, header…); from a libuv
- * callback or on_done it is safe. Returns 0 or -EINVAL.
+ * callback or on_done it is safe. easy must be in flight (added and not
+ * yet back): libcurl 7.88 cannot tell a handle that already came back, so
+ * removing one twice is the caller's bug, not caught here. Returns 0, or
+ * -EINVAL when libcurl refuses.
  */
 int curl_uv_remove(struct curl_uv *cu, CURL *easy);
 
