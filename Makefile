@@ -39,7 +39,7 @@ CURL_UV_SRC := common/curl_uv.c
 COMMON_SRC := $(filter-out $(CURL_UV_SRC),$(sort $(wildcard common/*.c)))
 MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)))
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
-UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
@@ -76,7 +76,7 @@ $(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMO
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(LOADGEN_LIB_SRC) $$(COMMON_SRC))
+$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(LOADGEN_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 
@@ -98,15 +98,22 @@ test: all $(O)/rel/test-unit $(O)/rel/test-integration
 
 asan-build: $(addprefix $(O)/asan/bin/,$(PROGRAMS)) $(O)/asan/test-unit $(O)/asan/test-integration
 
-# Criterion's own runner leaks a little under --jobs; tests/lsan.supp names
-# only libcriterion.so, so a leak in our code still fails the run.
-ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+# The runner leaks a little inside libcriterion, so it runs with
+# detect_leaks=0; the test processes (and the programs they start) get
+# FAULTLINE_WORKER_ASAN_OPTIONS from tests/support/sanitizer_workers.c,
+# with every report written under $(ASAN_LOGS); any report fails the run.
+ASAN_LOGS := $(O)/asan-logs
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	FAULTLINE_WORKER_ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$(abspath $(ASAN_LOGS))/asan \
 	UBSAN_OPTIONS=print_stacktrace=1
 
 asan: asan-build
-	$(ASAN_ENV) $(O)/asan/test-unit $(CRITERION_FLAGS)
-	$(ASAN_ENV) FAULTLINE_BIN=$(O)/asan/bin $(O)/asan/test-integration $(CRITERION_FLAGS)
+	rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
+	$(ASAN_ENV) $(O)/asan/test-unit $(CRITERION_FLAGS) || { cat $(ASAN_LOGS)/* 2>/dev/null; exit 1; }
+	$(ASAN_ENV) FAULTLINE_BIN=$(O)/asan/bin $(O)/asan/test-integration $(CRITERION_FLAGS) || \
+		{ cat $(ASAN_LOGS)/* 2>/dev/null; exit 1; }
+	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then \
+		cat $(ASAN_LOGS)/*; echo "make asan: sanitizer reports above" >&2; exit 1; fi
 
 bench-mockprov: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/mockprov.sh
