@@ -102,6 +102,7 @@ struct run {
 	uv_timer_t sched_timer;		/* wakes the schedule (no timerfd) */
 	uv_poll_t sched_poll;		/* wakes the schedule on timerfd */
 	int tfd;			/* timerfd, or -1 */
+	uint64_t armed_ns;		/* when the timerfd is set to fire; 0: not set */
 	uv_timer_t tick;		/* flush and progress, once a second */
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
@@ -679,9 +680,9 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 	snprintf(q->id, sizeof(q->id), "%s%llu", cfg->id_prefix, (unsigned long long)n);
 	snprintf(q->id_header, sizeof(q->id_header), "x-request-id: %s", q->id);
 	run->sent++;
-	attempt_start(q);
-	if (rel_ms(run, q->start_ns) < cfg->duration_ms)
+	if (timebase_now_ms(&run->tb) < cfg->duration_ms)
 		run->started_in_window++;
+	attempt_start(q);
 }
 
 /* ---- the schedule ---- */
@@ -702,6 +703,7 @@ static void on_sched_poll(uv_poll_t *p, int status, int events)
 	(void)events;
 	if (read(run->tfd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		return;
+	run->armed_ns = 0;
 	pump(run);
 }
 
@@ -718,6 +720,9 @@ static void arm_sched(struct run *run, uint64_t at_ns)
 	if (run->tfd >= 0) {
 		if (at_ns <= now)
 			at_ns = now + 1;
+		if (at_ns == run->armed_ns)
+			return;
+		run->armed_ns = at_ns;
 		its.it_value.tv_sec = (time_t)(at_ns / 1000000000u);
 		its.it_value.tv_nsec = (long)(at_ns % 1000000000u);
 		if (timerfd_settime(run->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
