@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# bench/loadgen.sh — `make bench-loadgen`: how fast loadgen sends, next to
+# wrk measured in the same run against the same server, and how closely it
+# keeps an open-loop schedule.
+#
+#  1. Closed loop: loadgen (--concurrency CONNS, recording on) and wrk (-c
+#     CONNS, POSTing the body loadgen sends through bench/chat_post.lua;
+#     loadgen's request also carries Accept, x-faultline-class and
+#     x-request-id headers) against nginx (one worker, bench/nginx.conf.in)
+#     answering every request with one static 347-byte chat completion
+#     (with a usage object). wrk runs with WRK_THREADS threads for the
+#     ratio — loadgen has one thread, so the default is 1 — and with
+#     WRK_THREADS_CONTEXT for context.
+#     Target: loadgen >= 0.5 x wrk -t WRK_THREADS. loadgen's rate counts
+#     what wrk's counts: requests whose answer was complete within the
+#     window (end_ms <= the --duration, from requests.csv), divided by the
+#     --duration; wrk's is the responses it read divided by its run time.
+#  2. Open loop: loadgen --rate OPEN_RATE --duration OPEN_SECS against the
+#     same nginx: the achieved rate (target: within 1 % of OPEN_RATE), the
+#     send lag (actual − intended send time) p50/p99/max, the errors, and
+#     the rows of requests.csv as a cross-check of summary.json.
+#
+# Everything runs on 127.0.0.1 on a port free at run time, from a temp dir
+# that is removed at the end, with every process stopped (on Ctrl-C too).
+# It reports and does not gate: it exits 0 when a target is missed,
+# non-zero only when something could not run. Programs come from
+# $FAULTLINE_BIN (default bin). Knobs (environment): CONNS (64: loadgen's
+# --concurrency and wrk's -c), CLOSED_SECS (10 per client, split into ROUNDS
+# (2) rounds, the clients' order reversed every other round), WARMUP_SECS
+# (2, each client first), WRK_THREADS (1), WRK_THREADS_CONTEXT (2; 0 leaves
+# it out), OPEN_RATE (5000 requests/s), OPEN_SECS (10).
+set -eu -o pipefail
+export LC_ALL=C
+
+here=$(cd "$(dirname "$0")" && pwd)
+BIN=${FAULTLINE_BIN:-bin}
+CONNS=${CONNS:-64}
+CLOSED_SECS=${CLOSED_SECS:-10}
+ROUNDS=${ROUNDS:-2}
+WARMUP_SECS=${WARMUP_SECS:-2}
+WRK_THREADS=${WRK_THREADS:-1}
+WRK_THREADS_CONTEXT=${WRK_THREADS_CONTEXT:-2}
+OPEN_RATE=${OPEN_RATE:-5000}
+OPEN_SECS=${OPEN_SECS:-10}
+RATIO_TARGET=0.5
+RATE_TOLERANCE=0.01
+CHAT_PATH=/v1/chat/completions
+# What loadgen sends by default (--model chat, 16 prompt words, max_tokens 16):
+# wrk sends the same body.
+REQUEST='{"model":"chat","messages":[{"role":"user","content":"the quick brown fox jumps over a lazy dog while seven clocks measure every outage slowly"}],"max_tokens":16}'
+BODY='{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"chat","choices":[{"index":0,"message":{"role":"assistant","content":"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore."},"finish_reason":"stop"}],"usage":{"prompt_tokens":16,"completion_tokens":16,"total_tokens":32}}'
+
+BENCH_NAME=bench-loadgen
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$here/lib.sh"
+
+# POSTs the request to $1 and checks that the answer is the body, as JSON.
+check_server() {
+	capture_body "$1" "$tmp/answer.json"
+	cmp -s "$tmp/answer.json" "$tmp/body.json" || die "$1 does not answer the body"
+}
+
+# Rows of DIR/requests.csv ($1) whose answer ended by $2 ms after t0.
+ended_by() {
+	awk -F, -v lim="$2" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == "end_ms") c = i; next }
+		c && $c != "" && $c + 0 <= lim { n++ }
+		END { if (!c) exit 1; print n + 0 }' "$1"
+}
+
+# Runs loadgen against nginx with the options in $5..., for at most $4 s,
+# measured into file $2 (see measured), its records into directory $3;
+# dies when it fails (naming it as $1) or writes no summary.json.
+run_loadgen() {
+	local what=$1 out=$2 dir=$3 limit=$4
+	shift 4
+	: >"$out"
+	measured "$NG_PID" "$out" timeout "$limit" "$BIN/loadgen" --target "http://$NG_ADDR/v1" \
+		"$@" --no-progress --out "$dir" ||
+		die "$what failed (exit $?): $(cat "$out.err")"
+	[ -f "$dir/summary.json" ] || die "loadgen wrote no summary.json: $(cat "$out.err")"
+}
+
+# One closed-loop run of loadgen for $2 s; its figures as flbench_ lines
+# into file $1 (the same keys chat_post.lua gives for wrk).
+loadgen_round() {
+	local out=$1 secs=$2 dir=$1.d s=$1.d/summary.json
+	run_loadgen loadgen "$out" "$dir" $((secs + 30)) --concurrency "$CONNS" --duration "${secs}s"
+	{
+		echo "flbench_requests $(ended_by "$dir/requests.csv" "$((secs * 1000))")"
+		echo "flbench_duration_s $secs"
+		jq -r '"flbench_all_requests \(.requests)",
+			"flbench_elapsed_s \(.elapsed_s)",
+			"flbench_p50_ms \(.latency_ms.uncorrected.p50)",
+			"flbench_p99_ms \(.latency_ms.uncorrected.p99)",
+			"flbench_max_ms \(.latency_ms.uncorrected.max)",
+			"flbench_errors \(.errors)"' "$s"
+	} >>"$out"
+	[ "$(get "$out" requests)" -gt 0 ] || die "loadgen completed no request: $(cat "$s")"
+	rm -rf "$dir"
+}
+
+# One run of wrk with $2 threads for $3 s; its flbench_ lines into file $1.
+wrk_round() {
+	local out=$1 threads=$2 secs=$3
+	: >"$out"
+	measured "$NG_PID" "$out" timeout $((secs + 30)) wrk -t"$threads" -c"$CONNS" -d"${secs}s" \
+		-s "$here/chat_post.lua" "http://$NG_ADDR$CHAT_PATH" ||
+		die "wrk failed: $(cat "$out" "$out.err")"
+	[ "$(get "$out" requests)" -gt 0 ] || die "wrk made no request: $(cat "$out")"
+	echo "flbench_errors $(($(get "$out" errors_connect) + $(get "$out" errors_read) + \
+		$(get "$out" errors_write) + $(get "$out" errors_status) + \
+		$(get "$out" errors_timeout)))" >>"$out"
+}
+
+# Runs client $1 (loadgen, or wrk-N for wrk -tN) for $3 s into file $2.
+client_round() {
+	case $1 in
+	loadgen) loadgen_round "$2" "$3" ;;
+	wrk-*) wrk_round "$2" "${1#wrk-}" "$3" ;;
+	esac
+}
+
+# One row of a table: a label, three figures and a note.
+line() {
+	printf '   %-30s %12s %12s %12s   %s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}"
+}
+
+# One row of the summary: a label, two figures, a target and a verdict.
+row() {
+	printf '   %-34s %22s %12s %14s   %s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}"
+}
+
+# "PASS" when awk expression $1 holds, else "MISS".
+verdict() {
+	awk "BEGIN { exit !($1) }" && echo PASS || echo MISS
+}
+
+closed_bench() {
+	local clients="loadgen wrk-$WRK_THREADS" order who round key ratio
+	local round_secs=$((CLOSED_SECS / ROUNDS)) l w c=""
+	[ "$round_secs" -ge 1 ] || die "CLOSED_SECS ($CLOSED_SECS) must be at least ROUNDS ($ROUNDS)"
+	if [ "$WRK_THREADS_CONTEXT" != 0 ] && [ "$WRK_THREADS_CONTEXT" != "$WRK_THREADS" ]; then
+		clients="$clients wrk-$WRK_THREADS_CONTEXT"
+		c=$tmp/closed-wrk-$WRK_THREADS_CONTEXT
+	fi
+	for who in $clients; do
+		client_round "$who" "$tmp/closed-$who.warmup" "$WARMUP_SECS"
+	done
+	# Forwards, then backwards (ABC CBA …), so that load from elsewhere
+	# falls on every client alike.
+	for round in $(seq "$ROUNDS"); do
+		if [ $((round % 2)) = 1 ]; then
+			order=$clients
+		else
+			order=$(echo "$clients" | tr ' ' '\n' | tac | tr '\n' ' ')
+		fi
+		for who in $order; do
+			client_round "$who" "$tmp/closed-$who.$round" "$round_secs"
+		done
+	done
+	for who in $clients; do
+		combine "$tmp/closed-$who" "$tmp/closed-$who".[0-9]*
+	done
+	l=$tmp/closed-loadgen
+	w=$tmp/closed-wrk-$WRK_THREADS
+	ratio=$(awk -v a="$(get "$l" rps)" -v b="$(get "$w" rps)" 'BEGIN { printf "%.2f", a / b }')
+	CLOSED_RATIO=$ratio
+	CLOSED_L=$(get "$l" rps)
+	CLOSED_W=$(get "$w" rps)
+	CLOSED_C=$([ -n "$c" ] && get "$c" rps || echo "")
+
+	echo
+	echo "1. Closed loop: $CONNS connections, POST $CHAT_PATH (the same $(printf %s "$REQUEST" |
+		wc -c)-byte body), nginx answering"
+	echo "   a static $(wc -c <"$tmp/body.json")-byte chat completion; ${WARMUP_SECS} s" \
+		"warm-up each, then $ROUNDS rounds of ${round_secs} s each,"
+	echo "   the order reversed every other round (p50/p99: mean of the rounds)"
+	line "" "loadgen" "wrk -t$WRK_THREADS" "${c:+wrk -t$WRK_THREADS_CONTEXT}"
+	for key in rps requests p50_ms p99_ms max_ms errors cpu_client_pct client_us_per_req \
+		cpu_server_pct cpu_other_pct; do
+		line "$(label "$key" nginx client)" "$(get "$l" "$key")" "$(get "$w" "$key")" \
+			"${c:+$(get "$c" "$key")}"
+	done
+	line "ratio loadgen / wrk -t$WRK_THREADS" "$ratio" "" "" \
+		">= $RATIO_TARGET: $(verdict "$ratio >= $RATIO_TARGET")"
+	echo "   requests/s: loadgen's are the rows of requests.csv with end_ms <= the --duration"
+	echo "   (answered within the window from its t0) / the --duration, as wrk's are the"
+	echo "   responses it read / its run time; every row / summary.json's elapsed_s (t0 to"
+	echo "   the last answer) gives $(get "$l" rps_elapsed). Latency: loadgen's"
+	echo "   latency_ms.uncorrected (end − start), wrk's own."
+	busy_warning "$(get "$l" cpu_other_pct)" "$(get "$w" cpu_other_pct)" \
+		"$([ -n "$c" ] && get "$c" cpu_other_pct)"
+}
+
+open_bench() {
+	local out=$tmp/open dir=$tmp/open.d s rows started hz other achieved dev
+	run_loadgen "loadgen (open loop)" "$out" "$dir" $((OPEN_SECS + 60)) \
+		--rate "$OPEN_RATE" --duration "${OPEN_SECS}s"
+	s=$dir/summary.json
+	rows=$(($(wc -l <"$dir/requests.csv") - 1))
+	started=$(awk -F, -v lim="$((OPEN_SECS * 1000))" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == "start_ms") c = i; next }
+		$c + 0 < lim { n++ } END { print n + 0 }' "$dir/requests.csv")
+	hz=$(getconf CLK_TCK)
+	other=$(awk -v hz="$hz" -v ncpu="$(nproc)" -v s="$(get "$out" server_ticks)" \
+		-v c="$(get "$out" client_cpu_s)" -v b="$(get "$out" busy_ticks)" \
+		-v t="$(get "$out" total_ticks)" 'BEGIN {
+			wall = t / ncpu / hz
+			o = (b / hz - s / hz - c) / wall * 100
+			printf "%.0f", o < 0 ? 0 : o }')
+	achieved=$(jq -r .achieved_rate_per_s "$s")
+	dev=$(awk -v a="$achieved" -v r="$OPEN_RATE" 'BEGIN { printf "%+.2f", (a - r) / r * 100 }')
+	OPEN_ACHIEVED=$achieved
+	OPEN_VERDICT=$(verdict "$achieved >= $OPEN_RATE * (1 - $RATE_TOLERANCE) && \
+		$achieved <= $OPEN_RATE * (1 + $RATE_TOLERANCE)")
+	OPEN_LAG=$(jq -r '"\(.send_lag_ms.p50) / \(.send_lag_ms.p99) / \(.send_lag_ms.max)"' "$s")
+	OPEN_ERRORS=$(jq -r .errors "$s")
+
+	echo
+	echo "2. Open loop: loadgen --rate $OPEN_RATE --duration ${OPEN_SECS}s (constant" \
+		"arrivals), the same nginx"
+	line "" "measured" "target"
+	line "achieved rate (req/s)" "$achieved" "$OPEN_RATE" "" \
+		"${dev}%, within 1%: $OPEN_VERDICT (summary.json: sent in the window / duration)"
+	line "sent within the window" "$started" "$((OPEN_RATE * OPEN_SECS))" "" \
+		"requests.csv rows with start_ms < $((OPEN_SECS * 1000))"
+	line "requests recorded" "$(jq -r .requests "$s")" "" "" \
+		"summary.json ($(jq -r .unfinished "$s") unfinished)"
+	line "rows in requests.csv" "$rows" "" "" \
+		"$([ "$rows" = "$(jq -r .requests "$s")" ] && echo "= summary.json" ||
+			echo "DIFFERS from summary.json")"
+	line "errors" "$OPEN_ERRORS" "0" "" "$(jq -r '.outcomes | to_entries |
+		map(select(.value > 0) | "\(.key) \(.value)") | join(", ")' "$s")"
+	line "send lag p50 (ms)" "$(jq -r .send_lag_ms.p50 "$s")" "" "" "actual − intended send"
+	line "send lag p99 (ms)" "$(jq -r .send_lag_ms.p99 "$s")"
+	line "send lag p99.9 (ms)" "$(jq -r '.send_lag_ms["p99.9"]' "$s")"
+	line "send lag max (ms)" "$(jq -r .send_lag_ms.max "$s")"
+	line "latency p50 (ms)" "$(jq -r .latency_ms.corrected.p50 "$s")" "" "" \
+		"corrected: end − intended send"
+	line "latency p99 (ms)" "$(jq -r .latency_ms.corrected.p99 "$s")"
+	line "loadgen CPU (% of a core)" "$(awk -v c="$(get "$out" client_cpu_s)" \
+		-v e="$(jq -r .elapsed_s "$s")" 'BEGIN { printf "%.0f", c / e * 100 }')" "" "" \
+		"$(awk -v c="$(get "$out" client_cpu_s)" -v n="$(jq -r .requests "$s")" \
+			'BEGIN { printf "%.1f us per request", c * 1e6 / n }')"
+	line "nginx CPU (% of a core)" "$(awk -v t="$(get "$out" server_ticks)" -v hz="$hz" \
+		-v e="$(jq -r .elapsed_s "$s")" 'BEGIN { printf "%.0f", t / hz / e * 100 }')"
+	line "others' CPU (% of a core)" "$other"
+	busy_warning "$other"
+}
+
+main() {
+	[ -x "$BIN/loadgen" ] || die "$BIN/loadgen is missing (make, or set FAULTLINE_BIN)"
+	bench_start wrk nginx curl jq
+	printf '%s' "$BODY" >"$tmp/body.json"
+	echo "   nginx, loadgen and wrk share these cores; \"others' CPU\" is the" \
+		"process time (user + system) the rest of the machine used meanwhile"
+	start_nginx "$tmp/nginx" "$tmp/body.json"
+	check_server "http://$NG_ADDR$CHAT_PATH"
+	export FL_BENCH_REQUEST=$REQUEST
+	closed_bench
+	open_bench
+	stop_pid "$NG_PID"
+
+	echo
+	echo "summary"
+	row "closed loop, $CONNS connections" "requests/s" "x wrk -t$WRK_THREADS" "target"
+	row "loadgen (1 thread, recording)" "$CLOSED_L" "$CLOSED_RATIO" ">= $RATIO_TARGET" \
+		"$(verdict "$CLOSED_RATIO >= $RATIO_TARGET")"
+	row "wrk -t$WRK_THREADS" "$CLOSED_W" "1.00"
+	if [ -n "$CLOSED_C" ]; then
+		row "wrk -t$WRK_THREADS_CONTEXT (context)" "$CLOSED_C" \
+			"$(awk -v a="$CLOSED_C" -v b="$CLOSED_W" 'BEGIN { printf "%.2f", a / b }')"
+	fi
+	row "open loop, $OPEN_RATE/s for ${OPEN_SECS} s" "measured" "" "target"
+	row "achieved rate (req/s)" "$OPEN_ACHIEVED" "" "$OPEN_RATE ± 1%" "$OPEN_VERDICT"
+	row "send lag p50/p99/max (ms)" "$OPEN_LAG" "" "(reported)"
+	row "errors" "$OPEN_ERRORS" "" "0" "$(verdict "$OPEN_ERRORS == 0")"
+}
+
+main "$@"
