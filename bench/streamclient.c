@@ -104,7 +104,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	o->bound_ms = 60000;
 	o->engine = &engine_raw;
 	o->body = default_body;
-	while ((c = opt_next("streamclient", argc, argv, opts, &val)) != -1) {
+	while ((c = opt_next("streamclient", argc, argv, NULL, opts, &val)) != -1) {
 		switch (c) {
 		case 'u':
 			o->url = val;

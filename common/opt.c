@@ -224,14 +224,16 @@ int opt_raise_fd_limit(long long need)
 	return (long long)rl.rlim_cur < need ? -EMFILE : 0;
 }
 
-int opt_next(const char *prog, int argc, char **argv, const struct option *longopts,
-	     const char **arg)
+int opt_next(const char *prog, int argc, char **argv, const char *shorts,
+	     const struct option *longopts, const char **arg)
 {
+	char optstring[64];
 	int c;
 
 	opterr = 0;	/* our one-line errors, not getopt's */
 	/* A leading ':' makes a missing value ':' rather than '?'. */
-	c = getopt_long(argc, argv, ":", longopts, NULL);
+	snprintf(optstring, sizeof(optstring), ":%s", shorts ? shorts : "");
+	c = getopt_long(argc, argv, optstring, longopts, NULL);
 	*arg = optarg;
 	if (c == ':')
 		opt_usage_error(prog, "%s: needs a value", argv[optind - 1]);

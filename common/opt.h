@@ -48,10 +48,11 @@ bool opt_addr_is_loopback(const struct sockaddr *sa);
  * errors every program reports alike: an unknown option, a missing value or
  * a stray argument ends the program with status 2 (opt_usage_error). Returns
  * the option's val with its value in *arg (NULL when it takes none), or -1
- * when the command line is done.
+ * when the command line is done. shorts (may be NULL) are the short options
+ * in getopt's form ("H:"), each returning its letter.
  */
-int opt_next(const char *prog, int argc, char **argv, const struct option *longopts,
-	     const char **arg);
+int opt_next(const char *prog, int argc, char **argv, const char *shorts,
+	     const struct option *longopts, const char **arg);
 
 /*
  * Reports a bad command line the way every program does — "PROG: message"

@@ -111,7 +111,7 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 
 	mp->env.log_dir = ".";
 	mp->env.seed = 1;
-	while ((c = opt_next("mockprov", argc, argv, opts, &val)) != -1) {
+	while ((c = opt_next("mockprov", argc, argv, NULL, opts, &val)) != -1) {
 		switch (c) {
 		case 'c':
 			*config = val;

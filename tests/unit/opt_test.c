@@ -226,13 +226,49 @@ Test(opt, next_walks_long_options, .timeout = 10)
 	const char *val;
 
 	optind = 0;	/* GNU: start afresh */
-	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), 'v');
+	cr_assert_eq(opt_next("prog", 5, argv, NULL, next_opts, &val), 'v');
 	cr_assert_null(val);
-	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), 'c');
+	cr_assert_eq(opt_next("prog", 5, argv, NULL, next_opts, &val), 'c');
 	cr_assert_str_eq(val, "a.json");
-	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), 'c');
+	cr_assert_eq(opt_next("prog", 5, argv, NULL, next_opts, &val), 'c');
 	cr_assert_str_eq(val, "b.json");
-	cr_assert_eq(opt_next("prog", 5, argv, next_opts, &val), -1);
+	cr_assert_eq(opt_next("prog", 5, argv, NULL, next_opts, &val), -1);
+}
+
+Test(opt, next_takes_short_options_given, .timeout = 10)
+{
+	static const struct option opts[] = {
+		{ "header", required_argument, NULL, 'H' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *argv[] = { "prog", "-H", "a: b", "-Hc: d", "--header", "e: f", NULL };
+	const char *val;
+
+	optind = 0;
+	cr_assert_eq(opt_next("prog", 6, argv, "H:", opts, &val), 'H');
+	cr_assert_str_eq(val, "a: b");
+	cr_assert_eq(opt_next("prog", 6, argv, "H:", opts, &val), 'H');
+	cr_assert_str_eq(val, "c: d");
+	cr_assert_eq(opt_next("prog", 6, argv, "H:", opts, &val), 'H');
+	cr_assert_str_eq(val, "e: f");
+	cr_assert_eq(opt_next("prog", 6, argv, "H:", opts, &val), -1);
+}
+
+/* A short form not given in shorts is unknown, though its long option exists. */
+Test(opt, next_short_not_given_is_unknown, .timeout = 10, .exit_code = 2,
+     .init = cr_redirect_stderr)
+{
+	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *argv[] = { "prog", "-v", NULL };
+	const char *val;
+
+	optind = 0;
+	while (opt_next("prog", 2, argv, NULL, opts, &val) != -1)
+		;
 }
 
 /* Each bad command line ends the program with status 2 (and a message). */
@@ -241,7 +277,7 @@ static void next_all(int argc, char **argv)
 	const char *val;
 
 	optind = 0;
-	while (opt_next("prog", argc, argv, next_opts, &val) != -1)
+	while (opt_next("prog", argc, argv, NULL, next_opts, &val) != -1)
 		;
 }
 
