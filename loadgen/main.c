@@ -27,7 +27,7 @@ static const char usage_text[] =
 	"               [--retries N] [--retry-backoff D] [--retry-backoff-max D]\n"
 	"               [--connections N] [--requests N] [-H 'Name: value'…]\n"
 	"               [--id-prefix P] [--t0 MS] [--seed N] [--progress|--no-progress]\n"
-	"               [--allow-remote] --out DIR\n"
+	"               [--allow-remote] [--log-level L] --out DIR\n"
 	"\n"
 	"Sends chat completion requests to the targets (in turn) and records each\n"
 	"one in DIR/requests.csv and DIR/requests.jsonl, with DIR/summary.json.\n"
@@ -58,6 +58,8 @@ static const char usage_text[] =
 	"  --progress            live line on stderr (default: when a terminal)\n"
 	"  --no-progress         no live line\n"
 	"  --allow-remote        allow targets outside 127.0.0.0/8, ::1, localhost\n"
+	"  --log-level L         debug (each request's state changes), info, warn,\n"
+	"                        error or off (default: info)\n"
 	"  --out DIR             results directory (created)\n"
 	"  --help                this text\n"
 	"\n"
@@ -187,7 +189,7 @@ enum {
 	O_TARGET = 256, O_DURATION, O_RATE, O_ARRIVAL, O_CONCURRENCY, O_MIX, O_STREAM,
 	O_MODEL, O_PROMPT, O_MAXTOK, O_TIMEOUT, O_STALL, O_MAXTIME, O_RETRIES, O_BACKOFF,
 	O_BACKOFF_MAX, O_CONNECTIONS, O_REQUESTS, O_IDPREFIX, O_T0, O_SEED, O_PROGRESS,
-	O_NO_PROGRESS, O_REMOTE, O_OUT, O_HELP,
+	O_NO_PROGRESS, O_REMOTE, O_LOGLEVEL, O_OUT, O_HELP,
 };
 
 struct cli {
@@ -232,6 +234,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
 		{ "allow-remote", no_argument, NULL, O_REMOTE },
+		{ "log-level", required_argument, NULL, O_LOGLEVEL },
 		{ "out", required_argument, NULL, O_OUT },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -241,7 +244,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 	const char *val;
 	int c;
 
-	while ((c = opt_next(PROG, argc, argv, opts, &val)) != -1) {
+	while ((c = opt_next(PROG, argc, argv, "H:", opts, &val)) != -1) {
 		switch (c) {
 		case O_TARGET:
 			if (cli->ntargets == sizeof(cli->targets) / sizeof(cli->targets[0]))
@@ -345,6 +348,15 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 		case O_REMOTE:
 			cli->allow_remote = true;
 			break;
+		case O_LOGLEVEL: {
+			enum log_level level;
+
+			if (log_parse_level(val, &level))
+				opt_usage_error(PROG, "--log-level: expected debug, info, warn, error or "
+						"off, got \"%s\"", val);
+			log_set_level(level);
+			break;
+		}
 		case O_OUT:
 			if (!val[0])
 				opt_usage_error(PROG, "--out: expected a directory");
@@ -405,11 +417,13 @@ int main(int argc, char **argv)
 		rc = mix_load(&cfg.mix, cli.mix_file, &cli.d, err);
 		if (rc) {
 			fprintf(stderr, "loadgen: %s\n", err);
-			return 2;
+			rc = 2;
+			goto out_free;
 		}
 	} else if (mix_default(&cfg.mix, &cli.d)) {
 		fprintf(stderr, "loadgen: out of memory\n");
-		return 1;
+		rc = 1;
+		goto out_free;
 	}
 	if (cfg.concurrency == 0) {
 		if (cfg.mix.by_rate && cli.have_rate)
@@ -441,6 +455,7 @@ int main(int argc, char **argv)
 
 	rc = run_load(&cfg);
 
+out_free:
 	mix_free(&cfg.mix);
 	for (i = 0; i < cfg.ntargets; i++)
 		curl_free(cfg.targets[i]);

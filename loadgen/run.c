@@ -25,6 +25,7 @@
 #include "curl_uv.h"
 #include "hist.h"
 #include "json.h"
+#include "log.h"
 #include "outcome.h"
 #include "record.h"
 #include "rng.h"
@@ -36,14 +37,22 @@
 
 struct run;
 
+/* Where a slot's request is; every change goes through set_state. */
+enum req_state {
+	REQ_FREE,		/* no request */
+	REQ_SENDING,		/* an attempt is with libcurl */
+	REQ_BACKOFF,		/* waiting to retry */
+	REQ_DONE,		/* finished, being recorded */
+};
+
+static const char *const state_names[] = { "free", "sending", "backoff", "done" };
+
 /* A request in progress (one per slot; reused). */
 struct req {
 	uv_timer_t timer;		/* watchdog, or the wait before a retry */
 	CURL *easy;
 	struct run *run;
-	bool busy;			/* holds a request */
-	bool in_curl;			/* an attempt is with libcurl */
-	bool waiting;			/* between attempts */
+	enum req_state state;
 
 	/* The request. */
 	char id[64];
@@ -56,6 +65,7 @@ struct req {
 
 	/* The current attempt. */
 	uint64_t attempt_ns;
+	uint64_t retry_ns;		/* in backoff: when the retry is due */
 	uint64_t first_token_ns;	/* 0: none yet */
 	uint64_t last_byte_ns;
 	uint64_t last_event_ns;
@@ -137,6 +147,13 @@ static void watch_silence(struct req *q);
 static double rel_ms(const struct run *run, uint64_t ns)
 {
 	return timebase_rel_ms(&run->tb, ns);
+}
+
+static void set_state(struct req *q, enum req_state to)
+{
+	if (log_enabled(LOG_DEBUG))
+		log_debug("request %s: %s -> %s", q->id, state_names[q->state], state_names[to]);
+	q->state = to;
 }
 
 /* ---- response headers and body ---- */
@@ -345,6 +362,7 @@ static void on_watchdog(uv_timer_t *t)
 	struct req *q = t->data;
 	const struct lg_config *cfg = q->run->cfg;
 	uint64_t now = clock_mono_ns();
+	double elapsed;
 	double silent;
 
 	if (q->streaming && q->first_token_ns) {
@@ -357,6 +375,13 @@ static void on_watchdog(uv_timer_t *t)
 		}
 		q->cut = CUT_STALL;
 	} else {
+		/* libuv counts whole milliseconds of a cached clock: never cut early. */
+		elapsed = (double)(now - q->attempt_ns) / 1e6;
+		if (elapsed < cfg->timeout_ms) {
+			uv_timer_start(&q->timer, on_watchdog,
+				       (uint64_t)ceil(cfg->timeout_ms - elapsed), 0);
+			return;
+		}
 		q->cut = CUT_TIMEOUT;
 	}
 	curl_uv_remove(&q->run->cu, q->easy);
@@ -372,8 +397,13 @@ static void watch_silence(struct req *q)
 static void on_retry_due(uv_timer_t *t)
 {
 	struct req *q = t->data;
+	uint64_t now = clock_mono_ns();
 
-	q->waiting = false;
+	if (now < q->retry_ns) {
+		/* As for the watchdog: libuv's timer may fire a little early. */
+		uv_timer_start(&q->timer, on_retry_due, (q->retry_ns - now + 999999) / 1000000, 0);
+		return;
+	}
 	attempt_start(q);
 }
 
@@ -454,7 +484,7 @@ static void attempt_start(struct req *q)
 		attempt_end(q, CURLE_FAILED_INIT);
 		return;
 	}
-	q->in_curl = true;
+	set_state(q, REQ_SENDING);
 	uv_timer_start(&q->timer, on_watchdog, (uint64_t)ceil(cfg->timeout_ms), 0);
 }
 
@@ -566,7 +596,7 @@ static void attempt_end(struct req *q, CURLcode code)
 	enum outcome o;
 	double delay;
 
-	q->in_curl = false;
+	set_state(q, REQ_DONE);
 	uv_timer_stop(&q->timer);
 	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &q->status);
 	if (q->streaming && q->status >= 200 && q->status <= 299 && code == CURLE_OK &&
@@ -593,7 +623,8 @@ static void attempt_end(struct req *q, CURLcode code)
 		delay = backoff_delay_after_ms(&cfg->backoff, (unsigned)q->retries,
 					       q->retry_after_ms, &run->rng_retry);
 		q->retries++;
-		q->waiting = true;
+		set_state(q, REQ_BACKOFF);
+		q->retry_ns = end_ns + (uint64_t)(delay * 1e6);
 		uv_timer_start(&q->timer, on_retry_due, (uint64_t)ceil(delay), 0);
 		return;
 	}
@@ -657,7 +688,7 @@ static void release(struct req *q)
 {
 	struct run *run = q->run;
 
-	q->busy = false;
+	set_state(q, REQ_FREE);
 	run->in_flight--;
 	run->idle[run->nidle++] = q;
 }
@@ -669,7 +700,6 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 	const struct mix_stream *ms = &cfg->mix.streams[stream];
 	uint64_t n = ++run->next_n;
 
-	q->busy = true;
 	run->in_flight++;
 	q->stream = stream;
 	q->streaming = ms->stream_p >= 1.0 ||
@@ -828,12 +858,10 @@ static void cancel_all(struct run *run)
 
 	for (i = 0; i < run->nslots; i++) {
 		q = run->slots[i];
-		if (!q->busy)
+		if (q->state == REQ_FREE)
 			continue;
-		if (q->in_curl)
+		if (q->state == REQ_SENDING)
 			curl_uv_remove(&run->cu, q->easy);
-		q->in_curl = false;
-		q->waiting = false;
 		uv_timer_stop(&q->timer);
 		run->unfinished++;
 		release(q);
