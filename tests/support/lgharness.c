@@ -1,0 +1,511 @@
+/*
+ * lgharness: running loadgen, reading its results, and a stub chat server
+ * for the loadgen integration tests.
+ */
+#include "lgharness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+
+/* What lg_cleanup undoes. Each Criterion test runs in a process of its own. */
+#define LG_MAX_CHILDREN 16
+#define LG_MAX_DIRS 16
+static pid_t children[LG_MAX_CHILDREN];
+static size_t nchildren;
+static char dirs[LG_MAX_DIRS][64];
+static size_t ndirs;
+
+int lg_tempdir(char *out, size_t len)
+{
+	if (len < 27 || ndirs == LG_MAX_DIRS)
+		return -1;
+	snprintf(out, len, "/tmp/faultline-test-XXXXXX");
+	if (!mkdtemp(out))
+		return -1;
+	snprintf(dirs[ndirs++], sizeof(dirs[0]), "%s", out);
+	return 0;
+}
+
+int lg_spawn(struct lg_proc *p, const char *const argv[])
+{
+	char prog[256];
+	int po[2];
+	int pe[2];
+	pid_t pid;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->out_fd = -1;
+	p->err_fd = -1;
+	p->status = -1;
+	if (strchr(argv[0], '/'))
+		snprintf(prog, sizeof(prog), "%s", argv[0]);
+	else
+		bin_path(argv[0], prog, sizeof(prog));
+	if (pipe(po))
+		return -1;
+	if (pipe(pe)) {
+		close(po[0]);
+		close(po[1]);
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	p->pid = pid;
+	p->out_fd = po[0];
+	p->err_fd = pe[0];
+	if (nchildren < LG_MAX_CHILDREN)
+		children[nchildren++] = pid;
+	return 0;
+}
+
+/* Appends what one read of *fd gives to out; closes *fd at EOF. */
+static void drain_one(int *fd, char *out, size_t cap, size_t *used)
+{
+	char scratch[4096];
+	ssize_t n;
+
+	if (*used + 1 < cap)
+		n = read(*fd, out + *used, cap - 1 - *used);
+	else
+		n = read(*fd, scratch, sizeof(scratch));	/* full: drop the rest */
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+	if (*used + 1 < cap) {
+		*used += (size_t)n;
+		out[*used] = '\0';
+	}
+}
+
+/* Waits up to timeout_ms for output on the open pipes and reads it. */
+static void pump_pipes(struct lg_proc *p, double timeout_ms, bool stderr_only)
+{
+	struct pollfd pfd[2];
+	int n = 0;
+	int i;
+
+	if (p->err_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = p->err_fd, .events = POLLIN };
+	if (!stderr_only && p->out_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = p->out_fd, .events = POLLIN };
+	if (n == 0)
+		return;
+	if (poll(pfd, (nfds_t)n, timeout_ms < 0 ? 0 : (int)timeout_ms + 1) <= 0)
+		return;
+	for (i = 0; i < n; i++) {
+		if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (pfd[i].fd == p->err_fd)
+			drain_one(&p->err_fd, p->err, sizeof(p->err), &p->nerr);
+		else
+			drain_one(&p->out_fd, p->out, sizeof(p->out), &p->nout);
+	}
+}
+
+bool lg_await_stderr(struct lg_proc *p, const char *needle, double timeout_ms)
+{
+	double end = now_ms() + timeout_ms;
+
+	while (!strstr(p->err, needle)) {
+		if (p->err_fd < 0 || now_ms() >= end)
+			return false;
+		pump_pipes(p, end - now_ms(), true);
+	}
+	return true;
+}
+
+static int decode_status(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return -1;
+}
+
+int lg_wait(struct lg_proc *p, double timeout_s)
+{
+	double end = now_ms() + timeout_s * 1000;
+	int st;
+
+	if (p->pid <= 0)
+		return p->status;
+	/* The pipes close when the child exits: that is the event to wait for. */
+	while ((p->out_fd >= 0 || p->err_fd >= 0) && now_ms() < end)
+		pump_pipes(p, end - now_ms(), false);
+	if (p->out_fd >= 0 || p->err_fd >= 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, &st, 0);
+		p->status = -1;
+	} else if (waitpid(p->pid, &st, 0) == p->pid) {
+		p->status = decode_status(st);
+	}
+	if (p->out_fd >= 0)
+		close(p->out_fd);
+	if (p->err_fd >= 0)
+		close(p->err_fd);
+	p->out_fd = -1;
+	p->err_fd = -1;
+	p->pid = -1;
+	return p->status;
+}
+
+int lg_run(struct lg_proc *p, const char *out_dir, const char *const args[], double timeout_s)
+{
+	const char *argv[80];
+	size_t n = 0;
+	size_t i;
+
+	argv[n++] = "loadgen";
+	for (i = 0; args[i] && n < sizeof(argv) / sizeof(argv[0]) - 5; i++)
+		argv[n++] = args[i];
+	argv[n++] = "--no-progress";
+	if (out_dir) {
+		argv[n++] = "--out";
+		argv[n++] = out_dir;
+	}
+	argv[n] = NULL;
+	if (lg_spawn(p, argv))
+		return -1;
+	return lg_wait(p, timeout_s);
+}
+
+void lg_cleanup(void)
+{
+	char cmd[128];
+	size_t i;
+	int st;
+
+	for (i = 0; i < nchildren; i++) {
+		if (children[i] > 0 && waitpid(children[i], &st, WNOHANG) == 0) {
+			kill(children[i], SIGKILL);
+			waitpid(children[i], &st, 0);
+		}
+	}
+	nchildren = 0;
+	for (i = 0; i < ndirs; i++) {
+		if (strncmp(dirs[i], "/tmp/faultline-test-", 20) != 0)
+			continue;
+		snprintf(cmd, sizeof(cmd), "rm -rf '%.63s'", dirs[i]);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cannot remove %s\n", dirs[i]);
+	}
+	ndirs = 0;
+}
+
+/* ---- results ---- */
+
+int lg_requests(const char *out_dir, struct csv_table *t)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/requests.csv", out_dir);
+	if (csv_read(path, t))
+		return -1;
+	return t->nrows ? 0 : -1;
+}
+
+cJSON *lg_summary(const char *out_dir)
+{
+	char path[400];
+	struct buf b = { 0 };
+	char chunk[4096];
+	cJSON *root = NULL;
+	size_t n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/summary.json", out_dir);
+	fp = fopen(path, "r");
+	if (!fp)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(&b, chunk, n);
+	fclose(fp);
+	if (b.data)
+		root = cJSON_ParseWithLength(b.data, b.len);
+	buf_free(&b);
+	return root;
+}
+
+/* The item at a '/' path of object keys, or NULL. */
+static const cJSON *json_at(const cJSON *root, const char *path)
+{
+	char key[128];
+	const char *p = path;
+	const cJSON *cur = root;
+
+	while (cur && *p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (len >= sizeof(key))
+			return NULL;
+		memcpy(key, p, len);
+		key[len] = '\0';
+		cur = cJSON_GetObjectItemCaseSensitive(cur, key);
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	return cur;
+}
+
+double lg_json_num(const cJSON *root, const char *path)
+{
+	const cJSON *v = json_at(root, path);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+const char *lg_json_str(const cJSON *root, const char *path)
+{
+	const cJSON *v = json_at(root, path);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+double lg_num(const struct csv_table *t, size_t row, const char *col)
+{
+	const char *v = csv_get(t, row, col);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return NAN;
+	d = strtod(v, &end);
+	return *end ? NAN : d;
+}
+
+size_t lg_column(const struct csv_table *t, const char *col, double **vals)
+{
+	double *v = calloc(t->nrows ? t->nrows : 1, sizeof(*v));
+	size_t n = 0;
+	size_t i;
+
+	*vals = v;
+	if (!v)
+		return 0;
+	for (i = 1; i < t->nrows; i++) {
+		double d = lg_num(t, i, col);
+
+		if (!isnan(d))
+			v[n++] = d;
+	}
+	return n;
+}
+
+size_t lg_count(const struct csv_table *t, const char *col, const char *value)
+{
+	size_t n = 0;
+	size_t i;
+
+	for (i = 1; i < t->nrows; i++) {
+		const char *v = csv_get(t, i, col);
+
+		if (v && strcmp(v, value) == 0)
+			n++;
+	}
+	return n;
+}
+
+size_t lg_find(const struct csv_table *t, const char *col, const char *value)
+{
+	size_t i;
+
+	for (i = 1; i < t->nrows; i++) {
+		const char *v = csv_get(t, i, col);
+
+		if (v && strcmp(v, value) == 0)
+			return i;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a;
+	double y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double lg_percentile(double *v, size_t n, double p)
+{
+	double rank;
+	size_t k;
+
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_double);
+	rank = ceil(p / 100.0 * (double)n);
+	k = rank < 1 ? 1 : (size_t)rank;
+	if (k > n)
+		k = n;
+	return v[k - 1];
+}
+
+/* ---- the stub server ---- */
+
+static const char stub_body[] =
+	"{\"id\":\"chatcmpl-stub\",\"object\":\"chat.completion\",\"created\":1,"
+	"\"model\":\"stub\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+	"\"content\":\"a b c\"},\"finish_reason\":\"stop\"}],"
+	"\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}";
+
+/* Loop thread: records the request's headers and answers it. */
+static void stub_on_request(struct http_exchange *ex, void *data)
+{
+	struct stub_server *s = data;
+	const struct http_request *req = http_exchange_request(ex);
+	struct http_kv h[16];
+	size_t n = 0;
+	size_t i;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->requests < STUB_MAX_REQUESTS) {
+		char *out = s->headers[s->requests];
+		size_t used = 0;
+
+		for (i = 0; i < req->nheaders && used < sizeof(s->headers[0]); i++)
+			used += (size_t)snprintf(out + used, sizeof(s->headers[0]) - used,
+						 "%s: %s\n", req->headers[i].name,
+						 req->headers[i].value);
+		snprintf(s->bodies[s->requests], sizeof(s->bodies[0]), "%.*s",
+			 (int)req->body_len, req->body ? req->body : "");
+	}
+	s->requests++;
+	pthread_mutex_unlock(&s->mu);
+	h[n++] = (struct http_kv){ "Content-Type", "application/json" };
+	for (i = 0; i < s->nresp && n < sizeof(h) / sizeof(h[0]); i++)
+		h[n++] = s->resp_headers[i];
+	http_respond(ex, 200, h, n, stub_body, strlen(stub_body));
+}
+
+static void *stub_main(void *arg)
+{
+	struct stub_server *s = arg;
+
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	return NULL;
+}
+
+static void stub_on_freed(void *arg)
+{
+	struct stub_server *s = arg;
+
+	uv_close((uv_handle_t *)&s->wake, NULL);
+}
+
+static void stub_on_wake(uv_async_t *a)
+{
+	struct stub_server *s = a->data;
+
+	http_server_free(s->srv, stub_on_freed, s);
+	s->srv = NULL;
+}
+
+int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n)
+{
+	struct http_server_config cfg;
+	struct sockaddr_in sin;
+	const struct sockaddr_in *bound;
+
+	memset(s, 0, sizeof(*s));
+	s->resp_headers = headers;
+	s->nresp = n;
+	pthread_mutex_init(&s->mu, NULL);
+	http_server_config_default(&cfg);
+	if (uv_loop_init(&s->loop))
+		return -1;
+	if (uv_async_init(&s->loop, &s->wake, stub_on_wake))
+		return -1;
+	s->wake.data = s;
+	s->srv = http_server_new(&s->loop, &cfg, stub_on_request, s);
+	if (!s->srv)
+		return -1;
+	uv_ip4_addr("127.0.0.1", 0, &sin);
+	if (http_server_listen(s->srv, (const struct sockaddr *)&sin))
+		return -1;
+	bound = (const struct sockaddr_in *)http_server_addr(s->srv);
+	snprintf(s->addr, sizeof(s->addr), "127.0.0.1:%u", (unsigned)ntohs(bound->sin_port));
+	if (pthread_create(&s->thread, NULL, stub_main, s))
+		return -1;
+	s->running = true;
+	return 0;
+}
+
+int stub_stop(struct stub_server *s)
+{
+	int rc;
+
+	if (!s->running)
+		return -1;
+	uv_async_send(&s->wake);
+	pthread_join(s->thread, NULL);
+	s->running = false;
+	rc = uv_loop_close(&s->loop);
+	pthread_mutex_destroy(&s->mu);
+	return rc ? -1 : 0;
+}
+
+const char *stub_header(struct stub_server *s, unsigned i, const char *name, char *out,
+			size_t len)
+{
+	size_t nlen = strlen(name);
+	const char *p;
+	const char *found = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	p = i < STUB_MAX_REQUESTS && i < s->requests ? s->headers[i] : "";
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t llen = eol ? (size_t)(eol - p) : strlen(p);
+
+		if (llen > nlen + 1 && strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
+			snprintf(out, len, "%.*s", (int)(llen - nlen - 2), p + nlen + 2);
+			found = out;
+			break;
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return found;
+}
