@@ -45,7 +45,7 @@ static const char usage_text[] =
 	"  --max-tokens N        max_tokens (default 16)\n"
 	"  --timeout D           answer, or a stream's first token, within D (30s)\n"
 	"  --stall-timeout D     a stream silent longer than D is stalled (--timeout)\n"
-	"  --max-time D          hard cap on any attempt (10 × --timeout)\n"
+	"  --max-time D          hard cap on a stream's attempt (10 × --timeout)\n"
 	"  --retries N           the client retries a failed request N times (0)\n"
 	"  --retry-backoff D     first retry waits up to D, doubling (100ms)\n"
 	"  --retry-backoff-max D no wait longer than D (5s)\n"

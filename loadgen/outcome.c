@@ -48,7 +48,7 @@ enum outcome outcome_classify(const struct attempt_facts *f)
 {
 	if (f->cut == CUT_STALL)
 		return OUT_STALLED;
-	if (f->cut == CUT_TIMEOUT)
+	if (f->cut == CUT_TIMEOUT || f->cut == CUT_MAX_TIME)
 		return OUT_TIMEOUT;
 	if (f->curl_code != CURLE_OK)
 		return from_curl((CURLcode)f->curl_code);

@@ -26,6 +26,7 @@ enum cut {
 	CUT_NONE,
 	CUT_TIMEOUT,	/* no answer (or no first token) within --timeout */
 	CUT_STALL,	/* a stream went silent past --stall-timeout */
+	CUT_MAX_TIME,	/* a stream still going at --max-time */
 };
 
 /* The facts of one attempt. */

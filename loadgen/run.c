@@ -90,6 +90,10 @@ struct req {
 	struct sse_parser sse;
 	char errbuf[CURL_ERROR_SIZE];
 
+	/* What the easy handle was last given (set again only when it changes). */
+	const char *easy_url;
+	const char *easy_body;
+
 	/* Headers: this request's x-request-id, then the stream's shared list. */
 	struct curl_slist id_node;
 	char id_header[96];
@@ -367,13 +371,18 @@ static void on_watchdog(uv_timer_t *t)
 
 	if (q->streaming && q->first_token_ns) {
 		silent = (double)(now - q->last_byte_ns) / 1e6;
-		if (silent < cfg->stall_timeout_ms) {
+		elapsed = (double)(now - q->attempt_ns) / 1e6;
+		if (elapsed >= cfg->max_time_ms) {
+			q->cut = CUT_MAX_TIME;
+		} else if (silent < cfg->stall_timeout_ms) {
 			/* Data came since the timer was set: wait for the rest. */
 			uv_timer_start(&q->timer, on_watchdog,
-				       (uint64_t)ceil(cfg->stall_timeout_ms - silent), 0);
+				       (uint64_t)ceil(fmin(cfg->stall_timeout_ms - silent,
+							   cfg->max_time_ms - elapsed)), 0);
 			return;
+		} else {
+			q->cut = CUT_STALL;
 		}
-		q->cut = CUT_STALL;
 	} else {
 		/* libuv counts whole milliseconds of a cached clock: never cut early. */
 		elapsed = (double)(now - q->attempt_ns) / 1e6;
@@ -473,11 +482,17 @@ static void attempt_start(struct req *q)
 	sse_reset(&q->sse);
 
 	q->id_node.next = tpl->headers[q->streaming];
-	curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
-	curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	/* Only what changed: curl parses a URL each time it is set. */
+	if (q->easy_url != q->url) {
+		curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
+		q->easy_url = q->url;
+	}
+	if (q->easy_body != body) {
+		curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		q->easy_body = body;
+	}
 	curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, &q->id_node);
-	curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)ceil(cfg->max_time_ms));
 	if (curl_uv_add(&run->cu, q->easy)) {
 		snprintf(q->errbuf, sizeof(q->errbuf), "libcurl refused the request");
 		q->cut = CUT_NONE;
@@ -502,8 +517,11 @@ static void describe(struct req *q, enum outcome o, CURLcode code, char *out, si
 			snprintf(out, len, "no first token within %.0f ms", cfg->timeout_ms);
 		else if (q->cut == CUT_TIMEOUT)
 			snprintf(out, len, "no answer within %.0f ms", cfg->timeout_ms);
+		else if (q->cut == CUT_MAX_TIME)
+			snprintf(out, len, "stream still going at --max-time %.0f ms",
+				 cfg->max_time_ms);
 		else
-			snprintf(out, len, "cut at --max-time %.0f ms", cfg->max_time_ms);
+			snprintf(out, len, "%s", q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
 		return;
 	case OUT_STALLED:
 		snprintf(out, len, "stream silent for %.0f ms after %lld tokens",
