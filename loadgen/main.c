@@ -154,7 +154,8 @@ static double parse_duration(const char *flag, const char *val, double min_ms)
 
 	if (opt_parse_duration_ms(val, &ms) || ms < min_ms || !isfinite(ms))
 		opt_usage_error(PROG, "%s: expected a duration like 500ms, 10s or 2m%s, got \"%s\"",
-				flag, min_ms > 0 ? " (more than 0)" : "", val);
+				flag, min_ms >= 1 ? " (1ms at least)" : min_ms > 0 ? " (more than 0)" : "",
+				val);
 	return ms;
 }
 
@@ -176,6 +177,9 @@ static void check_header(const char *val)
 
 	if (!colon || colon == val || strpbrk(val, "\r\n"))
 		opt_usage_error(PROG, "--header: expected \"Name: value\", got \"%s\"", val);
+	if (mix_header_reserved(val, (size_t)(colon - val)))
+		opt_usage_error(PROG, "--header: loadgen sets %.*s itself (it sets %s)",
+				(int)(colon - val), val, MIX_RESERVED_HEADERS);
 	for (p = val; p < colon; p++) {
 		if (!strchr("!#$%&'*+-.^_`|~", *p) &&
 		    !((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
@@ -197,6 +201,7 @@ struct cli {
 	size_t ntargets;
 	const char *mix_file;
 	bool have_rate;
+	bool have_arrival;
 	bool have_timeout;
 	bool have_stall;
 	bool have_maxtime;
@@ -269,6 +274,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 			else
 				opt_usage_error(PROG, "--arrival: expected constant or poisson, got \"%s\"",
 						val);
+			cli->have_arrival = true;
 			break;
 		case O_CONCURRENCY:
 			cfg->concurrency = parse_int("--concurrency", val, 1, 100000);
@@ -376,6 +382,9 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 	if (cli->have_rate && cfg->concurrency)
 		opt_usage_error(PROG, "--rate (open loop) and --concurrency (closed loop) "
 				"exclude each other");
+	if (cli->have_arrival && cfg->concurrency)
+		opt_usage_error(PROG, "--arrival is for open loop; a closed loop sends when "
+				"each answer comes");
 	if (cfg->concurrency && cli->have_connections)
 		opt_usage_error(PROG, "--connections is for open loop; a closed loop has "
 				"--concurrency connections");
@@ -443,7 +452,8 @@ int main(int argc, char **argv)
 	if (cfg.max_time_ms < cfg.timeout_ms)
 		opt_usage_error(PROG, "--max-time must be at least --timeout");
 	if (cfg.backoff.cap_ms < cfg.backoff.base_ms)
-		cfg.backoff.cap_ms = cfg.backoff.base_ms;
+		opt_usage_error(PROG, "--retry-backoff-max (%g ms) must be at least "
+				"--retry-backoff (%g ms)", cfg.backoff.cap_ms, cfg.backoff.base_ms);
 	cfg.progress = cli.progress < 0 ? isatty(STDERR_FILENO) : cli.progress;
 	if (opt_raise_fd_limit((long long)(cfg.concurrency ? cfg.concurrency : cfg.connections) + 64))
 		fprintf(stderr, "loadgen: warning: the open files limit is below the "

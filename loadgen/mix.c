@@ -31,7 +31,7 @@ static const char *const arrival_names[] = { "constant", "poisson", NULL };
 
 /* Request headers loadgen sets itself; a stream may not set them again. */
 static const char *const reserved_headers[] = {
-	"content-type", "content-length", "host", "x-request-id",
+	"content-type", "content-length", "host", "accept", "expect", "x-request-id",
 	"x-faultline-class", "x-faultline-tenant", "x-faultline-feature", NULL,
 };
 
@@ -122,12 +122,13 @@ static bool is_header_value(const char *s)
 	return true;
 }
 
-static bool is_reserved(const char *name)
+bool mix_header_reserved(const char *name, size_t len)
 {
 	int i;
 
 	for (i = 0; reserved_headers[i]; i++) {
-		if (strcasecmp(reserved_headers[i], name) == 0)
+		if (strlen(reserved_headers[i]) == len &&
+		    strncasecmp(reserved_headers[i], name, len) == 0)
 			return true;
 	}
 	return false;
@@ -216,11 +217,10 @@ static int add_header(struct mix_stream *st, const cJSON *item, const char *file
 		return cfg_error(err, file, hpath, NULL,
 				 "expected header names made of letters, digits and "
 				 "!#$%%&'*+-.^_`|~, got \"%.60s\"", name);
-	if (is_reserved(name))
+	if (mix_header_reserved(name, strlen(name)))
 		return cfg_error(err, file, hpath, name,
-				 "expected a header loadgen does not set itself (content-type, "
-				 "content-length, host, x-request-id, x-faultline-class, "
-				 "x-faultline-tenant, x-faultline-feature), got \"%s\"", name);
+				 "expected a header loadgen does not set itself (%s), got \"%s\"",
+				 MIX_RESERVED_HEADERS, name);
 	for (i = 0; i < st->nheaders; i++) {
 		size_t n = strlen(name);
 
@@ -373,6 +373,11 @@ static int check_stream(const struct mix *m, size_t idx, const char *file, char 
 				 "expected a \"%s\" like streams[0] (either every stream "
 				 "gives a rate or every stream a share), got a \"%s\"",
 				 m->by_rate ? "rate" : "share", m->by_rate ? "share" : "rate");
+	if (st->arrival >= 0 && !(st->rate > 0))
+		return cfg_error(err, file, path, "arrival",
+				 "expected \"arrival\" only on a stream with a \"rate\" (streams "
+				 "with shares follow --arrival), got \"%s\"",
+				 arrival_names[st->arrival]);
 	return 0;
 }
 

@@ -78,6 +78,13 @@ int mix_load(struct mix *m, const char *path, const struct mix_defaults *d, char
  */
 int mix_default(struct mix *m, const struct mix_defaults *d);
 
+/* The request headers loadgen sets itself, which no stream or -H may set. */
+#define MIX_RESERVED_HEADERS "content-type, content-length, host, accept, expect, " \
+	"x-request-id, x-faultline-class, x-faultline-tenant, x-faultline-feature"
+
+/* True when the header name (len bytes, any case) is one loadgen sets itself. */
+bool mix_header_reserved(const char *name, size_t len);
+
 /* Sum of the streams' rates (by_rate mixes), else 0. */
 double mix_total_rate(const struct mix *m);
 

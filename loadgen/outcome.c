@@ -63,8 +63,10 @@ enum outcome outcome_classify(const struct attempt_facts *f)
 	return OUT_OK;
 }
 
-bool outcome_retryable(enum outcome o, long status)
+bool outcome_retryable(enum outcome o, long status, bool content_seen)
 {
+	if (content_seen)
+		return false;
 	switch (o) {
 	case OUT_REFUSED:
 	case OUT_RESET:

@@ -40,6 +40,7 @@ struct attempt_facts {
 	bool saw_done;		/* streaming: "data: [DONE]" arrived */
 	bool error_event;	/* streaming: an error event arrived */
 	bool bad_frame;		/* streaming: a data payload was not JSON */
+	bool content_seen;	/* streaming: a content token arrived */
 };
 
 /* The outcome's name as it appears in requests.csv. */
@@ -50,10 +51,10 @@ enum outcome outcome_classify(const struct attempt_facts *f);
 
 /*
  * True when a retrying client would try again: refused, reset, timeout,
- * and HTTP 408, 409, 429 and 5xx. A stream that broke after content arrived
- * (truncated, stalled) or an answer that made no sense (invalid) is not
- * retried, as the OpenAI SDKs do not.
+ * and HTTP 408, 409, 429 and 5xx — but never once a stream has shown
+ * content (content_seen: the user saw part of an answer), and never after
+ * truncated, stalled or invalid, as the OpenAI SDKs do not.
  */
-bool outcome_retryable(enum outcome o, long status);
+bool outcome_retryable(enum outcome o, long status, bool content_seen);
 
 #endif

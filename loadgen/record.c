@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mix.h"
 #include "record.h"
 
 const char *const record_columns[] = {
@@ -252,6 +253,25 @@ static cJSON *percentiles(const struct hist *h)
 	return o;
 }
 
+/* A stream's settings: how it was sent. */
+static void add_stream_settings(cJSON *st, const struct run_info *in,
+				const struct mix_stream *ms)
+{
+	if (in->mix->by_rate) {
+		cJSON_AddNumberToObject(st, "rate_per_s", ms->rate);
+		if (!in->closed_loop)
+			cJSON_AddStringToObject(st, "arrival", ms->arrival == ARRIVAL_POISSON ?
+						"poisson" : ms->arrival == ARRIVAL_CONSTANT ?
+						"constant" : in->arrival);
+	} else {
+		cJSON_AddNumberToObject(st, "share", ms->share);
+	}
+	cJSON_AddStringToObject(st, "class", ms->class_name);
+	cJSON_AddStringToObject(st, "tenant", ms->tenant);
+	cJSON_AddStringToObject(st, "feature", ms->feature);
+	cJSON_AddNumberToObject(st, "stream_p", ms->stream_p);
+}
+
 static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 {
 	cJSON *s = cJSON_CreateObject();
@@ -281,10 +301,16 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 	cJSON_AddNumberToObject(s, "unfinished", (double)in->unfinished);
 	cJSON_AddBoolToObject(s, "interrupted", in->interrupted);
 	cJSON_AddNumberToObject(s, "elapsed_s", round3(in->elapsed_ms) / 1000.0);
-	add_num(s, "achieved_rate_per_s", in->duration_ms > 0 ?
-		round3(in->started_in_window * 1000.0 / in->duration_ms) : NAN);
-	add_num(s, "ok_per_s", in->duration_ms > 0 ?
-		round3(r->outcomes[OUT_OK] * 1000.0 / in->duration_ms) : NAN);
+	add_num(s, "window_s", round3(in->window_ms) / 1000.0);
+	add_num(s, "achieved_rate_per_s", in->window_ms > 0 ?
+		round3(in->started_in_window * 1000.0 / in->window_ms) : NAN);
+	add_num(s, "ok_per_s", in->window_ms > 0 ?
+		round3(r->outcomes[OUT_OK] * 1000.0 / in->window_ms) : NAN);
+	if (!in->closed_loop) {
+		cJSON_AddNumberToObject(s, "connections", (double)in->connections);
+		cJSON_AddNumberToObject(s, "delayed_by_connections",
+					(double)in->delayed_by_connections);
+	}
 
 	o = cJSON_AddObjectToObject(s, "outcomes");
 	for (i = 0; o && i < OUT_COUNT; i++)
@@ -307,6 +333,8 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 			continue;
 		cJSON_AddNumberToObject(st, "requests", (double)r->by_stream[i].requests);
 		cJSON_AddNumberToObject(st, "ok", (double)r->by_stream[i].ok);
+		if (in->mix && i < in->mix->n)
+			add_stream_settings(st, in, &in->mix->streams[i]);
 	}
 	o = cJSON_AddObjectToObject(s, "retries");
 	if (o) {

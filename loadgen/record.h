@@ -42,8 +42,11 @@ struct record {
 	double cost_usd;	/* NaN: header absent */
 };
 
+struct mix;
+
 /* What summary.json says about the run itself. */
 struct run_info {
+	const struct mix *mix;		/* the request streams */
 	int64_t t0_unix_ms;
 	uint64_t seed;
 	bool closed_loop;
@@ -57,7 +60,11 @@ struct run_info {
 	uint64_t started_in_window;	/* first attempts sent in [0, duration) */
 	uint64_t unfinished;		/* in flight when interrupted */
 	bool interrupted;
-	double elapsed_ms;		/* t0 to the end of the run */
+	double elapsed_ms;		/* t0 to the end of the run (or the signal) */
+	double window_ms;		/* the sending window the rates are per: the
+					 * duration, or less when a signal cut it */
+	int64_t connections;		/* open loop: --connections; 0: closed loop */
+	uint64_t delayed_by_connections; /* sent late for want of a free slot */
 };
 
 struct stream_stats {

@@ -35,6 +35,17 @@
 /* A non-streaming answer larger than this is cut off as invalid. */
 #define MAX_BODY (16u << 20)
 
+/*
+ * After "data: [DONE]" a server normally ends the response at once; one
+ * that holds the connection open is not waited for longer than this (the
+ * request ends ok, at the [DONE]).
+ */
+#define DONE_GRACE_MS 100
+
+/* Random streams of the run (the schedule's sources use 1, 2, 3…). */
+#define RNG_STREAMING (1ull << 40)
+#define RNG_RETRY ((1ull << 40) + 1)
+
 struct run;
 
 /* Where a slot's request is; every change goes through set_state. */
@@ -67,10 +78,12 @@ struct req {
 	uint64_t attempt_ns;
 	uint64_t retry_ns;		/* in backoff: when the retry is due */
 	uint64_t first_token_ns;	/* 0: none yet */
-	uint64_t last_byte_ns;
-	uint64_t last_event_ns;
+	uint64_t last_byte_ns;		/* when body bytes last came */
+	uint64_t last_event_ns;		/* when the last SSE event came (comments do not count) */
+	uint64_t done_ns;		/* when "data: [DONE]" came; 0: not yet */
 	double max_gap_ms;
 	enum cut cut;
+	bool add_failed;		/* curl_uv_add refused this attempt */
 	long status;
 	bool sse_type;			/* content-type text/event-stream */
 	bool saw_done;
@@ -137,6 +150,10 @@ struct run {
 	bool sched_over;
 	bool ended;
 	int signal;			/* that stopped the run; 0: none */
+	uint64_t stop_ns;		/* when it did */
+	bool starved;			/* due requests are waiting for a free slot */
+	bool starved_warned;
+	uint64_t delayed;		/* requests sent late for want of a slot */
 	bool write_failed;
 	char write_err[256];
 	struct recorder rec;
@@ -147,6 +164,7 @@ static void pump(struct run *run);
 static void attempt_start(struct req *q);
 static void attempt_end(struct req *q, CURLcode code);
 static void watch_silence(struct req *q);
+static void on_watchdog(uv_timer_t *t);
 
 static double rel_ms(const struct run *run, uint64_t ns)
 {
@@ -281,6 +299,8 @@ static int on_event(void *ctx, const struct sse_event *ev)
 	q->last_event_ns = now;
 	if (strcmp(ev->data, "[DONE]") == 0) {
 		q->saw_done = true;
+		q->done_ns = now;
+		uv_timer_start(&q->timer, on_watchdog, DONE_GRACE_MS, 0);
 		return 0;
 	}
 	root = cJSON_ParseWithLength(ev->data, ev->data_len);
@@ -366,41 +386,50 @@ static void on_watchdog(uv_timer_t *t)
 	struct req *q = t->data;
 	const struct lg_config *cfg = q->run->cfg;
 	uint64_t now = clock_mono_ns();
-	double elapsed;
+	double elapsed = (double)(now - q->attempt_ns) / 1e6;
+	double wait_ms = 0;
 	double silent;
 
-	if (q->streaming && q->first_token_ns) {
-		silent = (double)(now - q->last_byte_ns) / 1e6;
-		elapsed = (double)(now - q->attempt_ns) / 1e6;
-		if (elapsed >= cfg->max_time_ms) {
+	if (q->add_failed) {
+		attempt_end(q, CURLE_FAILED_INIT);
+		return;
+	}
+	if (q->saw_done) {
+		/* The answer was whole at [DONE]; the server just kept the line. */
+	} else if (q->streaming && q->first_token_ns) {
+		silent = (double)(now - q->last_event_ns) / 1e6;
+		if (elapsed >= cfg->max_time_ms)
 			q->cut = CUT_MAX_TIME;
-		} else if (silent < cfg->stall_timeout_ms) {
-			/* Data came since the timer was set: wait for the rest. */
-			uv_timer_start(&q->timer, on_watchdog,
-				       (uint64_t)ceil(fmin(cfg->stall_timeout_ms - silent,
-							   cfg->max_time_ms - elapsed)), 0);
-			return;
-		} else {
+		else if (silent >= cfg->stall_timeout_ms)
 			q->cut = CUT_STALL;
-		}
+		else	/* events came since the timer was set */
+			wait_ms = fmin(cfg->stall_timeout_ms - silent, cfg->max_time_ms - elapsed);
+	} else if (elapsed >= cfg->timeout_ms) {
+		q->cut = CUT_TIMEOUT;
 	} else {
 		/* libuv counts whole milliseconds of a cached clock: never cut early. */
-		elapsed = (double)(now - q->attempt_ns) / 1e6;
-		if (elapsed < cfg->timeout_ms) {
-			uv_timer_start(&q->timer, on_watchdog,
-				       (uint64_t)ceil(cfg->timeout_ms - elapsed), 0);
-			return;
-		}
-		q->cut = CUT_TIMEOUT;
+		wait_ms = cfg->timeout_ms - elapsed;
+	}
+	if (wait_ms > 0) {
+		uv_timer_start(&q->timer, on_watchdog, (uint64_t)ceil(wait_ms), 0);
+		return;
 	}
 	curl_uv_remove(&q->run->cu, q->easy);
 	attempt_end(q, CURLE_OK);
 }
 
-/* Called for the first token of a stream: from now on, watch for silence. */
+/*
+ * Called for the first token of a stream: from now on, watch for silence
+ * (and for --max-time, whichever comes first).
+ */
 static void watch_silence(struct req *q)
 {
-	uv_timer_start(&q->timer, on_watchdog, (uint64_t)ceil(q->run->cfg->stall_timeout_ms), 0);
+	const struct lg_config *cfg = q->run->cfg;
+	double elapsed = (double)(clock_mono_ns() - q->attempt_ns) / 1e6;
+
+	uv_timer_start(&q->timer, on_watchdog,
+		       (uint64_t)ceil(fmax(0, fmin(cfg->stall_timeout_ms,
+						   cfg->max_time_ms - elapsed))), 0);
 }
 
 static void on_retry_due(uv_timer_t *t)
@@ -460,8 +489,10 @@ static void attempt_start(struct req *q)
 	q->first_token_ns = 0;
 	q->last_byte_ns = q->attempt_ns;
 	q->last_event_ns = 0;
+	q->done_ns = 0;
 	q->max_gap_ms = NAN;
 	q->cut = CUT_NONE;
+	q->add_failed = false;
 	q->status = 0;
 	q->sse_type = false;
 	q->saw_done = false;
@@ -494,9 +525,11 @@ static void attempt_start(struct req *q)
 	}
 	curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, &q->id_node);
 	if (curl_uv_add(&run->cu, q->easy)) {
+		/* Ended from the loop, not from here: no recursion through pump(). */
 		snprintf(q->errbuf, sizeof(q->errbuf), "libcurl refused the request");
-		q->cut = CUT_NONE;
-		attempt_end(q, CURLE_FAILED_INIT);
+		set_state(q, REQ_SENDING);
+		q->add_failed = true;
+		uv_timer_start(&q->timer, on_watchdog, 0, 0);
 		return;
 	}
 	set_state(q, REQ_SENDING);
@@ -577,7 +610,7 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 		.streaming = q->streaming,
 		.sched_ms = rel_ms(run, q->sched_ns),
 		.start_ms = rel_ms(run, q->start_ns),
-		.ttft_ms = q->first_token_ns ? (double)(q->first_token_ns - q->start_ns) / 1e6 : NAN,
+		.ttft_ms = q->first_token_ns ? (double)(q->first_token_ns - q->attempt_ns) / 1e6 : NAN,
 		.end_ms = rel_ms(run, end_ns),
 		.status = q->status,
 		.outcome = o,
@@ -609,7 +642,7 @@ static void attempt_end(struct req *q, CURLcode code)
 {
 	struct run *run = q->run;
 	const struct lg_config *cfg = run->cfg;
-	uint64_t end_ns = clock_mono_ns();
+	uint64_t end_ns = q->done_ns ? q->done_ns : clock_mono_ns();
 	struct attempt_facts f;
 	enum outcome o;
 	double delay;
@@ -634,9 +667,11 @@ static void attempt_end(struct req *q, CURLcode code)
 		.saw_done = q->saw_done,
 		.error_event = q->error_event,
 		.bad_frame = q->bad_frame,
+		.content_seen = q->first_token_ns != 0,
 	};
 	o = outcome_classify(&f);
-	if (o != OUT_OK && outcome_retryable(o, q->status) && q->retries < cfg->retries &&
+	if (o != OUT_OK && outcome_retryable(o, q->status, f.content_seen) &&
+	    q->retries < cfg->retries &&
 	    !run->signal) {
 		delay = backoff_delay_after_ms(&cfg->backoff, (unsigned)q->retries,
 					       q->retry_after_ms, &run->rng_retry);
@@ -813,17 +848,29 @@ static void pump(struct run *run)
 			break;
 		}
 		if (at > now_ms) {
+			run->starved = false;
 			arm_sched(run, timebase_mono_at(&run->tb, at));
 			break;
 		}
 		q = get_slot(run);
-		if (!q)
-			break;	/* release() pumps again */
+		if (!q) {
+			/* finish() pumps again when a slot frees. */
+			if (!run->starved_warned) {
+				fprintf(stderr, "loadgen: warning: all %zu --connections are busy at "
+					"%.1f s; requests now wait in loadgen (their wait counts in "
+					"latency_ms and send_lag_ms)\n", run->maxslots, now_ms / 1000.0);
+				run->starved_warned = true;
+			}
+			run->starved = true;
+			break;
+		}
 		if (!sched_next(&run->sched, &at, &stream)) {
 			run->idle[run->nidle++] = q;
 			run->sched_over = true;
 			break;
 		}
+		if (run->starved)
+			run->delayed++;
 		dispatch(run, q, timebase_mono_at(&run->tb, at), (size_t)stream);
 	}
 	maybe_end(run);
@@ -878,7 +925,7 @@ static void cancel_all(struct run *run)
 		q = run->slots[i];
 		if (q->state == REQ_FREE)
 			continue;
-		if (q->state == REQ_SENDING)
+		if (q->state == REQ_SENDING && !q->add_failed)
 			curl_uv_remove(&run->cu, q->easy);
 		uv_timer_stop(&q->timer);
 		run->unfinished++;
@@ -893,6 +940,7 @@ static void on_signal(uv_signal_t *s, int signum)
 	if (run->signal)
 		return;
 	run->signal = signum;
+	run->stop_ns = clock_mono_ns();
 	cancel_all(run);
 	maybe_end(run);
 }
@@ -1052,8 +1100,8 @@ int run_load(const struct lg_config *cfg)
 	}
 	run->cfg = cfg;
 	timebase_init(&run->tb, cfg->t0_unix_ms);
-	rng_seed_stream(&run->rng_stream, cfg->seed, 101);
-	rng_seed_stream(&run->rng_retry, cfg->seed, 102);
+	rng_seed_stream(&run->rng_stream, cfg->seed, RNG_STREAMING);
+	rng_seed_stream(&run->rng_retry, cfg->seed, RNG_RETRY);
 	run->maxslots = (size_t)(cfg->concurrency > 0 ? cfg->concurrency : cfg->connections);
 	run->slots = calloc(run->maxslots, sizeof(*run->slots));
 	run->idle = calloc(run->maxslots, sizeof(*run->idle));
@@ -1108,6 +1156,7 @@ int run_load(const struct lg_config *cfg)
 		close(run->tfd);
 
 	info = (struct run_info){
+		.mix = &cfg->mix,
 		.t0_unix_ms = cfg->t0_unix_ms,
 		.seed = cfg->seed,
 		.closed_loop = cfg->concurrency > 0,
@@ -1121,7 +1170,11 @@ int run_load(const struct lg_config *cfg)
 		.started_in_window = run->started_in_window,
 		.unfinished = run->unfinished,
 		.interrupted = run->signal != 0,
-		.elapsed_ms = timebase_now_ms(&run->tb),
+		.elapsed_ms = run->signal ? rel_ms(run, run->stop_ns) : timebase_now_ms(&run->tb),
+		.window_ms = run->signal ? fmin(cfg->duration_ms, fmax(0, rel_ms(run, run->stop_ns))) :
+			     cfg->duration_ms,
+		.connections = cfg->concurrency > 0 ? 0 : (int64_t)run->maxslots,
+		.delayed_by_connections = run->delayed,
 	};
 	if (run->write_failed) {
 		fprintf(stderr, "loadgen: %s\n", run->write_err);

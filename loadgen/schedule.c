@@ -31,17 +31,22 @@ static bool duration_ok(double duration_ms)
 	return duration_ms >= 0;
 }
 
-/* Sets a source's first arrival: 0 when constant, one gap in when Poisson. */
+/*
+ * Sets a source's first arrival: for constant arrivals its phase (a share
+ * of its period: source i of n starts i/n of a period in, so streams of a
+ * mix do not all fire at once), one gap in when Poisson.
+ */
 static void source_start(struct sched_source *src, double rate, enum arrival arrival,
-			 int stream, uint64_t seed, uint64_t rng_stream)
+			 int stream, double phase, uint64_t seed, uint64_t rng_stream)
 {
 	src->rate_per_s = rate;
 	src->arrival = arrival;
 	src->stream = stream;
 	src->k = 0;
+	src->phase_ms = phase * 1000.0 / rate;
 	rng_seed_stream(&src->rng, seed, rng_stream);
 	if (arrival == ARRIVAL_CONSTANT)
-		src->next_ms = 0;
+		src->next_ms = src->phase_ms;
 	else
 		src->next_ms = rng_exp(&src->rng, 1000.0 / rate);
 }
@@ -54,7 +59,7 @@ static void source_advance(struct sched_source *src)
 {
 	src->k++;
 	if (src->arrival == ARRIVAL_CONSTANT)
-		src->next_ms = (double)src->k * 1000.0 / src->rate_per_s;
+		src->next_ms = src->phase_ms + (double)src->k * 1000.0 / src->rate_per_s;
 	else
 		src->next_ms += rng_exp(&src->rng, 1000.0 / src->rate_per_s);
 }
@@ -108,7 +113,8 @@ int sched_init_rates(struct sched *s, const double *rates, const enum arrival *a
 	}
 	s->nsrc = n;
 	for (i = 0; i < n; i++)
-		source_start(&s->src[i], rates[i], arrivals[i], (int)i, seed, i + 1);
+		source_start(&s->src[i], rates[i], arrivals[i], (int)i, (double)i / (double)n,
+			     seed, i + 1);
 	rng_seed_stream(&s->pick, seed, PICK_STREAM);
 	s->end_ms = duration_ms;
 	return 0;
@@ -139,7 +145,7 @@ int sched_init_shared(struct sched *s, double rate, enum arrival arrival,
 		goto out_free;
 	}
 	s->nsrc = 1;
-	source_start(&s->src[0], rate, arrival, -1, seed, 1);
+	source_start(&s->src[0], rate, arrival, -1, 0, seed, 1);
 	rng_seed_stream(&s->pick, seed, PICK_STREAM);
 	s->end_ms = duration_ms;
 	return 0;

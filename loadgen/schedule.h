@@ -29,6 +29,7 @@ struct sched_source {
 	int stream;		/* the stream it feeds; -1: picked by weight */
 	uint64_t k;		/* arrivals issued from this source */
 	double next_ms;		/* its next arrival, ms after the start */
+	double phase_ms;	/* constant arrivals: when its first is */
 	struct rng rng;		/* its own random stream (Poisson gaps) */
 };
 
@@ -46,7 +47,8 @@ struct sched {
 
 /*
  * One source per stream: stream i at rates[i] (> 0, finite) with
- * arrivals[i]. Arrivals fall in [0, duration_ms) (duration ≥ 0; INFINITY:
+ * arrivals[i]; a constant source i of n starts i/n of its period after 0,
+ * so the streams interleave. Arrivals fall in [0, duration_ms) (duration ≥ 0; INFINITY:
  * until the cap). sched_pick then picks by rate. Source i draws from random
  * stream i + 1 of seed, the picking from stream 0. Returns 0, -EINVAL or
  * -ENOMEM; on error s is left empty (sched_free is safe).

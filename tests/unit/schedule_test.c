@@ -206,20 +206,20 @@ Test(schedule, rate_sources_merge_in_time_order, .timeout = 10)
 	int stream;
 
 	cr_assert_eq(sched_init_rates(&s, rates, arr, 2, 1000, 3), 0);
-	/* Both start at 0: the tie goes to the lower source. */
+	/* Source 1 of 2 starts half its 20 ms period in: 10, 30, 50… */
 	cr_assert(sched_next(&s, &at, &stream));
 	cr_assert_eq(at, 0);
 	cr_assert_eq(stream, 0);
-	cr_assert(sched_next(&s, &at, &stream));
-	cr_assert_eq(at, 0);
-	cr_assert_eq(stream, 1);
 	cr_assert(sched_next(&s, &at, &stream));
 	cr_assert_eq(at, 10);
-	cr_assert_eq(stream, 0);
+	cr_assert_eq(stream, 0, "the tie at 10 ms goes to source 0");
+	cr_assert(sched_next(&s, &at, &stream));
+	cr_assert_eq(at, 10);
+	cr_assert_eq(stream, 1);
 	cr_assert_eq(sched_peek(&s), 20);
 	cr_assert(sched_next(&s, &at, &stream));
 	cr_assert_eq(at, 20);
-	cr_assert_eq(stream, 0, "the tie at 20 ms goes to source 0");
+	cr_assert_eq(stream, 0);
 	per[0] = 3;
 	per[1] = 1;
 	drain(&s, per, 2);
