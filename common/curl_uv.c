@@ -2,9 +2,20 @@
  * curl_uv: libcurl's multi_socket interface on a libuv loop. One uv_poll_t
  * per socket curl asks about, one uv_timer_t for curl's timeout, and after
  * every action a drain of curl_multi_info_read.
+ *
+ * A kept-alive connection goes back to curl's pool after every transfer,
+ * and curl says CURL_POLL_REMOVE; stopping and closing its poll each time
+ * costs three or four syscalls a request. So the sockets curl_uv opened
+ * for connections (its CURLOPT_OPENSOCKETFUNCTION) stay watched while
+ * idle: an event on an idle socket (the server closed it) stops the poll,
+ * and the watch goes only when curl closes the socket (through curl_uv's
+ * CURLOPT_CLOSESOCKETFUNCTION, before the close).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "curl_uv.h"
 
@@ -15,11 +26,52 @@ struct curl_watch {
 	struct curl_uv *cu;
 	struct curl_watch *prev;
 	struct curl_watch *next;
+	int events;			/* UV_READABLE/UV_WRITABLE polled; 0: stopped */
+	bool idle;			/* curl said REMOVE: back in its pool */
+	bool owned;			/* opened by on_open, closed by on_close */
 };
+
+/* The watch of fd, or NULL. */
+static struct curl_watch *watch_of(const struct curl_uv *cu, curl_socket_t fd)
+{
+	if (fd < 0 || (size_t)fd >= cu->nfds)
+		return NULL;
+	return cu->by_fd[fd];
+}
+
+/* Makes room in the fd tables for fd. Returns 0 or -ENOMEM. */
+static int grow_fds(struct curl_uv *cu, curl_socket_t fd)
+{
+	size_t n = cu->nfds ? cu->nfds : 64;
+	struct curl_watch **w;
+	bool *o;
+
+	if ((size_t)fd < cu->nfds)
+		return 0;
+	while (n <= (size_t)fd)
+		n *= 2;
+	w = realloc(cu->by_fd, n * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	cu->by_fd = w;
+	o = realloc(cu->owned, n * sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	cu->owned = o;
+	memset(w + cu->nfds, 0, (n - cu->nfds) * sizeof(*w));
+	memset(o + cu->nfds, 0, (n - cu->nfds) * sizeof(*o));
+	cu->nfds = n;
+	return 0;
+}
+
+static void free_fds(struct curl_uv *cu);
 
 static void maybe_closed(struct curl_uv *cu)
 {
-	if (cu->closed && cu->closing == 0 && !cu->watches && cu->on_closed)
+	if (!cu->closed || cu->closing || cu->watches)
+		return;
+	free_fds(cu);
+	if (cu->on_closed)
 		cu->on_closed(cu);
 }
 
@@ -64,6 +116,8 @@ static void unwatch(struct curl_uv *cu, struct curl_watch *w)
 		cu->watches = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
+	if (watch_of(cu, w->fd) == w)
+		cu->by_fd[w->fd] = NULL;
 	uv_poll_stop(&w->poll);
 	cu->closing++;
 	uv_close((uv_handle_t *)&w->poll, on_watch_closed);
@@ -76,6 +130,12 @@ static void on_poll(uv_poll_t *h, int status, int events)
 	int flags = 0;
 	int running;
 
+	if (w->idle) {
+		/* Curl is not using the socket: it finds out when it next does. */
+		uv_poll_stop(&w->poll);
+		w->events = 0;
+		return;
+	}
 	if (status < 0) {
 		/* Let curl read what arrived before the error, then meet it. */
 		flags = CURL_CSELECT_ERR | CURL_CSELECT_IN | CURL_CSELECT_OUT;
@@ -102,18 +162,23 @@ static void on_timeout(uv_timer_t *t)
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
 	struct curl_uv *cu = userp;
-	struct curl_watch *w = socketp;
+	struct curl_watch *w = socketp ? socketp : watch_of(cu, fd);
 	int events = 0;
 
 	(void)easy;
 	if (what == CURL_POLL_REMOVE) {
-		if (w) {
-			curl_multi_assign(cu->multi, fd, NULL);
+		if (!w)
+			return 0;
+		curl_multi_assign(cu->multi, fd, NULL);
+		if (w->owned)
+			w->idle = true;		/* on_close ends it */
+		else
 			unwatch(cu, w);
-		}
 		return 0;
 	}
 	if (!w) {
+		if (grow_fds(cu, fd))
+			return -1;
 		w = calloc(1, sizeof(*w));
 		if (!w)
 			return -1;
@@ -123,20 +188,55 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		}
 		w->fd = fd;
 		w->cu = cu;
+		w->owned = cu->owned[fd];
 		w->poll.data = w;
 		w->next = cu->watches;
 		if (cu->watches)
 			cu->watches->prev = w;
 		cu->watches = w;
-		curl_multi_assign(cu->multi, fd, w);
+		cu->by_fd[fd] = w;
 	}
+	w->idle = false;
+	curl_multi_assign(cu->multi, fd, w);
 	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
 		events |= UV_READABLE;
 	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
 		events |= UV_WRITABLE;
+	if (events == w->events)
+		return 0;		/* already polled so: no syscall */
 	if (uv_poll_start(&w->poll, events, on_poll))
 		return -1;
+	w->events = events;
 	return 0;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: a connection's socket, noted as ours. */
+static curl_socket_t on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct curl_uv *cu = clientp;
+	curl_socket_t fd = socket(addr->family, addr->socktype, addr->protocol);
+
+	if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN)
+		return fd;
+	if (grow_fds(cu, fd)) {
+		close(fd);
+		return CURL_SOCKET_BAD;
+	}
+	cu->owned[fd] = true;
+	return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: the watch goes before the socket does. */
+static int on_close(void *clientp, curl_socket_t fd)
+{
+	struct curl_uv *cu = clientp;
+	struct curl_watch *w = watch_of(cu, fd);
+
+	if (w)
+		unwatch(cu, w);
+	if (fd >= 0 && (size_t)fd < cu->nfds)
+		cu->owned[fd] = false;
+	return close(fd);
 }
 
 /* CURLMOPT_TIMERFUNCTION: curl wants to be called after timeout_ms. */
@@ -173,6 +273,10 @@ int curl_uv_add(struct curl_uv *cu, CURL *easy)
 {
 	if (cu->closed)
 		return -EINVAL;
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, cu);
+	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, on_close);
+	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, cu);
 	if (curl_multi_add_handle(cu->multi, easy) != CURLM_OK)
 		return -EINVAL;
 	cu->transfers++;
@@ -193,6 +297,15 @@ static void on_timer_closed(uv_handle_t *h)
 
 	cu->closing--;
 	maybe_closed(cu);
+}
+
+static void free_fds(struct curl_uv *cu)
+{
+	free(cu->by_fd);
+	free(cu->owned);
+	cu->by_fd = NULL;
+	cu->owned = NULL;
+	cu->nfds = 0;
 }
 
 void curl_uv_close(struct curl_uv *cu, curl_uv_closed_cb on_closed)

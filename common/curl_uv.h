@@ -40,6 +40,9 @@ struct curl_uv {
 	curl_uv_closed_cb on_closed;
 	void *data;			/* the caller's */
 	struct curl_watch *watches;	/* sockets being polled (a list) */
+	struct curl_watch **by_fd;	/* the watch of each fd, or NULL */
+	bool *owned;			/* fd opened by curl_uv for a connection */
+	size_t nfds;			/* size of by_fd and owned */
 	size_t closing;			/* handles whose close callback is due */
 	size_t transfers;		/* easy handles added and not yet back */
 	bool closed;			/* curl_uv_close was called */
@@ -55,7 +58,9 @@ int curl_uv_init(struct curl_uv *cu, uv_loop_t *loop, curl_uv_done_cb on_done);
 /*
  * Starts a transfer. Returns 0, or -EINVAL when curl refuses the handle
  * (already added, or cu is closing). The easy handle must stay valid until
- * it comes back.
+ * it comes back. curl_uv sets the handle's CURLOPT_OPENSOCKETFUNCTION and
+ * CURLOPT_CLOSESOCKETFUNCTION (and their data) to its own: the caller must
+ * not set them.
  */
 int curl_uv_add(struct curl_uv *cu, CURL *easy);
 

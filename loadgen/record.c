@@ -12,6 +12,8 @@
 #include "mix.h"
 #include "record.h"
 
+#define RECORD_BUF (1u << 18)
+
 const char *const record_columns[] = {
 	"id", "stream_name", "class", "tenant", "feature", "streaming",
 	"sched_ms", "start_ms", "ttft_ms", "end_ms", "latency_ms", "service_ms",
@@ -100,9 +102,16 @@ int recorder_open(struct recorder *r, const char *dir, const char *const *stream
 		recfile_abandon(&r->csv);
 		goto out_err;
 	}
-	/* Large buffers: a row is written per request, a syscall per 256 KiB. */
-	setvbuf(r->csv.fp, NULL, _IOFBF, 1u << 18);
-	setvbuf(r->jsonl.fp, NULL, _IOFBF, 1u << 18);
+	/*
+	 * Large buffers: a row is written per request, a syscall per 256 KiB
+	 * (glibc ignores the size unless given the buffer).
+	 */
+	r->csv_buf = malloc(RECORD_BUF);
+	r->jsonl_buf = malloc(RECORD_BUF);
+	if (r->csv_buf)
+		setvbuf(r->csv.fp, r->csv_buf, _IOFBF, RECORD_BUF);
+	if (r->jsonl_buf)
+		setvbuf(r->jsonl.fp, r->jsonl_buf, _IOFBF, RECORD_BUF);
 	rc = row_header(&r->row, record_columns, record_ncolumns);
 	if (!rc)
 		rc = recfile_write(&r->csv, r->row.b.data, r->row.b.len);
@@ -418,6 +427,9 @@ void recorder_abandon(struct recorder *r)
 
 void recorder_free(struct recorder *r)
 {
+	/* The files are closed (committed or abandoned) before this. */
+	free(r->csv_buf);
+	free(r->jsonl_buf);
 	row_free(&r->row);
 	free(r->dir);
 	free(r->by_stream);

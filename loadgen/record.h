@@ -75,6 +75,8 @@ struct stream_stats {
 struct recorder {
 	struct recfile csv;
 	struct recfile jsonl;
+	char *csv_buf;			/* stdio buffers of the two files */
+	char *jsonl_buf;
 	struct row row;
 	char *dir;
 	const char *const *stream_names;

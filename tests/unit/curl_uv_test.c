@@ -680,3 +680,52 @@ Test(curl_uv, close_from_the_last_on_done, .timeout = 10)
 	fx_finish();
 	cr_assert_eq(fx.done, NIDLE);
 }
+
+/* Counts the uv_poll_t handles that are polling (started, not closing). */
+static void count_active_polls(uv_handle_t *h, void *arg)
+{
+	if (h->type == UV_POLL && uv_is_active(h) && !uv_is_closing(h))
+		(*(int *)arg)++;
+}
+
+static unsigned waited;
+
+static void on_waited(uv_timer_t *t)
+{
+	(void)t;
+	bump(&waited);
+}
+
+/*
+ * A kept-alive connection idle in curl's pool stays watched (no poll churn
+ * per request); when the server closes it, the watch stops polling at once
+ * (no busy loop on a socket curl is not reading), and the next transfer
+ * opens a new connection and succeeds.
+ */
+Test(curl_uv, idle_connection_closed_by_the_server, .timeout = 10)
+{
+	struct xfer *a;
+	struct xfer *b;
+	int active = 0;
+
+	fx_start();
+	a = xfer_setup(0, fx.port, "/echo");
+	b = xfer_setup(1, fx.port, "/echo");
+	xfer_add(a);
+	cr_assert(run_until(&fx.done, 1), "the first transfer never came back");
+	cr_assert_eq(a->result, CURLE_OK);
+	cr_assert_eq(http_server_conn_count(fx.srv), 1);
+
+	http_server_close_conns(fx.srv, false);
+	uv_timer_start(&fx.later, on_waited, 100, 0);
+	cr_assert(run_until(&waited, 1));
+	uv_walk(&fx.loop, count_active_polls, &active);
+	cr_assert_eq(active, 0, "%d polls still active on a closed idle connection", active);
+
+	xfer_add(b);
+	cr_assert(run_until(&fx.done, 2), "the second transfer never came back");
+	cr_assert_eq(b->result, CURLE_OK, "%s", curl_easy_strerror(b->result));
+	cr_assert_str_eq(b->body.data ? b->body.data : "", b->want);
+	cr_assert_eq(b->connects, 1, "the second transfer made %ld connections", b->connects);
+	fx_finish();
+}
