@@ -187,6 +187,50 @@ Test(loadgen_cli, mix_reserved_header_names_file_and_key, .timeout = 10)
 		    (const char *[]){ mix, "streams[0].headers.x-request-id", NULL });
 }
 
+/* -H may not set a header loadgen sets itself: the message names it. */
+Test(loadgen_cli, header_loadgen_sets_itself, .timeout = 10)
+{
+	static const struct { const char *arg; const char *name; } cases[] = {
+		{ "x-request-id: mine", "x-request-id" },
+		{ "Content-Type: text/plain", "Content-Type" },
+		{ "accept: x", "accept" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate",
+					      "5", "-H", cases[i].arg, NULL },
+			    (const char *[]){ "--header", cases[i].name, NULL });
+}
+
+/* A first backoff above its cap is refused, not quietly raised. */
+Test(loadgen_cli, retry_backoff_above_its_cap, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate", "5",
+				      "--retry-backoff", "2s", "--retry-backoff-max", "1s", NULL },
+		    (const char *[]){ "--retry-backoff-max", NULL });
+}
+
+/* Arrivals are an open-loop notion: --arrival with --concurrency is refused. */
+Test(loadgen_cli, arrival_with_concurrency, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--arrival",
+				      "poisson", "--concurrency", "2", NULL },
+		    (const char *[]){ "--arrival", NULL });
+}
+
+/* A stream with a share follows --arrival: "arrival" on it is refused. */
+Test(loadgen_cli, mix_share_stream_with_arrival, .timeout = 10)
+{
+	char mix[128];
+
+	mix_file("{\"streams\":[{\"name\":\"a\",\"share\":1,\"arrival\":\"poisson\"}]}",
+		 mix, sizeof(mix));
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate", "5",
+				      "--mix", mix, NULL },
+		    (const char *[]){ mix, "streams[0].arrival", NULL });
+}
+
 Test(loadgen_cli, mix_file_missing, .timeout = 10)
 {
 	char dir[64];

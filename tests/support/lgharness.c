@@ -388,6 +388,76 @@ static const char stub_body[] =
 	"\"content\":\"a b c\"},\"finish_reason\":\"stop\"}],"
 	"\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}";
 
+/* The first (and only) content chunk of the stub's streams. */
+static const char stub_chunk[] =
+	"data: {\"id\":\"chatcmpl-stub\",\"object\":\"chat.completion.chunk\","
+	"\"created\":1,\"model\":\"stub\",\"choices\":[{\"index\":0,\"delta\":"
+	"{\"role\":\"assistant\",\"content\":\"Hello\"},\"finish_reason\":null}]}\n\n";
+static const char stub_done[] = "data: [DONE]\n\n";
+static const char stub_comment[] = ": keepalive\n\n";
+
+/* Loop thread: a stream left open has ended (the client left, or stub_stop). */
+static void stub_on_abort(struct http_exchange *ex, void *data, enum http_abort_reason reason)
+{
+	struct stub_server *s = data;
+	size_t i;
+
+	(void)reason;
+	for (i = 0; i < STUB_MAX_REQUESTS; i++) {
+		if (s->open[i] == ex)
+			s->open[i] = NULL;
+	}
+}
+
+/* Loop thread: notes a stream that stays open, for the comments and the abort. */
+static void stub_keep_open(struct stub_server *s, struct http_exchange *ex)
+{
+	size_t i;
+
+	for (i = 0; i < STUB_MAX_REQUESTS; i++) {
+		if (!s->open[i]) {
+			s->open[i] = ex;
+			http_exchange_set_data(ex, s, stub_on_abort, NULL);
+			return;
+		}
+	}
+	http_exchange_close(ex, false);	/* more than the tests ask for */
+}
+
+/* Loop thread: every 100 ms, a comment on each open stream. */
+static void stub_on_keepalive(uv_timer_t *t)
+{
+	struct stub_server *s = t->data;
+	unsigned wrote = 0;
+	size_t i;
+
+	for (i = 0; i < STUB_MAX_REQUESTS; i++) {
+		if (!s->open[i])
+			continue;
+		if (http_stream_write(s->open[i], stub_comment, strlen(stub_comment)))
+			s->open[i] = NULL;	/* ended: the server has let it go */
+		else
+			wrote++;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->comments += wrote;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Loop thread: answers with an event stream that is left open. */
+static void stub_stream(struct stub_server *s, struct http_exchange *ex, struct http_kv *h,
+			size_t n)
+{
+	h[0] = (struct http_kv){ "Content-Type", "text/event-stream" };
+	if (http_stream_begin(ex, 200, h, n))
+		return;
+	if (http_stream_write(ex, stub_chunk, strlen(stub_chunk)))
+		return;
+	if (s->answer == STUB_DONE_OPEN && http_stream_write(ex, stub_done, strlen(stub_done)))
+		return;
+	stub_keep_open(s, ex);
+}
+
 /* Loop thread: records the request's headers and answers it. */
 static void stub_on_request(struct http_exchange *ex, void *data)
 {
@@ -414,6 +484,10 @@ static void stub_on_request(struct http_exchange *ex, void *data)
 	h[n++] = (struct http_kv){ "Content-Type", "application/json" };
 	for (i = 0; i < s->nresp && n < sizeof(h) / sizeof(h[0]); i++)
 		h[n++] = s->resp_headers[i];
+	if (s->answer != STUB_PLAIN) {
+		stub_stream(s, ex, h, n);
+		return;
+	}
 	http_respond(ex, 200, h, n, stub_body, strlen(stub_body));
 }
 
@@ -436,11 +510,15 @@ static void stub_on_wake(uv_async_t *a)
 {
 	struct stub_server *s = a->data;
 
+	uv_timer_stop(&s->keepalive);
+	uv_close((uv_handle_t *)&s->keepalive, NULL);
+	/* Aborts the streams left open: stub_on_abort forgets each. */
 	http_server_free(s->srv, stub_on_freed, s);
 	s->srv = NULL;
 }
 
-int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n)
+int stub_start_answer(struct stub_server *s, enum stub_answer answer,
+		      const struct http_kv *headers, size_t n)
 {
 	struct http_server_config cfg;
 	struct sockaddr_in sin;
@@ -449,6 +527,7 @@ int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n)
 	memset(s, 0, sizeof(*s));
 	s->resp_headers = headers;
 	s->nresp = n;
+	s->answer = answer;
 	pthread_mutex_init(&s->mu, NULL);
 	http_server_config_default(&cfg);
 	if (uv_loop_init(&s->loop))
@@ -456,6 +535,11 @@ int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n)
 	if (uv_async_init(&s->loop, &s->wake, stub_on_wake))
 		return -1;
 	s->wake.data = s;
+	if (uv_timer_init(&s->loop, &s->keepalive))
+		return -1;
+	s->keepalive.data = s;
+	if (answer == STUB_KEEPALIVE && uv_timer_start(&s->keepalive, stub_on_keepalive, 100, 100))
+		return -1;
 	s->srv = http_server_new(&s->loop, &cfg, stub_on_request, s);
 	if (!s->srv)
 		return -1;
@@ -468,6 +552,11 @@ int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n)
 		return -1;
 	s->running = true;
 	return 0;
+}
+
+int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n)
+{
+	return stub_start_answer(s, STUB_PLAIN, headers, n);
 }
 
 int stub_stop(struct stub_server *s)

@@ -5,7 +5,9 @@
  * nearest-rank percentile to check the summary against the rows, and a
  * stub OpenAI-style server inside the test process (its own libuv loop on
  * a thread) that records the request headers it receives and answers with
- * the response headers a test chooses.
+ * the response headers a test chooses — a whole chat completion, or an
+ * event stream that is never ended (after [DONE], or with only comments
+ * after its first token).
  */
 #ifndef FAULTLINE_LGHARNESS_H
 #define FAULTLINE_LGHARNESS_H
@@ -113,21 +115,36 @@ double lg_percentile(double *v, size_t n, double p);
 
 #define STUB_MAX_REQUESTS 16
 
+/* How the stub answers a chat request. */
+enum stub_answer {
+	STUB_PLAIN,		/* a whole chat completion (usage 7 in, 3 out) */
+	STUB_DONE_OPEN,		/* an event stream: one content chunk and "data: [DONE]",
+				 * then the response is never ended */
+	STUB_KEEPALIVE,		/* an event stream: one content chunk, then only
+				 * ": keepalive" comments, every 100 ms; never [DONE],
+				 * never ended */
+};
+
 struct stub_server {
 	uv_loop_t loop;
 	uv_async_t wake;		/* asks the loop thread to stop */
+	uv_timer_t keepalive;		/* STUB_KEEPALIVE: writes the comments */
 	pthread_t thread;
 	struct http_server *srv;
 	char addr[64];			/* 127.0.0.1:PORT */
 	const struct http_kv *resp_headers;	/* sent with every answer */
 	size_t nresp;
+	enum stub_answer answer;
 	bool running;
+	/* Streams left open (loop thread only); NULL once the client left. */
+	struct http_exchange *open[STUB_MAX_REQUESTS];
 
 	pthread_mutex_t mu;
 	unsigned requests;		/* under mu */
 	/* The first STUB_MAX_REQUESTS requests' headers, "name: value\n" each. */
 	char headers[STUB_MAX_REQUESTS][4096];
 	char bodies[STUB_MAX_REQUESTS][1024];
+	unsigned comments;		/* keepalive comments written; under mu */
 };
 
 /*
@@ -137,6 +154,14 @@ struct stub_server {
  * 0 or -1.
  */
 int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n);
+
+/*
+ * Like stub_start, but every chat request is answered as answer says
+ * (the n headers go on every answer). The streams it leaves open are
+ * closed by stub_stop. Returns 0 or -1.
+ */
+int stub_start_answer(struct stub_server *s, enum stub_answer answer,
+		      const struct http_kv *headers, size_t n);
 
 /*
  * Stops the server, joins its thread and closes its loop. Returns 0 when
