@@ -1124,8 +1124,19 @@ int run_load(const struct lg_config *cfg)
 		free(run);
 		return 1;
 	}
-	uv_loop_init(&run->loop);
-	curl_uv_init(&run->cu, &run->loop, on_done);
+	rc = uv_loop_init(&run->loop);
+	if (rc == 0) {
+		rc = curl_uv_init(&run->cu, &run->loop, on_done);
+		if (rc)
+			uv_loop_close(&run->loop);
+	}
+	if (rc) {
+		fprintf(stderr, "loadgen: cannot start the event loop: %s\n", uv_strerror(rc));
+		recorder_abandon(&run->rec);
+		free_run(run);
+		free(run);
+		return 1;
+	}
 	run->cu.data = run;
 	if (cfg->concurrency == 0)
 		curl_multi_setopt(run->cu.multi, CURLMOPT_MAXCONNECTS, (long)run->maxslots);

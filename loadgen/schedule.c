@@ -87,6 +87,32 @@ static int set_weights(struct sched *s, const double *weights, size_t n)
 }
 
 /*
+ * What both shapes share: the picking weights, nsrc sources (to be
+ * started by the caller), the picking generator and the end. Returns 0, or
+ * -EINVAL or -ENOMEM with s left empty.
+ */
+static int prepare(struct sched *s, const double *weights, size_t n, size_t nsrc,
+		   double duration_ms, uint64_t seed)
+{
+	int rc = set_weights(s, weights, n);
+
+	if (rc)
+		goto out_free;
+	s->src = calloc(nsrc, sizeof(*s->src));
+	if (!s->src) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	s->nsrc = nsrc;
+	rng_seed_stream(&s->pick, seed, PICK_STREAM);
+	s->end_ms = duration_ms;
+	return 0;
+out_free:
+	sched_free(s);
+	return rc;
+}
+
+/*
  * One source per stream. The picking weights (for sched_pick) are the rates,
  * so a closed-loop run sends the streams in the same proportions.
  */
@@ -103,24 +129,13 @@ int sched_init_rates(struct sched *s, const double *rates, const enum arrival *a
 		if (!rate_ok(rates[i]) || !arrival_ok(arrivals[i]))
 			return -EINVAL;
 	}
-	rc = set_weights(s, rates, n);
+	rc = prepare(s, rates, n, n, duration_ms, seed);
 	if (rc)
-		goto out_free;
-	s->src = calloc(n, sizeof(*s->src));
-	if (!s->src) {
-		rc = -ENOMEM;
-		goto out_free;
-	}
-	s->nsrc = n;
+		return rc;
 	for (i = 0; i < n; i++)
 		source_start(&s->src[i], rates[i], arrivals[i], (int)i, (double)i / (double)n,
 			     seed, i + 1);
-	rng_seed_stream(&s->pick, seed, PICK_STREAM);
-	s->end_ms = duration_ms;
 	return 0;
-out_free:
-	sched_free(s);
-	return rc;
 }
 
 /*
@@ -136,22 +151,11 @@ int sched_init_shared(struct sched *s, double rate, enum arrival arrival,
 	if (n == 0 || n > INT_MAX || !weights || !rate_ok(rate) || !arrival_ok(arrival) ||
 	    !duration_ok(duration_ms))
 		return -EINVAL;
-	rc = set_weights(s, weights, n);
+	rc = prepare(s, weights, n, 1, duration_ms, seed);
 	if (rc)
-		goto out_free;
-	s->src = calloc(1, sizeof(*s->src));
-	if (!s->src) {
-		rc = -ENOMEM;
-		goto out_free;
-	}
-	s->nsrc = 1;
+		return rc;
 	source_start(&s->src[0], rate, arrival, -1, 0, seed, 1);
-	rng_seed_stream(&s->pick, seed, PICK_STREAM);
-	s->end_ms = duration_ms;
 	return 0;
-out_free:
-	sched_free(s);
-	return rc;
 }
 
 /* Caps the arrivals issued in total; 0 lifts the cap. */
