@@ -5,7 +5,7 @@
 #   make asan       build with ASan+UBSan and run the same tests
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
-#   make demo       a mock provider walks through its fault timeline
+#   make demo       a mock provider's fault timeline, by hand and under loadgen
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make

@@ -50,6 +50,10 @@ enum outcome outcome_classify(const struct attempt_facts *f)
 		return OUT_STALLED;
 	if (f->cut == CUT_TIMEOUT || f->cut == CUT_MAX_TIME)
 		return OUT_TIMEOUT;
+	/* A stream whole at [DONE] is what an SDK hands on, whatever came after. */
+	if (f->streaming && f->saw_done && f->status >= 200 && f->status <= 299 && f->sse &&
+	    !f->bad_frame && !f->error_event)
+		return OUT_OK;
 	if (f->curl_code != CURLE_OK)
 		return from_curl((CURLcode)f->curl_code);
 	if (f->status < 200 || f->status > 299)

@@ -2,14 +2,19 @@
 # make demo: starts bin/mockprov with mockprov/example.json on free ports and
 # walks a client through its fault timeline — healthy, 503s, a hang, a stalled
 # stream, a refused connection — printing what the client saw at each step,
-# then the provider's per-request log.
+# then the provider's per-request log. Meanwhile bin/loadgen sends 20
+# requests/s (half of them streams) through the same timeline, and its
+# per-request record is shown second by second: what an outage looks like
+# to clients.
 set -eu
 cd "$(dirname "$0")/.."
 
 bin=${FAULTLINE_BIN:-bin}
 dir=$(mktemp -d /tmp/faultline-demo-XXXXXX)
 pid=""
+lpid=""
 cleanup() {
+	[ -n "$lpid" ] && kill "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	rm -rf "$dir"
 }
@@ -46,6 +51,12 @@ ask() {	# label, url, body, timeout
 	printf '  %s\n' "$(head -c 90 "$dir/body" 2>/dev/null | tr -d '\n')"
 }
 
+# The load: same t0, so its schedule lines up with the fault windows.
+"$bin/loadgen" --target "http://$primary/v1" --t0 "$t0" --duration 11s --rate 20 \
+	--stream 0.5 --model mock-small --timeout 1s --no-progress --out "$dir/load" \
+	2> "$dir/load.err" &
+lpid=$!
+
 echo "mockprov: primary $primary, secondary $secondary, admin $admin"
 echo "timeline (s after t0): 2-4 status 503, 4-6 hang, 6-8 stall after 3 tokens, 8-10 down"
 echo
@@ -65,9 +76,31 @@ curl -s -X POST "http://$admin/faults" \
 	-d '{"provider":"primary","kind":"status","status":500,"duration_s":1}'
 echo
 ask "primary after injection" "http://$primary/v1/chat/completions" "$body" 3
+wait "$lpid" || { echo "demo: loadgen failed:" >&2; cat "$dir/load.err" >&2; exit 1; }
+lpid=""
 kill "$pid"
 wait "$pid" || true
 pid=""
 echo
-echo "mock-primary.csv (what the provider saw):"
-column -s, -t < "$dir/mock-primary.csv" 2>/dev/null || cat "$dir/mock-primary.csv"
+echo "loadgen, 20 requests/s at the primary (half streaming, 1 s timeout), by the"
+echo "second each request was due (requests.csv: outcome; latency from the due time):"
+awk -F, 'NR > 1 {
+	s = int($7 / 1000); n[s]++; o[s, $14]++; lat[s] += $11
+	if ($11 > mx[s]) mx[s] = $11
+} END {
+	split("ok http_error timeout stalled truncated reset refused", k, " ")
+	printf "%3s %5s", "s", "reqs"
+	for (i = 1; i <= 7; i++) printf " %10s", k[i]
+	printf " %7s %9s %9s\n", "other", "mean_ms", "max_ms"
+	for (s = 0; s in n; s++) {
+		other = n[s]
+		printf "%3d %5d", s, n[s]
+		for (i = 1; i <= 7; i++) { printf " %10d", o[s, k[i]]; other -= o[s, k[i]] }
+		printf " %7d %9.1f %9.1f\n", other, lat[s] / n[s], mx[s]
+	}
+}' "$dir/load/requests.csv"
+echo
+echo "mock-primary.csv (what the provider saw), requests by fault and outcome:"
+awk -F, 'NR > 1 { n[($4 == "" ? "-" : $4) "," $9]++ }
+	END { for (k in n) { split(k, f, ","); printf "  %-10s %-15s %5d\n", f[1], f[2], n[k] } }' \
+	"$dir/mock-primary.csv" | sort
