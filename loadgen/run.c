@@ -887,7 +887,7 @@ static void draw_progress(struct run *run, bool last)
 
 	if (now_s < 0)
 		now_s = 0;
-	fprintf(stderr, "\r\033[Kloadgen %6.1f/%.0fs  sent %llu (%llu/s)  in flight %zu  done %llu"
+	fprintf(stderr, "\r\033[Kloadgen %6.1f/%gs  sent %llu (%llu/s)  in flight %zu  done %llu"
 		"  errors %llu (%.1f%%)  p99 %s%.1f ms",
 		now_s, run->cfg->duration_ms / 1000.0, (unsigned long long)run->sent,
 		(unsigned long long)(run->sent - run->sent_last_tick), run->in_flight,

@@ -5,14 +5,15 @@
  * time to first token, the summary's percentiles against its own rows,
  * coordinated omission, client retries and Retry-After, the closed loop,
  * the x-faultline-* headers both ways (against a stub server in this
- * process), SIGINT, seeded Poisson arrivals, and requests.jsonl against
- * requests.csv.
+ * process), SIGINT, seeded Poisson arrivals, requests.jsonl against
+ * requests.csv, and the live progress line on a terminal.
  *
  * Faults meant to hold for a whole run use the window -1000 s .. 1000 s;
  * tests that place a window inside the run pass the same --t0, a little in
  * the future, to mockprov and loadgen.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -139,6 +140,44 @@ static const struct csv_table *rows_of(const char *out)
 }
 
 /*
+ * Runs loadgen on target with args (NULL-terminated) into a new results
+ * dir, whose path is left in out, and asserts that it exited 0. Returns its
+ * requests.csv (held until teardown).
+ */
+static const struct csv_table *run_rows(const char *target, const char *const args[],
+					char *out, size_t len)
+{
+	const char *argv[40] = { "--target", target };
+	size_t n = 2;
+	size_t i;
+
+	for (i = 0; args[i]; i++) {
+		cr_assert_lt(n, sizeof(argv) / sizeof(argv[0]) - 1, "too many args");
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	run_ok(new_out(out, len), argv, 25);
+	return rows_of(out);
+}
+
+/* run_rows on mock provider p. */
+static const struct csv_table *run_mock(const char *const args[], char *out, size_t len)
+{
+	char url[128];
+
+	return run_rows(mock_target(url, sizeof(url)), args, out, len);
+}
+
+/* run_rows on the stub server. */
+static const struct csv_table *run_stub(const char *const args[], char *out, size_t len)
+{
+	char url[128];
+
+	snprintf(url, sizeof(url), "http://%s/v1", stub.addr);
+	return run_rows(url, args, out, len);
+}
+
+/*
  * Stops mockprov (SIGTERM: it completes its log) and reads the log of "p"
  * (held until teardown).
  */
@@ -208,7 +247,6 @@ static void fmt_t0(char *out, size_t len, int64_t t0)
 
 Test(loadgen, open_loop_constant_rate_and_request_ids, .timeout = 30)
 {
-	char url[128];
 	char out[128];
 	char t0s[32];
 	int64_t t0 = future_t0();
@@ -222,11 +260,8 @@ Test(loadgen, open_loop_constant_rate_and_request_ids, .timeout = 30)
 
 	start_mock("\"ttft_ms\":2,\"output_tokens\":4", "", t0, 0);
 	fmt_t0(t0s, sizeof(t0s), t0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "500",
-				 "--duration", "2s", "--t0", t0s, "--id-prefix", "lg-",
-				 NULL }, 25);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "500", "--duration", "2s", "--t0", t0s,
+				       "--id-prefix", "lg-", NULL }, out, sizeof(out));
 	n = t->nrows - 1;
 	/* Within 1 %, and in fact exact: arrivals at 0, 2, … 1998 ms. */
 	cr_assert_eq(n, 1000, "a constant 500/s over [0, 2 s) is 1000 arrivals, got %zu", n);
@@ -286,36 +321,38 @@ Test(loadgen, open_loop_constant_rate_and_request_ids, .timeout = 30)
 	}
 }
 
-/* ---- 2. every outcome from the matching fault ---- */
+/* ---- 2. every outcome from the matching fault; streams cut or kept ---- */
 
 /*
- * Sends 3 requests (20/s) with extra args to a provider with one fault (or
- * none) over the whole run, checks that every row has outcome, and leaves
- * the rows in *tp.
+ * What a failed check names first: "CASE: " while a table case runs, so
+ * that the case shows among the runs of one parameterized test.
  */
-static void fault_run(const char *timing, const char *fault, const char *const extra[],
-		      const char *outcome, const struct csv_table **tp)
+static char what[96];
+
+/*
+ * Sends 3 requests (20/s) with extra args (or NULL) to a provider with one
+ * fault (or none) over the whole run, checks that every row has outcome,
+ * and returns the rows (held until teardown).
+ */
+static const struct csv_table *fault_run(const char *timing, const char *fault,
+					 const char *const extra[], const char *outcome)
 {
-	const char *args[40] = { "--target", NULL, "--rate", "20", "--requests", "3",
-				 "--duration", "1s" };
-	size_t n = 8;
-	char url[128];
+	const char *args[32] = { "--rate", "20", "--requests", "3", "--duration", "1s" };
+	size_t n = 6;
 	char out[128];
 	const struct csv_table *t;
 	size_t i;
 
 	start_mock(timing, fault, 0, 0);
-	args[1] = mock_target(url, sizeof(url));
 	for (i = 0; extra && extra[i]; i++)
 		args[n++] = extra[i];
 	args[n] = NULL;
-	run_ok(new_out(out, sizeof(out)), args, 20);
-	*tp = rows_of(out);
-	t = *tp;
-	cr_assert_eq(t->nrows - 1, 3, "%zu rows", t->nrows - 1);
+	t = run_mock(args, out, sizeof(out));
+	cr_assert_eq(t->nrows - 1, 3, "%s%zu rows", what, t->nrows - 1);
 	for (i = 1; i < t->nrows; i++)
-		cr_assert_str_eq(field(t, i, "outcome"), outcome, "row %zu: %s (error: %s)", i,
-				 field(t, i, "outcome"), field(t, i, "error"));
+		cr_assert_str_eq(field(t, i, "outcome"), outcome, "%srow %zu: %s (error: %s)", what,
+				 i, field(t, i, "outcome"), field(t, i, "error"));
+	return t;
 }
 
 /* Every row of t has col equal to value. */
@@ -324,8 +361,9 @@ static void all_rows(const struct csv_table *t, const char *col, const char *val
 	size_t i;
 
 	for (i = 1; i < t->nrows; i++)
-		cr_assert_str_eq(field(t, i, col), value, "row %zu: %s is \"%s\", expected \"%s\"",
-				 i, col, field(t, i, col), value);
+		cr_assert_str_eq(field(t, i, col), value,
+				 "%srow %zu: %s is \"%s\", expected \"%s\"", what, i, col,
+				 field(t, i, col), value);
 }
 
 /* Every row's error column contains needle. */
@@ -335,66 +373,200 @@ static void all_errors_contain(const struct csv_table *t, const char *needle)
 
 	for (i = 1; i < t->nrows; i++)
 		cr_assert_not_null(strstr(field(t, i, "error"), needle),
-				   "row %zu: error \"%s\" does not mention \"%s\"", i,
+				   "%srow %zu: error \"%s\" does not mention \"%s\"", what, i,
 				   field(t, i, "error"), needle);
 }
 
-/* The mock logged each request with the fault that decided it. */
-static void mock_logged_fault(const char *fault)
+/* Every row's col lies in [lo, hi). */
+static void all_in_range(const struct csv_table *t, const char *col, double lo, double hi)
 {
-	const struct csv_table *log;
 	size_t i;
 
-	log = mock_rows();
-	cr_assert_eq(log->nrows - 1, 3, "mock logged %zu requests", log->nrows - 1);
-	for (i = 1; i < log->nrows; i++)
-		cr_assert_str_eq(field(log, i, "fault"), fault, "mock row %zu", i);
-}
-
-Test(loadgen, outcome_ok, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5,\"output_tokens\":6", "", NULL, "ok", &t);
-	all_rows(t, "status", "200");
-	all_rows(t, "error", "");
-	all_rows(t, "tokens_out", "6");
-	all_rows(t, "retries", "0");
-	/* No x-faultline-* headers from mockprov: those columns stay empty. */
-	all_rows(t, "provider", "");
-	all_rows(t, "attempts", "");
-	all_rows(t, "hedged", "");
-	all_rows(t, "cost_usd", "");
-}
-
-Test(loadgen, outcome_http_error_from_status_503, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5", "{\"kind\":\"status\",\"status\":503," ALWAYS "}", NULL,
-		  "http_error", &t);
-	all_rows(t, "status", "503");
-	all_errors_contain(t, "503");
-	mock_logged_fault("status");
-}
-
-Test(loadgen, outcome_timeout_from_hang, .timeout = 20)
-{
-	const struct csv_table *t;
-	size_t i;
-
-	fault_run("\"ttft_ms\":5", "{\"kind\":\"hang\"," ALWAYS "}",
-		  (const char *[]){ "--timeout", "300ms", NULL }, "timeout", &t);
-	all_rows(t, "status", "");
-	all_errors_contain(t, "300 ms");
 	for (i = 1; i < t->nrows; i++) {
-		double service = lg_num(t, i, "service_ms");
+		double v = lg_num(t, i, col);
 
-		/* Cut at about 300 ms (timeout_never_cuts_early holds the bound). */
-		cr_assert(service >= 290 && service < 450, "row %zu cut after %.3f ms, not 300",
-			  i, service);
+		cr_assert(v >= lo && v < hi, "%sid %s: %s %.3f, expected [%g, %g) (%s: %s)", what,
+			  field(t, i, "id"), col, v, lo, hi, field(t, i, "outcome"),
+			  field(t, i, "error"));
 	}
-	mock_logged_fault("hang");
+}
+
+/*
+ * Stops mockprov and checks that it saw each of loadgen's requests
+ * `attempts` times, and (unless fault is NULL) that it logged fault for
+ * each attempt.
+ */
+static void mock_saw(const struct csv_table *t, int attempts, const char *fault)
+{
+	const struct csv_table *log = mock_rows();
+	size_t i;
+
+	cr_assert_eq(log->nrows - 1, (t->nrows - 1) * (size_t)attempts,
+		     "%smock saw %zu attempts for %zu requests", what, log->nrows - 1,
+		     t->nrows - 1);
+	for (i = 1; i < t->nrows; i++)
+		cr_assert_eq(lg_count(log, "request_id", field(t, i, "id")), (size_t)attempts,
+			     "%smock saw id %s %zu times", what, field(t, i, "id"),
+			     lg_count(log, "request_id", field(t, i, "id")));
+	for (i = 1; fault && i < log->nrows; i++)
+		cr_assert_str_eq(field(log, i, "fault"), fault, "%smock row %zu", what, i);
+}
+
+/*
+ * A fault case as data: mockprov's timing keys and its one fault over the
+ * whole run, loadgen's extra args for its 3 requests, and what must come
+ * of them — every row's outcome and columns, the words every error holds,
+ * and how many attempts mockprov saw of each request, with the fault it
+ * logged for each.
+ */
+struct fault_case {
+	const char *name;
+	const char *timing;
+	const char *fault;		/* NULL: none */
+	const char *args[14];		/* NULL-terminated */
+	const char *outcome;
+	struct { const char *col; const char *value; } is[8];	/* every row's col is value */
+	struct { const char *col; double lo; double hi; } in[2];	/* in [lo, hi) */
+	const char *error_has;		/* NULL: not checked */
+	int attempts;			/* of each request; 0: mockprov's log is not read */
+	const char *mock_fault;		/* of each attempt; NULL: not checked */
+};
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Runs case c and checks everything it expects. */
+static void check_fault_case(const struct fault_case *c)
+{
+	const struct csv_table *t;
+	size_t i;
+
+	snprintf(what, sizeof(what), "%s: ", c->name);
+	t = fault_run(c->timing, c->fault ? c->fault : "", c->args, c->outcome);
+	for (i = 0; i < NELEMS(c->is) && c->is[i].col; i++)
+		all_rows(t, c->is[i].col, c->is[i].value);
+	for (i = 0; i < NELEMS(c->in) && c->in[i].col; i++)
+		all_in_range(t, c->in[i].col, c->in[i].lo, c->in[i].hi);
+	if (c->error_has)
+		all_errors_contain(t, c->error_has);
+	if (c->attempts)
+		mock_saw(t, c->attempts, c->mock_fault);
+}
+
+#define ANSWER "\"ttft_ms\":5"
+#define TOKENS "\"ttft_ms\":5,\"token_ms\":5"
+
+/* A stream that trickles one token every 50 ms for 10 s. */
+#define TRICKLE "\"ttft_ms\":10,\"token_ms\":50,\"output_tokens\":200"
+#define TRICKLE_ARGS "--stream", "1", "--max-tokens", "200", "--timeout", "300ms", \
+	"--max-time", "700ms"
+
+static const struct fault_case outcome_cases[] = {
+	/* No x-faultline-* headers from mockprov: those columns stay empty. */
+	{ .name = "ok", .timing = ANSWER ",\"output_tokens\":6", .outcome = "ok",
+	  .is = { { "status", "200" }, { "error", "" }, { "tokens_out", "6" },
+		  { "retries", "0" }, { "provider", "" }, { "attempts", "" }, { "hedged", "" },
+		  { "cost_usd", "" } } },
+	{ .name = "http_error from status 503", .timing = ANSWER,
+	  .fault = "{\"kind\":\"status\",\"status\":503," ALWAYS "}", .outcome = "http_error",
+	  .is = { { "status", "503" } }, .error_has = "503", .attempts = 1,
+	  .mock_fault = "status" },
+	/* Cut at about 300 ms (timeout_never_cuts_early holds the bound). */
+	{ .name = "timeout from hang", .timing = ANSWER,
+	  .fault = "{\"kind\":\"hang\"," ALWAYS "}", .args = { "--timeout", "300ms" },
+	  .outcome = "timeout", .is = { { "status", "" } }, .in = { { "service_ms", 290, 450 } },
+	  .error_has = "300 ms", .attempts = 1, .mock_fault = "hang" },
+	{ .name = "refused from down", .timing = ANSWER,
+	  .fault = "{\"kind\":\"down\"," ALWAYS "}", .outcome = "refused",
+	  .is = { { "status", "" } }, .error_has = "connect" },
+	{ .name = "reset from reset at once", .timing = ANSWER,
+	  .fault = "{\"kind\":\"reset\",\"after_bytes\":0," ALWAYS "}",
+	  .args = { "--stream", "0" }, .outcome = "reset",
+	  .is = { { "status", "" }, { "streaming", "0" } }, .error_has = "reset",
+	  .attempts = 1, .mock_fault = "reset" },
+	{ .name = "truncated from truncate", .timing = TOKENS,
+	  .fault = "{\"kind\":\"truncate\",\"after_tokens\":3," ALWAYS "}",
+	  .args = { "--stream", "1" }, .outcome = "truncated",
+	  .is = { { "status", "200" }, { "streaming", "1" }, { "tokens_out", "3" } },
+	  .error_has = "[DONE]", .attempts = 1, .mock_fault = "truncate" },
+	{ .name = "truncated from error_event", .timing = TOKENS,
+	  .fault = "{\"kind\":\"error_event\",\"after_tokens\":3," ALWAYS "}",
+	  .args = { "--stream", "1" }, .outcome = "truncated",
+	  .is = { { "status", "200" }, { "tokens_out", "3" } }, .error_has = "error event",
+	  .attempts = 1, .mock_fault = "error_event" },
+	{ .name = "stalled from stall", .timing = TOKENS,
+	  .fault = "{\"kind\":\"stall\",\"after_tokens\":3," ALWAYS "}",
+	  .args = { "--stream", "1", "--stall-timeout", "300ms" }, .outcome = "stalled",
+	  .is = { { "status", "200" }, { "tokens_out", "3" } },
+	  .in = { { "max_gap_ms", 300, 450 } }, .attempts = 1, .mock_fault = "stall" },
+	{ .name = "invalid from malformed JSON", .timing = ANSWER,
+	  .fault = "{\"kind\":\"malformed\"," ALWAYS "}", .args = { "--stream", "0" },
+	  .outcome = "invalid", .is = { { "status", "200" }, { "streaming", "0" } },
+	  .attempts = 1, .mock_fault = "malformed" },
+	{ .name = "invalid from a malformed stream", .timing = TOKENS,
+	  .fault = "{\"kind\":\"malformed\"," ALWAYS "}", .args = { "--stream", "1" },
+	  .outcome = "invalid", .is = { { "status", "200" }, { "streaming", "1" } },
+	  .attempts = 1, .mock_fault = "malformed" },
+	/* A broken stream is not retried (as the OpenAI SDKs do not): one attempt. */
+	{ .name = "a truncated stream is not retried", .timing = TOKENS,
+	  .fault = "{\"kind\":\"truncate\",\"after_tokens\":3," ALWAYS "}",
+	  .args = { "--stream", "1", "--retries", "2", "--retry-backoff", "10ms" },
+	  .outcome = "truncated", .is = { { "retries", "0" } }, .attempts = 1,
+	  .mock_fault = "truncate" },
+	/* The same with a timeout, which is retried: each request tries twice. */
+	{ .name = "a timeout is retried", .timing = ANSWER,
+	  .fault = "{\"kind\":\"hang\"," ALWAYS "}",
+	  .args = { "--timeout", "100ms", "--retries", "1", "--retry-backoff", "10ms" },
+	  .outcome = "timeout", .is = { { "retries", "1" } }, .attempts = 2 },
+	/* For a stream, --timeout is the time to the first token. */
+	{ .name = "a stream without a first token times out", .timing = "\"ttft_ms\":2000",
+	  .args = { "--stream", "1", "--timeout", "300ms" }, .outcome = "timeout",
+	  .is = { { "streaming", "1" }, { "ttft_ms", "" } },
+	  .in = { { "service_ms", 300, 600 } }, .error_has = "first token" },
+	/* Steady tokens never stall; --max-time cuts the attempt all the same. */
+	{ .name = "--max-time cuts a trickling stream", .timing = TRICKLE,
+	  .args = { TRICKLE_ARGS }, .outcome = "timeout",
+	  .in = { { "service_ms", 700, 900 }, { "ttft_ms", 10, 300 } },
+	  .error_has = "--max-time" },
+	/* The cap holds even when the stall timer alone would wait far longer. */
+	{ .name = "--max-time holds with a long stall timeout", .timing = TRICKLE,
+	  .args = { TRICKLE_ARGS, "--stall-timeout", "5s" }, .outcome = "timeout",
+	  .in = { { "service_ms", 700, 900 } }, .error_has = "--max-time" },
+	/* A stream cut at --max-time had shown content: it is not sent again. */
+	{ .name = "a --max-time cut is not retried", .timing = TRICKLE,
+	  .args = { TRICKLE_ARGS, "--retries", "1", "--retry-backoff", "10ms" },
+	  .outcome = "timeout", .is = { { "retries", "0" } }, .error_has = "--max-time",
+	  .attempts = 1 },
+	/*
+	 * A reset after content had arrived is not retried. mockprov's stream
+	 * is about 142 bytes of headers, then a chunk every ~185 bytes: at 600
+	 * bytes two content chunks are whole and the third is cut, 20 ms after
+	 * the second. The premise, content before the reset, is its ttft_ms.
+	 */
+	{ .name = "a mid-stream reset is not retried", .timing = "\"ttft_ms\":5,\"token_ms\":20",
+	  .fault = "{\"kind\":\"reset\",\"after_bytes\":600," ALWAYS "}",
+	  .args = { "--stream", "1", "--retries", "2", "--retry-backoff", "10ms" },
+	  .outcome = "reset", .is = { { "retries", "0" } }, .in = { { "ttft_ms", 0, INFINITY } },
+	  .attempts = 1, .mock_fault = "reset" },
+	/* The contrast: a reset before any content is retried as before. */
+	{ .name = "a reset before content is retried", .timing = "\"ttft_ms\":5,\"token_ms\":20",
+	  .fault = "{\"kind\":\"reset\",\"after_bytes\":0," ALWAYS "}",
+	  .args = { "--stream", "1", "--retries", "1", "--retry-backoff", "10ms" },
+	  .outcome = "reset", .is = { { "retries", "1" }, { "ttft_ms", "" } }, .attempts = 2 },
+};
+
+ParameterizedTestParameters(loadgen, outcome_cases)
+{
+	static int idx[NELEMS(outcome_cases)];
+	size_t i;
+
+	for (i = 0; i < NELEMS(outcome_cases); i++)
+		idx[i] = (int)i;
+	return cr_make_param_array(int, idx, NELEMS(outcome_cases));
+}
+
+ParameterizedTest(int *i, loadgen, outcome_cases, .timeout = 20)
+{
+	check_fault_case(&outcome_cases[*i]);
 }
 
 /*
@@ -404,32 +576,19 @@ Test(loadgen, outcome_timeout_from_hang, .timeout = 20)
  */
 Test(loadgen, timeout_never_cuts_early, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	size_t i;
 
 	start_mock("\"ttft_ms\":5", "{\"kind\":\"hang\"," ALWAYS "}", 0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "50",
-				 "--requests", "20", "--duration", "1s", "--timeout", "300ms",
-				 NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "50", "--requests", "20", "--duration", "1s",
+				       "--timeout", "300ms", NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 20);
 	all_rows(t, "outcome", "timeout");
 	for (i = 1; i < t->nrows; i++)
 		cr_assert_geq(lg_num(t, i, "service_ms"), 300.0,
 			      "id %s: \"%s\" after only %s ms", field(t, i, "id"),
 			      field(t, i, "error"), field(t, i, "service_ms"));
-}
-
-Test(loadgen, outcome_refused_from_down, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5", "{\"kind\":\"down\"," ALWAYS "}", NULL, "refused", &t);
-	all_rows(t, "status", "");
-	all_errors_contain(t, "connect");
 }
 
 Test(loadgen, outcome_refused_from_closed_port, .timeout = 20)
@@ -448,138 +607,23 @@ Test(loadgen, outcome_refused_from_closed_port, .timeout = 20)
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &slen), 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/v1", (unsigned)ntohs(sin.sin_port));
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", url, "--rate", "20", "--requests", "3",
-				 "--duration", "1s", NULL }, 20);
+	t = run_rows(url, (const char *[]){ "--rate", "20", "--requests", "3", "--duration",
+					    "1s", NULL }, out, sizeof(out));
 	close(fd);
-	t = rows_of(out);
 	cr_assert_eq(t->nrows - 1, 3);
 	all_rows(t, "outcome", "refused");
 	all_rows(t, "status", "");
 	all_errors_contain(t, "connect");
 }
 
-Test(loadgen, outcome_reset_from_reset_at_once, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5", "{\"kind\":\"reset\",\"after_bytes\":0," ALWAYS "}",
-		  (const char *[]){ "--stream", "0", NULL }, "reset", &t);
-	all_rows(t, "status", "");
-	all_rows(t, "streaming", "0");
-	all_errors_contain(t, "reset");
-	mock_logged_fault("reset");
-}
-
-Test(loadgen, outcome_truncated_from_truncate, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":5",
-		  "{\"kind\":\"truncate\",\"after_tokens\":3," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", NULL }, "truncated", &t);
-	all_rows(t, "status", "200");
-	all_rows(t, "streaming", "1");
-	all_rows(t, "tokens_out", "3");
-	all_errors_contain(t, "[DONE]");
-	mock_logged_fault("truncate");
-}
-
-Test(loadgen, outcome_truncated_from_error_event, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":5",
-		  "{\"kind\":\"error_event\",\"after_tokens\":3," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", NULL }, "truncated", &t);
-	all_rows(t, "status", "200");
-	all_rows(t, "tokens_out", "3");
-	all_errors_contain(t, "error event");
-	mock_logged_fault("error_event");
-}
-
-Test(loadgen, outcome_stalled_from_stall, .timeout = 20)
-{
-	const struct csv_table *t;
-	size_t i;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":5",
-		  "{\"kind\":\"stall\",\"after_tokens\":3," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", "--stall-timeout", "300ms", NULL },
-		  "stalled", &t);
-	all_rows(t, "status", "200");
-	all_rows(t, "tokens_out", "3");
-	for (i = 1; i < t->nrows; i++) {
-		double gap = lg_num(t, i, "max_gap_ms");
-
-		cr_assert(gap >= 300 && gap < 450, "row %zu: max_gap_ms %.3f, expected the "
-			  "300 ms stall", i, gap);
-	}
-	mock_logged_fault("stall");
-}
-
-Test(loadgen, outcome_invalid_from_malformed_json, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5", "{\"kind\":\"malformed\"," ALWAYS "}",
-		  (const char *[]){ "--stream", "0", NULL }, "invalid", &t);
-	all_rows(t, "status", "200");
-	all_rows(t, "streaming", "0");
-	mock_logged_fault("malformed");
-}
-
-Test(loadgen, outcome_invalid_from_malformed_stream, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":5", "{\"kind\":\"malformed\"," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", NULL }, "invalid", &t);
-	all_rows(t, "status", "200");
-	all_rows(t, "streaming", "1");
-	mock_logged_fault("malformed");
-}
-
-/* A broken stream is not retried (as the OpenAI SDKs do not): one attempt. */
-Test(loadgen, truncated_stream_is_not_retried, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":5",
-		  "{\"kind\":\"truncate\",\"after_tokens\":3," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", "--retries", "2", "--retry-backoff", "10ms",
-				    NULL }, "truncated", &t);
-	all_rows(t, "retries", "0");
-	mock_logged_fault("truncate");
-}
-
-/* The same with a timeout, which is retried: each request tries twice. */
-Test(loadgen, timeout_is_retried, .timeout = 20)
-{
-	const struct csv_table *t;
-	const struct csv_table *log;
-	size_t i;
-
-	fault_run("\"ttft_ms\":5", "{\"kind\":\"hang\"," ALWAYS "}",
-		  (const char *[]){ "--timeout", "100ms", "--retries", "1", "--retry-backoff",
-				    "10ms", NULL }, "timeout", &t);
-	all_rows(t, "retries", "1");
-	log = mock_rows();
-	cr_assert_eq(log->nrows - 1, 6, "mock saw %zu attempts", log->nrows - 1);
-	for (i = 1; i < t->nrows; i++)
-		cr_assert_eq(lg_count(log, "request_id", field(t, i, "id")), 2);
-}
-
 /* A proxy in the environment is not used: the targets are reached directly. */
 Test(loadgen, ignores_proxy_environment, .timeout = 20)
 {
-	const struct csv_table *t;
-
 	setenv("http_proxy", "http://127.0.0.1:9", 1);
 	setenv("HTTP_PROXY", "http://127.0.0.1:9", 1);
 	setenv("ALL_PROXY", "http://127.0.0.1:9", 1);
 	setenv("all_proxy", "http://127.0.0.1:9", 1);
-	fault_run("\"ttft_ms\":5", "", NULL, "ok", &t);
+	fault_run(ANSWER, "", NULL, "ok");
 	unsetenv("http_proxy");
 	unsetenv("HTTP_PROXY");
 	unsetenv("ALL_PROXY");
@@ -654,7 +698,6 @@ Test(loadgen, targets_in_turn_and_url_completion, .timeout = 20)
 
 Test(loadgen, ttft_tokens_and_gaps_of_streams, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	double *ttft;
@@ -663,11 +706,8 @@ Test(loadgen, ttft_tokens_and_gaps_of_streams, .timeout = 20)
 
 	start_mock("\"ttft_ms\":150,\"jitter_ms\":0,\"token_ms\":10,\"output_tokens\":12", "",
 		   0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "20",
-				 "--requests", "10", "--duration", "1s", "--stream", "1",
-				 NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "20", "--requests", "10", "--duration", "1s",
+				       "--stream", "1", NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 10);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "streaming", "1");
@@ -750,7 +790,6 @@ Test(loadgen, summary_agrees_with_requests_csv, .timeout = 20)
 		"ok", "http_error", "timeout", "refused", "reset", "truncated", "stalled",
 		"invalid",
 	};
-	char url[128];
 	char out[128];
 	char path[64];
 	const struct csv_table *t;
@@ -760,10 +799,8 @@ Test(loadgen, summary_agrees_with_requests_csv, .timeout = 20)
 
 	start_mock("\"ttft_ms\":40,\"jitter_ms\":30,\"token_ms\":2,\"output_tokens\":8",
 		   "{\"kind\":\"status\",\"status\":503,\"probability\":0.2," ALWAYS "}", 0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "200",
-				 "--duration", "1s", "--stream", "0.5", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "200", "--duration", "1s", "--stream", "0.5",
+				       NULL }, out, sizeof(out));
 	n = t->nrows - 1;
 	s = summary_of(out);
 	cr_assert_eq(lg_json_num(s, "requests"), (double)n);
@@ -787,7 +824,6 @@ Test(loadgen, summary_agrees_with_requests_csv, .timeout = 20)
 
 Test(loadgen, coordinated_omission_is_corrected, .timeout = 30)
 {
-	char url[128];
 	char out[128];
 	char t0s[32];
 	int64_t t0 = future_t0();
@@ -805,11 +841,8 @@ Test(loadgen, coordinated_omission_is_corrected, .timeout = 30)
 	start_mock("\"ttft_ms\":5,\"output_tokens\":4",
 		   "{\"kind\":\"slow\",\"add_ms\":1000,\"from_s\":1.5,\"to_s\":2.3}", t0, 0);
 	fmt_t0(t0s, sizeof(t0s), t0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "50",
-				 "--duration", "4s", "--connections", "2", "--t0", t0s,
-				 NULL }, 25);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "50", "--duration", "4s", "--connections", "2",
+				       "--t0", t0s, NULL }, out, sizeof(out));
 	n = t->nrows - 1;
 	cr_assert_eq(n, 200);
 	all_rows(t, "outcome", "ok");
@@ -856,7 +889,6 @@ Test(loadgen, coordinated_omission_is_corrected, .timeout = 30)
 
 Test(loadgen, client_retries_recover_from_503s, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	const struct csv_table *log;
@@ -865,11 +897,9 @@ Test(loadgen, client_retries_recover_from_503s, .timeout = 20)
 
 	start_mock("\"ttft_ms\":2,\"output_tokens\":4", FLAKY, 0, FLAKY_SEED);
 	/* One connection: attempts reach the mock in a fixed order. */
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "20",
-				 "--duration", "1s", "--connections", "1", "--retries", "3",
-				 "--retry-backoff", "20ms", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "20", "--duration", "1s", "--connections", "1",
+				       "--retries", "3", "--retry-backoff", "20ms",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 20);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "status", "200");
@@ -892,16 +922,13 @@ Test(loadgen, client_retries_recover_from_503s, .timeout = 20)
 
 Test(loadgen, without_retries_503s_are_http_errors, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	const struct csv_table *log;
 
 	start_mock("\"ttft_ms\":2,\"output_tokens\":4", FLAKY, 0, FLAKY_SEED);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "20",
-				 "--duration", "1s", "--connections", "1", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "20", "--duration", "1s", "--connections", "1",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 20);
 	all_rows(t, "retries", "0");
 	cr_assert_gt(lg_count(t, "outcome", "http_error"), 0);
@@ -913,7 +940,6 @@ Test(loadgen, without_retries_503s_are_http_errors, .timeout = 20)
 
 Test(loadgen, client_retry_honours_retry_after, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	char t0s[32];
 	int64_t t0 = future_t0();
@@ -926,11 +952,9 @@ Test(loadgen, client_retry_honours_retry_after, .timeout = 20)
 		   "{\"kind\":\"status\",\"status\":503,\"retry_after_s\":1,"
 		   "\"from_s\":0,\"to_s\":0.4}", t0, 0);
 	fmt_t0(t0s, sizeof(t0s), t0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "4",
-				 "--duration", "1s", "--t0", t0s, "--retries", "3",
-				 "--retry-backoff", "20ms", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "4", "--duration", "1s", "--t0", t0s,
+				       "--retries", "3", "--retry-backoff", "20ms",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 4);
 	all_rows(t, "outcome", "ok");
 	cr_assert_str_eq(field(t, lg_find(t, "id", "1"), "retries"), "1");
@@ -972,7 +996,6 @@ Test(loadgen, client_retry_honours_retry_after, .timeout = 20)
 
 Test(loadgen, closed_loop_holds_concurrency, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	double *ev;
@@ -984,10 +1007,8 @@ Test(loadgen, closed_loop_holds_concurrency, .timeout = 20)
 	const cJSON *s;
 
 	start_mock("\"ttft_ms\":20,\"output_tokens\":1", "", 0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--concurrency",
-				 "4", "--duration", "1s", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--concurrency", "4", "--duration", "1s",
+				       NULL }, out, sizeof(out));
 	n = t->nrows - 1;
 	/* Each answer takes at least 20 ms: 4 clients send at most 4 × 51. */
 	cr_assert(n >= 40 && n <= 204, "%zu requests", n);
@@ -1054,7 +1075,6 @@ Test(loadgen, faultline_headers_both_ways, .timeout = 20)
 		{ "x-faultline-hedged", "1" },
 		{ "x-faultline-cost-usd", "0.000123" },
 	};
-	char url[128];
 	char out[128];
 	char mix[128];
 	char v[64];
@@ -1062,15 +1082,13 @@ Test(loadgen, faultline_headers_both_ways, .timeout = 20)
 	unsigned i;
 
 	cr_assert_eq(stub_start(&stub, resp, 4), 0);
-	snprintf(url, sizeof(url), "http://%s/v1", stub.addr);
 	write_text("mix.json",
 		   "{\"streams\":[{\"name\":\"web\",\"rate\":10,\"class\":\"batch\","
 		   "\"tenant\":\"acme\",\"feature\":\"search\",\"stream\":false,"
 		   "\"headers\":{\"x-extra\":\"hello\",\"Authorization\":\"Bearer t0ken\"}}]}",
 		   mix, sizeof(mix));
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", url, "--mix", mix, "--requests", "2",
-				 "--duration", "1s", "--header", "x-cli: yes", NULL }, 20);
+	t = run_stub((const char *[]){ "--mix", mix, "--requests", "2", "--duration", "1s",
+				       "--header", "x-cli: yes", NULL }, out, sizeof(out));
 	cr_assert_eq(stub_stop(&stub), 0, "the stub's loop did not close clean");
 	cr_assert_eq(stub.requests, 2);
 	for (i = 0; i < 2; i++) {
@@ -1084,7 +1102,6 @@ Test(loadgen, faultline_headers_both_ways, .timeout = 20)
 		cr_assert_not_null(stub_header(&stub, i, "x-request-id", v, sizeof(v)));
 		cr_assert(strcmp(v, "1") == 0 || strcmp(v, "2") == 0, "x-request-id %s", v);
 	}
-	t = rows_of(out);
 	cr_assert_eq(t->nrows - 1, 2);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "stream_name", "web");
@@ -1111,23 +1128,19 @@ Test(loadgen, mix_response_headers_name_other_headers, .timeout = 20)
 		{ "x-gw-hedged", "true" },
 		{ "x-gw-cost", "0.5" },
 	};
-	char url[128];
 	char out[128];
 	char mix[128];
 	const struct csv_table *t;
 
 	cr_assert_eq(stub_start(&stub, resp, 8), 0);
-	snprintf(url, sizeof(url), "http://%s/v1", stub.addr);
 	write_text("mix.json",
 		   "{\"streams\":[{\"name\":\"web\",\"share\":1}],"
 		   "\"response_headers\":{\"provider\":\"x-gw-provider\","
 		   "\"attempts\":\"X-GW-Attempts\",\"hedged\":\"x-gw-hedged\","
 		   "\"cost_usd\":\"x-gw-cost\"}}", mix, sizeof(mix));
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", url, "--mix", mix, "--rate", "10", "--requests",
-				 "2", "--duration", "1s", NULL }, 20);
+	t = run_stub((const char *[]){ "--mix", mix, "--rate", "10", "--requests", "2",
+				       "--duration", "1s", NULL }, out, sizeof(out));
 	cr_assert_eq(stub_stop(&stub), 0);
-	t = rows_of(out);
 	cr_assert_eq(t->nrows - 1, 2);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "provider", "beta");
@@ -1182,26 +1195,37 @@ static size_t count_lines(const char *dir, const char *name)
 	return n;
 }
 
-Test(loadgen, sigint_writes_results_and_exits_130, .timeout = 20)
+/*
+ * Starts loadgen on mock provider p at rate for duration, with --progress
+ * and its results in a new dir (left in out); once its first progress line
+ * shows the run under way (a second in), interrupts it with SIGINT and
+ * asserts that it exits 130.
+ */
+static void run_until_sigint(const char *rate, const char *duration, char *out, size_t len)
 {
 	char url[128];
-	char out[128];
 	struct lg_proc p;
-	const struct csv_table *t;
 	int rc;
-	const cJSON *s;
 
-	start_mock("\"ttft_ms\":100,\"output_tokens\":4", "", 0, 0);
-	new_out(out, sizeof(out));
-	cr_assert_eq(lg_spawn(&p, (const char *[]){ "loadgen", "--target",
-						    mock_target(url, sizeof(url)), "--rate", "50",
-						    "--duration", "30s", "--progress", "--out",
+	new_out(out, len);
+	mock_target(url, sizeof(url));
+	cr_assert_eq(lg_spawn(&p, (const char *[]){ "loadgen", "--target", url, "--rate", rate,
+						    "--duration", duration, "--progress", "--out",
 						    out, NULL }), 0);
-	/* The progress line comes once a second: the run is under way. */
 	cr_assert(lg_await_stderr(&p, "sent", 5000), "no progress line; stderr:\n%s", p.err);
 	kill(p.pid, SIGINT);
 	rc = lg_wait(&p, 10);
 	cr_assert_eq(rc, 130, "loadgen exited %d after SIGINT; stderr:\n%s", rc, p.err);
+}
+
+Test(loadgen, sigint_writes_results_and_exits_130, .timeout = 20)
+{
+	char out[128];
+	const struct csv_table *t;
+	const cJSON *s;
+
+	start_mock("\"ttft_ms\":100,\"output_tokens\":4", "", 0, 0);
+	run_until_sigint("50", "30s", out, sizeof(out));
 	cr_assert(exists(out, "requests.csv"));
 	cr_assert(exists(out, "requests.jsonl"));
 	cr_assert(exists(out, "summary.json"));
@@ -1268,7 +1292,6 @@ Test(loadgen, poisson_arrivals_repeat_with_the_seed, .timeout = 20)
 
 Test(loadgen, jsonl_matches_csv_and_columns_match_design, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	char mix[128];
 	char path[300];
@@ -1282,10 +1305,8 @@ Test(loadgen, jsonl_matches_csv_and_columns_match_design, .timeout = 20)
 	write_text("mix.json",
 		   "{\"streams\":[{\"name\":\"a\",\"share\":1,\"tenant\":\"acme, \\\"inc\\\"\","
 		   "\"feature\":\"x,y\",\"stream\":0.5}]}", mix, sizeof(mix));
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--mix", mix,
-				 "--rate", "100", "--duration", "500ms", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--mix", mix, "--rate", "100", "--duration", "500ms",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(t->ncols, NDESIGN, "requests.csv has %zu columns", t->ncols);
 	for (j = 0; j < NDESIGN; j++)
 		cr_assert_str_eq(t->rows[0][j], design_columns[j], "column %zu", j);
@@ -1337,137 +1358,7 @@ Test(loadgen, jsonl_matches_csv_and_columns_match_design, .timeout = 20)
 	cr_assert_eq(row, t->nrows - 1, "%zu JSON lines, %zu CSV rows", row, t->nrows - 1);
 }
 
-/* ---- 12. streams: the first token, --max-time, [DONE], comments ---- */
-
-/* Every row's col lies in [lo, hi). */
-static void all_in_range(const struct csv_table *t, const char *col, double lo, double hi)
-{
-	size_t i;
-
-	for (i = 1; i < t->nrows; i++) {
-		double v = lg_num(t, i, col);
-
-		cr_assert(v >= lo && v < hi, "id %s: %s %.3f, expected [%g, %g) (%s: %s)",
-			  field(t, i, "id"), col, v, lo, hi, field(t, i, "outcome"),
-			  field(t, i, "error"));
-	}
-}
-
-/*
- * Stops mockprov and checks that it saw each of loadgen's requests exactly
- * once: no attempt was repeated. Returns its log (held until teardown).
- */
-static const struct csv_table *mock_saw_each_once(const struct csv_table *t)
-{
-	const struct csv_table *log = mock_rows();
-	size_t i;
-
-	cr_assert_eq(log->nrows - 1, t->nrows - 1, "mock saw %zu attempts for %zu requests",
-		     log->nrows - 1, t->nrows - 1);
-	for (i = 1; i < t->nrows; i++)
-		cr_assert_eq(lg_count(log, "request_id", field(t, i, "id")), 1,
-			     "mock saw id %s %zu times", field(t, i, "id"),
-			     lg_count(log, "request_id", field(t, i, "id")));
-	return log;
-}
-
-/* For a stream, --timeout is the time to the first token. */
-Test(loadgen, stream_without_first_token_times_out, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run("\"ttft_ms\":2000", "",
-		  (const char *[]){ "--stream", "1", "--timeout", "300ms", NULL }, "timeout", &t);
-	all_rows(t, "streaming", "1");
-	all_rows(t, "ttft_ms", "");
-	all_errors_contain(t, "first token");
-	all_in_range(t, "service_ms", 300, 600);
-}
-
-/* A stream that trickles one token every 50 ms for 10 s. */
-#define TRICKLE "\"ttft_ms\":10,\"token_ms\":50,\"output_tokens\":200"
-#define TRICKLE_ARGS "--stream", "1", "--max-tokens", "200", "--timeout", "300ms", \
-	"--max-time", "700ms"
-
-/* Steady tokens never stall; --max-time cuts the attempt all the same. */
-Test(loadgen, max_time_cuts_a_trickling_stream, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run(TRICKLE, "", (const char *[]){ TRICKLE_ARGS, NULL }, "timeout", &t);
-	all_errors_contain(t, "--max-time");
-	all_in_range(t, "service_ms", 700, 900);
-	all_in_range(t, "ttft_ms", 10, 300);
-}
-
-/* The cap holds even when the stall timer alone would wait far longer. */
-Test(loadgen, max_time_holds_with_a_long_stall_timeout, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run(TRICKLE, "", (const char *[]){ TRICKLE_ARGS, "--stall-timeout", "5s", NULL },
-		  "timeout", &t);
-	all_errors_contain(t, "--max-time");
-	all_in_range(t, "service_ms", 700, 900);
-}
-
-/* A stream cut at --max-time had shown content: it is not sent again. */
-Test(loadgen, max_time_cut_is_not_retried, .timeout = 20)
-{
-	const struct csv_table *t;
-
-	fault_run(TRICKLE, "", (const char *[]){ TRICKLE_ARGS, "--retries", "1",
-						 "--retry-backoff", "10ms", NULL },
-		  "timeout", &t);
-	all_errors_contain(t, "--max-time");
-	all_rows(t, "retries", "0");
-	mock_saw_each_once(t);
-}
-
-/*
- * A reset after content had arrived is not retried. mockprov's stream is
- * about 142 bytes of headers, then a chunk every ~185 bytes: at 600 bytes
- * two content chunks are whole and the third is cut, 20 ms after the
- * second.
- */
-Test(loadgen, mid_stream_reset_is_not_retried, .timeout = 20)
-{
-	const struct csv_table *t;
-	const struct csv_table *log;
-	size_t i;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":20",
-		  "{\"kind\":\"reset\",\"after_bytes\":600," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", "--retries", "2", "--retry-backoff", "10ms",
-				    NULL }, "reset", &t);
-	all_rows(t, "retries", "0");
-	/* The premise: content came before the reset. */
-	for (i = 1; i < t->nrows; i++)
-		cr_assert_not(isnan(lg_num(t, i, "ttft_ms")), "id %s: no content before the reset",
-			      field(t, i, "id"));
-	log = mock_saw_each_once(t);
-	for (i = 1; i < log->nrows; i++)
-		cr_assert_str_eq(field(log, i, "fault"), "reset", "mock row %zu", i);
-}
-
-/* The contrast: a reset before any content is retried as before. */
-Test(loadgen, reset_before_content_is_retried, .timeout = 20)
-{
-	const struct csv_table *t;
-	const struct csv_table *log;
-	size_t i;
-
-	fault_run("\"ttft_ms\":5,\"token_ms\":20",
-		  "{\"kind\":\"reset\",\"after_bytes\":0," ALWAYS "}",
-		  (const char *[]){ "--stream", "1", "--retries", "1", "--retry-backoff", "10ms",
-				    NULL }, "reset", &t);
-	all_rows(t, "retries", "1");
-	all_rows(t, "ttft_ms", "");
-	log = mock_rows();
-	cr_assert_eq(log->nrows - 1, 6, "mock saw %zu attempts", log->nrows - 1);
-	for (i = 1; i < t->nrows; i++)
-		cr_assert_eq(lg_count(log, "request_id", field(t, i, "id")), 2);
-}
+/* ---- 12. streams: the answering attempt's ttft, [DONE], comments ---- */
 
 /*
  * ttft_ms is measured from the send of the attempt that answered: a request
@@ -1478,7 +1369,6 @@ Test(loadgen, reset_before_content_is_retried, .timeout = 20)
  */
 Test(loadgen, ttft_is_the_answering_attempts, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	char t0s[32];
 	int64_t t0 = future_t0();
@@ -1490,11 +1380,9 @@ Test(loadgen, ttft_is_the_answering_attempts, .timeout = 20)
 		   "{\"kind\":\"status\",\"status\":503,\"probability\":0.5,"
 		   "\"retry_after_s\":1,\"from_s\":0,\"to_s\":0.4}", t0, FLAKY_SEED);
 	fmt_t0(t0s, sizeof(t0s), t0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "20",
-				 "--duration", "1s", "--t0", t0s, "--retries", "3",
-				 "--retry-backoff", "20ms", "--stream", "1", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "20", "--duration", "1s", "--t0", t0s,
+				       "--retries", "3", "--retry-backoff", "20ms", "--stream",
+				       "1", NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 20);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "streaming", "1");
@@ -1518,19 +1406,15 @@ Test(loadgen, ttft_is_the_answering_attempts, .timeout = 20)
 /* A stream that sent [DONE] is whole, even if the server keeps the line open. */
 Test(loadgen, done_with_the_connection_held_open_is_ok, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 
 	cr_assert_eq(stub_start_answer(&stub, STUB_DONE_OPEN, NULL, 0), 0);
-	snprintf(url, sizeof(url), "http://%s/v1", stub.addr);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", url, "--rate", "10", "--requests", "1",
-				 "--duration", "1s", "--stream", "1", "--timeout", "2s", NULL },
-	       20);
+	t = run_stub((const char *[]){ "--rate", "10", "--requests", "1", "--duration", "1s",
+				       "--stream", "1", "--timeout", "2s",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(stub_stop(&stub), 0, "the stub's loop did not close clean");
 	cr_assert_eq(stub.requests, 1);
-	t = rows_of(out);
 	cr_assert_eq(t->nrows - 1, 1);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "status", "200");
@@ -1544,22 +1428,18 @@ Test(loadgen, done_with_the_connection_held_open_is_ok, .timeout = 20)
 /* ": keepalive" comments keep bytes coming, but they are not progress. */
 Test(loadgen, sse_comments_are_not_progress, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 
 	cr_assert_eq(stub_start_answer(&stub, STUB_KEEPALIVE, NULL, 0), 0);
-	snprintf(url, sizeof(url), "http://%s/v1", stub.addr);
 	/* --timeout 1s bounds the run (--max-time 10 s) should comments count. */
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", url, "--rate", "10", "--requests", "1",
-				 "--duration", "1s", "--stream", "1", "--timeout", "1s",
-				 "--stall-timeout", "500ms", NULL }, 20);
+	t = run_stub((const char *[]){ "--rate", "10", "--requests", "1", "--duration", "1s",
+				       "--stream", "1", "--timeout", "1s", "--stall-timeout",
+				       "500ms", NULL }, out, sizeof(out));
 	cr_assert_eq(stub_stop(&stub), 0, "the stub's loop did not close clean");
 	cr_assert_eq(stub.requests, 1);
 	/* The premise: comments were sent while loadgen waited. */
 	cr_assert_geq(stub.comments, 3, "the stub sent only %u comments", stub.comments);
-	t = rows_of(out);
 	cr_assert_eq(t->nrows - 1, 1);
 	all_rows(t, "outcome", "stalled");
 	all_rows(t, "tokens_out", "1");
@@ -1579,7 +1459,6 @@ Test(loadgen, sse_comments_are_not_progress, .timeout = 20)
 
 Test(loadgen, rate_limit_429s_are_retried_after_retry_after, .timeout = 25)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	const struct csv_table *log;
@@ -1588,12 +1467,9 @@ Test(loadgen, rate_limit_429s_are_retried_after_retry_after, .timeout = 25)
 	size_t i;
 
 	start_mock("\"ttft_ms\":2,\"output_tokens\":4", RATE_LIMIT, 0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "200",
-				 "--requests", "124", "--duration", "1s", "--retries", "3",
-				 "--retry-backoff", "20ms", "--retry-backoff-max", "3s", NULL },
-	       20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "200", "--requests", "124", "--duration", "1s",
+				       "--retries", "3", "--retry-backoff", "20ms",
+				       "--retry-backoff-max", "3s", NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 124);
 	all_rows(t, "outcome", "ok");
 	all_rows(t, "status", "200");
@@ -1633,17 +1509,14 @@ Test(loadgen, rate_limit_429s_are_retried_after_retry_after, .timeout = 25)
 
 Test(loadgen, rate_limit_429s_without_retries_are_http_errors, .timeout = 20)
 {
-	char url[128];
 	char out[128];
 	const struct csv_table *t;
 	size_t limited;
 	size_t i;
 
 	start_mock("\"ttft_ms\":2,\"output_tokens\":4", RATE_LIMIT, 0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "200",
-				 "--requests", "124", "--duration", "1s", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "200", "--requests", "124", "--duration", "1s",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 124);
 	all_rows(t, "retries", "0");
 	limited = lg_count(t, "status", "429");
@@ -1665,24 +1538,12 @@ Test(loadgen, rate_limit_429s_without_retries_are_http_errors, .timeout = 20)
 /* A run stopped early reports its rates per the time it actually ran. */
 Test(loadgen, sigint_rates_are_per_the_time_run, .timeout = 20)
 {
-	char url[128];
 	char out[128];
-	struct lg_proc p;
 	const cJSON *s;
 	double rate;
-	int rc;
 
 	start_mock("\"ttft_ms\":5,\"output_tokens\":4", "", 0, 0);
-	new_out(out, sizeof(out));
-	cr_assert_eq(lg_spawn(&p, (const char *[]){ "loadgen", "--target",
-						    mock_target(url, sizeof(url)), "--rate", "100",
-						    "--duration", "20s", "--progress", "--out",
-						    out, NULL }), 0);
-	/* The first progress line comes after a second. */
-	cr_assert(lg_await_stderr(&p, "sent", 5000), "no progress line; stderr:\n%s", p.err);
-	kill(p.pid, SIGINT);
-	rc = lg_wait(&p, 10);
-	cr_assert_eq(rc, 130, "loadgen exited %d after SIGINT; stderr:\n%s", rc, p.err);
+	run_until_sigint("100", "20s", out, sizeof(out));
 	s = summary_of(out);
 	rate = lg_json_num(s, "achieved_rate_per_s");
 	cr_assert(fabs(rate - 100) <= 10, "achieved_rate_per_s %g after a SIGINT at %g s; "
@@ -1715,13 +1576,78 @@ Test(loadgen, no_progress_line_when_stderr_is_not_a_terminal, .timeout = 20)
 	cr_assert_eq(rows_of(out)->nrows - 1, 30);
 }
 
+/*
+ * Runs loadgen for 2.5 s at 20/s against mockprov with its stderr a
+ * terminal (a pseudo-terminal), plus one more arg when extra is not NULL.
+ * Asserts a clean run; leaves what reached the terminal in p->err.
+ */
+static void run_on_a_terminal(struct lg_proc *p, const char *extra)
+{
+	char url[128];
+	char out[128];
+	int rc;
+
+	start_mock("\"ttft_ms\":2,\"output_tokens\":2", "", 0, 0);
+	new_out(out, sizeof(out));
+	mock_target(url, sizeof(url));
+	cr_assert_eq(lg_spawn_tty(p, (const char *[]){ "loadgen", "--target", url, "--rate",
+						       "20", "--duration", "2500ms", "--out", out,
+						       extra, NULL }), 0);
+	/* The terminal reads as closed once loadgen exits. */
+	rc = lg_wait(p, 15);
+	cr_assert_eq(rc, 0, "loadgen exited %d; its terminal:\n%s", rc, p->err);
+	cr_assert_eq(rows_of(out)->nrows - 1, 50);
+}
+
+/*
+ * On a terminal a live line is drawn, and drawn again in place ("\r") at
+ * each tick: elapsed, sent and the rate, in flight, errors, p99 so far.
+ */
+Test(loadgen, progress_line_on_a_terminal, .timeout = 20)
+{
+	static const char *const pieces[] = {
+		"loadgen", "sent", "/s", "in flight", "errors", "p99",
+	};
+	struct lg_proc p;
+	char line[512];
+	const char *draw;
+	size_t draws = 0;
+	size_t i;
+
+	run_on_a_terminal(&p, NULL);
+	cr_assert_not_null(strchr(p.err, '\r'), "no progress line on a terminal:\n%s", p.err);
+	/* Each draw starts at "\r" and shows every piece. */
+	for (draw = strchr(p.err, '\r'); draw; draw = strchr(draw + 1, '\r')) {
+		const char *next = strchr(draw + 1, '\r');
+
+		draws++;
+		snprintf(line, sizeof(line), "%.*s",
+			 (int)(next ? (size_t)(next - draw) : strlen(draw)), draw);
+		for (i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
+			cr_assert_not_null(strstr(line, pieces[i]), "draw %zu lacks \"%s\": %s",
+					   draws, pieces[i], line);
+	}
+	/* A tick a second over 2.5 s, and the last state at the end. */
+	cr_assert_geq(draws, 2, "the line was drawn %zu times:\n%s", draws, p.err);
+}
+
+/* --no-progress holds on a terminal too: nothing is drawn. */
+Test(loadgen, no_progress_on_a_terminal_draws_nothing, .timeout = 20)
+{
+	struct lg_proc p;
+
+	run_on_a_terminal(&p, "--no-progress");
+	cr_assert_null(strchr(p.err, '\r'), "a progress line with --no-progress:\n%s", p.err);
+	cr_assert_null(strstr(p.err, "loadgen "), "its terminal:\n%s", p.err);
+	cr_assert_str_empty(p.err, "a clean run wrote to its terminal:\n%s", p.err);
+}
+
 /* send_lag_ms is start_ms − sched_ms of the very rows in requests.csv. */
 Test(loadgen, summary_send_lag_agrees_with_requests_csv, .timeout = 20)
 {
 	static const struct { const char *name; double p; } ps[] = {
 		{ "p50", 50 }, { "p99", 99 }, { "max", 100 },
 	};
-	char url[128];
 	char out[128];
 	char path[64];
 	const struct csv_table *t;
@@ -1731,10 +1657,8 @@ Test(loadgen, summary_send_lag_agrees_with_requests_csv, .timeout = 20)
 	size_t i;
 
 	start_mock("\"ttft_ms\":2,\"output_tokens\":2", "", 0, 0);
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--rate", "200",
-				 "--duration", "1s", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--rate", "200", "--duration", "1s",
+				       NULL }, out, sizeof(out));
 	n = t->nrows - 1;
 	cr_assert_eq(n, 200);
 	lag = held_calloc(n, sizeof(*lag));
@@ -1760,7 +1684,6 @@ Test(loadgen, summary_send_lag_agrees_with_requests_csv, .timeout = 20)
 Test(loadgen, constant_rate_mix_streams_are_phase_shifted, .timeout = 20)
 {
 	static const char *const names[2] = { "a", "b" };
-	char url[128];
 	char out[128];
 	char mix[128];
 	char path[64];
@@ -1773,10 +1696,8 @@ Test(loadgen, constant_rate_mix_streams_are_phase_shifted, .timeout = 20)
 	write_text("mix.json",
 		   "{\"streams\":[{\"name\":\"a\",\"rate\":10},{\"name\":\"b\",\"rate\":10}]}",
 		   mix, sizeof(mix));
-	run_ok(new_out(out, sizeof(out)),
-	       (const char *[]){ "--target", mock_target(url, sizeof(url)), "--mix", mix,
-				 "--duration", "1s", NULL }, 20);
-	t = rows_of(out);
+	t = run_mock((const char *[]){ "--mix", mix, "--duration", "1s",
+				       NULL }, out, sizeof(out));
 	cr_assert_eq(t->nrows - 1, 20);
 	all_rows(t, "outcome", "ok");
 	s = summary_of(out);

@@ -62,25 +62,6 @@ static bool file_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* Appends what is readable on fd to out (NUL-terminated). Returns false at EOF. */
-static bool drain_fd(int fd, char *out, size_t len, size_t *used)
-{
-	char scratch[4096];
-	ssize_t n;
-
-	if (*used + 1 < len)
-		n = read(fd, out + *used, len - 1 - *used);
-	else
-		n = read(fd, scratch, sizeof(scratch));	/* full: discard the rest */
-	if (n <= 0)
-		return false;
-	if (*used + 1 < len) {
-		*used += (size_t)n;
-		out[*used] = '\0';
-	}
-	return true;
-}
-
 /*
  * Runs argv (argv[0] under $FAULTLINE_BIN) to completion within timeout_s,
  * capturing stdout and stderr, unlike run_program which drops stdout. It
@@ -90,46 +71,23 @@ static bool drain_fd(int fd, char *out, size_t len, size_t *used)
 static int run_capture(const char *const argv[], char *out, size_t outlen, char *err,
 		       size_t errlen, double timeout_s)
 {
-	char prog[256];
-	int po[2];
-	int pe[2];
 	size_t nout = 0;
 	size_t nerr = 0;
 	double end = now_ms() + timeout_s * 1000;
-	bool open_out = true;
-	bool open_err = true;
+	int out_fd;
+	int err_fd;
 	pid_t pid;
 	int st;
 
 	out[0] = '\0';
 	err[0] = '\0';
-	bin_path(argv[0], prog, sizeof(prog));
-	if (pipe(po))
-		return -1;
-	if (pipe(pe)) {
-		close(po[0]);
-		close(po[1]);
-		return -1;
-	}
-	pid = fork();
+	pid = spawn_piped(argv, false, &out_fd, &err_fd);
 	if (pid < 0)
 		return -1;
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
-		execv(prog, (char *const *)argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	while (open_out || open_err) {
+	while (out_fd >= 0 || err_fd >= 0) {
 		struct pollfd pfd[2] = {
-			{ .fd = open_out ? po[0] : -1, .events = POLLIN },
-			{ .fd = open_err ? pe[0] : -1, .events = POLLIN },
+			{ .fd = out_fd, .events = POLLIN },
+			{ .fd = err_fd, .events = POLLIN },
 		};
 		double left = end - now_ms();
 
@@ -137,23 +95,23 @@ static int run_capture(const char *const argv[], char *out, size_t outlen, char 
 			break;
 		if (poll(pfd, 2, (int)left + 1) <= 0)
 			continue;
-		if (pfd[0].revents && !drain_fd(po[0], out, outlen, &nout))
-			open_out = false;
-		if (pfd[1].revents && !drain_fd(pe[0], err, errlen, &nerr))
-			open_err = false;
+		if (pfd[0].revents)
+			read_into(&out_fd, out, outlen, &nout);
+		if (pfd[1].revents)
+			read_into(&err_fd, err, errlen, &nerr);
 	}
-	close(po[0]);
-	close(pe[0]);
-	if (open_out || open_err) {
+	if (out_fd >= 0 || err_fd >= 0) {
+		if (out_fd >= 0)
+			close(out_fd);
+		if (err_fd >= 0)
+			close(err_fd);
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 		return -1;
 	}
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+	return exit_status(st);
 }
 
 /* A valid config, for runs where only a flag is wrong. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,15 @@ const char *bin_path(const char *prog, char *out, size_t len)
 	const char *dir = getenv("FAULTLINE_BIN");
 
 	snprintf(out, len, "%s/%s", dir && *dir ? dir : "bin", prog);
+	return out;
+}
+
+/* argv[0] as a path: as given when it has a slash, else under $FAULTLINE_BIN. */
+static const char *prog_path(const char *argv0, char *out, size_t len)
+{
+	if (!strchr(argv0, '/'))
+		return bin_path(argv0, out, len);
+	snprintf(out, len, "%s", argv0);
 	return out;
 }
 
@@ -80,10 +91,15 @@ static int wait_child(pid_t pid, double timeout_ms)
 			return -1;
 		usleep(2000);	/* polling a child's exit: no event to wait on */
 	}
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
+	return exit_status(st);
+}
+
+int exit_status(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
 	return -1;
 }
 
@@ -582,10 +598,7 @@ int run_program(const char *const argv[], char *err, size_t errlen, double timeo
 
 	if (efd < 0)
 		return -1;
-	if (strchr(argv[0], '/'))
-		snprintf(prog, sizeof(prog), "%s", argv[0]);
-	else
-		bin_path(argv[0], prog, sizeof(prog));
+	prog_path(argv[0], prog, sizeof(prog));
 	pid = fork();
 	if (pid < 0)
 		return -1;
@@ -611,4 +624,85 @@ int run_program(const char *const argv[], char *err, size_t errlen, double timeo
 	close(efd);
 	unlink(tmpl);
 	return rc;
+}
+
+/* A new pseudo-terminal in raw mode: *master and *slave. Returns 0 or -1. */
+static int open_raw_pty(int *master, int *slave)
+{
+	struct termios t;
+
+	if (openpty(master, slave, NULL, NULL, NULL))
+		return -1;
+	if (tcgetattr(*slave, &t) == 0) {
+		cfmakeraw(&t);
+		if (tcsetattr(*slave, TCSANOW, &t) == 0)
+			return 0;
+	}
+	close(*master);
+	close(*slave);
+	return -1;
+}
+
+pid_t spawn_piped(const char *const argv[], bool tty, int *out_fd, int *err_fd)
+{
+	char prog[256];
+	int po[2];
+	int pe[2];		/* [0]: read by the caller; [1]: the child's stderr */
+	pid_t pid;
+	int rc;
+
+	prog_path(argv[0], prog, sizeof(prog));
+	if (pipe(po))
+		return -1;
+	rc = tty ? open_raw_pty(&pe[0], &pe[1]) : pipe(pe);
+	if (rc)
+		goto out_close_po;
+	pid = fork();
+	if (pid < 0)
+		goto out_close_pe;
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(po[1]);
+		close(pe[0]);
+		close(pe[1]);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	*out_fd = po[0];
+	*err_fd = pe[0];
+	return pid;
+
+out_close_pe:
+	close(pe[0]);
+	close(pe[1]);
+out_close_po:
+	close(po[0]);
+	close(po[1]);
+	return -1;
+}
+
+void read_into(int *fd, char *out, size_t cap, size_t *used)
+{
+	char scratch[4096];
+	ssize_t n;
+
+	if (*used + 1 < cap)
+		n = read(*fd, out + *used, cap - 1 - *used);
+	else
+		n = read(*fd, scratch, sizeof(scratch));	/* full: drop the rest */
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+	if (*used + 1 < cap) {
+		*used += (size_t)n;
+		out[*used] = '\0';
+	}
 }

@@ -152,6 +152,31 @@ int run_program(const char *const argv[], char *err, size_t errlen, double timeo
 /* Path of a program under $FAULTLINE_BIN. */
 const char *bin_path(const char *prog, char *out, size_t len);
 
+/*
+ * Starts argv (argv[0] under $FAULTLINE_BIN when it has no slash; the list
+ * NULL-terminated) with its stdout going to a new pipe whose read end is
+ * left in *out_fd. Its stderr goes to another new pipe or, when tty is
+ * true, to a new pseudo-terminal in raw mode (no output processing: the
+ * bytes arrive as written), so that to the child stderr is a terminal;
+ * either way *err_fd is the end to read it from. Returns the child's pid,
+ * or -1 with nothing left open.
+ */
+pid_t spawn_piped(const char *const argv[], bool tty, int *out_fd, int *err_fd);
+
+/*
+ * Reads what one read(2) of *fd gives onto the end of out (cap bytes in
+ * all, *used of them filled, kept NUL-terminated; once it is full the rest
+ * is read and dropped). At EOF or on an error (EIO when the far side of a
+ * pseudo-terminal has closed) it closes *fd and sets it to -1.
+ */
+void read_into(int *fd, char *out, size_t cap, size_t *used);
+
+/*
+ * A waitpid status as the tests report it: the exit status, 128+N for
+ * death by signal N, else -1.
+ */
+int exit_status(int wstatus);
+
 /* Writes text into a new file under dir; returns the path in out. */
 char *write_file(const char *dir, const char *name, const char *text,
 		 char *out, size_t len);

@@ -5,8 +5,6 @@
 #include "lgharness.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -39,78 +37,29 @@ int lg_tempdir(char *out, size_t len)
 	return 0;
 }
 
-int lg_spawn(struct lg_proc *p, const char *const argv[])
+/* lg_spawn, with stderr a pseudo-terminal when tty is true. */
+static int spawn(struct lg_proc *p, const char *const argv[], bool tty)
 {
-	char prog[256];
-	int po[2];
-	int pe[2];
-	pid_t pid;
-
 	memset(p, 0, sizeof(*p));
-	p->pid = -1;
 	p->out_fd = -1;
 	p->err_fd = -1;
 	p->status = -1;
-	if (strchr(argv[0], '/'))
-		snprintf(prog, sizeof(prog), "%s", argv[0]);
-	else
-		bin_path(argv[0], prog, sizeof(prog));
-	if (pipe(po))
+	p->pid = spawn_piped(argv, tty, &p->out_fd, &p->err_fd);
+	if (p->pid < 0)
 		return -1;
-	if (pipe(pe)) {
-		close(po[0]);
-		close(po[1]);
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
-		execv(prog, (char *const *)argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	p->pid = pid;
-	p->out_fd = po[0];
-	p->err_fd = pe[0];
 	if (nchildren < LG_MAX_CHILDREN)
-		children[nchildren++] = pid;
+		children[nchildren++] = p->pid;
 	return 0;
 }
 
-/* Appends what one read of *fd gives to out; closes *fd at EOF. */
-static void drain_one(int *fd, char *out, size_t cap, size_t *used)
+int lg_spawn(struct lg_proc *p, const char *const argv[])
 {
-	char scratch[4096];
-	ssize_t n;
+	return spawn(p, argv, false);
+}
 
-	if (*used + 1 < cap)
-		n = read(*fd, out + *used, cap - 1 - *used);
-	else
-		n = read(*fd, scratch, sizeof(scratch));	/* full: drop the rest */
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		close(*fd);
-		*fd = -1;
-		return;
-	}
-	if (*used + 1 < cap) {
-		*used += (size_t)n;
-		out[*used] = '\0';
-	}
+int lg_spawn_tty(struct lg_proc *p, const char *const argv[])
+{
+	return spawn(p, argv, true);
 }
 
 /* Waits up to timeout_ms for output on the open pipes and reads it. */
@@ -132,9 +81,9 @@ static void pump_pipes(struct lg_proc *p, double timeout_ms, bool stderr_only)
 		if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		if (pfd[i].fd == p->err_fd)
-			drain_one(&p->err_fd, p->err, sizeof(p->err), &p->nerr);
+			read_into(&p->err_fd, p->err, sizeof(p->err), &p->nerr);
 		else
-			drain_one(&p->out_fd, p->out, sizeof(p->out), &p->nout);
+			read_into(&p->out_fd, p->out, sizeof(p->out), &p->nout);
 	}
 }
 
@@ -148,15 +97,6 @@ bool lg_await_stderr(struct lg_proc *p, const char *needle, double timeout_ms)
 		pump_pipes(p, end - now_ms(), true);
 	}
 	return true;
-}
-
-static int decode_status(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return -1;
 }
 
 int lg_wait(struct lg_proc *p, double timeout_s)
@@ -174,7 +114,7 @@ int lg_wait(struct lg_proc *p, double timeout_s)
 		waitpid(p->pid, &st, 0);
 		p->status = -1;
 	} else if (waitpid(p->pid, &st, 0) == p->pid) {
-		p->status = decode_status(st);
+		p->status = exit_status(st);
 	}
 	if (p->out_fd >= 0)
 		close(p->out_fd);

@@ -1,13 +1,13 @@
 /*
  * lgharness: what the loadgen integration tests share — running bin/loadgen
- * (to completion, or in the background to signal it), temp dirs that are
- * removed at teardown, reading its requests.csv and summary.json, a
- * nearest-rank percentile to check the summary against the rows, and a
- * stub OpenAI-style server inside the test process (its own libuv loop on
- * a thread) that records the request headers it receives and answers with
- * the response headers a test chooses — a whole chat completion, or an
- * event stream that is never ended (after [DONE], or with only comments
- * after its first token).
+ * (to completion, in the background to signal it, or with its stderr a
+ * terminal), temp dirs that are removed at teardown, reading its
+ * requests.csv and summary.json, a nearest-rank percentile to check the
+ * summary against the rows, and a stub OpenAI-style server inside the test
+ * process (its own libuv loop on a thread) that records the request headers
+ * it receives and answers with the response headers a test chooses — a
+ * whole chat completion, or an event stream that is never ended (after
+ * [DONE], or with only comments after its first token).
  */
 #ifndef FAULTLINE_LGHARNESS_H
 #define FAULTLINE_LGHARNESS_H
@@ -46,6 +46,12 @@ int lg_tempdir(char *out, size_t len);
  * noted so lg_cleanup can kill it if a test ends early. Returns 0 or -1.
  */
 int lg_spawn(struct lg_proc *p, const char *const argv[]);
+
+/*
+ * lg_spawn, but the child's stderr is a pseudo-terminal (err_fd its master
+ * side, in raw mode): to the child, stderr is a terminal.
+ */
+int lg_spawn_tty(struct lg_proc *p, const char *const argv[]);
 
 /*
  * Reads the child's stderr until needle appears in it or timeout_ms pass.

@@ -269,6 +269,17 @@ static double xfer_ms(const struct xfer *x)
 	return (double)(x->done_ns - x->added_ns) / 1e6;
 }
 
+/* Asserts that x came back once, 200, with the body its POST asked for. */
+static void assert_echoed(const struct xfer *x)
+{
+	unsigned i = (unsigned)(x - fx.xfers);
+
+	cr_assert_eq(x->done, 1, "transfer %u came back %u times", i, x->done);
+	cr_assert_eq(x->result, CURLE_OK, "transfer %u: %s", i, curl_easy_strerror(x->result));
+	cr_assert_eq(x->status, 200, "transfer %u: status %ld", i, x->status);
+	cr_assert_str_eq(x->body.data ? x->body.data : "", x->want, "transfer %u", i);
+}
+
 /* ---- setting up and tearing down ---- */
 
 static void fx_start(void)
@@ -368,7 +379,6 @@ TestSuite(curl_uv, .init = suite_init, .fini = suite_fini);
  */
 Test(curl_uv, fifty_posts_each_come_back_once, .timeout = 10)
 {
-	struct xfer *x;
 	unsigned i;
 
 	fx_start();
@@ -378,14 +388,8 @@ Test(curl_uv, fifty_posts_each_come_back_once, .timeout = 10)
 	cr_assert(run_until(&fx.done, NBULK), "%u of %d transfers came back", fx.done, NBULK);
 	cr_assert_eq(fx.done, NBULK);
 	cr_assert_eq(fx.requests, NBULK);
-	for (i = 0; i < NBULK; i++) {
-		x = &fx.xfers[i];
-		cr_assert_eq(x->done, 1, "transfer %u came back %u times", i, x->done);
-		cr_assert_eq(x->result, CURLE_OK, "transfer %u: %s", i,
-			     curl_easy_strerror(x->result));
-		cr_assert_eq(x->status, 200, "transfer %u: status %ld", i, x->status);
-		cr_assert_str_eq(x->body.data ? x->body.data : "", x->want, "transfer %u", i);
-	}
+	for (i = 0; i < NBULK; i++)
+		assert_echoed(&fx.xfers[i]);
 	cr_assert_eq(fx.cu.transfers, 0, "transfers = %zu", fx.cu.transfers);
 
 	curl_uv_close(&fx.cu, on_cu_closed);
@@ -417,13 +421,7 @@ Test(curl_uv, sequential_transfers_reuse_the_connection, .timeout = 10)
 	xfer_add(&fx.xfers[0]);
 	cr_assert(run_until(&fx.done, NSEQ), "%u of %d transfers came back", fx.done, NSEQ);
 	for (i = 0; i < NSEQ; i++) {
-		cr_assert_eq(fx.xfers[i].done, 1, "transfer %u came back %u times", i,
-			     fx.xfers[i].done);
-		cr_assert_eq(fx.xfers[i].result, CURLE_OK, "transfer %u: %s", i,
-			     curl_easy_strerror(fx.xfers[i].result));
-		cr_assert_eq(fx.xfers[i].status, 200);
-		cr_assert_str_eq(fx.xfers[i].body.data ? fx.xfers[i].body.data : "",
-				 fx.xfers[i].want);
+		assert_echoed(&fx.xfers[i]);
 		connects += fx.xfers[i].connects;
 	}
 	cr_assert_eq(fx.xfers[0].connects, 1, "the first transfer made %ld connections",
@@ -671,12 +669,8 @@ Test(curl_uv, close_from_the_last_on_done, .timeout = 10)
 		xfer_add(xfer_setup(i, fx.port, "/echo"));
 	fx.after_done = close_after_last;
 	cr_assert(run_until(&fx.done, NIDLE), "%u of %d transfers came back", fx.done, NIDLE);
-	for (i = 0; i < NIDLE; i++) {
-		cr_assert_eq(fx.xfers[i].done, 1);
-		cr_assert_eq(fx.xfers[i].result, CURLE_OK);
-		cr_assert_str_eq(fx.xfers[i].body.data ? fx.xfers[i].body.data : "",
-				 fx.xfers[i].want);
-	}
+	for (i = 0; i < NIDLE; i++)
+		assert_echoed(&fx.xfers[i]);
 	fx_finish();
 	cr_assert_eq(fx.done, NIDLE);
 }
@@ -724,8 +718,7 @@ Test(curl_uv, idle_connection_closed_by_the_server, .timeout = 10)
 
 	xfer_add(b);
 	cr_assert(run_until(&fx.done, 2), "the second transfer never came back");
-	cr_assert_eq(b->result, CURLE_OK, "%s", curl_easy_strerror(b->result));
-	cr_assert_str_eq(b->body.data ? b->body.data : "", b->want);
+	assert_echoed(b);
 	cr_assert_eq(b->connects, 1, "the second transfer made %ld connections", b->connects);
 	fx_finish();
 }

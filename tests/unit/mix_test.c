@@ -43,6 +43,41 @@ static int load(const char *json, struct mix *m)
 	return rc;
 }
 
+/* Asserts that mix_free (or a refused load) left m empty. */
+static void assert_emptied(const struct mix *m)
+{
+	cr_assert_null(m->streams);
+	cr_assert_eq(m->n, 0);
+	cr_assert_null(m->hdr_provider);
+}
+
+/*
+ * Asserts that every key of st but its name and share took its default:
+ * defs's, or the built-in one.
+ */
+static void assert_stream_defaults(const struct mix_stream *st)
+{
+	cr_assert_float_eq(st->rate, 0, 0);
+	cr_assert_str_eq(st->class_name, "interactive");
+	cr_assert_str_eq(st->tenant, "");
+	cr_assert_str_eq(st->feature, "");
+	cr_assert_str_eq(st->model, "mock-small");
+	cr_assert_float_eq(st->stream_p, 0.25, 0);
+	cr_assert_eq(st->prompt_tokens, 100);
+	cr_assert_eq(st->max_tokens, 32);
+	cr_assert_eq(st->arrival, -1);
+	cr_assert_eq(st->nheaders, 0);
+}
+
+/* Asserts that m reads the x-faultline-* response headers. */
+static void assert_faultline_response_headers(const struct mix *m)
+{
+	cr_assert_str_eq(m->hdr_provider, "x-faultline-provider");
+	cr_assert_str_eq(m->hdr_attempts, "x-faultline-attempts");
+	cr_assert_str_eq(m->hdr_hedged, "x-faultline-hedged");
+	cr_assert_str_eq(m->hdr_cost, "x-faultline-cost-usd");
+}
+
 /*
  * Asserts the load was refused, that the message starts with the file and
  * contains each of the wanted pieces, and that nothing was left allocated.
@@ -58,9 +93,7 @@ static void assert_refused(const char *json, const char *want1, const char *want
 	cr_assert(strstr(err, want1), "error \"%s\" lacks \"%s\"", err, want1);
 	if (want2)
 		cr_assert(strstr(err, want2), "error \"%s\" lacks \"%s\"", err, want2);
-	cr_assert_null(m.streams);
-	cr_assert_eq(m.n, 0);
-	cr_assert_null(m.hdr_provider);
+	assert_emptied(&m);
 }
 
 /* Asserts stream st carries header line `want` ("Name: value"). */
@@ -134,9 +167,7 @@ Test(mix, full_file_round_trips_every_field, .timeout = 10)
 	cr_assert_str_eq(m.hdr_cost, "x-cost");
 	cr_assert_float_eq(mix_total_rate(&m), 1000005.5, 1e-9);
 	mix_free(&m);
-	cr_assert_null(m.streams);
-	cr_assert_eq(m.n, 0);
-	cr_assert_null(m.hdr_provider);
+	assert_emptied(&m);
 }
 
 Test(mix, absent_keys_take_defaults, .timeout = 10)
@@ -150,20 +181,8 @@ Test(mix, absent_keys_take_defaults, .timeout = 10)
 	st = &m.streams[0];
 	cr_assert_str_eq(st->name, "s");
 	cr_assert_float_eq(st->share, 2, 0);
-	cr_assert_float_eq(st->rate, 0, 0);
-	cr_assert_str_eq(st->class_name, "interactive");
-	cr_assert_str_eq(st->tenant, "");
-	cr_assert_str_eq(st->feature, "");
-	cr_assert_str_eq(st->model, "mock-small");
-	cr_assert_float_eq(st->stream_p, 0.25, 0);
-	cr_assert_eq(st->prompt_tokens, 100);
-	cr_assert_eq(st->max_tokens, 32);
-	cr_assert_eq(st->arrival, -1);
-	cr_assert_eq(st->nheaders, 0);
-	cr_assert_str_eq(m.hdr_provider, "x-faultline-provider");
-	cr_assert_str_eq(m.hdr_attempts, "x-faultline-attempts");
-	cr_assert_str_eq(m.hdr_hedged, "x-faultline-hedged");
-	cr_assert_str_eq(m.hdr_cost, "x-faultline-cost-usd");
+	assert_stream_defaults(st);
+	assert_faultline_response_headers(&m);
 	cr_assert_float_eq(mix_total_rate(&m), 0, 0, "a mix of shares has no total rate");
 	mix_free(&m);
 }
@@ -365,24 +384,12 @@ Test(mix, default_mix_has_one_share_stream, .timeout = 10)
 	st = &m.streams[0];
 	cr_assert_str_eq(st->name, "default");
 	cr_assert_float_eq(st->share, 1, 0);
-	cr_assert_float_eq(st->rate, 0, 0);
-	cr_assert_str_eq(st->class_name, "interactive");
-	cr_assert_str_eq(st->tenant, "");
-	cr_assert_str_eq(st->feature, "");
-	cr_assert_str_eq(st->model, "mock-small");
-	cr_assert_float_eq(st->stream_p, 0.25, 0);
-	cr_assert_eq(st->prompt_tokens, 100);
-	cr_assert_eq(st->max_tokens, 32);
-	cr_assert_eq(st->arrival, -1);
-	cr_assert_eq(st->nheaders, 0);
+	assert_stream_defaults(st);
 	cr_assert_null(st->headers);
-	cr_assert_str_eq(m.hdr_provider, "x-faultline-provider");
-	cr_assert_str_eq(m.hdr_attempts, "x-faultline-attempts");
-	cr_assert_str_eq(m.hdr_hedged, "x-faultline-hedged");
-	cr_assert_str_eq(m.hdr_cost, "x-faultline-cost-usd");
+	assert_faultline_response_headers(&m);
 	cr_assert_float_eq(mix_total_rate(&m), 0, 0);
 	mix_free(&m);
-	cr_assert_null(m.streams);
+	assert_emptied(&m);
 	mix_free(&m);
 }
 

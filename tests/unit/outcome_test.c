@@ -69,9 +69,16 @@ Test(outcome, curl_errors, .timeout = 10)
 		    .content_seen = true }, OUT_RESET },
 		{ "RECV_ERROR on a plain 200 with a valid body so far",
 		  { .curl_code = CURLE_RECV_ERROR, .status = 200, .body_valid = true }, OUT_RESET },
+		/* …except after [DONE]: the answer was whole, an SDK has handed it on. */
 		{ "PARTIAL_FILE on a stream that saw [DONE]",
 		  { .curl_code = CURLE_PARTIAL_FILE, .status = 200, .streaming = true, .sse = true,
-		    .saw_done = true }, OUT_TRUNCATED },
+		    .saw_done = true, .content_seen = true }, OUT_OK },
+		{ "RECV_ERROR on a stream that saw [DONE]",
+		  { .curl_code = CURLE_RECV_ERROR, .status = 200, .streaming = true, .sse = true,
+		    .saw_done = true, .content_seen = true }, OUT_OK },
+		{ "RECV_ERROR after [DONE] and an error event",
+		  { .curl_code = CURLE_RECV_ERROR, .status = 200, .streaming = true, .sse = true,
+		    .saw_done = true, .error_event = true }, OUT_RESET },
 		{ "WEIRD_SERVER_REPLY with a status", { .curl_code = CURLE_WEIRD_SERVER_REPLY,
 							.status = 200 }, OUT_INVALID },
 	};
