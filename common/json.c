@@ -66,12 +66,21 @@ out_close:
 int json_escape(struct buf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *run;
 	int rc = buf_reserve(b, strlen(s) + 2);
 
 	if (rc)
 		return rc;
 	rc = buf_append(b, "\"", 1);
-	for (; !rc && *p; p++) {
+	while (!rc && *p) {
+		/* Characters that need no escape go in runs, not one by one. */
+		run = p;
+		while (*p >= 0x20 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run)
+			rc = buf_append(b, run, (size_t)(p - run));
+		if (rc || !*p)
+			break;
 		switch (*p) {
 		case '"':
 			rc = buf_append(b, "\\\"", 2);
@@ -89,11 +98,9 @@ int json_escape(struct buf *b, const char *s)
 			rc = buf_append(b, "\\t", 2);
 			break;
 		default:
-			if (*p < 0x20)
-				rc = buf_printf(b, "\\u%04x", *p);
-			else
-				rc = buf_append(b, p, 1);
+			rc = buf_printf(b, "\\u%04x", *p);
 		}
+		p++;
 	}
 	if (!rc)
 		rc = buf_append(b, "\"", 1);
