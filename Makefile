@@ -1,6 +1,6 @@
 # faultline — build, test and benchmark.
 #
-#   make            build every program into bin/ (mockprov, loadgen, streamclient)
+#   make            build every program into bin/ (mockprov, loadgen; streamclient, curlfloor)
 #   make test       build and run the unit and integration tests
 #   make asan       build with ASan+UBSan and run the same tests
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
@@ -41,9 +41,9 @@ MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
-BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
 
-PROGRAMS := mockprov loadgen streamclient
+PROGRAMS := mockprov loadgen streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
@@ -69,6 +69,10 @@ $(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPRO
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
 
 $(O)/$(1)/bin/loadgen: $$(patsubst %.c,$(O)/$(1)/%.o,loadgen/main.c $$(LOADGEN_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
+
+$(O)/$(1)/bin/curlfloor: $$(patsubst %.c,$(O)/$(1)/%.o,bench/curlfloor.c $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 

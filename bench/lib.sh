@@ -167,9 +167,11 @@ combine() {
 			printf "flbench_rps %.1f\n", sum["requests"] / sum["duration_s"]
 			if (n["all_requests"])
 				printf "flbench_rps_elapsed %.1f\n", sum["all_requests"] / sum["elapsed_s"]
-			printf "flbench_p50_ms %.3f\n", sum["p50_ms"] / n["p50_ms"]
-			printf "flbench_p99_ms %.3f\n", sum["p99_ms"] / n["p99_ms"]
-			printf "flbench_max_ms %.3f\n", sum["max_ms"]
+			if (n["p50_ms"]) {
+				printf "flbench_p50_ms %.3f\n", sum["p50_ms"] / n["p50_ms"]
+				printf "flbench_p99_ms %.3f\n", sum["p99_ms"] / n["p99_ms"]
+				printf "flbench_max_ms %.3f\n", sum["max_ms"]
+			}
 			printf "flbench_errors %d\n", sum["errors"]
 			split("connect read write status timeout", e, " ")
 			for (i = 1; i <= 5; i++)

@@ -3,7 +3,9 @@
 # wrk measured in the same run against the same server, and how closely it
 # keeps an open-loop schedule.
 #
-#  1. Closed loop: loadgen (--concurrency CONNS, recording on) and wrk (-c
+#  1. Closed loop: loadgen (--concurrency CONNS, recording on), bin/curlfloor
+#     (libcurl alone through the same curl_uv glue, CONNS handles, nothing
+#     recorded: the floor under loadgen's own work) and wrk (-c
 #     CONNS, POSTing the body loadgen sends through bench/chat_post.lua;
 #     loadgen's request also carries Accept, x-faultline-class and
 #     x-request-id headers) against nginx (one worker, bench/nginx.conf.in)
@@ -113,10 +115,21 @@ wrk_round() {
 		$(get "$out" errors_timeout)))" >>"$out"
 }
 
-# Runs client $1 (loadgen, or wrk-N for wrk -tN) for $3 s into file $2.
+# One run of bin/curlfloor (libcurl alone, through curl_uv) for $2 s.
+curlfloor_round() {
+	local out=$1 secs=$2
+	: >"$out"
+	measured "$NG_PID" "$out" timeout $((secs + 30)) "$BIN/curlfloor" \
+		--url "http://$NG_ADDR$CHAT_PATH" --connections "$CONNS" --duration "${secs}s" \
+		--body "$REQUEST" || die "curlfloor failed: $(cat "$out" "$out.err")"
+	[ "$(get "$out" requests)" -gt 0 ] || die "curlfloor made no request: $(cat "$out")"
+}
+
+# Runs client $1 (loadgen, curlfloor, or wrk-N for wrk -tN) for $3 s into file $2.
 client_round() {
 	case $1 in
 	loadgen) loadgen_round "$2" "$3" ;;
+	curlfloor) curlfloor_round "$2" "$3" ;;
 	wrk-*) wrk_round "$2" "${1#wrk-}" "$3" ;;
 	esac
 }
@@ -124,6 +137,11 @@ client_round() {
 # One row of a table: a label, three figures and a note.
 line() {
 	printf '   %-30s %12s %12s %12s   %s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}"
+}
+
+# One row of the closed-loop table: a label, four figures and a note.
+line4() {
+	printf '   %-30s %12s %12s %12s %12s   %s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}" "${6-}"
 }
 
 # One row of the summary: a label, two figures, a target and a verdict.
@@ -137,7 +155,7 @@ verdict() {
 }
 
 closed_bench() {
-	local clients="loadgen wrk-$WRK_THREADS" order who round key ratio
+	local clients="loadgen curlfloor wrk-$WRK_THREADS" order who round key ratio f
 	local round_secs=$((CLOSED_SECS / ROUNDS)) l w c=""
 	[ "$round_secs" -ge 1 ] || die "CLOSED_SECS ($CLOSED_SECS) must be at least ROUNDS ($ROUNDS)"
 	if [ "$WRK_THREADS_CONTEXT" != 0 ] && [ "$WRK_THREADS_CONTEXT" != "$WRK_THREADS" ]; then
@@ -163,10 +181,12 @@ closed_bench() {
 		combine "$tmp/closed-$who" "$tmp/closed-$who".[0-9]*
 	done
 	l=$tmp/closed-loadgen
+	f=$tmp/closed-curlfloor
 	w=$tmp/closed-wrk-$WRK_THREADS
 	ratio=$(awk -v a="$(get "$l" rps)" -v b="$(get "$w" rps)" 'BEGIN { printf "%.2f", a / b }')
 	CLOSED_RATIO=$ratio
 	CLOSED_L=$(get "$l" rps)
+	CLOSED_F=$(get "$f" rps)
 	CLOSED_W=$(get "$w" rps)
 	CLOSED_C=$([ -n "$c" ] && get "$c" rps || echo "")
 
@@ -176,14 +196,17 @@ closed_bench() {
 	echo "   a static $(wc -c <"$tmp/body.json")-byte chat completion; ${WARMUP_SECS} s" \
 		"warm-up each, then $ROUNDS rounds of ${round_secs} s each,"
 	echo "   the order reversed every other round (p50/p99: mean of the rounds)"
-	line "" "loadgen" "wrk -t$WRK_THREADS" "${c:+wrk -t$WRK_THREADS_CONTEXT}"
+	line4 "" "loadgen" "curlfloor" "wrk -t$WRK_THREADS" "${c:+wrk -t$WRK_THREADS_CONTEXT}"
 	for key in rps requests p50_ms p99_ms max_ms errors cpu_client_pct client_us_per_req \
 		cpu_server_pct cpu_other_pct; do
-		line "$(label "$key" nginx client)" "$(get "$l" "$key")" "$(get "$w" "$key")" \
-			"${c:+$(get "$c" "$key")}"
+		line4 "$(label "$key" nginx client)" "$(get "$l" "$key")" "$(get "$f" "$key")" \
+			"$(get "$w" "$key")" "${c:+$(get "$c" "$key")}"
 	done
-	line "ratio loadgen / wrk -t$WRK_THREADS" "$ratio" "" "" \
+	line4 "ratio loadgen / wrk -t$WRK_THREADS" "$ratio" "" "" "" \
 		">= $RATIO_TARGET: $(verdict "$ratio >= $RATIO_TARGET")"
+	line4 "ratio curlfloor / wrk -t$WRK_THREADS" \
+		"$(awk -v a="$CLOSED_F" -v b="$(get "$w" rps)" 'BEGIN { printf "%.2f", a / b }')" \
+		"" "" "" "(libcurl alone: the floor under loadgen's own work)"
 	echo "   requests/s: loadgen's are the rows of requests.csv with end_ms <= the --duration"
 	echo "   (answered within the window from its t0) / the --duration, as wrk's are the"
 	echo "   responses it read / its run time; every row / summary.json's elapsed_s (t0 to"
@@ -267,6 +290,8 @@ main() {
 	row "closed loop, $CONNS connections" "requests/s" "x wrk -t$WRK_THREADS" "target"
 	row "loadgen (1 thread, recording)" "$CLOSED_L" "$CLOSED_RATIO" ">= $RATIO_TARGET" \
 		"$(verdict "$CLOSED_RATIO >= $RATIO_TARGET")"
+	row "curlfloor (libcurl alone)" "$CLOSED_F" \
+		"$(awk -v a="$CLOSED_F" -v b="$CLOSED_W" 'BEGIN { printf "%.2f", a / b }')"
 	row "wrk -t$WRK_THREADS" "$CLOSED_W" "1.00"
 	if [ -n "$CLOSED_C" ]; then
 		row "wrk -t$WRK_THREADS_CONTEXT (context)" "$CLOSED_C" \
