@@ -6,15 +6,20 @@
  * A kept-alive connection goes back to curl's pool after every transfer,
  * and curl says CURL_POLL_REMOVE; stopping and closing its poll each time
  * costs three or four syscalls a request. So the sockets curl_uv opened
- * for connections (its CURLOPT_OPENSOCKETFUNCTION) stay watched while
- * idle: an event on an idle socket (the server closed it) stops the poll,
- * and the watch goes only when curl closes the socket (through curl_uv's
- * CURLOPT_CLOSESOCKETFUNCTION, before the close).
+ * for connections (its CURLOPT_OPENSOCKETFUNCTION) that curl has read from
+ * stay watched while idle: an event on an idle socket (the server closed
+ * it) stops the poll, and the watch goes only when curl closes the socket
+ * (through curl_uv's CURLOPT_CLOSESOCKETFUNCTION, before the close). A
+ * socket that never got that far (a connect attempt: libcurl 7.88 closes
+ * those with a plain close()) is unwatched at REMOVE, as is every socket
+ * curl_uv did not open; an fd is taken as curl_uv's only while its inode
+ * is the one on_open saw. Idle watches do not keep the loop alive.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "curl_uv.h"
@@ -29,7 +34,16 @@ struct curl_watch {
 	int events;			/* UV_READABLE/UV_WRITABLE polled; 0: stopped */
 	bool idle;			/* curl said REMOVE: back in its pool */
 	bool owned;			/* opened by on_open, closed by on_close */
+	bool established;		/* curl has read from it: a connection, not an attempt */
 };
+
+/* The socket's inode (unique among open sockets), or 0. */
+static ino_t ino_of(curl_socket_t fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
 
 /* The watch of fd, or NULL. */
 static struct curl_watch *watch_of(const struct curl_uv *cu, curl_socket_t fd)
@@ -44,7 +58,7 @@ static int grow_fds(struct curl_uv *cu, curl_socket_t fd)
 {
 	size_t n = cu->nfds ? cu->nfds : 64;
 	struct curl_watch **w;
-	bool *o;
+	ino_t *o;
 
 	if ((size_t)fd < cu->nfds)
 		return 0;
@@ -130,6 +144,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
 	int flags = 0;
 	int running;
 
+	if (status < 0)
+		w->events = 0;		/* libuv stopped the handle on POLLERR */
 	if (w->idle) {
 		/* Curl is not using the socket: it finds out when it next does. */
 		uv_poll_stop(&w->poll);
@@ -170,10 +186,18 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		if (!w)
 			return 0;
 		curl_multi_assign(cu->multi, fd, NULL);
-		if (w->owned)
+		if (w->owned && w->established) {
 			w->idle = true;		/* on_close ends it */
-		else
+			uv_unref((uv_handle_t *)&w->poll);
+		} else {
+			/*
+			 * A connect attempt: curl 7.88 closes those without the
+			 * closesocket callback (cf_socket_close, !ctx->active).
+			 */
+			if ((size_t)fd < cu->nfds)
+				cu->owned[fd] = 0;
 			unwatch(cu, w);
+		}
 		return 0;
 	}
 	if (!w) {
@@ -188,7 +212,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		}
 		w->fd = fd;
 		w->cu = cu;
-		w->owned = cu->owned[fd];
+		w->owned = cu->owned[fd] && cu->owned[fd] == ino_of(fd);
 		w->poll.data = w;
 		w->next = cu->watches;
 		if (cu->watches)
@@ -196,10 +220,15 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		cu->watches = w;
 		cu->by_fd[fd] = w;
 	}
-	w->idle = false;
+	if (w->idle) {
+		w->idle = false;
+		uv_ref((uv_handle_t *)&w->poll);
+	}
 	curl_multi_assign(cu->multi, fd, w);
-	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) {
 		events |= UV_READABLE;
+		w->established = true;
+	}
 	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
 		events |= UV_WRITABLE;
 	if (events == w->events)
@@ -214,7 +243,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 static curl_socket_t on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
 	struct curl_uv *cu = clientp;
-	curl_socket_t fd = socket(addr->family, addr->socktype, addr->protocol);
+	curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
 
 	if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN)
 		return fd;
@@ -222,7 +251,7 @@ static curl_socket_t on_open(void *clientp, curlsocktype purpose, struct curl_so
 		close(fd);
 		return CURL_SOCKET_BAD;
 	}
-	cu->owned[fd] = true;
+	cu->owned[fd] = ino_of(fd);
 	return fd;
 }
 
@@ -235,7 +264,7 @@ static int on_close(void *clientp, curl_socket_t fd)
 	if (w)
 		unwatch(cu, w);
 	if (fd >= 0 && (size_t)fd < cu->nfds)
-		cu->owned[fd] = false;
+		cu->owned[fd] = 0;
 	return close(fd);
 }
 

@@ -16,6 +16,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <uv.h>
 
 struct curl_uv;
@@ -41,7 +42,7 @@ struct curl_uv {
 	void *data;			/* the caller's */
 	struct curl_watch *watches;	/* sockets being polled (a list) */
 	struct curl_watch **by_fd;	/* the watch of each fd, or NULL */
-	bool *owned;			/* fd opened by curl_uv for a connection */
+	ino_t *owned;			/* inode of the fd curl_uv opened for a connection; 0: not ours */
 	size_t nfds;			/* size of by_fd and owned */
 	size_t closing;			/* handles whose close callback is due */
 	size_t transfers;		/* easy handles added and not yet back */

@@ -722,3 +722,66 @@ Test(curl_uv, idle_connection_closed_by_the_server, .timeout = 10)
 	cr_assert_eq(b->connects, 1, "the second transfer made %ld connections", b->connects);
 	fx_finish();
 }
+
+/*
+ * A listener on loopback whose accept queue is full (backlog 0, never
+ * accepting, filled by connects of its own): a further connect hangs.
+ * Returns its port; the fds go in fds[0..4] for the caller to close.
+ */
+static unsigned short full_listener(int fds[5])
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int i;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(fds[0], 0);
+	cr_assert_eq(bind(fds[0], (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(fds[0], 0), 0);
+	cr_assert_eq(getsockname(fds[0], (struct sockaddr *)&sin, &len), 0);
+	for (i = 1; i < 5; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		cr_assert_geq(fds[i], 0);
+		if (connect(fds[i], (struct sockaddr *)&sin, sizeof(sin)) != 0)
+			cr_assert(errno == EINPROGRESS, "connect: %s", strerror(errno));
+	}
+	return ntohs(sin.sin_port);
+}
+
+/*
+ * A connect that never completes and is given up (curl's connect timeout)
+ * leaves nothing behind: curl 7.88 closes such a socket with a plain
+ * close(), so curl_uv must not keep its watch as an idle connection — else
+ * the next socket on the same fd number would be taken for it and never
+ * polled. The next transfer is as quick as ever.
+ */
+Test(curl_uv, abandoned_connect_leaves_no_watch, .timeout = 10)
+{
+	struct xfer *a;
+	struct xfer *b;
+	int fds[5];
+	int active = 0;
+	size_t i;
+
+	fx_start();
+	a = xfer_setup(0, full_listener(fds), "/echo");
+	curl_easy_setopt(a->easy, CURLOPT_CONNECTTIMEOUT_MS, 100L);
+	xfer_add(a);
+	cr_assert(run_until(&fx.done, 1), "the hanging connect never came back");
+	cr_assert_eq(a->result, CURLE_OPERATION_TIMEDOUT, "%s", curl_easy_strerror(a->result));
+
+	uv_walk(&fx.loop, count_active_polls, &active);
+	cr_assert_eq(active, 0, "%d polls left after the connect was given up", active);
+	for (i = 0; i < fx.cu.nfds; i++)
+		cr_assert_null(fx.cu.by_fd[i], "a watch left for fd %zu", i);
+
+	b = xfer_setup(1, fx.port, "/echo");
+	xfer_add(b);
+	cr_assert(run_until(&fx.done, 2), "the second transfer never came back");
+	cr_assert_eq(b->result, CURLE_OK, "%s", curl_easy_strerror(b->result));
+	cr_assert_lt(xfer_ms(b), 100, "the next transfer took %.1f ms", xfer_ms(b));
+	for (i = 0; i < 5; i++)
+		close(fds[i]);
+	fx_finish();
+}
