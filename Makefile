@@ -131,4 +131,4 @@ demo: all
 clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O)/rel $(O)/asan -name '*.d' 2>/dev/null)

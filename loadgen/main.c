@@ -450,7 +450,8 @@ int main(int argc, char **argv)
 	if (!cli.have_maxtime)
 		cfg.max_time_ms = 10 * cfg.timeout_ms;
 	if (cfg.max_time_ms < cfg.timeout_ms)
-		opt_usage_error(PROG, "--max-time must be at least --timeout");
+		opt_usage_error(PROG, "--max-time (%g ms) must be at least --timeout (%g ms%s)",
+				cfg.max_time_ms, cfg.timeout_ms, cli.have_timeout ? "" : ", the default");
 	if (cfg.backoff.cap_ms < cfg.backoff.base_ms)
 		opt_usage_error(PROG, "--retry-backoff-max (%g ms) must be at least "
 				"--retry-backoff (%g ms)", cfg.backoff.cap_ms, cfg.backoff.base_ms);

@@ -289,6 +289,8 @@ static int on_event(void *ctx, const struct sse_event *ev)
 	cJSON *root;
 	double gap;
 
+	if (q->saw_done)
+		return 0;	/* an SDK stops reading at [DONE]; so does loadgen */
 	if (q->last_event_ns) {
 		gap = (double)(now - q->last_event_ns) / 1e6;
 		if (isnan(q->max_gap_ms) || gap > q->max_gap_ms)
@@ -414,7 +416,8 @@ static void on_watchdog(uv_timer_t *t)
 		uv_timer_start(&q->timer, on_watchdog, (uint64_t)ceil(wait_ms), 0);
 		return;
 	}
-	curl_uv_remove(&q->run->cu, q->easy);
+	if (curl_uv_remove(&q->run->cu, q->easy))
+		log_warn("request %s: libcurl would not let go of it", q->id);
 	attempt_end(q, CURLE_OK);
 }
 
@@ -595,7 +598,7 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 	int rc;
 
 	describe(q, o, code, error, sizeof(error));
-	if (q->streaming && q->last_event_ns) {
+	if (q->streaming && q->last_event_ns && end_ns > q->last_event_ns) {
 		/* The silence at the end counts too (a stall's is the largest). */
 		gap_end = (double)(end_ns - q->last_event_ns) / 1e6;
 		if (gap_end > q->max_gap_ms)
@@ -670,7 +673,7 @@ static void attempt_end(struct req *q, CURLcode code)
 		.content_seen = q->first_token_ns != 0,
 	};
 	o = outcome_classify(&f);
-	if (o != OUT_OK && outcome_retryable(o, q->status, f.content_seen) &&
+	if (o != OUT_OK && !q->add_failed && outcome_retryable(o, q->status, f.content_seen) &&
 	    q->retries < cfg->retries &&
 	    !run->signal) {
 		delay = backoff_delay_after_ms(&cfg->backoff, (unsigned)q->retries,

@@ -18,7 +18,9 @@ cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	rm -rf "$dir"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Same config, but on free ports so the demo never collides with anything.
 sed 's/127\.0\.0\.1:900[12]/127.0.0.1:0/' mockprov/example.json > "$dir/mock.json"
