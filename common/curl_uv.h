@@ -80,7 +80,9 @@ int curl_uv_remove(struct curl_uv *cu, CURL *easy);
 /*
  * Closes cu: every transfer must have come back first. Cached connections
  * are closed, then the timer and the poll handles; on_closed (may be NULL)
- * runs once all are closed, after which cu's memory may be freed.
+ * runs once all are closed, after which cu's memory may be freed. Easy
+ * handles keep curl_uv's socket callbacks (pointing at cu): clean them up,
+ * or add them to another curl_uv, but do not use them alone afterwards.
  */
 void curl_uv_close(struct curl_uv *cu, curl_uv_closed_cb on_closed);
 
