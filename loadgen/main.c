@@ -173,20 +173,15 @@ static int64_t parse_int(const char *flag, const char *val, int64_t min, int64_t
 static void check_header(const char *val)
 {
 	const char *colon = strchr(val, ':');
-	const char *p;
 
 	if (!colon || colon == val || strpbrk(val, "\r\n"))
 		opt_usage_error(PROG, "--header: expected \"Name: value\", got \"%s\"", val);
 	if (mix_header_reserved(val, (size_t)(colon - val)))
 		opt_usage_error(PROG, "--header: loadgen sets %.*s itself (it sets %s)",
 				(int)(colon - val), val, MIX_RESERVED_HEADERS);
-	for (p = val; p < colon; p++) {
-		if (!strchr("!#$%&'*+-.^_`|~", *p) &&
-		    !((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= 'A' && *p <= 'Z')))
-			opt_usage_error(PROG, "--header: \"%.*s\" is not a header name",
-					(int)(colon - val), val);
-	}
+	if (!mix_header_name_ok(val, (size_t)(colon - val)))
+		opt_usage_error(PROG, "--header: \"%.*s\" is not a header name",
+				(int)(colon - val), val);
 }
 
 enum {

@@ -97,14 +97,15 @@ static const struct cfg_key top_keys[] = {
 #define NTOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
 /* An HTTP token (RFC 9110 tchar): what a header name may be made of. */
-static bool is_token(const char *s)
+bool mix_header_name_ok(const char *name, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)name;
+	size_t i;
 
-	if (!*p)
+	if (len == 0)
 		return false;
-	for (; *p; p++) {
-		if (*p >= 0x80 || !(isalnum(*p) || strchr("!#$%&'*+-.^_`|~", *p)))
+	for (i = 0; i < len; i++) {
+		if (!p[i] || p[i] >= 0x80 || !(isalnum(p[i]) || strchr("!#$%&'*+-.^_`|~", p[i])))
 			return false;
 	}
 	return true;
@@ -213,7 +214,7 @@ static int add_header(struct mix_stream *st, const cJSON *item, const char *file
 	size_t i;
 	char *line;
 
-	if (!is_token(name))
+	if (!mix_header_name_ok(name, strlen(name)))
 		return cfg_error(err, file, hpath, NULL,
 				 "expected header names made of letters, digits and "
 				 "!#$%%&'*+-.^_`|~, got \"%.60s\"", name);
@@ -401,7 +402,7 @@ static int load_response_headers(struct mix *m, const cJSON *root, const char *f
 	names[2] = raw.hedged;
 	names[3] = raw.cost_usd;
 	for (i = 0; i < NRESP_KEYS; i++) {
-		if (!is_token(names[i])) {
+		if (!mix_header_name_ok(names[i], strlen(names[i]))) {
 			rc = cfg_error(err, file, "response_headers", resp_keys[i].name,
 				       "expected a header name made of letters, digits and "
 				       "!#$%%&'*+-.^_`|~, got \"%.60s\"", names[i]);

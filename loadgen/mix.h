@@ -82,6 +82,9 @@ int mix_default(struct mix *m, const struct mix_defaults *d);
 #define MIX_RESERVED_HEADERS "content-type, content-length, host, accept, expect, " \
 	"x-request-id, x-faultline-class, x-faultline-tenant, x-faultline-feature"
 
+/* True when name (len bytes) is an HTTP header name: letters, digits, !#$%&'*+-.^_`|~. */
+bool mix_header_name_ok(const char *name, size_t len);
+
 /* True when the header name (len bytes, any case) is one loadgen sets itself. */
 bool mix_header_reserved(const char *name, size_t len);
 

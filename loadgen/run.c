@@ -226,7 +226,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 	name_len = (size_t)(colon - line);
 	header_value(colon + 1, len - name_len - 1, v, sizeof(v));
 	if (header_is(line, name_len, mix->hdr_provider)) {
-		header_value(colon + 1, len - name_len - 1, q->provider, sizeof(q->provider));
+		snprintf(q->provider, sizeof(q->provider), "%s", v);
 	} else if (header_is(line, name_len, mix->hdr_attempts)) {
 		q->attempts = strtoll(v, NULL, 10);
 	} else if (header_is(line, name_len, mix->hdr_hedged)) {
@@ -628,8 +628,6 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 		.max_gap_ms = q->streaming ? q->max_gap_ms : NAN,
 		.cost_usd = q->cost_usd,
 	};
-	if (!q->streaming)
-		rec.max_gap_ms = NAN;
 	rc = recorder_add(&run->rec, &rec);
 	if (rc && !run->write_failed) {
 		run->write_failed = true;
