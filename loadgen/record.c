@@ -125,6 +125,15 @@ out_err:
 	return rc;
 }
 
+/* Adds a whole number, or an empty field (JSON null) when it is negative. */
+static void row_count(struct row *w, const char *name, int64_t v)
+{
+	if (v >= 0)
+		row_int(w, name, v);
+	else
+		row_str(w, name, NULL);
+}
+
 /* Adds one record's fields in column order, as CSV or JSON. */
 static void build_row(struct row *w, const struct recorder *r, const struct record *rec,
 		      bool json)
@@ -144,30 +153,15 @@ static void build_row(struct row *w, const struct recorder *r, const struct reco
 	row_num(w, c[9], rec->end_ms, 3);
 	row_num(w, c[10], rec->end_ms - rec->sched_ms, 3);
 	row_num(w, c[11], rec->end_ms - rec->start_ms, 3);
-	if (rec->status > 0)
-		row_int(w, c[12], rec->status);
-	else
-		row_str(w, c[12], NULL);
+	row_count(w, c[12], rec->status > 0 ? rec->status : -1);
 	row_str(w, c[13], outcome_name(rec->outcome));
 	row_str(w, c[14], rec->error && rec->error[0] ? rec->error : NULL);
 	row_str(w, c[15], rec->provider);
-	if (rec->attempts >= 0)
-		row_int(w, c[16], rec->attempts);
-	else
-		row_str(w, c[16], NULL);
-	if (rec->hedged >= 0)
-		row_int(w, c[17], rec->hedged);
-	else
-		row_str(w, c[17], NULL);
+	row_count(w, c[16], rec->attempts);
+	row_count(w, c[17], rec->hedged);
 	row_int(w, c[18], rec->retries);
-	if (rec->tokens_in >= 0)
-		row_int(w, c[19], rec->tokens_in);
-	else
-		row_str(w, c[19], NULL);
-	if (rec->tokens_out >= 0)
-		row_int(w, c[20], rec->tokens_out);
-	else
-		row_str(w, c[20], NULL);
+	row_count(w, c[19], rec->tokens_in);
+	row_count(w, c[20], rec->tokens_out);
 	row_num(w, c[21], rec->max_gap_ms, 3);
 	row_num(w, c[22], rec->cost_usd, 6);
 }
