@@ -1,10 +1,11 @@
 # faultline — build, test and benchmark.
 #
-#   make            build every program into bin/ (mockprov, loadgen; streamclient, curlfloor)
+#   make            build every program into bin/ (mockprov, loadgen, gateway; streamclient, curlfloor)
 #   make test       build and run the unit and integration tests
 #   make asan       build with ASan+UBSan and run the same tests
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
+#   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
 #   make demo       a mock provider's fault timeline, by hand and under loadgen
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
@@ -44,11 +45,11 @@ UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
 
-PROGRAMS := mockprov loadgen streamclient curlfloor
+PROGRAMS := mockprov loadgen gateway streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build bench-mockprov bench-loadgen demo clean deps
+.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway demo clean deps
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -70,6 +71,10 @@ $(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPRO
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS)
 
 $(O)/$(1)/bin/loadgen: $$(patsubst %.c,$(O)/$(1)/%.o,loadgen/main.c $$(LOADGEN_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
+
+$(O)/$(1)/bin/gateway: $$(patsubst %.c,$(O)/$(1)/%.o,gateway/main.c $$(GATEWAY_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
@@ -125,6 +130,9 @@ bench-mockprov: all
 
 bench-loadgen: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/loadgen.sh
+
+bench-gateway: all
+	FAULTLINE_BIN=$(BIN_DIR) bench/gateway.sh
 
 demo: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/demo.sh

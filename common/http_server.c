@@ -1281,6 +1281,19 @@ bool http_server_is_listening(const struct http_server *srv)
 	return srv->listener != NULL;
 }
 
+void http_server_drain(struct http_server *srv)
+{
+	struct conn *c;
+
+	http_server_unlisten(srv);
+	for (c = srv->conns; c; c = c->next) {
+		if (c->state == CONN_HANDLING && c->ex.active)
+			c->ex.req.keep_alive = false;
+		else if (c->state == CONN_READING)
+			conn_close_when_flushed(c);
+	}
+}
+
 void http_server_close_conns(struct http_server *srv, bool reset)
 {
 	struct conn *c;

@@ -119,6 +119,15 @@ bool http_server_is_listening(const struct http_server *srv);
  */
 void http_server_close_conns(struct http_server *srv, bool reset);
 
+/*
+ * Starts a graceful stop: the listener closes (new connections are
+ * refused), connections without a request being answered close, and each
+ * exchange in progress ends its connection once answered (its answer says
+ * Connection: close; requests pipelined behind it are dropped). The
+ * program frees the server when its own work is done.
+ */
+void http_server_drain(struct http_server *srv);
+
 /* The number of open connections. */
 unsigned http_server_conn_count(const struct http_server *srv);
 

@@ -4,6 +4,7 @@
 #include "json.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,4 +135,87 @@ const char *json_get_string(const cJSON *obj, const char *key)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static size_t skip_ws(const char *s, size_t len, size_t i)
+{
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* s[i] is '"': the index after the closing quote; *escaped when it has a '\\'. */
+static size_t skip_string(const char *s, size_t len, size_t i, bool *escaped)
+{
+	for (i++; i < len && s[i] != '"'; i++) {
+		if (s[i] == '\\') {
+			*escaped = true;
+			i++;
+		}
+	}
+	return i + 1;
+}
+
+/* The index after the value at s[i] (valid JSON assumed). */
+static size_t skip_value(const char *s, size_t len, size_t i)
+{
+	bool esc = false;
+	int depth = 0;
+
+	if (i < len && s[i] == '"')
+		return skip_string(s, len, i, &esc);
+	if (i < len && s[i] != '{' && s[i] != '[') {
+		while (i < len && !strchr(",}] \t\r\n", s[i]))
+			i++;
+		return i;
+	}
+	for (; i < len; i++) {
+		if (s[i] == '"') {
+			i = skip_string(s, len, i, &esc) - 1;
+		} else if (s[i] == '{' || s[i] == '[') {
+			depth++;
+		} else if (s[i] == '}' || s[i] == ']') {
+			if (--depth == 0)
+				return i + 1;
+		}
+	}
+	return i;
+}
+
+int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end)
+{
+	size_t klen = strlen(key);
+	bool found = false;
+	size_t i = skip_ws(s, len, 0);
+
+	if (i >= len || s[i] != '{')
+		return -EINVAL;
+	i = skip_ws(s, len, i + 1);
+	while (i < len && s[i] == '"') {
+		bool escaped = false;
+		size_t k = i + 1;
+		size_t klen_raw;
+		size_t v;
+
+		i = skip_string(s, len, i, &escaped);
+		if (escaped)
+			return -EINVAL;
+		klen_raw = i - 1 - k;
+		i = skip_ws(s, len, i);
+		if (i >= len || s[i] != ':')
+			return -EINVAL;
+		v = skip_ws(s, len, i + 1);
+		i = skip_value(s, len, v);
+		if (klen_raw == klen && memcmp(s + k, key, klen) == 0) {
+			if (found)
+				return -EEXIST;
+			found = true;
+			*start = v;
+			*end = i;
+		}
+		i = skip_ws(s, len, i);
+		if (i < len && s[i] == ',')
+			i = skip_ws(s, len, i + 1);
+	}
+	return found ? 0 : -ENOENT;
 }

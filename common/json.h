@@ -31,4 +31,15 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
 /* The string value of key in obj, or NULL when absent or not a string. */
 const char *json_get_string(const cJSON *obj, const char *key);
 
+/*
+ * Finds the value of the top-level member key in s (len bytes of JSON that
+ * cJSON has already parsed as an object), as the byte span [*start, *end).
+ * Keys are compared as written, so a key spelt with escapes is not found
+ * for its unescaped self: callers that must catch every spelling check
+ * the return value. Returns 0; -ENOENT when no member is called key;
+ * -EEXIST when two are; -EINVAL when some top-level key has an escape (it
+ * might be key) or s is not an object.
+ */
+int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end);
+
 #endif

@@ -1,0 +1,216 @@
+/*
+ * admin: the gateway's views of itself — the aliases (/v1/models), every
+ * breaker (/admin/breakers, JSON) and the counters (/metrics, Prometheus
+ * text format 0.0.4) — built from the routing tables and counters as they
+ * are at the call.
+ */
+#include <errno.h>
+#include <math.h>
+
+#include "gateway.h"
+#include "json.h"
+
+int admin_models(const struct gateway *gw, struct buf *b)
+{
+	size_t i;
+	int rc = buf_puts(b, "{\"object\":\"list\",\"data\":[");
+
+	for (i = 0; i < gw->router.nroutes; i++) {
+		rc |= buf_puts(b, i ? ",{\"id\":" : "{\"id\":");
+		rc |= json_escape(b, gw->router.routes[i].alias->name);
+		rc |= buf_puts(b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"faultline\"}");
+	}
+	rc |= buf_puts(b, "]}");
+	return rc ? -ENOMEM : 0;
+}
+
+static int put_num(struct buf *b, const char *key, double v)
+{
+	int rc = buf_printf(b, ",\"%s\":", key);
+
+	if (!isfinite(v))
+		return rc | buf_puts(b, "null");
+	return rc | buf_put_fixed(b, v, 3);
+}
+
+static int put_counts(struct buf *b, const char *key, const struct breaker_counts *c,
+		      bool rejected)
+{
+	int rc = buf_printf(b, ",\"%s\":{\"requests\":%llu,\"failures\":%llu,\"slow\":%llu", key,
+			    (unsigned long long)c->requests, (unsigned long long)c->failures,
+			    (unsigned long long)c->slow);
+
+	if (rejected)
+		rc |= buf_printf(b, ",\"rejected\":%llu", (unsigned long long)c->rejected);
+	return rc | buf_puts(b, "}");
+}
+
+int admin_breakers(const struct gateway *gw, struct buf *b, double now_ms)
+{
+	size_t i;
+	int rc = buf_puts(b, "{\"breakers\":[");
+
+	for (i = 0; i < gw->router.ntargets; i++) {
+		const struct gw_target *t = &gw->router.targets[i];
+		const struct breaker *br = &t->br;
+		struct breaker_counts w = breaker_window(br, now_ms);
+
+		rc |= buf_puts(b, i ? ",{\"provider\":" : "{\"provider\":");
+		rc |= json_escape(b, t->prov->name);
+		rc |= buf_puts(b, ",\"model\":");
+		rc |= json_escape(b, t->model);
+		rc |= buf_printf(b, ",\"state\":\"%s\",\"enabled\":%s", breaker_state_name(br->state),
+				 br->cfg.enabled ? "true" : "false");
+		rc |= put_num(b, "time_in_state_ms", now_ms - br->since_ms);
+		rc |= buf_printf(b, ",\"consecutive_failures\":%llu,\"trips\":%u",
+				 (unsigned long long)br->consecutive_failures, br->trips);
+		rc |= put_num(b, "cooldown_ms", br->trips ? br->cooldown_ms : NAN);
+		rc |= put_num(b, "open_remaining_ms",
+			      br->state == BREAKER_OPEN ? fmax(0, br->open_until_ms - now_ms) : NAN);
+		rc |= buf_printf(b, ",\"probes_in_flight\":%u,\"probes_succeeded\":%u",
+				 br->probes_in_flight, br->probes_succeeded);
+		rc |= put_counts(b, "totals", &br->totals, true);
+		rc |= put_counts(b, "window", &w, false);
+		rc |= buf_puts(b, "}");
+	}
+	rc |= buf_puts(b, "]}");
+	return rc ? -ENOMEM : 0;
+}
+
+/* "# HELP" and "# TYPE" lines of a metric. */
+static int family(struct buf *b, const char *name, const char *type, const char *help)
+{
+	return buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* `{provider="P",model="M"` (no closing brace: more labels may follow). */
+static int target_labels(struct buf *b, const struct gw_target *t)
+{
+	int rc = buf_puts(b, "{provider=");
+
+	rc |= metrics_label(b, t->prov->name);
+	rc |= buf_puts(b, ",model=");
+	return rc | metrics_label(b, t->model);
+}
+
+static int requests_of(struct buf *b, const char *alias, const struct status_counts *c)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < c->used; i++) {
+		rc |= buf_puts(b, "faultline_requests_total{alias=");
+		rc |= metrics_label(b, alias);
+		rc |= buf_printf(b, ",status=\"%d\"} %llu\n", c->status[i],
+				 (unsigned long long)c->n[i]);
+	}
+	if (c->other) {
+		rc |= buf_puts(b, "faultline_requests_total{alias=");
+		rc |= metrics_label(b, alias);
+		rc |= buf_printf(b, ",status=\"other\"} %llu\n", (unsigned long long)c->other);
+	}
+	return rc;
+}
+
+static int attempts_and_latency(struct buf *b, const struct gateway *gw)
+{
+	const struct gw_config *cfg = gw->cfg;
+	size_t i;
+	size_t k;
+	int rc = family(b, "faultline_attempts_total", "counter",
+			"Upstream attempts by provider and how they ended.");
+
+	for (i = 0; i < cfg->nproviders; i++) {
+		for (k = 0; k < GW_NOUTCOMES; k++) {
+			rc |= buf_puts(b, "faultline_attempts_total{provider=");
+			rc |= metrics_label(b, cfg->providers[i].name);
+			rc |= buf_printf(b, ",outcome=\"%s\"} %llu\n",
+					 metrics_outcome_name((enum gw_outcome)k),
+					 (unsigned long long)gw->pstats[i].outcomes[k]);
+		}
+	}
+	rc |= family(b, "faultline_upstream_latency_seconds", "histogram",
+		     "Duration of upstream attempts.");
+	for (i = 0; i < cfg->nproviders; i++) {
+		const struct provider_stats *s = &gw->pstats[i];
+		uint64_t cum = 0;
+
+		for (k = 0; k <= LATENCY_BUCKETS; k++) {
+			cum += s->latency[k];
+			rc |= buf_puts(b, "faultline_upstream_latency_seconds_bucket{provider=");
+			rc |= metrics_label(b, cfg->providers[i].name);
+			if (k < LATENCY_BUCKETS)
+				rc |= buf_printf(b, ",le=\"%g\"} %llu\n", metrics_latency_bounds[k],
+						 (unsigned long long)cum);
+			else
+				rc |= buf_printf(b, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+		}
+		rc |= buf_puts(b, "faultline_upstream_latency_seconds_sum{provider=");
+		rc |= metrics_label(b, cfg->providers[i].name);
+		rc |= buf_printf(b, "} %.6f\n", s->latency_sum_s);
+		rc |= buf_puts(b, "faultline_upstream_latency_seconds_count{provider=");
+		rc |= metrics_label(b, cfg->providers[i].name);
+		rc |= buf_printf(b, "} %llu\n", (unsigned long long)s->latency_count);
+	}
+	return rc;
+}
+
+static int breakers(struct buf *b, const struct gateway *gw)
+{
+	const struct router *r = &gw->router;
+	size_t i;
+	int from;
+	int to;
+	int rc = family(b, "faultline_breaker_state", "gauge",
+			"Circuit breaker state: 0 closed, 1 open, 2 half-open.");
+
+	for (i = 0; i < r->ntargets; i++) {
+		rc |= buf_puts(b, "faultline_breaker_state");
+		rc |= target_labels(b, &r->targets[i]);
+		rc |= buf_printf(b, "} %d\n", (int)r->targets[i].br.state);
+	}
+	rc |= family(b, "faultline_breaker_transitions_total", "counter",
+		     "Circuit breaker state changes.");
+	for (i = 0; i < r->ntargets; i++) {
+		for (from = 0; from < 3; from++) {
+			for (to = 0; to < 3; to++) {
+				if (from == to)
+					continue;
+				rc |= buf_puts(b, "faultline_breaker_transitions_total");
+				rc |= target_labels(b, &r->targets[i]);
+				rc |= buf_printf(b, ",from=\"%s\",to=\"%s\"} %llu\n",
+						 breaker_state_name((enum breaker_state)from),
+						 breaker_state_name((enum breaker_state)to),
+						 (unsigned long long)r->targets[i].transitions[from][to]);
+			}
+		}
+	}
+	rc |= family(b, "faultline_breaker_rejections_total", "counter",
+		     "Requests that skipped a target because its breaker was open.");
+	for (i = 0; i < r->ntargets; i++) {
+		rc |= buf_puts(b, "faultline_breaker_rejections_total");
+		rc |= target_labels(b, &r->targets[i]);
+		rc |= buf_printf(b, "} %llu\n", (unsigned long long)r->targets[i].br.totals.rejected);
+	}
+	return rc;
+}
+
+int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
+{
+	size_t i;
+	int rc;
+
+	(void)now_ms;
+	rc = family(b, "faultline_requests_total", "counter",
+		    "Chat completion requests answered, by alias and status.");
+	for (i = 0; i < gw->router.nroutes; i++)
+		rc |= requests_of(b, gw->router.routes[i].alias->name, &gw->router.routes[i].requests);
+	rc |= requests_of(b, "", &gw->unrouted);
+	rc |= family(b, "faultline_requests_in_flight", "gauge",
+		     "Chat completion requests being handled.");
+	rc |= buf_printf(b, "faultline_requests_in_flight %llu\n",
+			 (unsigned long long)gw->in_flight);
+	rc |= attempts_and_latency(b, gw);
+	rc |= breakers(b, gw);
+	return rc ? -ENOMEM : 0;
+}

@@ -1,0 +1,660 @@
+/*
+ * config: loading and validating the gateway config. Each section is a
+ * cfg table; a section that overrides another (a provider's breaker, an
+ * alias's retry) is read with a copy of the table whose defaults are the
+ * enclosing section's values, so an absent key inherits.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "json.h"
+#include "opt.h"
+
+/* ---- tables ---- */
+
+struct top_raw {
+	char *listen;
+	double deadline_ms;
+	int64_t seed;
+	int64_t max_body_bytes;
+	double header_timeout_ms;
+	double idle_timeout_ms;
+	int64_t max_connections;
+};
+
+#define TK(name, type, field, def, min, max, defs) \
+	{ name, type, offsetof(struct top_raw, field), false, def, min, max, defs, NULL }
+
+static const struct cfg_key top_keys[] = {
+	TK("listen", CFG_STR, listen, 0, 0, 0, "127.0.0.1:8080"),
+	TK("request_deadline_ms", CFG_NUM, deadline_ms, 30000, 1, 3600000, NULL),
+	TK("seed", CFG_INT, seed, 1, 0, 9007199254740991.0, NULL),
+	TK("max_body_bytes", CFG_INT, max_body_bytes, 1048576, 1024, 67108864, NULL),
+	TK("header_timeout_ms", CFG_NUM, header_timeout_ms, 10000, 1, 600000, NULL),
+	TK("idle_timeout_ms", CFG_NUM, idle_timeout_ms, 60000, 1, 3600000, NULL),
+	TK("max_connections", CFG_INT, max_connections, 10000, 1, 1000000, NULL),
+	{ "providers", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
+	{ "models", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
+	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "breaker", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "stream", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+};
+#define NTOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
+
+struct stream_raw {
+	double first_token_timeout_ms;
+	double stall_timeout_ms;
+};
+
+static const struct cfg_key stream_keys[] = {
+	{ "first_token_timeout_ms", CFG_NUM, offsetof(struct stream_raw, first_token_timeout_ms),
+	  false, 1000, 1, 600000, NULL, NULL },
+	{ "stall_timeout_ms", CFG_NUM, offsetof(struct stream_raw, stall_timeout_ms),
+	  false, 3000, 1, 600000, NULL, NULL },
+};
+#define NSTREAM_KEYS (sizeof(stream_keys) / sizeof(stream_keys[0]))
+
+struct retry_raw {
+	int64_t max_retries;
+	double base_ms;
+	double cap_ms;
+	double min_attempt_ms;
+};
+
+#define RK(name, type, field, def, min, max) \
+	{ name, type, offsetof(struct retry_raw, field), false, def, min, max, NULL, NULL }
+
+static const struct cfg_key retry_keys[] = {
+	RK("max_retries", CFG_INT, max_retries, 0, 0, 10),
+	RK("base_ms", CFG_NUM, base_ms, 100, 0, 600000),
+	RK("cap_ms", CFG_NUM, cap_ms, 2000, 0, 600000),
+	RK("min_attempt_ms", CFG_NUM, min_attempt_ms, 100, 1, 600000),
+};
+#define NRETRY_KEYS (sizeof(retry_keys) / sizeof(retry_keys[0]))
+
+struct breaker_raw {
+	bool enabled;
+	int64_t consecutive_failures;
+	double failure_ratio;
+	double window_ms;
+	int64_t buckets;
+	int64_t min_requests;
+	double slow_ms;
+	double slow_ratio;
+	double cooldown_ms;
+	double cooldown_multiplier;
+	double cooldown_max_ms;
+	double cooldown_jitter;
+	int64_t half_open_probes;
+	int when_all_open;
+};
+
+static const char *const all_open_names[] = { "least_recently_failed", "fail_fast", NULL };
+
+#define BK(name, type, field, def, min, max) \
+	{ name, type, offsetof(struct breaker_raw, field), false, def, min, max, NULL, NULL }
+
+/* when_all_open is last: provider overrides use the table without it. */
+static const struct cfg_key breaker_keys[] = {
+	BK("enabled", CFG_BOOL, enabled, 1, 0, 1),
+	BK("consecutive_failures", CFG_INT, consecutive_failures, 5, 0, 1000000),
+	BK("failure_ratio", CFG_NUM, failure_ratio, 0.5, 0, 1),
+	BK("window_ms", CFG_NUM, window_ms, 10000, 1, 3600000),
+	BK("buckets", CFG_INT, buckets, 10, 1, BREAKER_MAX_BUCKETS),
+	BK("min_requests", CFG_INT, min_requests, 20, 0, 1000000),
+	BK("slow_ms", CFG_NUM, slow_ms, 0, 0, 3600000),
+	BK("slow_ratio", CFG_NUM, slow_ratio, 0.5, 0, 1),
+	BK("cooldown_ms", CFG_NUM, cooldown_ms, 5000, 0.001, 3600000),
+	BK("cooldown_multiplier", CFG_NUM, cooldown_multiplier, 2, 1, 1000),
+	BK("cooldown_max_ms", CFG_NUM, cooldown_max_ms, 60000, 0.001, 86400000),
+	BK("cooldown_jitter", CFG_NUM, cooldown_jitter, 0.2, 0, 0.999999),
+	BK("half_open_probes", CFG_INT, half_open_probes, 3, 1, 1000),
+	{ "when_all_open", CFG_ENUM, offsetof(struct breaker_raw, when_all_open), false, 0, 0, 0,
+	  "least_recently_failed", all_open_names },
+};
+#define NBREAKER_KEYS (sizeof(breaker_keys) / sizeof(breaker_keys[0]))
+
+struct provider_raw {
+	char *base_url;
+	char *api_key_env;
+	double timeout_ms;
+	double connect_timeout_ms;
+};
+
+#define PK(name, type, field, req, def, min, max) \
+	{ name, type, offsetof(struct provider_raw, field), req, def, min, max, NULL, NULL }
+
+static const struct cfg_key provider_keys[] = {
+	PK("base_url", CFG_STR, base_url, true, 0, 0, 0),
+	PK("api_key_env", CFG_STR, api_key_env, false, 0, 0, 0),
+	PK("timeout_ms", CFG_NUM, timeout_ms, false, 30000, 1, 3600000),
+	PK("connect_timeout_ms", CFG_NUM, connect_timeout_ms, false, 2000, 1, 600000),
+	{ "price_per_1k", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "breaker", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+};
+#define NPROVIDER_KEYS (sizeof(provider_keys) / sizeof(provider_keys[0]))
+
+struct price_raw {
+	double input;
+	double output;
+};
+
+static const struct cfg_key price_keys[] = {
+	{ "input", CFG_NUM, offsetof(struct price_raw, input), false, 0, 0, 1000, NULL, NULL },
+	{ "output", CFG_NUM, offsetof(struct price_raw, output), false, 0, 0, 1000, NULL, NULL },
+};
+
+struct alias_raw {
+	int64_t max_attempts;		/* 0: the number of targets */
+};
+
+static const struct cfg_key alias_keys[] = {
+	{ "targets", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
+	{ "max_attempts", CFG_INT, offsetof(struct alias_raw, max_attempts), false, 0, 1,
+	  GW_MAX_ATTEMPTS, NULL, NULL },
+	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+};
+
+struct target_raw {
+	char *provider;
+	char *model;
+};
+
+static const struct cfg_key target_keys[] = {
+	{ "provider", CFG_STR, offsetof(struct target_raw, provider), true, 0, 0, 0, NULL, NULL },
+	{ "model", CFG_STR, offsetof(struct target_raw, model), true, 0, 0, 0, NULL, NULL },
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- helpers ---- */
+
+/*
+ * Applies obj (may be NULL: every key inherits) with keys whose defaults
+ * are the values already in target, so an override names only what
+ * changes. Numeric, boolean and enum keys only.
+ */
+static int apply_inherited(const struct cfg_key *keys, size_t n, const cJSON *obj,
+			   void *target, const char *file, const char *path, char *err)
+{
+	struct cfg_key local[NBREAKER_KEYS];
+	size_t i;
+
+	if (!obj)
+		return 0;
+	for (i = 0; i < n && i < NELEM(local); i++) {
+		const char *field = (const char *)target + keys[i].offset;
+
+		local[i] = keys[i];
+		switch (keys[i].type) {
+		case CFG_INT:
+			local[i].def = (double)*(const int64_t *)field;
+			break;
+		case CFG_NUM:
+			local[i].def = *(const double *)field;
+			break;
+		case CFG_BOOL:
+			local[i].def = *(const bool *)field;
+			break;
+		case CFG_ENUM:
+			local[i].def_str = keys[i].choices[*(const int *)field];
+			break;
+		case CFG_STR:
+		case CFG_SKIP:
+			break;
+		}
+	}
+	return cfg_apply(local, i, obj, target, file, path, err);
+}
+
+/*
+ * Applies the object under key in parent (obj's path: path) by the table;
+ * an absent one gets every default, as an empty object would.
+ */
+static int apply_section(const struct cfg_key *keys, size_t n, const cJSON *parent,
+			 const char *key, void *target, const char *file, const char *path,
+			 char *err)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(parent, key);
+	cJSON *empty;
+	int rc;
+
+	if (obj)
+		return cfg_apply(keys, n, obj, target, file, path, err);
+	empty = cJSON_CreateObject();
+	if (!empty)
+		return cfg_error(err, file, path, NULL, "out of memory");
+	rc = cfg_apply(keys, n, empty, target, file, path, err);
+	cJSON_Delete(empty);
+	return rc;
+}
+
+static struct breaker_config breaker_from_raw(const struct breaker_raw *r)
+{
+	return (struct breaker_config){
+		.enabled = r->enabled,
+		.consecutive_failures = (unsigned)r->consecutive_failures,
+		.failure_ratio = r->failure_ratio,
+		.window_ms = r->window_ms,
+		.buckets = (unsigned)r->buckets,
+		.min_requests = (unsigned)r->min_requests,
+		.slow_ms = r->slow_ms,
+		.slow_ratio = r->slow_ratio,
+		.cooldown_ms = r->cooldown_ms,
+		.cooldown_multiplier = r->cooldown_multiplier,
+		.cooldown_max_ms = r->cooldown_max_ms,
+		.cooldown_jitter = r->cooldown_jitter,
+		.half_open_probes = (unsigned)r->half_open_probes,
+	};
+}
+
+/* Checks the fields' relations; breaker_config_check's "key: text" becomes PATH.key. */
+static int check_breaker(const struct breaker_config *bc, const char *file, const char *path,
+			 char *err)
+{
+	char msg[256];
+	char key[64];
+	const char *sep;
+
+	if (!breaker_config_check(bc, msg, sizeof(msg)))
+		return 0;
+	sep = strstr(msg, ": ");
+	if (!sep)
+		return cfg_error(err, file, path, NULL, "%s", msg);
+	snprintf(key, sizeof(key), "%.*s", (int)(sep - msg), msg);
+	return cfg_error(err, file, path, key, "%s", sep + 2);
+}
+
+/* A name usable in metrics labels, file names and logs. */
+static bool name_ok(const char *s, const char *extra)
+{
+	size_t n = strlen(s);
+	size_t i;
+
+	if (n == 0 || n > 128)
+		return false;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.' || (extra && strchr(extra, c))))
+			return false;
+	}
+	return true;
+}
+
+/* The host of a URL is loopback: "localhost", 127.0.0.0/8 or ::1. */
+static bool host_is_loopback(const char *host)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+		return opt_addr_is_loopback((struct sockaddr *)&ss);
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		ss.ss_family = AF_INET6;
+		return opt_addr_is_loopback((struct sockaddr *)&ss);
+	}
+	return false;
+}
+
+/*
+ * Checks a base URL: http:// or https://, a host, an optional port, an
+ * optional path; loopback unless allow_remote. Fills p->base_url (no
+ * trailing '/') and p->chat_url.
+ */
+static int load_base_url(const char *url, bool allow_remote, struct gw_provider *p,
+			 const char *file, const char *path, char *err)
+{
+	const char *rest;
+	const char *end;
+	char host[256];
+	size_t len;
+
+	if (strncmp(url, "http://", 7) == 0)
+		rest = url + 7;
+	else if (strncmp(url, "https://", 8) == 0)
+		rest = url + 8;
+	else
+		return cfg_error(err, file, path, "base_url",
+				 "expected an http:// or https:// URL, got \"%.100s\"", url);
+	if (*rest == '[') {
+		end = strchr(rest, ']');
+		if (!end)
+			return cfg_error(err, file, path, "base_url",
+					 "expected a host, got \"%.100s\" (no closing ']')", url);
+		snprintf(host, sizeof(host), "%.*s", (int)(end - rest - 1), rest + 1);
+	} else {
+		len = strcspn(rest, ":/?#");
+		snprintf(host, sizeof(host), "%.*s", (int)len, rest);
+	}
+	if (!host[0])
+		return cfg_error(err, file, path, "base_url",
+				 "expected a URL with a host, got \"%.100s\"", url);
+	if (strpbrk(url, "?# \t\r\n"))
+		return cfg_error(err, file, path, "base_url",
+				 "expected a URL without a query, fragment or white space, got \"%.100s\"",
+				 url);
+	if (!allow_remote && !host_is_loopback(host))
+		return cfg_error(err, file, path, "base_url",
+				 "expected a loopback host (127.0.0.0/8, ::1 or localhost) without "
+				 "--allow-remote, got \"%.100s\"", host);
+	len = strlen(url);
+	while (len > 0 && url[len - 1] == '/')
+		len--;
+	p->base_url = strndup(url, len);
+	p->chat_url = malloc(len + sizeof("/chat/completions"));
+	if (!p->base_url || !p->chat_url)
+		return cfg_error(err, file, path, "base_url", "out of memory");
+	memcpy(p->chat_url, url, len);
+	memcpy(p->chat_url + len, "/chat/completions", sizeof("/chat/completions"));
+	return 0;
+}
+
+/* Reads the key from the environment into p->auth_header. */
+static int load_api_key(const char *var, struct gw_provider *p, const char *file,
+			const char *path, char *err)
+{
+	const char *key = getenv(var);
+	struct buf b = { 0 };
+	size_t i;
+
+	if (!key || !*key)
+		return cfg_error(err, file, path, "api_key_env",
+				 "expected the name of a set environment variable, but %.100s is %s",
+				 var, key ? "empty" : "not set");
+	for (i = 0; key[i]; i++) {
+		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
+			return cfg_error(err, file, path, "api_key_env",
+					 "expected a key without control characters in %.100s", var);
+	}
+	if (buf_printf(&b, "Authorization: Bearer %s", key)) {
+		buf_free(&b);
+		return cfg_error(err, file, path, "api_key_env", "out of memory");
+	}
+	p->auth_header = buf_steal(&b);
+	return p->auth_header ? 0 : cfg_error(err, file, path, "api_key_env", "out of memory");
+}
+
+static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker,
+			 bool allow_remote, const char *file, struct gw_provider *p, char *err)
+{
+	struct provider_raw raw = { 0 };
+	struct price_raw price = { 0 };
+	struct breaker_raw br = *top_breaker;
+	char path[192];
+	char sub[224];
+	int rc;
+
+	snprintf(path, sizeof(path), "providers.%s", obj->string);
+	p->name = strdup(obj->string);
+	if (!p->name)
+		return cfg_error(err, file, path, NULL, "out of memory");
+	if (!name_ok(obj->string, NULL))
+		return cfg_error(err, file, "providers", obj->string,
+				 "expected a provider name of 1-128 letters, digits, '_', '-' or '.'");
+	rc = cfg_apply(provider_keys, NPROVIDER_KEYS, obj, &raw, file, path, err);
+	if (rc)
+		goto out;
+	rc = load_base_url(raw.base_url, allow_remote, p, file, path, err);
+	if (!rc && raw.api_key_env)
+		rc = load_api_key(raw.api_key_env, p, file, path, err);
+	if (rc)
+		goto out;
+	p->timeout_ms = raw.timeout_ms;
+	p->connect_timeout_ms = raw.connect_timeout_ms;
+	snprintf(sub, sizeof(sub), "%s.price_per_1k", path);
+	rc = apply_section(price_keys, NELEM(price_keys), obj, "price_per_1k", &price, file, sub,
+			   err);
+	if (rc)
+		goto out;
+	p->price_in_per_1k = price.input;
+	p->price_out_per_1k = price.output;
+	snprintf(sub, sizeof(sub), "%s.breaker", path);
+	rc = apply_inherited(breaker_keys, NBREAKER_KEYS - 1,
+			     cJSON_GetObjectItemCaseSensitive(obj, "breaker"), &br, file, sub, err);
+	if (rc)
+		goto out;
+	p->breaker = breaker_from_raw(&br);
+	rc = check_breaker(&p->breaker, file, sub, err);
+out:
+	cfg_free(provider_keys, NPROVIDER_KEYS, &raw);
+	return rc;
+}
+
+static int find_provider(const struct gw_config *cfg, const char *name, size_t *idx)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nproviders; i++) {
+		if (strcmp(cfg->providers[i].name, name) == 0) {
+			*idx = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int load_targets(const cJSON *arr, struct gw_config *cfg, const char *file,
+			const char *path, struct gw_alias *a, char *err)
+{
+	const cJSON *item;
+	char tpath[256];
+	size_t i = 0;
+	size_t j;
+	int n = cJSON_GetArraySize(arr);
+	int rc;
+
+	if (!cJSON_IsArray(arr) || n < 1 || n > GW_MAX_TARGETS)
+		return cfg_error(err, file, path, "targets",
+				 "expected an array of 1 to %d targets {\"provider\",\"model\"}",
+				 GW_MAX_TARGETS);
+	a->targets = calloc((size_t)n, sizeof(*a->targets));
+	if (!a->targets)
+		return cfg_error(err, file, path, "targets", "out of memory");
+	cJSON_ArrayForEach(item, arr) {
+		struct target_raw t = { 0 };
+		struct gw_target_ref *ref = &a->targets[i];
+
+		snprintf(tpath, sizeof(tpath), "%s.targets[%zu]", path, i);
+		rc = cfg_apply(target_keys, NELEM(target_keys), item, &t, file, tpath, err);
+		if (!rc && find_provider(cfg, t.provider, &ref->provider))
+			rc = cfg_error(err, file, tpath, "provider",
+				       "expected a provider defined under \"providers\", got \"%.64s\"",
+				       t.provider);
+		if (rc) {
+			cfg_free(target_keys, NELEM(target_keys), &t);
+			return rc;
+		}
+		ref->model = t.model;
+		t.model = NULL;
+		cfg_free(target_keys, NELEM(target_keys), &t);
+		a->ntargets = ++i;
+		for (j = 0; j + 1 < i; j++) {
+			if (a->targets[j].provider == ref->provider &&
+			    strcmp(a->targets[j].model, ref->model) == 0)
+				return cfg_error(err, file, tpath, NULL,
+						 "expected each target once, but %s/%.64s is also "
+						 "targets[%zu]", cfg->providers[ref->provider].name,
+						 ref->model, j);
+		}
+	}
+	return 0;
+}
+
+static int load_alias(const cJSON *obj, struct gw_config *cfg, const struct retry_raw *top_retry,
+		      const char *file, struct gw_alias *a, char *err)
+{
+	struct alias_raw raw = { 0 };
+	struct retry_raw rr = *top_retry;
+	char path[192];
+	char sub[224];
+	int rc;
+
+	snprintf(path, sizeof(path), "models.%s", obj->string);
+	a->name = strdup(obj->string);
+	if (!a->name)
+		return cfg_error(err, file, path, NULL, "out of memory");
+	if (!name_ok(obj->string, ":/+@"))
+		return cfg_error(err, file, "models", obj->string,
+				 "expected an alias of 1-128 letters, digits or _-.:/+@");
+	rc = cfg_apply(alias_keys, NELEM(alias_keys), obj, &raw, file, path, err);
+	if (rc)
+		return rc;
+	rc = load_targets(cJSON_GetObjectItemCaseSensitive(obj, "targets"), cfg, file, path, a, err);
+	if (rc)
+		return rc;
+	a->max_attempts = raw.max_attempts ? (unsigned)raw.max_attempts : (unsigned)a->ntargets;
+	snprintf(sub, sizeof(sub), "%s.retry", path);
+	rc = apply_inherited(retry_keys, NRETRY_KEYS, cJSON_GetObjectItemCaseSensitive(obj, "retry"),
+			     &rr, file, sub, err);
+	if (rc)
+		return rc;
+	a->retry = (struct gw_retry){ (unsigned)rr.max_retries, rr.base_ms, rr.cap_ms,
+				      rr.min_attempt_ms };
+	return 0;
+}
+
+/* The members of an object section, checked to be a non-empty object of unique keys. */
+static int section(const cJSON *root, const char *key, const char *file, char *err,
+		   const cJSON **out)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, key);
+	const cJSON *a;
+	const cJSON *b;
+
+	if (!cJSON_IsObject(obj) || !obj->child)
+		return cfg_error(err, file, "", key, "expected a non-empty object");
+	for (a = obj->child; a; a = a->next) {
+		for (b = obj->child; b != a; b = b->next) {
+			if (strcmp(a->string, b->string) == 0)
+				return cfg_error(err, file, key, a->string,
+						 "given twice; expected each name once");
+		}
+	}
+	*out = obj;
+	return 0;
+}
+
+static int load_top(const cJSON *root, const char *file, struct gw_config *cfg, char *err)
+{
+	struct top_raw top = { 0 };
+	struct stream_raw st = { 0 };
+	int rc;
+
+	rc = cfg_apply(top_keys, NTOP_KEYS, root, &top, file, "", err);
+	if (rc)
+		goto out;
+	if (opt_parse_hostport(top.listen, &cfg->listen)) {
+		rc = cfg_error(err, file, "", "listen",
+			       "expected HOST:PORT with a numeric host and a port from 0 to 65535, "
+			       "got \"%.100s\"", top.listen);
+		goto out;
+	}
+	cfg->deadline_ms = top.deadline_ms;
+	cfg->seed = (uint64_t)top.seed;
+	cfg->max_body_bytes = (size_t)top.max_body_bytes;
+	cfg->header_timeout_ms = top.header_timeout_ms;
+	cfg->idle_timeout_ms = top.idle_timeout_ms;
+	cfg->max_connections = (unsigned)top.max_connections;
+	rc = apply_section(stream_keys, NSTREAM_KEYS, root, "stream", &st, file, "stream", err);
+	cfg->first_token_timeout_ms = st.first_token_timeout_ms;
+	cfg->stall_timeout_ms = st.stall_timeout_ms;
+out:
+	cfg_free(top_keys, NTOP_KEYS, &top);
+	return rc;
+}
+
+int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err)
+{
+	struct breaker_raw br = { 0 };
+	struct retry_raw rr = { 0 };
+	const cJSON *providers;
+	const cJSON *models;
+	const cJSON *item;
+	cJSON *root;
+	size_t i;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	root = json_load_file(path, err, CFG_ERR_LEN);
+	if (!root)
+		return -EINVAL;
+	rc = load_top(root, path, cfg, err);
+	if (rc)
+		goto out;
+	rc = apply_section(breaker_keys, NBREAKER_KEYS, root, "breaker", &br, path, "breaker", err);
+	if (rc)
+		goto out;
+	cfg->breaker = breaker_from_raw(&br);
+	cfg->when_all_open = (enum gw_all_open)br.when_all_open;
+	rc = check_breaker(&cfg->breaker, path, "breaker", err);
+	if (rc)
+		goto out;
+	rc = apply_section(retry_keys, NRETRY_KEYS, root, "retry", &rr, path, "retry", err);
+	if (rc)
+		goto out;
+	rc = section(root, "providers", path, err, &providers);
+	if (!rc)
+		rc = section(root, "models", path, err, &models);
+	if (rc)
+		goto out;
+	cfg->providers = calloc((size_t)cJSON_GetArraySize(providers), sizeof(*cfg->providers));
+	cfg->aliases = calloc((size_t)cJSON_GetArraySize(models), sizeof(*cfg->aliases));
+	if (!cfg->providers || !cfg->aliases) {
+		rc = cfg_error(err, path, "", NULL, "out of memory");
+		goto out;
+	}
+	i = 0;
+	cJSON_ArrayForEach(item, providers) {
+		cfg->nproviders = i + 1;
+		rc = load_provider(item, &br, allow_remote, path, &cfg->providers[i++], err);
+		if (rc)
+			goto out;
+	}
+	i = 0;
+	cJSON_ArrayForEach(item, models) {
+		cfg->naliases = i + 1;
+		rc = load_alias(item, cfg, &rr, path, &cfg->aliases[i++], err);
+		if (rc)
+			goto out;
+	}
+out:
+	cJSON_Delete(root);
+	if (rc)
+		gw_config_free(cfg);
+	return rc;
+}
+
+void gw_config_free(struct gw_config *cfg)
+{
+	size_t i;
+	size_t j;
+
+	for (i = 0; i < cfg->nproviders; i++) {
+		free(cfg->providers[i].name);
+		free(cfg->providers[i].base_url);
+		free(cfg->providers[i].chat_url);
+		free(cfg->providers[i].auth_header);
+	}
+	for (i = 0; i < cfg->naliases; i++) {
+		for (j = 0; j < cfg->aliases[i].ntargets; j++)
+			free(cfg->aliases[i].targets[j].model);
+		free(cfg->aliases[i].targets);
+		free(cfg->aliases[i].name);
+	}
+	free(cfg->providers);
+	free(cfg->aliases);
+	memset(cfg, 0, sizeof(*cfg));
+}

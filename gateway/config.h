@@ -1,0 +1,92 @@
+/*
+ * config: the gateway's config file — providers, model aliases (ordered
+ * chains of targets), the request deadline, retries and breaker settings —
+ * validated once into plain structs, with every error naming the file, the
+ * key's path and what was expected (README.md lists every key).
+ */
+#ifndef FAULTLINE_GATEWAY_CONFIG_H
+#define FAULTLINE_GATEWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "breaker.h"
+#include "cfg.h"
+
+/* Limits of a chain. */
+#define GW_MAX_TARGETS 16
+#define GW_MAX_ATTEMPTS 64
+
+/* What a request does when every target of its alias is open. */
+enum gw_all_open {
+	GW_ALL_OPEN_LEAST_RECENTLY_FAILED,	/* try the one whose last failure is oldest */
+	GW_ALL_OPEN_FAIL_FAST,			/* 503 at once */
+};
+
+/* Same-target retries. */
+struct gw_retry {
+	unsigned max_retries;		/* per target, after a failure */
+	double base_ms;			/* backoff ceiling of the first retry */
+	double cap_ms;			/* no backoff is longer */
+	double min_attempt_ms;		/* a retry must leave this much deadline */
+};
+
+struct gw_provider {
+	char *name;
+	char *base_url;			/* as written, without a trailing '/' */
+	char *chat_url;			/* base_url + "/chat/completions" */
+	char *auth_header;		/* "Authorization: Bearer KEY", or NULL; never logged */
+	double timeout_ms;		/* a whole attempt */
+	double connect_timeout_ms;
+	double price_in_per_1k;		/* USD per 1,000 prompt tokens */
+	double price_out_per_1k;	/* USD per 1,000 completion tokens */
+	struct breaker_config breaker;
+};
+
+/* One entry of an alias's chain. */
+struct gw_target_ref {
+	size_t provider;		/* index into gw_config.providers */
+	char *model;			/* the upstream model name */
+};
+
+struct gw_alias {
+	char *name;
+	struct gw_target_ref *targets;
+	size_t ntargets;
+	unsigned max_attempts;
+	struct gw_retry retry;
+};
+
+struct gw_config {
+	struct sockaddr_storage listen;
+	double deadline_ms;
+	uint64_t seed;
+	size_t max_body_bytes;
+	double header_timeout_ms;
+	double idle_timeout_ms;
+	unsigned max_connections;
+	struct breaker_config breaker;	/* the top level's, before provider overrides */
+	enum gw_all_open when_all_open;
+	double first_token_timeout_ms;	/* streaming (issue 6): checked, not yet used */
+	double stall_timeout_ms;
+	struct gw_provider *providers;
+	size_t nproviders;
+	struct gw_alias *aliases;
+	size_t naliases;
+};
+
+/*
+ * Loads and validates a config file. Providers' base URLs must be on
+ * loopback unless allow_remote. An api_key_env must name a variable that
+ * is set (its value is read here, and never written anywhere but the
+ * upstream request). Returns 0, or -EINVAL with "FILE: KEY.PATH: expected
+ * …, got …" in err (CFG_ERR_LEN bytes); cfg is then empty.
+ */
+int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err);
+
+/* Frees what gw_config_load allocated. */
+void gw_config_free(struct gw_config *cfg);
+
+#endif

@@ -1,0 +1,295 @@
+/*
+ * gateway: setting up and tearing down the gateway's state, sending each
+ * request to its endpoint, and writing breaker state changes (events file,
+ * log, counters).
+ */
+#include "gateway.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+
+/* Idle easy handles kept for reuse; more are cleaned up. */
+#define EASY_POOL_MAX 4096
+
+/* Random streams of the gateway's seed. */
+#define RNG_RETRY 1
+#define RNG_BREAKER 2
+
+double gw_now_ms(void)
+{
+	return (double)clock_mono_ns() / 1e6;
+}
+
+CURL *gateway_easy_get(struct gateway *gw)
+{
+	CURL *e;
+
+	if (gw->npool)
+		return gw->easy_pool[--gw->npool];
+	e = curl_easy_init();
+	if (!e)
+		return NULL;
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");		/* no proxy from the environment */
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	return e;
+}
+
+void gateway_easy_put(struct gateway *gw, CURL *easy)
+{
+	if (gw->npool < EASY_POOL_MAX)
+		gw->easy_pool[gw->npool++] = easy;
+	else
+		curl_easy_cleanup(easy);
+}
+
+void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
+			     const struct breaker_change *chg)
+{
+	struct buf line = { 0 };
+	int rc = 0;
+
+	if (!chg->changed)
+		return;
+	t->transitions[chg->from][chg->to]++;
+	log_info("breaker %s/%s: %s -> %s (%s)", t->prov->name, t->model,
+		 breaker_state_name(chg->from), breaker_state_name(chg->to), chg->reason);
+	if (!gw->events)
+		return;
+	rc |= buf_puts(&line, "{\"t_unix_ms\":");
+	rc |= buf_put_int(&line, clock_unix_ms());
+	rc |= buf_puts(&line, ",\"provider\":");
+	rc |= json_escape(&line, t->prov->name);
+	rc |= buf_puts(&line, ",\"model\":");
+	rc |= json_escape(&line, t->model);
+	rc |= buf_puts(&line, ",\"from\":");
+	rc |= json_escape(&line, breaker_state_name(chg->from));
+	rc |= buf_puts(&line, ",\"to\":");
+	rc |= json_escape(&line, breaker_state_name(chg->to));
+	rc |= buf_puts(&line, ",\"reason\":");
+	rc |= json_escape(&line, chg->reason);
+	rc |= buf_puts(&line, "}\n");
+	if (rc || fwrite(line.data, 1, line.len, gw->events) != line.len || fflush(gw->events))
+		log_error("events file: cannot write a breaker change");
+	buf_free(&line);
+}
+
+/* ---- endpoints ---- */
+
+static void respond_json(struct http_exchange *ex, int status, const struct buf *b)
+{
+	const struct http_kv h[] = { { "Content-Type", "application/json" } };
+
+	if (!b->data)
+		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
+	else
+		http_respond(ex, status, h, 1, b->data, b->len);
+}
+
+static void wrong_method(struct http_exchange *ex, const char *allow)
+{
+	const struct http_kv h[] = { { "Allow", allow } };
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "Method %s is not allowed here; use %s.",
+		 http_exchange_request(ex)->method, allow);
+	http_respond_error(ex, 405, msg, "invalid_request_error", NULL, "method_not_allowed", h, 1);
+}
+
+/* A read-only view: GET (or HEAD), built by fill. */
+static void serve_view(struct gateway *gw, struct http_exchange *ex, const char *method,
+		       int (*fill)(const struct gateway *, struct buf *, double))
+{
+	struct buf b = { 0 };
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		wrong_method(ex, "GET, HEAD");
+		return;
+	}
+	if (fill(gw, &b, gw_now_ms()))
+		buf_free(&b);
+	respond_json(ex, 200, &b);
+	buf_free(&b);
+}
+
+static int models_view(const struct gateway *gw, struct buf *b, double now_ms)
+{
+	(void)now_ms;
+	return admin_models(gw, b);
+}
+
+static void serve_metrics(struct gateway *gw, struct http_exchange *ex, const char *method)
+{
+	const struct http_kv h[] = { { "Content-Type", "text/plain; version=0.0.4; charset=utf-8" } };
+	struct buf b = { 0 };
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		wrong_method(ex, "GET, HEAD");
+		return;
+	}
+	if (admin_metrics(gw, &b, gw_now_ms()) || !b.data)
+		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
+	else
+		http_respond(ex, 200, h, 1, b.data, b.len);
+	buf_free(&b);
+}
+
+static void serve_health(struct gateway *gw, struct http_exchange *ex, const char *method)
+{
+	const struct http_kv h[] = { { "Content-Type", "application/json" } };
+	static const char ok[] = "{\"status\":\"ok\"}";
+	static const char draining[] = "{\"status\":\"draining\"}";
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		wrong_method(ex, "GET, HEAD");
+	else if (gw->draining)
+		http_respond(ex, 503, h, 1, draining, sizeof(draining) - 1);
+	else
+		http_respond(ex, 200, h, 1, ok, sizeof(ok) - 1);
+}
+
+static void on_request(struct http_exchange *ex, void *data)
+{
+	struct gateway *gw = data;
+	const struct http_request *req = http_exchange_request(ex);
+	const char *path = req->path;
+	char msg[160];
+
+	if (strncmp(path, "/v1/", 4) == 0)
+		path += 3;
+	if (strcmp(path, "/chat/completions") == 0) {
+		if (strcmp(req->method, "POST"))
+			wrong_method(ex, "POST");
+		else
+			proxy_chat(gw, ex);
+	} else if (strcmp(path, "/models") == 0) {
+		serve_view(gw, ex, req->method, models_view);
+	} else if (strcmp(path, "/healthz") == 0) {
+		serve_health(gw, ex, req->method);
+	} else if (strcmp(path, "/metrics") == 0) {
+		serve_metrics(gw, ex, req->method);
+	} else if (strcmp(path, "/admin/breakers") == 0) {
+		serve_view(gw, ex, req->method, admin_breakers);
+	} else {
+		snprintf(msg, sizeof(msg), "Unknown path %.100s.", req->path);
+		http_respond_error(ex, 404, msg, "invalid_request_error", NULL, "unknown_url", NULL,
+				   0);
+	}
+}
+
+/* ---- life ---- */
+
+int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
+		 const char *events_path, uint64_t seed, char *err)
+{
+	struct http_server_config hc;
+	static const char *const base[] = {
+		"Content-Type: application/json", "Accept: application/json", "Expect:",
+	};
+	struct curl_slist *l;
+	size_t i;
+	int rc;
+
+	memset(gw, 0, sizeof(*gw));
+	gw->loop = loop;
+	gw->cfg = cfg;
+	rng_seed_stream(&gw->rng_retry, seed, RNG_RETRY);
+	rng_seed_stream(&gw->rng_breaker, seed, RNG_BREAKER);
+	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
+	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
+	gw->easy_pool = calloc(EASY_POOL_MAX, sizeof(*gw->easy_pool));
+	if (!gw->pstats || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
+		goto out_nomem;
+	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
+		l = curl_slist_append(gw->base_headers, base[i]);
+		if (!l)
+			goto out_nomem;
+		gw->base_headers = l;
+	}
+	if (events_path) {
+		gw->events = fopen(events_path, "a");
+		if (!gw->events) {
+			rc = -errno;
+			snprintf(err, 256, "--events: cannot open %s: %s", events_path, strerror(errno));
+			goto out_free;
+		}
+	}
+	rc = curl_uv_init(&gw->cu, loop, proxy_on_done);
+	if (rc)
+		goto out_nomem;
+	gw->cu.data = gw;
+	http_server_config_default(&hc);
+	hc.max_body_bytes = cfg->max_body_bytes;
+	hc.header_timeout_ms = (uint64_t)cfg->header_timeout_ms;
+	hc.idle_timeout_ms = (uint64_t)cfg->idle_timeout_ms;
+	hc.max_conns = cfg->max_connections;
+	gw->srv = http_server_new(loop, &hc, on_request, gw);
+	if (!gw->srv) {
+		curl_uv_close(&gw->cu, NULL);
+		goto out_nomem;
+	}
+	return 0;
+
+out_nomem:
+	rc = -ENOMEM;
+	snprintf(err, 256, "out of memory");
+out_free:
+	if (gw->events)
+		fclose(gw->events);
+	curl_slist_free_all(gw->base_headers);
+	router_free(&gw->router);
+	free(gw->pstats);
+	free(gw->easy_pool);
+	return rc;
+}
+
+void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
+{
+	gw->draining = true;
+	http_server_drain(gw->srv);
+	if (!gw->in_flight) {
+		on_idle(gw);
+		return;
+	}
+	gw->on_idle = on_idle;
+}
+
+void gateway_cancel_all(struct gateway *gw)
+{
+	while (gw->reqs)
+		proxy_cancel(gw->reqs);
+}
+
+void gateway_close(struct gateway *gw)
+{
+	size_t i;
+
+	gateway_cancel_all(gw);
+	http_server_free(gw->srv, NULL, NULL);
+	gw->srv = NULL;
+	curl_uv_close(&gw->cu, NULL);
+	for (i = 0; i < gw->npool; i++)
+		curl_easy_cleanup(gw->easy_pool[i]);
+	gw->npool = 0;
+	free(gw->easy_pool);
+	gw->easy_pool = NULL;
+	curl_slist_free_all(gw->base_headers);
+	gw->base_headers = NULL;
+	if (gw->events && fclose(gw->events))
+		log_error("events file: cannot close it");
+	gw->events = NULL;
+}
+
+void gateway_free(struct gateway *gw)
+{
+	router_free(&gw->router);
+	free(gw->pstats);
+	gw->pstats = NULL;
+}

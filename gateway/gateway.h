@@ -1,0 +1,111 @@
+/*
+ * gateway: the failover gateway's process-wide state — config, routing
+ * tables and breakers, counters, the HTTP server and the curl_uv that
+ * carries every upstream transfer — and what its modules share: the
+ * endpoint dispatch (gateway.c), the chat request lifecycle (proxy.c) and
+ * the JSON and Prometheus views (admin.c).
+ */
+#ifndef FAULTLINE_GATEWAY_GATEWAY_H
+#define FAULTLINE_GATEWAY_GATEWAY_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "config.h"
+#include "curl_uv.h"
+#include "http_server.h"
+#include "metrics.h"
+#include "rng.h"
+#include "router.h"
+
+struct greq;
+
+struct gateway {
+	uv_loop_t *loop;
+	const struct gw_config *cfg;
+	struct router router;
+	struct provider_stats *pstats;	/* one per provider, by config index */
+	struct status_counts unrouted;	/* answers to requests with no known alias */
+	struct curl_uv cu;
+	struct http_server *srv;
+	struct curl_slist *base_headers;	/* sent upstream on every attempt */
+	struct rng rng_retry;		/* backoff jitter */
+	struct rng rng_breaker;		/* cooldown jitter */
+	FILE *events;			/* --events, or NULL */
+	struct greq *reqs;		/* chat requests in progress (a list) */
+	uint64_t in_flight;
+	uint64_t next_id;		/* for generated request ids */
+	char id_prefix[24];
+	CURL **easy_pool;		/* idle easy handles, a stack */
+	size_t npool;
+	bool draining;
+	void (*on_idle)(struct gateway *gw);	/* draining and nothing left in flight */
+};
+
+/* Monotonic milliseconds: the clock of breakers, deadlines and attempts. */
+double gw_now_ms(void);
+
+/*
+ * Sets up gw for cfg on loop: routing tables, counters, curl_uv, the
+ * server (not yet listening), the events file (events_path may be NULL).
+ * Returns 0, or a negative errno with a message in err (256 bytes).
+ */
+int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
+		 const char *events_path, uint64_t seed, char *err);
+
+/*
+ * Starts a graceful stop: no new connections, idle ones closed; on_idle
+ * runs once no chat request is left in flight (at once when none is).
+ */
+void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw));
+
+/* Ends every chat request still in flight (their clients' connections close). */
+void gateway_cancel_all(struct gateway *gw);
+
+/*
+ * Closes what holds handles — every request still in flight, the server,
+ * curl_uv, the easy handles, the events file; the loop then runs until the
+ * handles have closed, and gateway_free releases the rest.
+ */
+void gateway_close(struct gateway *gw);
+
+/* Frees the routing tables and counters, once the loop has stopped. */
+void gateway_free(struct gateway *gw);
+
+/* Writes one breaker state change: events line, log line, transition count. */
+void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
+			     const struct breaker_change *chg);
+
+/* An easy handle for an attempt: from the pool, or new (NULL when out of memory). */
+CURL *gateway_easy_get(struct gateway *gw);
+
+/* Hands an easy handle back to the pool (or cleans it up when the pool is full). */
+void gateway_easy_put(struct gateway *gw, CURL *easy);
+
+/* ---- proxy.c ---- */
+
+/* Handles one POST /v1/chat/completions. */
+void proxy_chat(struct gateway *gw, struct http_exchange *ex);
+
+/* curl_uv's on_done: an upstream transfer ended. */
+void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
+
+/* Ends a request in flight without answering (its client is told nothing more). */
+void proxy_cancel(struct greq *g);
+
+/* ---- admin.c ---- */
+
+/* GET /v1/models: the aliases. Returns 0 or -ENOMEM. */
+int admin_models(const struct gateway *gw, struct buf *b);
+
+/* GET /admin/breakers at now_ms. Returns 0 or -ENOMEM. */
+int admin_breakers(const struct gateway *gw, struct buf *b, double now_ms);
+
+/* GET /metrics at now_ms. Returns 0 or -ENOMEM. */
+int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms);
+
+#endif

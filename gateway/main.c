@@ -1,0 +1,216 @@
+/*
+ * gateway: an OpenAI-compatible failover gateway — model aliases over
+ * ordered provider chains, per-attempt timeouts under one deadline,
+ * same-target retries, circuit breakers, Prometheus metrics. See README.md
+ * for the config, the endpoints and the headers.
+ */
+#include <curl/curl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "config.h"
+#include "gateway.h"
+#include "log.h"
+#include "opt.h"
+
+static const char usage_text[] =
+	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N]\n"
+	"               [--allow-remote] [--log-level LEVEL]\n"
+	"\n"
+	"Serves an OpenAI-compatible API that fails over between the providers of\n"
+	"FILE, with per-attempt timeouts under one deadline and circuit breakers.\n"
+	"\n"
+	"  --config FILE       providers, model aliases, budgets (JSON; see README.md)\n"
+	"  --listen HOST:PORT  where to serve (default: the config's listen)\n"
+	"  --events FILE       append a JSON line per breaker state change\n"
+	"  --seed N            seed for retry and cooldown jitter (default: the config's)\n"
+	"  --allow-remote      allow provider base URLs that are not loopback\n"
+	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
+	"  --help              this text\n"
+	"\n"
+	"On start it prints 'listening HOST:PORT', then 'ready'. SIGTERM or SIGINT\n"
+	"stops it once the requests in progress are answered; a second one at once.\n";
+
+struct args {
+	const char *config;
+	const char *listen;
+	const char *events;
+	bool allow_remote;
+	bool have_seed;
+	uint64_t seed;
+};
+
+struct main_state {
+	uv_loop_t *loop;
+	struct gateway gw;
+	uv_signal_t sigint;
+	uv_signal_t sigterm;
+	bool stopping;
+	bool closed;
+};
+
+static struct main_state *the_state;
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+/* Everything is answered (or cut): close the handles; the loop then ends. */
+static void shut_down(struct gateway *gw)
+{
+	struct main_state *ms = the_state;
+
+	(void)gw;
+	if (ms->closed)
+		return;
+	ms->closed = true;
+	log_info("stopped");
+	gateway_close(&ms->gw);
+	uv_close((uv_handle_t *)&ms->sigint, on_handle_closed);
+	uv_close((uv_handle_t *)&ms->sigterm, on_handle_closed);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct main_state *ms = s->data;
+	const char *name = signum == SIGINT ? "SIGINT" : "SIGTERM";
+
+	if (ms->stopping) {
+		log_info("caught %s again: cutting %llu request(s) in flight", name,
+			 (unsigned long long)ms->gw.in_flight);
+		shut_down(&ms->gw);
+		return;
+	}
+	ms->stopping = true;
+	log_info("caught %s: draining %llu request(s) in flight", name,
+		 (unsigned long long)ms->gw.in_flight);
+	gateway_drain(&ms->gw, shut_down);
+}
+
+static void parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "events", required_argument, NULL, 'e' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "allow-remote", no_argument, NULL, 'r' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum log_level level;
+	const char *val;
+	int64_t v;
+	int c;
+
+	while ((c = opt_next("gateway", argc, argv, NULL, opts, &val)) != -1) {
+		switch (c) {
+		case 'c':
+			a->config = val;
+			break;
+		case 'L':
+			a->listen = val;
+			break;
+		case 'e':
+			a->events = val;
+			break;
+		case 's':
+			if (opt_parse_i64(val, 0, INT64_MAX, &v))
+				opt_usage_error("gateway", "--seed: expected a whole number >= 0, got \"%s\"",
+						val);
+			a->seed = (uint64_t)v;
+			a->have_seed = true;
+			break;
+		case 'r':
+			a->allow_remote = true;
+			break;
+		case 'l':
+			if (log_parse_level(val, &level))
+				opt_usage_error("gateway", "--log-level: expected debug, info, warn, error "
+						"or off, got \"%s\"", val);
+			log_set_level(level);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+	}
+	if (!a->config)
+		opt_usage_error("gateway", "--config FILE is required");
+}
+
+int main(int argc, char **argv)
+{
+	static struct main_state ms;
+	struct gw_config cfg;
+	struct sockaddr_storage addr;
+	struct args a = { 0 };
+	char err[CFG_ERR_LEN];
+	char text[64];
+	int exit_code = 0;
+	int rc;
+
+	log_init("gateway", LOG_INFO);
+	parse_args(argc, argv, &a);
+	if (gw_config_load(a.config, a.allow_remote, &cfg, err)) {
+		fprintf(stderr, "gateway: %s\n", err);
+		return 2;
+	}
+	addr = cfg.listen;
+	if (a.listen && opt_parse_hostport(a.listen, &addr)) {
+		gw_config_free(&cfg);
+		opt_usage_error("gateway", "--listen: expected HOST:PORT, got \"%s\"", a.listen);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	opt_raise_fd_limit(0);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		fprintf(stderr, "gateway: cannot initialise libcurl\n");
+		gw_config_free(&cfg);
+		return 1;
+	}
+	the_state = &ms;
+	ms.loop = uv_default_loop();
+	if (gateway_init(&ms.gw, ms.loop, &cfg, a.events, a.have_seed ? a.seed : cfg.seed, err)) {
+		fprintf(stderr, "gateway: %s\n", err);
+		exit_code = 1;
+		goto out_global;
+	}
+	rc = http_server_listen(ms.gw.srv, (const struct sockaddr *)&addr);
+	if (rc) {
+		fprintf(stderr, "gateway: cannot listen on %s: %s\n",
+			opt_format_addr((const struct sockaddr *)&addr, text, sizeof(text)),
+			uv_strerror(rc));
+		exit_code = 1;
+		ms.closed = true;
+		gateway_close(&ms.gw);
+		uv_run(ms.loop, UV_RUN_DEFAULT);
+		goto out_free;
+	}
+	uv_signal_init(ms.loop, &ms.sigint);
+	uv_signal_init(ms.loop, &ms.sigterm);
+	ms.sigint.data = &ms;
+	ms.sigterm.data = &ms;
+	uv_signal_start(&ms.sigint, on_signal, SIGINT);
+	uv_signal_start(&ms.sigterm, on_signal, SIGTERM);
+	opt_format_addr(http_server_addr(ms.gw.srv), text, sizeof(text));
+	printf("listening %s\nready\n", text);
+	fflush(stdout);
+	log_info("serving %zu alias(es) over %zu provider(s) on %s", cfg.naliases, cfg.nproviders,
+		 text);
+	uv_run(ms.loop, UV_RUN_DEFAULT);
+out_free:
+	rc = uv_loop_close(ms.loop);
+	if (rc)
+		log_warn("event loop closed with handles open: %s", uv_strerror(rc));
+	gateway_free(&ms.gw);
+out_global:
+	curl_global_cleanup();
+	gw_config_free(&cfg);
+	return exit_code;
+}

@@ -1,0 +1,80 @@
+/*
+ * metrics: counting answers and attempts.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+
+const double metrics_latency_bounds[LATENCY_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+};
+
+void status_counts_add(struct status_counts *c, int status)
+{
+	size_t i;
+
+	for (i = 0; i < c->used; i++) {
+		if (c->status[i] == status) {
+			c->n[i]++;
+			return;
+		}
+	}
+	if (c->used == STATUS_SLOTS) {
+		c->other++;
+		return;
+	}
+	c->status[c->used] = status;
+	c->n[c->used++] = 1;
+}
+
+enum gw_outcome metrics_failure_outcome(enum attempt_failure f)
+{
+	if (f == ATTEMPT_FAIL_NONE)
+		return GW_OUT_SUCCESS;
+	return (enum gw_outcome)(GW_OUT_FAILURE + (int)f - 1);
+}
+
+const char *metrics_outcome_name(enum gw_outcome o)
+{
+	switch (o) {
+	case GW_OUT_SUCCESS:
+		return "success";
+	case GW_OUT_PASS_THROUGH:
+		return "pass_through";
+	case GW_OUT_CANCELLED:
+		return "cancelled";
+	default:
+		return attempt_failure_name((enum attempt_failure)(o - GW_OUT_FAILURE + 1));
+	}
+}
+
+void provider_stats_attempt(struct provider_stats *s, enum gw_outcome o, double latency_ms)
+{
+	double sec = latency_ms > 0 ? latency_ms / 1000 : 0;
+	size_t i;
+
+	if ((unsigned)o < GW_NOUTCOMES)
+		s->outcomes[o]++;
+	for (i = 0; i < LATENCY_BUCKETS && sec > metrics_latency_bounds[i]; i++)
+		;
+	s->latency[i]++;
+	s->latency_count++;
+	s->latency_sum_s += sec;
+}
+
+int metrics_label(struct buf *b, const char *s)
+{
+	int rc = buf_puts(b, "\"");
+
+	for (; *s && !rc; s++) {
+		if (*s == '\\')
+			rc = buf_puts(b, "\\\\");
+		else if (*s == '"')
+			rc = buf_puts(b, "\\\"");
+		else if (*s == '\n')
+			rc = buf_puts(b, "\\n");
+		else
+			rc = buf_append(b, s, 1);
+	}
+	return rc ? rc : buf_puts(b, "\"");
+}

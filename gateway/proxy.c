@@ -1,0 +1,801 @@
+/*
+ * proxy: the life of one chat completion request, reading straight down:
+ * proxy_chat (validate, find the route) → next_target (the first target
+ * whose breaker admits it) → attempt_start (the upstream transfer and its
+ * watchdog, capped at min(provider timeout, deadline left)) → on_header /
+ * on_body → attempt_end (curl finished, or the watchdog cut it: classify,
+ * record with the breaker) → answer, or a same-target retry after a wait
+ * (on_backoff), or the next target → finish. A client that leaves ends it
+ * in on_client_abort. Every answer goes out through respond(), every end
+ * through finish().
+ */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "attempt.h"
+#include "backoff.h"
+#include "clock.h"
+#include "gateway.h"
+#include "json.h"
+#include "log.h"
+
+/* An upstream answer larger than this is not a chat completion we relay. */
+#define MAX_UPSTREAM_BODY (16u << 20)
+
+static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
+			       "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not start an "
+				       "upstream transfer.\",\"type\":\"server_error\","
+				       "\"param\":null,\"code\":null}}";
+
+/* x-request-id and idempotency-key values longer than this are not taken. */
+#define MAX_ID_LEN 128
+
+enum greq_state {
+	GREQ_ROUTING,		/* choosing a target */
+	GREQ_ATTEMPT,		/* a transfer is with curl */
+	GREQ_BACKOFF,		/* waiting to retry the same target */
+	GREQ_DONE,		/* finished; the timer is closing */
+};
+
+static const char *const state_names[] = { "routing", "attempt", "backoff", "done" };
+
+/* One attempt or skipped target, for the error body and the log. */
+struct note {
+	const struct gw_target *t;
+	const char *outcome;		/* a failure name, "breaker_open", "cancelled"… */
+	long status;			/* 0: none */
+	double ms;			/* the attempt's duration; NAN for a skip */
+};
+
+struct greq {
+	uv_timer_t timer;		/* the attempt's watchdog, or the retry wait */
+	struct gateway *gw;
+	struct http_exchange *ex;	/* NULL once answered or the client left */
+	struct greq *prev;
+	struct greq *next;
+	enum greq_state state;
+	char id[MAX_ID_LEN + 1];
+	char only[MAX_ID_LEN + 1];	/* x-faultline-provider; "" for any */
+	struct gw_route *route;
+
+	/* The client's body, and where its model value is (end 0: re-print root). */
+	const char *body;
+	size_t body_len;
+	size_t model_at;
+	size_t model_end;
+	cJSON *root;			/* kept only when the body must be re-printed */
+	struct buf up_body;		/* the upstream body for up_model */
+	const char *up_model;
+
+	/* The budget and where the chain is. */
+	struct attempt_budget budget;
+	size_t pos;			/* the route's target being tried */
+	struct gw_target *cur;
+	unsigned retries_here;		/* same-target retries of cur */
+	uint64_t probe;			/* cur's half-open ticket; 0: none */
+	bool forced;			/* the every-target-open fallback was used */
+	bool deadline_hit;		/* an attempt was cut by the deadline, or none fit */
+	bool reached;			/* some upstream answered or timed out */
+	unsigned skipped;
+
+	/* The current attempt. */
+	CURL *easy;
+	double start_ms;
+	bool capped;			/* its timeout was the deadline's remainder */
+	bool cut;			/* the watchdog ended it */
+	bool too_big;
+	long status;
+	double retry_after_ms;		/* from Retry-After; -1: none */
+	char ctype[128];
+	struct buf resp;
+	int64_t tokens_in;
+	int64_t tokens_out;
+	char errbuf[CURL_ERROR_SIZE];
+
+	/* Upstream headers: these nodes, then the gateway's base list. */
+	struct curl_slist h_id;
+	struct curl_slist h_idem;
+	struct curl_slist h_auth;
+	char id_line[MAX_ID_LEN + 32];
+	char idem_line[MAX_ID_LEN + 32];
+
+	struct note *notes;
+	size_t nnotes;
+	size_t capnotes;
+};
+
+static void next_target(struct greq *g);
+static void attempt_start(struct greq *g, struct gw_target *t);
+static void attempt_end(struct greq *g, CURLcode code);
+static void finish_error(struct greq *g);
+
+static void set_state(struct greq *g, enum greq_state to)
+{
+	if (log_enabled(LOG_DEBUG))
+		log_debug("request %s: %s -> %s", g->id, state_names[g->state], state_names[to]);
+	g->state = to;
+}
+
+static void note_add(struct greq *g, const struct gw_target *t, const char *outcome, long status,
+		     double ms)
+{
+	struct note *n;
+
+	if (g->nnotes == g->capnotes) {
+		size_t cap = g->capnotes ? g->capnotes * 2 : 4;
+
+		n = realloc(g->notes, cap * sizeof(*n));
+		if (!n)
+			return;		/* the error body lists fewer; nothing else depends on it */
+		g->notes = n;
+		g->capnotes = cap;
+	}
+	g->notes[g->nnotes++] = (struct note){ t, outcome, status, ms };
+}
+
+/* ---- breakers ---- */
+
+static enum breaker_verdict admit(struct greq *g, struct gw_target *t)
+{
+	struct breaker_change chg;
+	enum breaker_verdict v;
+
+	v = breaker_admit(&t->br, gw_now_ms(), &g->probe, &chg);
+	gateway_breaker_changed(g->gw, t, &chg);
+	return v;
+}
+
+static void record(struct greq *g, bool success, double latency_ms)
+{
+	struct breaker_change chg;
+
+	breaker_record(&g->cur->br, gw_now_ms(), success, latency_ms, g->probe,
+		       &g->gw->rng_breaker, &chg);
+	g->probe = 0;
+	gateway_breaker_changed(g->gw, g->cur, &chg);
+}
+
+static void release_probe(struct greq *g)
+{
+	if (g->probe && g->cur)
+		breaker_release_probe(&g->cur->br, g->probe);
+	g->probe = 0;
+}
+
+/* ---- the end ---- */
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	struct greq *g = h->data;
+	struct gateway *gw = g->gw;
+
+	buf_free(&g->up_body);
+	buf_free(&g->resp);
+	cJSON_Delete(g->root);
+	free(g->notes);
+	free(g);
+	if (gw->draining && !gw->in_flight && gw->on_idle) {
+		void (*cb)(struct gateway *) = gw->on_idle;
+
+		gw->on_idle = NULL;
+		cb(gw);
+	}
+}
+
+/* Counts the answer, unlinks the request and frees it once its timer has closed. */
+static void finish(struct greq *g, int status)
+{
+	struct gateway *gw = g->gw;
+
+	status_counts_add(g->route ? &g->route->requests : &gw->unrouted, status);
+	if (g->easy) {
+		gateway_easy_put(gw, g->easy);
+		g->easy = NULL;
+	}
+	if (g->prev)
+		g->prev->next = g->next;
+	else
+		gw->reqs = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
+	gw->in_flight--;
+	set_state(g, GREQ_DONE);
+	uv_close((uv_handle_t *)&g->timer, on_timer_closed);
+}
+
+/*
+ * Sends an answer with the gateway's headers (x-faultline-provider and
+ * cost only when an upstream answered) and ends the request.
+ */
+static void respond(struct greq *g, int status, const char *ctype, const char *body, size_t len,
+		    const struct gw_target *answered)
+{
+	struct http_exchange *ex = g->ex;
+	struct http_kv h[7];
+	char attempts[16];
+	char cost[32];
+	size_t n = 0;
+
+	snprintf(attempts, sizeof(attempts), "%u", g->budget.attempts);
+	h[n++] = (struct http_kv){ "Content-Type", ctype };
+	h[n++] = (struct http_kv){ "x-request-id", g->id };
+	h[n++] = (struct http_kv){ "x-faultline-attempts", attempts };
+	h[n++] = (struct http_kv){ "x-faultline-hedged", "0" };
+	if (answered) {
+		const struct gw_provider *p = answered->prov;
+		double usd = (double)g->tokens_in / 1000 * p->price_in_per_1k +
+			     (double)g->tokens_out / 1000 * p->price_out_per_1k;
+
+		snprintf(cost, sizeof(cost), "%.9f", usd);
+		h[n++] = (struct http_kv){ "x-faultline-provider", p->name };
+		h[n++] = (struct http_kv){ "x-faultline-cost-usd", cost };
+	}
+	/* The connection's next request may reuse ex as soon as this answer ends. */
+	g->ex = NULL;
+	if (ex)
+		http_respond(ex, status, h, n, body, len);
+	finish(g, status);
+}
+
+/* The client's error for a request refused before any routing. */
+static void refuse(struct gateway *gw, struct http_exchange *ex, int status, const char *msg,
+		   const char *param, const char *code)
+{
+	status_counts_add(&gw->unrouted, status);
+	http_respond_error(ex, status, msg, "invalid_request_error", param, code, NULL, 0);
+}
+
+/* Writes "P/M: outcome (HTTP s, N ms)" for a note. */
+static void note_text(struct buf *b, const struct note *n)
+{
+	buf_printf(b, "%s/%s: %s", n->t->prov->name, n->t->model, n->outcome);
+	if (n->status && !isnan(n->ms))
+		buf_printf(b, " (HTTP %ld, %.0f ms)", n->status, n->ms);
+	else if (!isnan(n->ms))
+		buf_printf(b, " (%.0f ms)", n->ms);
+}
+
+/* The error body: OpenAI's four fields, and every attempt under error.attempts. */
+static void finish_error(struct greq *g)
+{
+	struct attempt_final fin = attempt_final_answer(g->deadline_hit, !g->reached);
+	struct buf msg = { 0 };
+	cJSON *root = cJSON_CreateObject();
+	cJSON *err = cJSON_AddObjectToObject(root, "error");
+	cJSON *list;
+	char *text = NULL;
+	size_t i;
+
+	if (fin.status == 504)
+		buf_printf(&msg, "The request deadline (%.0f ms) ran out", g->gw->cfg->deadline_ms);
+	else if (fin.status == 503)
+		buf_printf(&msg, "No provider of model '%s' is available", g->route->alias->name);
+	else
+		buf_printf(&msg, "Every upstream attempt for model '%s' failed",
+			   g->route->alias->name);
+	buf_printf(&msg, " after %u attempt%s", g->budget.attempts,
+		   g->budget.attempts == 1 ? "" : "s");
+	for (i = 0; i < g->nnotes; i++) {
+		buf_puts(&msg, i ? "; " : ": ");
+		note_text(&msg, &g->notes[i]);
+	}
+	buf_puts(&msg, ".");
+	cJSON_AddStringToObject(err, "message", msg.data ? msg.data : "");
+	cJSON_AddStringToObject(err, "type", fin.type);
+	cJSON_AddNullToObject(err, "param");
+	cJSON_AddStringToObject(err, "code", fin.code);
+	list = cJSON_AddArrayToObject(err, "attempts");
+	for (i = 0; i < g->nnotes && list; i++) {
+		const struct note *n = &g->notes[i];
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "provider", n->t->prov->name);
+		cJSON_AddStringToObject(o, "model", n->t->model);
+		cJSON_AddStringToObject(o, "outcome", n->outcome);
+		if (n->status)
+			cJSON_AddNumberToObject(o, "status", (double)n->status);
+		else
+			cJSON_AddNullToObject(o, "status");
+		if (isnan(n->ms))
+			cJSON_AddNullToObject(o, "ms");
+		else
+			cJSON_AddNumberToObject(o, "ms", round(n->ms * 1000) / 1000);
+		cJSON_AddItemToArray(list, o);
+	}
+	text = cJSON_PrintUnformatted(root);
+	log_debug("request %s: %d %s", g->id, fin.status, msg.data ? msg.data : "");
+	if (text)
+		respond(g, fin.status, "application/json", text, strlen(text), NULL);
+	else
+		respond(g, 500, "application/json", oom_body, sizeof(oom_body) - 1, NULL);
+	free(text);
+	cJSON_Delete(root);
+	buf_free(&msg);
+}
+
+/* ---- an attempt ---- */
+
+static bool header_is(const char *line, size_t name_len, const char *name)
+{
+	return strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
+}
+
+/* Copies a header value without surrounding white space. */
+static void header_value(const char *v, size_t len, char *out, size_t cap)
+{
+	while (len && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	while (len && strchr(" \t\r\n", v[len - 1]))
+		len--;
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(out, v, len);
+	out[len] = '\0';
+}
+
+/* CURLOPT_HEADERFUNCTION: the headers an answer or a retry needs. */
+static size_t on_header(char *line, size_t size, size_t n, void *userp)
+{
+	struct greq *g = userp;
+	size_t len = size * n;
+	const char *colon = memchr(line, ':', len);
+	char v[128];
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		g->ctype[0] = '\0';
+		g->retry_after_ms = -1;
+		return len;
+	}
+	if (!colon)
+		return len;
+	if (header_is(line, (size_t)(colon - line), "content-type")) {
+		header_value(colon + 1, len - (size_t)(colon - line) - 1, g->ctype, sizeof(g->ctype));
+	} else if (header_is(line, (size_t)(colon - line), "retry-after")) {
+		header_value(colon + 1, len - (size_t)(colon - line) - 1, v, sizeof(v));
+		g->retry_after_ms = backoff_parse_retry_after(v, clock_unix_ms());
+	}
+	return len;
+}
+
+/* CURLOPT_WRITEFUNCTION: the answer's body, up to MAX_UPSTREAM_BODY. */
+static size_t on_body(char *data, size_t size, size_t n, void *userp)
+{
+	struct greq *g = userp;
+	size_t len = size * n;
+
+	if (g->resp.len + len > MAX_UPSTREAM_BODY || buf_append(&g->resp, data, len)) {
+		g->too_big = true;
+		return 0;
+	}
+	return len;
+}
+
+/* The upstream body for target t: the client's with t's model in place. */
+static int build_body(struct greq *g, const struct gw_target *t)
+{
+	cJSON *model;
+	char *text;
+	int rc = 0;
+
+	if (g->up_model == t->model)
+		return 0;
+	buf_reset(&g->up_body);
+	g->up_model = NULL;
+	if (g->model_end) {
+		rc |= buf_append(&g->up_body, g->body, g->model_at);
+		rc |= json_escape(&g->up_body, t->model);
+		rc |= buf_append(&g->up_body, g->body + g->model_end, g->body_len - g->model_end);
+	} else {
+		/* A key spelt with escapes: the body is re-printed, one model member. */
+		while (cJSON_GetObjectItemCaseSensitive(g->root, "model"))
+			cJSON_DeleteItemFromObjectCaseSensitive(g->root, "model");
+		model = cJSON_AddStringToObject(g->root, "model", t->model);
+		if (!model)
+			return -ENOMEM;
+		text = cJSON_PrintUnformatted(g->root);
+		rc = text ? buf_puts(&g->up_body, text) : -ENOMEM;
+		free(text);
+	}
+	if (rc)
+		return -ENOMEM;
+	g->up_model = t->model;
+	return 0;
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	struct greq *g = t->data;
+
+	curl_uv_remove(&g->gw->cu, g->easy);
+	g->cut = true;
+	attempt_end(g, CURLE_OPERATION_TIMEDOUT);
+}
+
+static void attempt_start(struct greq *g, struct gw_target *t)
+{
+	struct gateway *gw = g->gw;
+	const struct gw_provider *p = t->prov;
+	double now = gw_now_ms();
+	double timeout = attempt_timeout_ms(&g->budget, p->timeout_ms, now);
+	struct curl_slist *head = gw->base_headers;
+	CURL *e;
+
+	g->cur = t;
+	if (build_body(g, t) || (!g->easy && !(g->easy = gateway_easy_get(gw)))) {
+		release_probe(g);
+		respond(g, 500, "application/json", oom_body, sizeof(oom_body) - 1, NULL);
+		return;
+	}
+	e = g->easy;
+	g->budget.attempts++;
+	g->start_ms = now;
+	g->capped = timeout < p->timeout_ms;
+	g->cut = false;
+	g->too_big = false;
+	g->status = 0;
+	g->retry_after_ms = -1;
+	g->ctype[0] = '\0';
+	g->errbuf[0] = '\0';
+	buf_reset(&g->resp);
+
+	if (p->auth_header) {
+		g->h_auth = (struct curl_slist){ p->auth_header, head };
+		head = &g->h_auth;
+	}
+	if (g->idem_line[0]) {
+		g->h_idem = (struct curl_slist){ g->idem_line, head };
+		head = &g->h_idem;
+	}
+	g->h_id = (struct curl_slist){ g->id_line, head };
+
+	curl_easy_setopt(e, CURLOPT_URL, p->chat_url);
+	curl_easy_setopt(e, CURLOPT_POST, 1L);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, g->up_body.data);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)g->up_body.len);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, &g->h_id);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)fmax(1, ceil(fmin(p->connect_timeout_ms, timeout))));
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, g);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, g->errbuf);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, g);
+	if (curl_uv_add(&gw->cu, e)) {
+		/* The gateway's own trouble: not the provider's, not retried. */
+		g->budget.attempts--;
+		release_probe(g);
+		respond(g, 500, "application/json", no_transfer_body, sizeof(no_transfer_body) - 1,
+			NULL);
+		return;
+	}
+	log_debug("request %s: attempt %u to %s/%s, %.0f ms", g->id, g->budget.attempts, p->name,
+		  t->model, timeout);
+	set_state(g, GREQ_ATTEMPT);
+	uv_timer_start(&g->timer, on_watchdog, (uint64_t)fmax(1, ceil(timeout)), 0);
+}
+
+void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
+{
+	struct greq *g = NULL;
+
+	(void)cu;
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&g);
+	uv_timer_stop(&g->timer);
+	attempt_end(g, result);
+}
+
+/* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
+static bool check_completion(struct greq *g)
+{
+	cJSON *root = cJSON_ParseWithLength(g->resp.data ? g->resp.data : "", g->resp.len);
+	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+	const cJSON *v;
+	bool ok = cJSON_IsObject(root) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
+
+	g->tokens_in = g->tokens_out = 0;
+	if (ok && cJSON_IsObject(usage)) {
+		v = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
+		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+			g->tokens_in = (int64_t)v->valuedouble;
+		v = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+			g->tokens_out = (int64_t)v->valuedouble;
+	}
+	cJSON_Delete(root);
+	return ok;
+}
+
+static void on_backoff(uv_timer_t *t)
+{
+	struct greq *g = t->data;
+
+	if (!attempt_may_start(&g->budget, gw_now_ms())) {
+		g->deadline_hit |= attempt_deadline_gone(&g->budget, gw_now_ms());
+		finish_error(g);
+		return;
+	}
+	if (admit(g, g->cur) == BREAKER_REJECT) {
+		note_add(g, g->cur, "breaker_open", 0, NAN);
+		g->skipped++;
+		g->pos++;
+		next_target(g);
+		return;
+	}
+	attempt_start(g, g->cur);
+}
+
+/* After a failed attempt: a same-target retry when one is allowed and fits, else the next target. */
+static void after_failure(struct greq *g)
+{
+	const struct gw_retry *rt = &g->route->alias->retry;
+	const struct backoff bo = { rt->base_ms, rt->cap_ms };
+	double now = gw_now_ms();
+	double wait = 0;
+
+	if (g->deadline_hit || attempt_deadline_gone(&g->budget, now)) {
+		g->deadline_hit = true;
+		finish_error(g);
+		return;
+	}
+	if (g->retries_here < rt->max_retries &&
+	    attempt_retry_delay(&g->budget, &bo, g->retries_here, g->retry_after_ms, now,
+				rt->min_attempt_ms, &g->gw->rng_retry, &wait)) {
+		g->retries_here++;
+		log_debug("request %s: retrying %s/%s in %.0f ms", g->id, g->cur->prov->name,
+			  g->cur->model, wait);
+		set_state(g, GREQ_BACKOFF);
+		uv_timer_start(&g->timer, on_backoff, (uint64_t)ceil(wait), 0);
+		return;
+	}
+	g->pos++;
+	next_target(g);
+}
+
+static void attempt_end(struct greq *g, CURLcode code)
+{
+	struct gateway *gw = g->gw;
+	double now = gw_now_ms();
+	double ms = now - g->start_ms;
+	struct upstream_facts f = { .curl_code = code, .cut = g->cut };
+	curl_off_t connect_us = 0;
+	struct attempt_class c;
+	enum gw_outcome out;
+	const char *ctype;
+
+	curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &f.status);
+	curl_easy_getinfo(g->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+	f.connected = connect_us > 0;
+	if (g->too_big && !g->cut)
+		f.curl_code = CURLE_OK;	/* an answer came; its size makes it invalid */
+	if (f.curl_code == CURLE_OK && f.status >= 200 && f.status <= 299)
+		f.body_valid = !g->too_big && check_completion(g);
+	g->status = f.status;
+	c = attempt_classify(&f);
+	out = c.verdict == ATTEMPT_SUCCESS ? GW_OUT_SUCCESS
+	    : c.verdict == ATTEMPT_PASS_THROUGH ? GW_OUT_PASS_THROUGH
+					       : metrics_failure_outcome(c.failure);
+	provider_stats_attempt(&gw->pstats[g->cur->provider], out, ms);
+	log_debug("request %s: %s/%s %s%s%s (HTTP %ld) in %.1f ms", g->id, g->cur->prov->name,
+		  g->cur->model, metrics_outcome_name(out), g->errbuf[0] ? ": " : "", g->errbuf,
+		  f.status, ms);
+	if (g->cut && g->capped) {
+		/* The deadline's cut, not the provider's timeout: not held against it. */
+		g->deadline_hit = true;
+		g->reached = true;
+		release_probe(g);
+	} else {
+		record(g, !attempt_counts_as_failure(c), ms);
+	}
+	if (c.verdict != ATTEMPT_FAILOVER) {
+		ctype = g->ctype[0] ? g->ctype : "application/json";
+		respond(g, (int)f.status, ctype, g->resp.data ? g->resp.data : "", g->resp.len,
+			g->cur);
+		return;
+	}
+	if (!attempt_failure_is_unavailable(c.failure))
+		g->reached = true;
+	note_add(g, g->cur, attempt_failure_name(c.failure), f.status, ms);
+	after_failure(g);
+}
+
+/* ---- routing ---- */
+
+static void next_target(struct greq *g)
+{
+	const struct gw_route *rt = g->route;
+	const char *only = g->only[0] ? g->only : NULL;
+	struct gw_target *t;
+
+	set_state(g, GREQ_ROUTING);
+	g->retries_here = 0;
+	for (; g->pos < rt->ntargets; g->pos++) {
+		t = rt->targets[g->pos];
+		if (!router_target_allowed(t, only))
+			continue;
+		if (!attempt_may_start(&g->budget, gw_now_ms())) {
+			g->deadline_hit |= attempt_deadline_gone(&g->budget, gw_now_ms());
+			finish_error(g);
+			return;
+		}
+		g->cur = t;
+		if (admit(g, t) == BREAKER_REJECT) {
+			note_add(g, t, "breaker_open", 0, NAN);
+			g->skipped++;
+			continue;
+		}
+		attempt_start(g, t);
+		return;
+	}
+	if (!g->budget.attempts && g->skipped && !g->forced &&
+	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED) {
+		/* Every target is open: the one that failed longest ago, anyway. */
+		g->forced = true;
+		t = router_least_recently_failed(rt, only);
+		log_debug("request %s: every target open; trying %s/%s", g->id, t->prov->name,
+			  t->model);
+		attempt_start(g, t);
+		return;
+	}
+	finish_error(g);
+}
+
+/* ---- the client ---- */
+
+static void on_client_abort(struct http_exchange *ex, void *data, enum http_abort_reason why)
+{
+	struct greq *g = data;
+
+	(void)ex;
+	(void)why;
+	g->ex = NULL;
+	proxy_cancel(g);
+}
+
+void proxy_cancel(struct greq *g)
+{
+	struct gateway *gw = g->gw;
+	struct http_exchange *ex = g->ex;
+
+	if (g->state == GREQ_DONE)
+		return;
+	uv_timer_stop(&g->timer);
+	if (g->state == GREQ_ATTEMPT) {
+		curl_uv_remove(&gw->cu, g->easy);
+		provider_stats_attempt(&gw->pstats[g->cur->provider], GW_OUT_CANCELLED,
+				       gw_now_ms() - g->start_ms);
+	}
+	release_probe(g);
+	log_debug("request %s: cancelled", g->id);
+	g->ex = NULL;
+	if (ex)
+		http_exchange_close(ex, false);
+	finish(g, 499);
+}
+
+/* A printable value of 1–MAX_ID_LEN characters. */
+static bool id_ok(const char *v)
+{
+	size_t i;
+
+	for (i = 0; v[i]; i++) {
+		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f || i >= MAX_ID_LEN)
+			return false;
+	}
+	return i > 0;
+}
+
+/* Checks the body; on a bad one answers 400 and returns false. */
+static bool check_request(struct gateway *gw, struct http_exchange *ex,
+			  const struct http_request *req, cJSON **rootp)
+{
+	cJSON *root = cJSON_ParseWithLength(req->body, req->body_len);
+	const cJSON *messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+
+	*rootp = root;
+	if (!cJSON_IsObject(root)) {
+		refuse(gw, ex, 400, "The body of the request is not a JSON object.", NULL, NULL);
+		return false;
+	}
+	if (!cJSON_IsString(model) || !model->valuestring[0]) {
+		refuse(gw, ex, 400, "You must provide a model parameter.", "model", NULL);
+		return false;
+	}
+	if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
+		refuse(gw, ex, 400, "You must provide a non-empty messages array.", "messages",
+		       NULL);
+		return false;
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"))) {
+		refuse(gw, ex, 400, "Streaming is not supported by this gateway yet.", "stream",
+		       "unsupported_parameter");
+		return false;
+	}
+	return true;
+}
+
+void proxy_chat(struct gateway *gw, struct http_exchange *ex)
+{
+	const struct http_request *req = http_exchange_request(ex);
+	const char *only = http_request_header(req, "x-faultline-provider");
+	const char *rid = http_request_header(req, "x-request-id");
+	const char *idem = http_request_header(req, "idempotency-key");
+	struct gw_route *route;
+	struct greq *g;
+	cJSON *root = NULL;
+	char msg[256];
+	int rc;
+
+	if (!check_request(gw, ex, req, &root))
+		goto out_free_root;
+	route = router_find(&gw->router, json_get_string(root, "model"));
+	if (!route) {
+		snprintf(msg, sizeof(msg), "The model '%.128s' does not exist.",
+			 json_get_string(root, "model"));
+		refuse(gw, ex, 404, msg, "model", "model_not_found");
+		goto out_free_root;
+	}
+	if (only && (!id_ok(only) || !router_route_allows(route, only))) {
+		snprintf(msg, sizeof(msg), "Provider '%.64s' (x-faultline-provider) serves no target "
+			 "of model '%s'.", only, route->alias->name);
+		refuse(gw, ex, 400, msg, NULL, "unknown_provider");
+		goto out_free_root;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
+		goto out_free_root;
+	}
+	g->gw = gw;
+	g->ex = ex;
+	g->route = route;
+	g->body = req->body;
+	g->body_len = req->body_len;
+	rc = json_member_span(req->body, req->body_len, "model", &g->model_at, &g->model_end);
+	if (rc == -EEXIST) {
+		free(g);
+		refuse(gw, ex, 400, "The model parameter is given more than once.", "model", NULL);
+		goto out_free_root;
+	}
+	if (rc) {
+		g->model_end = 0;	/* re-print the parsed body */
+		g->root = root;
+		root = NULL;
+	}
+	if (rid && id_ok(rid))
+		snprintf(g->id, sizeof(g->id), "%s", rid);
+	else
+		snprintf(g->id, sizeof(g->id), "%s%llu", gw->id_prefix,
+			 (unsigned long long)++gw->next_id);
+	snprintf(g->id_line, sizeof(g->id_line), "x-request-id: %s", g->id);
+	if (idem && id_ok(idem))
+		snprintf(g->idem_line, sizeof(g->idem_line), "Idempotency-Key: %s", idem);
+	if (only)
+		snprintf(g->only, sizeof(g->only), "%s", only);
+	g->budget = (struct attempt_budget){
+		.deadline_ms = (double)req->recv_ns / 1e6 + gw->cfg->deadline_ms,
+		.max_attempts = route->alias->max_attempts,
+	};
+	uv_timer_init(gw->loop, &g->timer);
+	g->timer.data = g;
+	g->next = gw->reqs;
+	if (gw->reqs)
+		gw->reqs->prev = g;
+	gw->reqs = g;
+	gw->in_flight++;
+	http_exchange_set_data(ex, g, on_client_abort, NULL);
+	next_target(g);
+out_free_root:
+	cJSON_Delete(root);
+}

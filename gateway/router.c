@@ -1,0 +1,116 @@
+/*
+ * router: building the target and route tables, and the choices over them.
+ */
+#include "router.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The target for (provider, model), added when new. */
+static struct gw_target *target_for(struct router *r, const struct gw_config *cfg,
+				    const struct gw_target_ref *ref, double now_ms)
+{
+	struct gw_target *t;
+	size_t i;
+
+	for (i = 0; i < r->ntargets; i++) {
+		t = &r->targets[i];
+		if (t->provider == ref->provider && strcmp(t->model, ref->model) == 0)
+			return t;
+	}
+	t = &r->targets[r->ntargets++];
+	memset(t, 0, sizeof(*t));
+	t->provider = ref->provider;
+	t->prov = &cfg->providers[ref->provider];
+	t->model = ref->model;
+	breaker_init(&t->br, &t->prov->breaker, now_ms);
+	return t;
+}
+
+int router_init(struct router *r, const struct gw_config *cfg, double now_ms)
+{
+	size_t most = 0;
+	size_t i;
+	size_t j;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < cfg->naliases; i++)
+		most += cfg->aliases[i].ntargets;
+	r->targets = calloc(most ? most : 1, sizeof(*r->targets));
+	r->routes = calloc(cfg->naliases ? cfg->naliases : 1, sizeof(*r->routes));
+	if (!r->targets || !r->routes)
+		goto out_nomem;
+	for (i = 0; i < cfg->naliases; i++) {
+		const struct gw_alias *a = &cfg->aliases[i];
+		struct gw_route *rt = &r->routes[i];
+
+		rt->alias = a;
+		rt->targets = calloc(a->ntargets, sizeof(*rt->targets));
+		if (!rt->targets)
+			goto out_nomem;
+		r->nroutes = i + 1;
+		for (j = 0; j < a->ntargets; j++)
+			rt->targets[j] = target_for(r, cfg, &a->targets[j], now_ms);
+		rt->ntargets = a->ntargets;
+	}
+	return 0;
+
+out_nomem:
+	router_free(r);
+	return -ENOMEM;
+}
+
+void router_free(struct router *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nroutes; i++)
+		free(r->routes[i].targets);
+	free(r->routes);
+	free(r->targets);
+	memset(r, 0, sizeof(*r));
+}
+
+struct gw_route *router_find(const struct router *r, const char *alias)
+{
+	size_t i;
+
+	for (i = 0; i < r->nroutes; i++) {
+		if (strcmp(r->routes[i].alias->name, alias) == 0)
+			return &r->routes[i];
+	}
+	return NULL;
+}
+
+bool router_target_allowed(const struct gw_target *t, const char *only)
+{
+	return !only || strcmp(t->prov->name, only) == 0;
+}
+
+bool router_route_allows(const struct gw_route *rt, const char *only)
+{
+	size_t i;
+
+	for (i = 0; i < rt->ntargets; i++) {
+		if (router_target_allowed(rt->targets[i], only))
+			return true;
+	}
+	return false;
+}
+
+struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only)
+{
+	struct gw_target *best = NULL;
+	size_t i;
+
+	for (i = 0; i < rt->ntargets; i++) {
+		struct gw_target *t = rt->targets[i];
+
+		if (!router_target_allowed(t, only))
+			continue;
+		if (!best || t->br.last_failure_ms < best->br.last_failure_ms)
+			best = t;
+	}
+	return best;
+}

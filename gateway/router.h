@@ -1,0 +1,65 @@
+/*
+ * router: the gateway's routing tables — one target per distinct provider +
+ * upstream model, each with its circuit breaker (aliases that share a
+ * target share its breaker), and one route per alias listing its targets
+ * in order — and the pure choices made over them.
+ */
+#ifndef FAULTLINE_GATEWAY_ROUTER_H
+#define FAULTLINE_GATEWAY_ROUTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "breaker.h"
+#include "config.h"
+#include "metrics.h"
+
+struct gw_target {
+	const struct gw_provider *prov;
+	size_t provider;		/* index of prov in the config */
+	const char *model;		/* upstream model name (the config's) */
+	struct breaker br;
+	uint64_t transitions[3][3];	/* [from][to] state changes */
+};
+
+struct gw_route {
+	const struct gw_alias *alias;
+	struct gw_target **targets;	/* in the chain's order */
+	size_t ntargets;
+	struct status_counts requests;	/* answers by status */
+};
+
+struct router {
+	struct gw_target *targets;
+	size_t ntargets;
+	struct gw_route *routes;
+	size_t nroutes;
+};
+
+/*
+ * Builds the tables for cfg (which must outlive the router), every breaker
+ * closed at now_ms with its provider's settings. Returns 0 or -ENOMEM.
+ */
+int router_init(struct router *r, const struct gw_config *cfg, double now_ms);
+
+/* Frees the tables. */
+void router_free(struct router *r);
+
+/* The route of an alias, or NULL. */
+struct gw_route *router_find(const struct router *r, const char *alias);
+
+/* Whether target t is of the provider named only (always true for NULL). */
+bool router_target_allowed(const struct gw_target *t, const char *only);
+
+/* Whether any target of the route is allowed by only. */
+bool router_route_allows(const struct gw_route *rt, const char *only);
+
+/*
+ * Among the route's targets allowed by only, the one whose last failure is
+ * the oldest (a target that never failed first; ties go to the earlier
+ * one in the chain), or NULL when none is allowed.
+ */
+struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only);
+
+#endif
