@@ -4,6 +4,7 @@
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -190,4 +191,58 @@ Test(json, load_file_missing_says_cannot_open, .timeout = 10)
 	cr_assert_null(json_load_file("/nonexistent-fl/conf.json", err, sizeof(err)));
 	cr_assert(strncmp(err, "/nonexistent-fl/conf.json: cannot open", 38) == 0, "%s", err);
 	cr_assert(strstr(err, "No such file"), "%s", err);
+}
+
+/* ---- json_member_span ---- */
+
+/* The span of key in s as a string, or the error code's name. */
+static const char *span_of(const char *s, const char *key, char *out, size_t len)
+{
+	size_t a = 0;
+	size_t b = 0;
+	int rc = json_member_span(s, strlen(s), key, &a, &b);
+
+	if (rc == -ENOENT)
+		return "ENOENT";
+	if (rc == -EEXIST)
+		return "EEXIST";
+	if (rc == -EINVAL)
+		return "EINVAL";
+	snprintf(out, len, "%.*s", (int)(b - a), s + a);
+	return out;
+}
+
+struct span_case {
+	const char *json;
+	const char *key;
+	const char *want;
+};
+
+static const struct span_case span_cases[] = {
+	{ "{\"model\":\"chat\",\"messages\":[]}", "model", "\"chat\"" },
+	{ " { \"messages\" : [ {\"model\":\"inner\"} ] , \"model\" : \"x\\\"y\" } ", "model",
+	  "\"x\\\"y\"" },
+	{ "{\"a\":{\"b\":[1,{\"c\":\"}\"}]},\"model\":\"m\"}", "model", "\"m\"" },
+	{ "{\"a\":\"]}\\\\\",\"model\":\"m\"}", "model", "\"m\"" },
+	{ "{\"model\":12.5e3,\"x\":true}", "model", "12.5e3" },
+	{ "{\"x\":null,\"model\":null}", "model", "null" },
+	{ "{\"models\":\"m\",\"mode\":1}", "model", "ENOENT" },
+	{ "{}", "model", "ENOENT" },
+	{ "{\"model\":\"a\",\"model\":\"b\"}", "model", "EEXIST" },
+	{ "{\"mod\\u0065l\":\"a\"}", "model", "EINVAL" },
+	{ "[\"model\"]", "model", "EINVAL" },
+	{ "{\"content\":\"\\\"model\\\":\\\"fake\\\"\",\"model\":\"real\"}", "model", "\"real\"" },
+};
+
+Test(json, member_span, .timeout = 10)
+{
+	char out[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(span_cases) / sizeof(span_cases[0]); i++) {
+		const struct span_case *c = &span_cases[i];
+
+		cr_assert_str_eq(span_of(c->json, c->key, out, sizeof(out)), c->want, "in %s",
+				 c->json);
+	}
 }

@@ -1,0 +1,370 @@
+/*
+ * gateway config: a full config fills every field, absent keys take their
+ * defaults, a provider's breaker and an alias's retry inherit what they do
+ * not name, and each kind of mistake is refused naming the file, the key
+ * path and what was expected. Also the router built from a config: shared
+ * targets, provider filters, the least-recently-failed choice.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../gateway/config.h"
+#include "opt.h"
+#include "../../gateway/router.h"
+
+static char err[CFG_ERR_LEN];
+static char file[128];
+
+/* Writes json to a fresh temporary directory, loads it, removes it again. */
+static int load_opts(const char *json, bool allow_remote, struct gw_config *cfg)
+{
+	char dir[64];
+	FILE *fp;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "/tmp/fl-gwcfg-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/gateway.json", dir);
+	fp = fopen(file, "w");
+	cr_assert_not_null(fp);
+	cr_assert_eq(fputs(json, fp) >= 0, true);
+	cr_assert_eq(fclose(fp), 0);
+	err[0] = '\0';
+	rc = gw_config_load(file, allow_remote, cfg, err);
+	unlink(file);
+	rmdir(dir);
+	return rc;
+}
+
+static int load(const char *json, struct gw_config *cfg)
+{
+	return load_opts(json, false, cfg);
+}
+
+/* Asserts that two breaker configs agree field by field. */
+static void assert_breaker_eq(const struct breaker_config *a, const struct breaker_config *b)
+{
+	cr_assert_eq(a->enabled, b->enabled);
+	cr_assert_eq(a->consecutive_failures, b->consecutive_failures);
+	cr_assert_float_eq(a->failure_ratio, b->failure_ratio, 0);
+	cr_assert_float_eq(a->window_ms, b->window_ms, 0);
+	cr_assert_eq(a->buckets, b->buckets);
+	cr_assert_eq(a->min_requests, b->min_requests);
+	cr_assert_float_eq(a->slow_ms, b->slow_ms, 0);
+	cr_assert_float_eq(a->slow_ratio, b->slow_ratio, 0);
+	cr_assert_float_eq(a->cooldown_ms, b->cooldown_ms, 0);
+	cr_assert_float_eq(a->cooldown_multiplier, b->cooldown_multiplier, 0);
+	cr_assert_float_eq(a->cooldown_max_ms, b->cooldown_max_ms, 0);
+	cr_assert_float_eq(a->cooldown_jitter, b->cooldown_jitter, 0);
+	cr_assert_eq(a->half_open_probes, b->half_open_probes);
+}
+
+#define MINIMAL \
+	"{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\"}}," \
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}"
+
+Test(gwconfig, minimal_takes_every_default, .timeout = 10)
+{
+	struct gw_config c;
+	struct breaker_config d = breaker_config_default();
+	char addr[64];
+
+	cr_assert_eq(load(MINIMAL, &c), 0, "%s", err);
+	cr_assert_str_eq(opt_format_addr((struct sockaddr *)&c.listen, addr, sizeof(addr)),
+			 "127.0.0.1:8080");
+	cr_assert_float_eq(c.deadline_ms, 30000, 0);
+	cr_assert_eq(c.seed, 1);
+	cr_assert_eq(c.max_body_bytes, 1048576);
+	cr_assert_float_eq(c.header_timeout_ms, 10000, 0);
+	cr_assert_float_eq(c.idle_timeout_ms, 60000, 0);
+	cr_assert_eq(c.max_connections, 10000);
+	cr_assert_eq(c.when_all_open, GW_ALL_OPEN_LEAST_RECENTLY_FAILED);
+	cr_assert_float_eq(c.first_token_timeout_ms, 1000, 0);
+	cr_assert_float_eq(c.stall_timeout_ms, 3000, 0);
+	assert_breaker_eq(&c.breaker, &d);
+	cr_assert_eq(c.nproviders, 1);
+	cr_assert_str_eq(c.providers[0].name, "p");
+	cr_assert_str_eq(c.providers[0].base_url, "http://127.0.0.1:9001/v1");
+	cr_assert_str_eq(c.providers[0].chat_url, "http://127.0.0.1:9001/v1/chat/completions");
+	cr_assert_null(c.providers[0].auth_header);
+	cr_assert_float_eq(c.providers[0].timeout_ms, 30000, 0);
+	cr_assert_float_eq(c.providers[0].connect_timeout_ms, 2000, 0);
+	cr_assert_float_eq(c.providers[0].price_in_per_1k, 0, 0);
+	cr_assert_float_eq(c.providers[0].price_out_per_1k, 0, 0);
+	assert_breaker_eq(&c.providers[0].breaker, &d);
+	cr_assert_eq(c.naliases, 1);
+	cr_assert_str_eq(c.aliases[0].name, "chat");
+	cr_assert_eq(c.aliases[0].ntargets, 1);
+	cr_assert_eq(c.aliases[0].targets[0].provider, 0);
+	cr_assert_str_eq(c.aliases[0].targets[0].model, "m");
+	cr_assert_eq(c.aliases[0].max_attempts, 1, "max_attempts defaults to the targets");
+	cr_assert_eq(c.aliases[0].retry.max_retries, 0);
+	cr_assert_float_eq(c.aliases[0].retry.base_ms, 100, 0);
+	cr_assert_float_eq(c.aliases[0].retry.cap_ms, 2000, 0);
+	cr_assert_float_eq(c.aliases[0].retry.min_attempt_ms, 100, 0);
+	gw_config_free(&c);
+	cr_assert_null(c.providers);
+	cr_assert_eq(c.naliases, 0);
+}
+
+Test(gwconfig, full_config_and_inheritance, .timeout = 10)
+{
+	static const char json[] =
+		"{\"listen\":\"127.0.0.1:0\",\"request_deadline_ms\":5000,\"seed\":7,"
+		"\"max_body_bytes\":4096,\"header_timeout_ms\":500,\"idle_timeout_ms\":900,"
+		"\"max_connections\":12,"
+		"\"stream\":{\"first_token_timeout_ms\":700,\"stall_timeout_ms\":800},"
+		"\"retry\":{\"max_retries\":2,\"base_ms\":50,\"cap_ms\":400,\"min_attempt_ms\":20},"
+		"\"breaker\":{\"consecutive_failures\":4,\"cooldown_ms\":1500,\"half_open_probes\":2,"
+		"\"cooldown_jitter\":0,\"when_all_open\":\"fail_fast\"},"
+		"\"providers\":{"
+		" \"a\":{\"base_url\":\"http://localhost:9001/v1/\",\"api_key_env\":\"FL_TEST_KEY\","
+		"      \"timeout_ms\":1000,\"connect_timeout_ms\":300,"
+		"      \"price_per_1k\":{\"input\":0.15,\"output\":0.6},"
+		"      \"breaker\":{\"consecutive_failures\":2,\"enabled\":false}},"
+		" \"b\":{\"base_url\":\"https://[::1]:9443\"}},"
+		"\"models\":{"
+		" \"chat\":{\"targets\":[{\"provider\":\"a\",\"model\":\"small\"},"
+		"                       {\"provider\":\"b\",\"model\":\"small\"}],"
+		"          \"max_attempts\":5,\"retry\":{\"max_retries\":1}},"
+		" \"openai/gpt-4o\":{\"targets\":[{\"provider\":\"b\",\"model\":\"big\"}]}}}";
+	struct gw_config c;
+
+	setenv("FL_TEST_KEY", "sk-test-123", 1);
+	cr_assert_eq(load(json, &c), 0, "%s", err);
+	cr_assert_float_eq(c.deadline_ms, 5000, 0);
+	cr_assert_eq(c.seed, 7);
+	cr_assert_eq(c.max_body_bytes, 4096);
+	cr_assert_float_eq(c.header_timeout_ms, 500, 0);
+	cr_assert_float_eq(c.idle_timeout_ms, 900, 0);
+	cr_assert_eq(c.max_connections, 12);
+	cr_assert_float_eq(c.first_token_timeout_ms, 700, 0);
+	cr_assert_float_eq(c.stall_timeout_ms, 800, 0);
+	cr_assert_eq(c.when_all_open, GW_ALL_OPEN_FAIL_FAST);
+	cr_assert_str_eq(c.providers[0].base_url, "http://localhost:9001/v1", "trailing / dropped");
+	cr_assert_str_eq(c.providers[0].chat_url, "http://localhost:9001/v1/chat/completions");
+	cr_assert_str_eq(c.providers[0].auth_header, "Authorization: Bearer sk-test-123");
+	cr_assert_float_eq(c.providers[0].timeout_ms, 1000, 0);
+	cr_assert_float_eq(c.providers[0].connect_timeout_ms, 300, 0);
+	cr_assert_float_eq(c.providers[0].price_in_per_1k, 0.15, 1e-12);
+	cr_assert_float_eq(c.providers[0].price_out_per_1k, 0.6, 1e-12);
+	/* a's override names two keys; the rest come from the top-level breaker. */
+	cr_assert_eq(c.providers[0].breaker.consecutive_failures, 2);
+	cr_assert_eq(c.providers[0].breaker.enabled, false);
+	cr_assert_float_eq(c.providers[0].breaker.cooldown_ms, 1500, 0);
+	cr_assert_eq(c.providers[0].breaker.half_open_probes, 2);
+	cr_assert_float_eq(c.providers[0].breaker.cooldown_jitter, 0, 0);
+	cr_assert_float_eq(c.providers[0].breaker.failure_ratio, 0.5, 0);
+	/* b has no override: the top level's as it is. */
+	cr_assert_eq(c.providers[1].breaker.consecutive_failures, 4);
+	cr_assert_eq(c.providers[1].breaker.enabled, true);
+	cr_assert_str_eq(c.providers[1].chat_url, "https://[::1]:9443/chat/completions");
+	cr_assert_eq(c.aliases[0].max_attempts, 5);
+	cr_assert_eq(c.aliases[0].retry.max_retries, 1, "the alias's own");
+	cr_assert_float_eq(c.aliases[0].retry.base_ms, 50, 0, "inherited");
+	cr_assert_float_eq(c.aliases[0].retry.cap_ms, 400, 0);
+	cr_assert_float_eq(c.aliases[0].retry.min_attempt_ms, 20, 0);
+	cr_assert_str_eq(c.aliases[1].name, "openai/gpt-4o");
+	cr_assert_eq(c.aliases[1].retry.max_retries, 2, "the top level's");
+	cr_assert_eq(c.aliases[1].max_attempts, 1);
+	gw_config_free(&c);
+	unsetenv("FL_TEST_KEY");
+}
+
+Test(gwconfig, remote_base_url_with_allow_remote, .timeout = 10)
+{
+	static const char json[] =
+		"{\"providers\":{\"p\":{\"base_url\":\"https://api.example.com/v1\"}},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}";
+	struct gw_config c;
+
+	cr_assert_eq(load(json, &c), -EINVAL);
+	cr_assert(strstr(err, "providers.p.base_url: expected a loopback host"), "%s", err);
+	cr_assert_eq(load_opts(json, true, &c), 0, "%s", err);
+	cr_assert_str_eq(c.providers[0].chat_url, "https://api.example.com/v1/chat/completions");
+	gw_config_free(&c);
+}
+
+/* A config that must be refused, and what the message must say. */
+struct bad_case {
+	const char *json;
+	const char *says;
+};
+
+#define P_OK "\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\"}}"
+#define M_OK "\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}"
+
+static const struct bad_case bad_cases[] = {
+	{ "{" P_OK "," M_OK ",\"colour\":1}", ": colour: unknown key" },
+	{ "{" P_OK "}", ": models: missing (required)" },
+	{ "{" M_OK "}", ": providers: missing (required)" },
+	{ "{\"providers\":{}," M_OK "}", ": providers: expected a non-empty object" },
+	{ "{" P_OK ",\"models\":[]}", ": models: expected a non-empty object" },
+	{ "{" P_OK "," M_OK ",\"request_deadline_ms\":0}",
+	  ": request_deadline_ms: expected a number from 1 to 3600000, got 0" },
+	{ "{" P_OK "," M_OK ",\"listen\":\"nowhere\"}", ": listen: expected HOST:PORT" },
+	{ "{" P_OK "," M_OK ",\"max_body_bytes\":10}", ": max_body_bytes: expected a whole number" },
+	{ "{" P_OK "," M_OK ",\"stream\":{\"stall_timeout_ms\":-1}}", ": stream.stall_timeout_ms:" },
+	{ "{" P_OK "," M_OK ",\"retry\":{\"max_retries\":11}}", ": retry.max_retries: expected" },
+	{ "{" P_OK "," M_OK ",\"retry\":{\"tries\":1}}", ": retry.tries: unknown key" },
+	{ "{" P_OK "," M_OK ",\"breaker\":{\"failure_ratio\":1.5}}", ": breaker.failure_ratio:" },
+	{ "{" P_OK "," M_OK ",\"breaker\":{\"when_all_open\":\"panic\"}}",
+	  ": breaker.when_all_open: expected one of least_recently_failed, fail_fast" },
+	{ "{" P_OK "," M_OK ",\"breaker\":{\"cooldown_ms\":5000,\"cooldown_max_ms\":100}}",
+	  ": breaker.cooldown_max_ms: expected a finite number >= cooldown_ms" },
+	{ "{" P_OK "," M_OK ",\"breaker\":{\"buckets\":10,\"window_ms\":5}}",
+	  ": breaker.window_ms: expected 10 (1 ms per bucket)" },
+	{ "{\"providers\":{\"p\":{}}," M_OK "}", ": providers.p.base_url: missing (required)" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"ftp://127.0.0.1/\"}}," M_OK "}",
+	  ": providers.p.base_url: expected an http:// or https:// URL" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://10.0.0.1:80/v1\"}}," M_OK "}",
+	  ": providers.p.base_url: expected a loopback host" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9/v1?x=1\"}}," M_OK "}",
+	  ": providers.p.base_url: expected a URL without a query" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://:9/v1\"}}," M_OK "}",
+	  ": providers.p.base_url: expected a URL with a host" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\",\"timeout_ms\":0}}," M_OK "}",
+	  ": providers.p.timeout_ms: expected a number from 1" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\","
+	  "\"api_key_env\":\"FL_SURELY_UNSET_VAR\"}}," M_OK "}",
+	  ": providers.p.api_key_env: expected the name of a set environment variable, but "
+	  "FL_SURELY_UNSET_VAR is not set" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\","
+	  "\"price_per_1k\":{\"input\":-1}}}," M_OK "}",
+	  ": providers.p.price_per_1k.input: expected a number from 0 to 1000" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\","
+	  "\"breaker\":{\"when_all_open\":\"fail_fast\"}}}," M_OK "}",
+	  ": providers.p.breaker.when_all_open: unknown key" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\","
+	  "\"breaker\":{\"half_open_probes\":0}}}," M_OK "}",
+	  ": providers.p.breaker.half_open_probes: expected a whole number from 1 to 1000" },
+	{ "{\"providers\":{\"bad name\":{\"base_url\":\"http://127.0.0.1:9\"}}," M_OK "}",
+	  ": providers.bad name: expected a provider name" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\"},"
+	  "\"p\":{\"base_url\":\"http://127.0.0.1:9\"}}," M_OK "}",
+	  ": providers.p: given twice" },
+	{ "{" P_OK ",\"models\":{\"chat\":{}}}", ": models.chat.targets: missing (required)" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[]}}}",
+	  ": models.chat.targets: expected an array of 1 to 16 targets" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"q\",\"model\":\"m\"}]}}}",
+	  ": models.chat.targets[0].provider: expected a provider defined under \"providers\", "
+	  "got \"q\"" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\"}]}}}",
+	  ": models.chat.targets[0].model: missing (required)" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"},"
+	  "{\"provider\":\"p\",\"model\":\"m\"}]}}}",
+	  ": models.chat.targets[1]: expected each target once, but p/m is also targets[0]" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+	  "\"max_attempts\":0}}}", ": models.chat.max_attempts: expected a whole number from 1 to 64" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+	  "\"retry\":{\"cap_ms\":-5}}}}", ": models.chat.retry.cap_ms: expected a number from 0" },
+	{ "{" P_OK ",\"models\":{\"a \\\"b\\\"\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}",
+	  ": models.a \"b\": expected an alias" },
+	{ "[1,2]", "expected an object, got an array" },
+};
+
+Test(gwconfig, bad_configs, .timeout = 10)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *bc = &bad_cases[i];
+		struct gw_config c;
+
+		cr_assert_eq(load(bc->json, &c), -EINVAL, "accepted: %s", bc->json);
+		cr_assert(strncmp(err, file, strlen(file)) == 0, "names the file: %s", err);
+		cr_assert(strstr(err, bc->says), "expected \"%s\" in \"%s\"", bc->says, err);
+		cr_assert_null(c.providers, "nothing kept after a refusal");
+		cr_assert_null(c.aliases);
+	}
+}
+
+Test(gwconfig, not_json_names_the_file, .timeout = 10)
+{
+	struct gw_config c;
+
+	cr_assert_eq(load("{\"providers\":", &c), -EINVAL);
+	cr_assert(strstr(err, file), "%s", err);
+}
+
+/* ---- the router over a config ---- */
+
+static const char two_aliases[] =
+	"{\"providers\":{\"a\":{\"base_url\":\"http://127.0.0.1:9001\"},"
+	"              \"b\":{\"base_url\":\"http://127.0.0.1:9002\"}},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"a\",\"model\":\"m\"},"
+	"                                  {\"provider\":\"b\",\"model\":\"m\"}]},"
+	"            \"fast\":{\"targets\":[{\"provider\":\"b\",\"model\":\"m\"},"
+	"                                  {\"provider\":\"a\",\"model\":\"other\"}]}}}";
+
+Test(gwrouter, aliases_share_targets, .timeout = 10)
+{
+	struct gw_config c;
+	struct router r;
+	struct gw_route *chat;
+	struct gw_route *fast;
+
+	cr_assert_eq(load(two_aliases, &c), 0, "%s", err);
+	cr_assert_eq(router_init(&r, &c, 0), 0);
+	cr_assert_eq(r.ntargets, 3, "a/m, b/m, a/other");
+	chat = router_find(&r, "chat");
+	fast = router_find(&r, "fast");
+	cr_assert_not_null(chat);
+	cr_assert_not_null(fast);
+	cr_assert_null(router_find(&r, "nope"));
+	cr_assert_eq(chat->targets[1], fast->targets[0], "b/m is one target, one breaker");
+	cr_assert_neq(chat->targets[0], fast->targets[1], "a/m and a/other are two");
+	cr_assert_str_eq(fast->targets[1]->model, "other");
+	cr_assert_eq(chat->targets[0]->br.state, BREAKER_CLOSED);
+	router_free(&r);
+	gw_config_free(&c);
+}
+
+Test(gwrouter, provider_filter, .timeout = 10)
+{
+	struct gw_config c;
+	struct router r;
+	struct gw_route *chat;
+
+	cr_assert_eq(load(two_aliases, &c), 0, "%s", err);
+	cr_assert_eq(router_init(&r, &c, 0), 0);
+	chat = router_find(&r, "chat");
+	cr_assert(router_route_allows(chat, NULL));
+	cr_assert(router_route_allows(chat, "b"));
+	cr_assert_not(router_route_allows(chat, "c"));
+	cr_assert(router_target_allowed(chat->targets[0], "a"));
+	cr_assert_not(router_target_allowed(chat->targets[0], "b"));
+	router_free(&r);
+	gw_config_free(&c);
+}
+
+Test(gwrouter, least_recently_failed, .timeout = 10)
+{
+	struct gw_config c;
+	struct router r;
+	struct gw_route *chat;
+	struct gw_target *a;
+	struct gw_target *b;
+
+	cr_assert_eq(load(two_aliases, &c), 0, "%s", err);
+	cr_assert_eq(router_init(&r, &c, 0), 0);
+	chat = router_find(&r, "chat");
+	a = chat->targets[0];
+	b = chat->targets[1];
+	cr_assert_eq(router_least_recently_failed(chat, NULL), a, "no failures: the first");
+	breaker_record(&a->br, 100, false, 1, 0, NULL, NULL);
+	cr_assert_eq(router_least_recently_failed(chat, NULL), b, "b never failed");
+	breaker_record(&b->br, 200, false, 1, 0, NULL, NULL);
+	cr_assert_eq(router_least_recently_failed(chat, NULL), a, "a failed longer ago");
+	breaker_record(&a->br, 300, false, 1, 0, NULL, NULL);
+	cr_assert_eq(router_least_recently_failed(chat, NULL), b);
+	cr_assert_eq(router_least_recently_failed(chat, "a"), a, "the filter holds");
+	cr_assert_null(router_least_recently_failed(chat, "c"));
+	router_free(&r);
+	gw_config_free(&c);
+}

@@ -1,0 +1,74 @@
+/*
+ * gateway metrics: answers counted by status (with an overflow slot),
+ * attempts by outcome with a latency histogram whose buckets hold what
+ * Prometheus's `le` says, outcome names, and label escaping.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../../gateway/metrics.h"
+
+Test(gwmetrics, status_counts_and_overflow, .timeout = 10)
+{
+	struct status_counts c = { 0 };
+	int s;
+
+	status_counts_add(&c, 200);
+	status_counts_add(&c, 200);
+	status_counts_add(&c, 503);
+	cr_assert_eq(c.used, 2);
+	cr_assert_eq(c.status[0], 200);
+	cr_assert_eq(c.n[0], 2);
+	cr_assert_eq(c.status[1], 503);
+	cr_assert_eq(c.n[1], 1);
+	for (s = 100; c.used < STATUS_SLOTS; s++)
+		status_counts_add(&c, s);
+	cr_assert_eq(c.other, 0);
+	status_counts_add(&c, 999);
+	status_counts_add(&c, 998);
+	cr_assert_eq(c.other, 2, "past the slots: other");
+	status_counts_add(&c, 200);
+	cr_assert_eq(c.n[0], 3, "known statuses still count in their slot");
+}
+
+Test(gwmetrics, outcome_names, .timeout = 10)
+{
+	cr_assert_str_eq(metrics_outcome_name(GW_OUT_SUCCESS), "success");
+	cr_assert_str_eq(metrics_outcome_name(GW_OUT_PASS_THROUGH), "pass_through");
+	cr_assert_str_eq(metrics_outcome_name(GW_OUT_CANCELLED), "cancelled");
+	cr_assert_str_eq(metrics_outcome_name(metrics_failure_outcome(ATTEMPT_FAIL_REFUSED)),
+			 "refused");
+	cr_assert_str_eq(metrics_outcome_name(metrics_failure_outcome(ATTEMPT_FAIL_TRANSPORT)),
+			 "transport");
+	cr_assert_eq(metrics_failure_outcome(ATTEMPT_FAIL_TRANSPORT), GW_NOUTCOMES - 1,
+		     "the last failure is the last outcome");
+	cr_assert_eq(metrics_failure_outcome(ATTEMPT_FAIL_NONE), GW_OUT_SUCCESS);
+}
+
+Test(gwmetrics, latency_buckets_by_le, .timeout = 10)
+{
+	struct provider_stats s = { 0 };
+
+	provider_stats_attempt(&s, GW_OUT_SUCCESS, 5);		/* exactly 0.005 s: le="0.005" */
+	provider_stats_attempt(&s, GW_OUT_SUCCESS, 5.001);	/* just over: the next */
+	provider_stats_attempt(&s, metrics_failure_outcome(ATTEMPT_FAIL_TIMEOUT), 1000);
+	provider_stats_attempt(&s, GW_OUT_CANCELLED, 60000);	/* past 30 s: +Inf */
+	cr_assert_eq(s.latency[0], 1);
+	cr_assert_eq(s.latency[1], 1);
+	cr_assert_eq(s.latency[7], 1, "1 s is le=\"1\"");
+	cr_assert_eq(s.latency[LATENCY_BUCKETS], 1);
+	cr_assert_eq(s.latency_count, 4);
+	cr_assert_float_eq(s.latency_sum_s, 0.005 + 0.005001 + 1 + 60, 1e-9);
+	cr_assert_eq(s.outcomes[GW_OUT_SUCCESS], 2);
+	cr_assert_eq(s.outcomes[GW_OUT_CANCELLED], 1);
+	cr_assert_eq(s.outcomes[metrics_failure_outcome(ATTEMPT_FAIL_TIMEOUT)], 1);
+}
+
+Test(gwmetrics, label_escaping, .timeout = 10)
+{
+	struct buf b = { 0 };
+
+	cr_assert_eq(metrics_label(&b, "a\"b\\c\nd"), 0);
+	cr_assert_str_eq(b.data, "\"a\\\"b\\\\c\\nd\"");
+	buf_free(&b);
+}
