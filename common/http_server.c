@@ -130,6 +130,11 @@ struct http_server {
 	bool freeing;
 	void (*free_done)(void *arg);
 	void *free_arg;
+	bool draining;
+	void (*drain_done)(void *arg);	/* once draining and no connection is left */
+	void *drain_arg;
+	uv_idle_t drain_idle;		/* calls drain_done from the loop, not from a caller */
+	bool drain_idle_open;
 };
 
 /* One read buffer serves every connection: libuv calls on_alloc and then
@@ -1281,10 +1286,36 @@ bool http_server_is_listening(const struct http_server *srv)
 	return srv->listener != NULL;
 }
 
-void http_server_drain(struct http_server *srv)
+static void on_drain_idle(uv_idle_t *h)
+{
+	struct http_server *srv = h->data;
+	void (*done)(void *arg) = srv->drain_done;
+
+	uv_idle_stop(h);
+	srv->drain_done = NULL;
+	if (done)
+		done(srv->drain_arg);
+}
+
+/* Once draining leaves no connection, drain_done runs on the next loop turn. */
+static void drain_check(struct http_server *srv)
+{
+	if (srv->draining && !srv->freeing && !srv->nconns && srv->drain_done &&
+	    srv->drain_idle_open)
+		uv_idle_start(&srv->drain_idle, on_drain_idle);
+}
+
+void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *arg)
 {
 	struct conn *c;
 
+	srv->draining = true;
+	srv->drain_done = done;
+	srv->drain_arg = arg;
+	if (!srv->drain_idle_open && uv_idle_init(srv->loop, &srv->drain_idle) == 0) {
+		srv->drain_idle.data = srv;
+		srv->drain_idle_open = true;
+	}
 	http_server_unlisten(srv);
 	for (c = srv->conns; c; c = c->next) {
 		if (c->state == CONN_HANDLING && c->ex.active)
@@ -1292,6 +1323,7 @@ void http_server_drain(struct http_server *srv)
 		else if (c->state == CONN_READING)
 			conn_close_when_flushed(c);
 	}
+	drain_check(srv);
 }
 
 void http_server_close_conns(struct http_server *srv, bool reset)
@@ -1311,10 +1343,24 @@ unsigned http_server_conn_count(const struct http_server *srv)
 	return srv->nconns;
 }
 
+static void on_drain_idle_closed(uv_handle_t *h)
+{
+	struct http_server *srv = h->data;
+
+	srv->drain_idle_open = false;
+	server_maybe_done(srv);
+}
+
 static void server_maybe_done(struct http_server *srv)
 {
+	drain_check(srv);
 	if (!srv->freeing || srv->nconns || srv->closing_listeners)
 		return;
+	if (srv->drain_idle_open) {
+		if (!uv_is_closing((uv_handle_t *)&srv->drain_idle))
+			uv_close((uv_handle_t *)&srv->drain_idle, on_drain_idle_closed);
+		return;
+	}
 	if (srv->free_done)
 		srv->free_done(srv->free_arg);
 	free(srv);
@@ -1323,6 +1369,7 @@ static void server_maybe_done(struct http_server *srv)
 void http_server_free(struct http_server *srv, void (*done)(void *arg), void *arg)
 {
 	srv->freeing = true;
+	srv->drain_done = NULL;
 	srv->free_done = done;
 	srv->free_arg = arg;
 	http_server_unlisten(srv);

@@ -123,10 +123,12 @@ void http_server_close_conns(struct http_server *srv, bool reset);
  * Starts a graceful stop: the listener closes (new connections are
  * refused), connections without a request being answered close, and each
  * exchange in progress ends its connection once answered (its answer says
- * Connection: close; requests pipelined behind it are dropped). The
- * program frees the server when its own work is done.
+ * Connection: close; requests pipelined behind it are dropped). done (may
+ * be NULL) is called once no connection is left — every answer written
+ * out, or its client gone — and never from inside this call; the program
+ * then frees the server.
  */
-void http_server_drain(struct http_server *srv);
+void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *arg);
 
 /* The number of open connections. */
 unsigned http_server_conn_count(const struct http_server *srv);

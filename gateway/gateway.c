@@ -250,15 +250,20 @@ out_free:
 	return rc;
 }
 
+/* No client connection is left, so no request either (a closed one aborts its own). */
+static void on_drained(void *arg)
+{
+	struct gateway *gw = arg;
+
+	if (gw->on_idle)
+		gw->on_idle(gw);
+}
+
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
 	gw->draining = true;
-	http_server_drain(gw->srv);
-	if (!gw->in_flight) {
-		on_idle(gw);
-		return;
-	}
 	gw->on_idle = on_idle;
+	http_server_drain(gw->srv, on_drained, gw);
 }
 
 void gateway_cancel_all(struct gateway *gw)

@@ -43,7 +43,7 @@ struct gateway {
 	CURL **easy_pool;		/* idle easy handles, a stack */
 	size_t npool;
 	bool draining;
-	void (*on_idle)(struct gateway *gw);	/* draining and nothing left in flight */
+	void (*on_idle)(struct gateway *gw);	/* drained: no client connection left */
 };
 
 /* Monotonic milliseconds: the clock of breakers, deadlines and attempts. */
@@ -58,8 +58,9 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 		 const char *events_path, uint64_t seed, char *err);
 
 /*
- * Starts a graceful stop: no new connections, idle ones closed; on_idle
- * runs once no chat request is left in flight (at once when none is).
+ * Starts a graceful stop: no new connections, idle ones closed, the rest
+ * closed once answered; on_idle runs (from the loop) once no client
+ * connection is left, so every answer has been written out.
  */
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw));
 

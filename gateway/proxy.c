@@ -174,19 +174,12 @@ static void release_probe(struct greq *g)
 static void on_timer_closed(uv_handle_t *h)
 {
 	struct greq *g = h->data;
-	struct gateway *gw = g->gw;
 
 	buf_free(&g->up_body);
 	buf_free(&g->resp);
 	cJSON_Delete(g->root);
 	free(g->notes);
 	free(g);
-	if (gw->draining && !gw->in_flight && gw->on_idle) {
-		void (*cb)(struct gateway *) = gw->on_idle;
-
-		gw->on_idle = NULL;
-		cb(gw);
-	}
 }
 
 /* Counts the answer, unlinks the request and frees it once its timer has closed. */

@@ -72,6 +72,7 @@ struct fixture {
 	void *call_arg;
 	unsigned calls_done;
 	unsigned freed;		/* http_server_free's done callback ran */
+	unsigned drained;	/* http_server_drain's done callback ran */
 
 	/* Under mu: what the handlers saw and did. */
 	unsigned requests;
@@ -286,6 +287,24 @@ static void op_unlisten(void *arg)
 
 	http_server_unlisten(fx.srv);
 	op->listening = http_server_is_listening(fx.srv);
+}
+
+static void on_drained(void *arg)
+{
+	(void)arg;
+	fx_lock();
+	fx.drained++;
+	fx_unlock();
+}
+
+/* Starts a drain; op->count is how often done had run when it returned. */
+static void op_drain(void *arg)
+{
+	struct loop_op *op = arg;
+
+	http_server_drain(fx.srv, on_drained, NULL);
+	op->listening = http_server_is_listening(fx.srv);
+	op->count = fx_get(&fx.drained);
 }
 
 static void op_relisten(void *arg)
@@ -2485,4 +2504,50 @@ Test(http_server, unlisten_keeps_the_port_reserved, .timeout = 10)
 	fx_stop();
 	cr_assert_eq(fx.requests, 1);
 	buf_free(&out);
+}
+
+Test(http_server, drain_finishes_answers_and_closes_the_rest, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	struct response r;
+	struct buf idle_out = { 0 };
+	struct buf busy_out = { 0 };
+	int idle;
+	int busy;
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_path);
+	/* One keep-alive connection, answered and idle; one with /slow in progress. */
+	idle = tcp_connect();
+	send_str(idle, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+	cr_assert_eq(recv_responses(idle, &idle_out, &r, 1, WAIT_MS), 1);
+	busy = tcp_connect();
+	send_str(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+	cr_assert(fx_wait(&fx.requests, 2, WAIT_MS), "/slow never arrived");
+
+	fx_call(op_drain, &op);
+	cr_assert_not(op.listening);
+	cr_assert_eq(op.count, 0, "done is never called from inside http_server_drain");
+	rc = tcp_open(0, &fd);
+	cr_assert_eq(rc, ECONNREFUSED, "a new connection while draining: %s", strerror(rc));
+
+	/* The idle one is closed with nothing more; the busy one gets its answer, then EOF. */
+	buf_reset(&idle_out);
+	cr_assert_eq(recv_to_end(idle, &idle_out, WAIT_MS), 0, "the idle connection stayed open");
+	cr_assert_eq(idle_out.len, 0, "the idle connection got: %s", idle_out.data);
+	cr_assert_eq(recv_responses(busy, &busy_out, &r, 1, WAIT_MS), 1, "%s", busy_out.data);
+	cr_assert_eq(r.status, 200);
+	cr_assert(body_is(&r, "/slow"));
+	cr_assert(has_header(&r, "Connection: close"), "%s", r.head);
+	cr_assert_eq(recv_to_end(busy, &busy_out, WAIT_MS), 0, "the answered one stayed open");
+	cr_assert(fx_wait(&fx.drained, 1, WAIT_MS), "done never ran once no connection was left");
+	close(idle);
+	close(busy);
+	fx_stop();
+	cr_assert_eq(fx.drained, 1, "done ran once");
+	buf_free(&idle_out);
+	buf_free(&busy_out);
 }
