@@ -98,9 +98,10 @@ endef
 $(eval $(call variant,rel,$(REL_FLAGS)))
 $(eval $(call variant,asan,$(ASAN_FLAGS)))
 
+# Copied then renamed: a program running from bin/ keeps its old file.
 bin/%: $(O)/rel/bin/%
 	@mkdir -p bin
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 
 test: all $(O)/rel/test-unit $(O)/rel/test-integration
 	$(O)/rel/test-unit $(CRITERION_FLAGS)

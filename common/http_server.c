@@ -972,7 +972,9 @@ static void conn_arm(struct conn *c, enum timer_phase phase)
 					    : cfg->idle_timeout_ms;
 
 	c->timer_phase = phase;
-	c->timer_mark = conn_flushed(c);
+	/* on_timer compares marks only while writes are pending (an ioctl saved per answer). */
+	c->timer_mark = (phase == TIMER_IDLE || phase == TIMER_DRAIN) && c->pending_writes
+			? conn_flushed(c) : 0;
 	uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 

@@ -225,6 +225,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	if (rc)
 		goto out_nomem;
 	gw->cu.data = gw;
+	/* Keep an idle upstream connection for every client that may want one. */
+	curl_multi_setopt(gw->cu.multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections);
 	http_server_config_default(&hc);
 	hc.max_body_bytes = cfg->max_body_bytes;
 	hc.header_timeout_ms = (uint64_t)cfg->header_timeout_ms;
