@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -350,4 +351,35 @@ void curl_uv_close(struct curl_uv *cu, curl_uv_closed_cb on_closed)
 		unwatch(cu, cu->watches);
 	cu->closing++;
 	uv_close((uv_handle_t *)&cu->timer, on_timer_closed);
+}
+
+bool curl_uv_header_split(const char *line, size_t len, struct curl_uv_header *h)
+{
+	const char *colon = memchr(line, ':', len);
+	const char *v;
+	size_t vlen;
+
+	if (!colon || (len >= 5 && strncmp(line, "HTTP/", 5) == 0))
+		return false;
+	h->name = line;
+	h->name_len = (size_t)(colon - line);
+	v = colon + 1;
+	vlen = len - h->name_len - 1;
+	while (vlen && (*v == ' ' || *v == '\t')) {
+		v++;
+		vlen--;
+	}
+	while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' ' ||
+			v[vlen - 1] == '\t'))
+		vlen--;
+	if (vlen >= sizeof(h->value))
+		vlen = sizeof(h->value) - 1;
+	memcpy(h->value, v, vlen);
+	h->value[vlen] = '\0';
+	return true;
+}
+
+bool curl_uv_header_is(const struct curl_uv_header *h, const char *name)
+{
+	return name && strlen(name) == h->name_len && strncasecmp(h->name, name, h->name_len) == 0;
 }

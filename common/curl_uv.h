@@ -86,4 +86,21 @@ int curl_uv_remove(struct curl_uv *cu, CURL *easy);
  */
 void curl_uv_close(struct curl_uv *cu, curl_uv_closed_cb on_closed);
 
+/* One line of a CURLOPT_HEADERFUNCTION callback, split at its colon. */
+struct curl_uv_header {
+	const char *name;	/* into the line; not NUL-terminated */
+	size_t name_len;
+	char value[256];	/* without surrounding white space or CRLF; cut to fit */
+};
+
+/*
+ * Splits a header line ("Name: value\r\n", len bytes) into h. Returns false
+ * for lines that are not a header: the status line, the blank line, a line
+ * without a colon.
+ */
+bool curl_uv_header_split(const char *line, size_t len, struct curl_uv_header *h);
+
+/* Whether h is the header called name (case-insensitive); false for a NULL name. */
+bool curl_uv_header_is(const struct curl_uv_header *h, const char *name);
+
 #endif

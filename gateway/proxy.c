@@ -315,46 +315,22 @@ static void finish_error(struct greq *g)
 
 /* ---- an attempt ---- */
 
-static bool header_is(const char *line, size_t name_len, const char *name)
-{
-	return strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
-}
-
-/* Copies a header value without surrounding white space. */
-static void header_value(const char *v, size_t len, char *out, size_t cap)
-{
-	while (len && (*v == ' ' || *v == '\t')) {
-		v++;
-		len--;
-	}
-	while (len && strchr(" \t\r\n", v[len - 1]))
-		len--;
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(out, v, len);
-	out[len] = '\0';
-}
-
 /* CURLOPT_HEADERFUNCTION: the headers an answer or a retry needs. */
 static size_t on_header(char *line, size_t size, size_t n, void *userp)
 {
 	struct greq *g = userp;
 	size_t len = size * n;
-	const char *colon = memchr(line, ':', len);
-	char v[128];
+	struct curl_uv_header h;
 
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		g->ctype[0] = '\0';
 		g->retry_after_ms = -1;
+	} else if (!curl_uv_header_split(line, len, &h)) {
 		return len;
-	}
-	if (!colon)
-		return len;
-	if (header_is(line, (size_t)(colon - line), "content-type")) {
-		header_value(colon + 1, len - (size_t)(colon - line) - 1, g->ctype, sizeof(g->ctype));
-	} else if (header_is(line, (size_t)(colon - line), "retry-after")) {
-		header_value(colon + 1, len - (size_t)(colon - line) - 1, v, sizeof(v));
-		g->retry_after_ms = backoff_parse_retry_after(v, clock_unix_ms());
+	} else if (curl_uv_header_is(&h, "content-type")) {
+		snprintf(g->ctype, sizeof(g->ctype), "%.*s", (int)sizeof(g->ctype) - 1, h.value);
+	} else if (curl_uv_header_is(&h, "retry-after")) {
+		g->retry_after_ms = backoff_parse_retry_after(h.value, clock_unix_ms());
 	}
 	return len;
 }

@@ -180,36 +180,14 @@ static void set_state(struct req *q, enum req_state to)
 
 /* ---- response headers and body ---- */
 
-/* Copies a header value (trimmed) into out. */
-static void header_value(const char *v, size_t len, char *out, size_t cap)
-{
-	while (len && (*v == ' ' || *v == '\t')) {
-		v++;
-		len--;
-	}
-	while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' ||
-		       v[len - 1] == '\t'))
-		len--;
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(out, v, len);
-	out[len] = '\0';
-}
-
-static bool header_is(const char *line, size_t name_len, const char *name)
-{
-	return name && strlen(name) == name_len && strncasecmp(line, name, name_len) == 0;
-}
-
 /* CURLOPT_HEADERFUNCTION: notes the headers a record or a retry needs. */
 static size_t on_header(char *line, size_t size, size_t n, void *userp)
 {
 	struct req *q = userp;
 	const struct mix *mix = &q->run->cfg->mix;
 	size_t len = size * n;
-	const char *colon = memchr(line, ':', len);
-	size_t name_len;
-	char v[128];
+	struct curl_uv_header h;
+	const char *v = h.value;
 
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		/* A new response (after a 100 Continue): forget the last one's. */
@@ -221,25 +199,23 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 		q->sse_type = false;
 		return len;
 	}
-	if (!colon)
+	if (!curl_uv_header_split(line, len, &h))
 		return len;
-	name_len = (size_t)(colon - line);
-	header_value(colon + 1, len - name_len - 1, v, sizeof(v));
-	if (header_is(line, name_len, mix->hdr_provider)) {
-		snprintf(q->provider, sizeof(q->provider), "%s", v);
-	} else if (header_is(line, name_len, mix->hdr_attempts)) {
+	if (curl_uv_header_is(&h, mix->hdr_provider)) {
+		snprintf(q->provider, sizeof(q->provider), "%.*s", (int)sizeof(q->provider) - 1, v);
+	} else if (curl_uv_header_is(&h, mix->hdr_attempts)) {
 		q->attempts = strtoll(v, NULL, 10);
-	} else if (header_is(line, name_len, mix->hdr_hedged)) {
+	} else if (curl_uv_header_is(&h, mix->hdr_hedged)) {
 		q->hedged = strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0;
-	} else if (header_is(line, name_len, mix->hdr_cost)) {
+	} else if (curl_uv_header_is(&h, mix->hdr_cost)) {
 		char *end;
 		double c = strtod(v, &end);
 
 		if (end != v)
 			q->cost_usd = c;
-	} else if (header_is(line, name_len, "retry-after")) {
+	} else if (curl_uv_header_is(&h, "retry-after")) {
 		q->retry_after_ms = backoff_parse_retry_after(v, clock_unix_ms());
-	} else if (header_is(line, name_len, "content-type")) {
+	} else if (curl_uv_header_is(&h, "content-type")) {
 		q->sse_type = strncasecmp(v, "text/event-stream", 17) == 0;
 	}
 	return len;

@@ -785,3 +785,28 @@ Test(curl_uv, abandoned_connect_leaves_no_watch, .timeout = 10)
 		close(fds[i]);
 	fx_finish();
 }
+
+Test(curl_uv, header_split, .timeout = 10)
+{
+	static const char status[] = "HTTP/1.1 503 Service Unavailable\r\n";
+	static const char blank[] = "\r\n";
+	static const char ra[] = "Retry-After: \t 2 \r\n";
+	static const char empty[] = "X-Empty:\r\n";
+	char longline[400];
+	struct curl_uv_header h;
+
+	cr_assert_not(curl_uv_header_split(status, strlen(status), &h));
+	cr_assert_not(curl_uv_header_split(blank, strlen(blank), &h));
+	cr_assert(curl_uv_header_split(ra, strlen(ra), &h));
+	cr_assert_eq(h.name_len, 11);
+	cr_assert(curl_uv_header_is(&h, "retry-after"), "names are case-insensitive");
+	cr_assert_not(curl_uv_header_is(&h, "retry-afte"));
+	cr_assert_not(curl_uv_header_is(&h, NULL));
+	cr_assert_str_eq(h.value, "2");
+	cr_assert(curl_uv_header_split(empty, strlen(empty), &h));
+	cr_assert_str_eq(h.value, "");
+	memset(longline, 'v', sizeof(longline));
+	memcpy(longline, "A: ", 3);
+	cr_assert(curl_uv_header_split(longline, sizeof(longline), &h));
+	cr_assert_eq(strlen(h.value), sizeof(h.value) - 1, "a long value is cut to fit");
+}
