@@ -1,7 +1,9 @@
 # shellcheck shell=bash
-# bench/lib.sh — what bench/mockprov.sh and bench/loadgen.sh share; they
-# source it (`. "$here/lib.sh"`) after setting BENCH_NAME, the prefix of
-# their messages and of the temp dir (bench-mockprov, bench-loadgen).
+# bench/lib.sh — what the benchmark scripts (bench/mockprov.sh,
+# bench/loadgen.sh, bench/gateway.sh) share; they source it
+# (`. "$here/lib.sh"`) after setting BENCH_NAME, the prefix of their
+# messages and of the temp dir (bench-mockprov, bench-loadgen,
+# bench-gateway).
 #
 # It offers:
 #  - the globals tmp (the temp dir, "" until bench_start makes it) and pids
@@ -73,14 +75,17 @@ trap cleanup EXIT
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 
-# The tools named ($@: wrk, nginx, curl, jq …) from Debian packages when
-# missing; nginx is nginx-light, and is there when /usr/sbin/nginx is.
+# The tools named ($@: wrk, nginx, haproxy, curl, jq …) from Debian
+# packages when missing; nginx is nginx-light, and is there when
+# /usr/sbin/nginx is; haproxy is there when /usr/sbin/haproxy is.
 install_tools() {
 	local tool missing="" sudo=""
 	for tool in "$@"; do
 		case $tool in
 		nginx) command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
 			missing="$missing nginx-light" ;;
+		haproxy) command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] ||
+			missing="$missing haproxy" ;;
 		*) command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool" ;;
 		esac
 	done
@@ -151,7 +156,10 @@ measured() {
 # mean of the rounds', the worst max, summed errors (in all, and wrk's by
 # kind), CPU as % of one core: the server's, the client's and the others'
 # (the machine's busy time less both), and the server's and the client's
-# CPU per request.
+# CPU per request. Where the rounds have flbench_backend_ticks (the CPU of
+# a server behind the measured one, a proxy's upstream), that backend's
+# CPU (% of a core, per request) is given too and is not counted as the
+# others'.
 combine() {
 	local out=$1
 	shift
@@ -162,7 +170,8 @@ combine() {
 			wall = sum["total_ticks"] / ncpu / hz
 			server = sum["server_ticks"] / hz / wall * 100
 			client = sum["client_cpu_s"] / wall * 100
-			other = sum["busy_ticks"] / hz / wall * 100 - server - client
+			backend = sum["backend_ticks"] / hz / wall * 100
+			other = sum["busy_ticks"] / hz / wall * 100 - server - client - backend
 			printf "flbench_rounds %d\nflbench_requests %d\n", n["requests"], sum["requests"]
 			printf "flbench_rps %.1f\n", sum["requests"] / sum["duration_s"]
 			if (n["all_requests"])
@@ -181,6 +190,11 @@ combine() {
 			printf "flbench_server_us_per_req %.1f\n",
 				sum["server_ticks"] / hz * 1e6 / sum["requests"]
 			printf "flbench_client_us_per_req %.1f\n", sum["client_cpu_s"] * 1e6 / sum["requests"]
+			if (n["backend_ticks"]) {
+				printf "flbench_cpu_backend_pct %.0f\n", backend
+				printf "flbench_backend_us_per_req %.1f\n",
+					sum["backend_ticks"] / hz * 1e6 / sum["requests"]
+			}
 		}' "$@" >"$out"
 }
 

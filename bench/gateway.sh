@@ -1,0 +1,630 @@
+#!/usr/bin/env bash
+# bench/gateway.sh — `make bench-gateway`: what the gateway costs in front of
+# a provider, next to HAProxy measured in the same run, and its memory with
+# 1,000 client connections open.
+#
+#  1. Throughput and latency: wrk (-t WRK_THREADS -c CONNS, --latency,
+#     POSTing one small chat request through bench/chat_post.lua) against
+#     (a) mockprov directly (no latency, non-streaming), (b) HAProxy (one
+#     thread, mode http, keep-alive and http-reuse always to mockprov, no
+#     logging, no health checks) in front of it and (c) the gateway (one
+#     provider, the alias "chat" -> mock-small, breaker on) in front of it.
+#     The gateway gets "model":"chat" and sends mockprov "model":"mock-small",
+#     so mockprov sees the same body on all three paths. Requests/s, wrk's
+#     p50/p99, CPU per request. Targets: gateway >= 0.75 x HAProxy's
+#     requests/s; the gateway's p99 over direct's <= 1.5 x HAProxy's.
+#  2. Memory: a fresh gateway with RSS_CONNS (1,000) client connections
+#     open — first held idle, each after one chat request (a small python3
+#     client; left out when there is no python3), then busy, wrk -c
+#     RSS_CONNS for RSS_SECS — VmRSS sampled meanwhile from /proc, and the
+#     peak (VmHWM). Target: peak <= 50 MB (50,000,000 bytes).
+#
+# Everything runs on 127.0.0.1 on ports free at run time, from a temp dir
+# that is removed at the end, with every process stopped (on Ctrl-C too).
+# It reports and does not gate: it exits 0 when a target is missed,
+# non-zero only when something could not run. Programs come from
+# $FAULTLINE_BIN (default bin); wrk, haproxy, curl and jq are installed
+# when missing. Knobs (environment): CONNS (64), WRK_THREADS (2), WRK_SECS
+# (12 per target, split into ROUNDS (4) rounds, the targets' order reversed
+# every other round; p50 and p99 are the median of the rounds', so that one
+# round hit by other load does not decide a ratio), WARMUP_SECS (2, each
+# target first), RSS_CONNS (1000), RSS_SECS (5), HOLD_SECS (2: how long the
+# idle connections are sampled).
+set -eu -o pipefail
+export LC_ALL=C
+
+here=$(cd "$(dirname "$0")" && pwd)
+BIN=${FAULTLINE_BIN:-bin}
+CONNS=${CONNS:-64}
+WRK_THREADS=${WRK_THREADS:-2}
+WRK_SECS=${WRK_SECS:-12}
+ROUNDS=${ROUNDS:-4}
+WARMUP_SECS=${WARMUP_SECS:-2}
+RSS_CONNS=${RSS_CONNS:-1000}
+RSS_SECS=${RSS_SECS:-5}
+HOLD_SECS=${HOLD_SECS:-2}
+RPS_TARGET=0.75
+P99_TARGET=1.5
+RSS_TARGET_MB=50
+# HAProxy's maxconn: with one much lower (a few hundred) it keeps fewer
+# server connections than it has clients and its requests/s drop by 3-4x.
+HA_MAXCONN=4096
+PLAIN_TOKENS=16
+CHAT_PATH=/v1/chat/completions
+REQUEST='{"model":"mock-small","messages":[{"role":"user","content":"Say hello"}]}'
+GW_REQUEST='{"model":"chat","messages":[{"role":"user","content":"Say hello"}]}'
+TARGETS="direct haproxy gateway"
+
+BENCH_NAME=bench-gateway
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$here/lib.sh"
+
+# Raises the open-files limit (inherited by every process started here) so
+# that RSS_CONNS connections fit at both ends and upstream, and HAProxy's
+# HA_MAXCONN (two descriptors each).
+raise_fd_limit() {
+	local want=$((RSS_CONNS * 2 + 1024)) cur hard
+	[ "$want" -ge $((HA_MAXCONN * 2 + 256)) ] || want=$((HA_MAXCONN * 2 + 256))
+	cur=$(ulimit -n)
+	[ "$cur" = unlimited ] && return 0
+	[ "$cur" -ge "$want" ] && return 0
+	hard=$(ulimit -Hn)
+	if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then
+		ulimit -n "$hard"
+	else
+		ulimit -n "$want"
+	fi
+	[ "$(ulimit -n)" -ge "$want" ] ||
+		die "the open-files limit is $(ulimit -n) (hard $hard); $want are needed for RSS_CONNS=$RSS_CONNS"
+}
+
+# Starts mockprov (one provider on a free port, no latency); sets MP_PID,
+# MP_ADDR and MP_PORT.
+start_mockprov() {
+	local dir=$tmp/mockprov
+	mkdir -p "$dir"
+	printf '{"providers":[{"name":"bench","listen":"127.0.0.1:0","model":"mock-small",
+	 "ttft_ms":0,"jitter_ms":0,"token_ms":0,"output_tokens":%s}]}\n' "$PLAIN_TOKENS" \
+		>"$dir/config.json"
+	"$BIN/mockprov" --config "$dir/config.json" --log-dir "$dir" --log-level warn \
+		>"$dir/mockprov.out" 2>"$dir/mockprov.err" &
+	MP_PID=$!
+	pids="$pids $MP_PID"
+	for _ in $(seq 100); do
+		grep -q '^ready' "$dir/mockprov.out" 2>/dev/null && break
+		kill -0 "$MP_PID" 2>/dev/null ||
+			die "mockprov exited at start: $(cat "$dir/mockprov.err")"
+		sleep 0.05
+	done
+	grep -q '^ready' "$dir/mockprov.out" || die "mockprov did not print 'ready' within 5 s"
+	MP_ADDR=$(awk '$1 == "listening" { print $3; exit }' "$dir/mockprov.out")
+	[ -n "$MP_ADDR" ] || die "mockprov printed no 'listening' line"
+	MP_PORT=${MP_ADDR##*:}
+}
+
+# Writes HAProxy's config for port $2 to file $1: one thread, no logging,
+# keep-alive both ways, idle server connections shared by every client
+# (http-reuse always), the one server without health checks.
+haproxy_config() {
+	cat >"$1" <<EOF
+global
+	nbthread 1
+	maxconn $HA_MAXCONN
+
+defaults
+	mode http
+	maxconn $HA_MAXCONN
+	option http-keep-alive
+	http-reuse always
+	timeout connect 5s
+	timeout client 60s
+	timeout server 60s
+	timeout http-keep-alive 60s
+	timeout http-request 10s
+
+frontend bench
+	bind 127.0.0.1:$2
+	default_backend mockprov
+
+backend mockprov
+	server mockprov $MP_ADDR
+EOF
+}
+
+# Starts HAProxy (foreground, one process) on a free port in front of
+# mockprov; sets HA_PID and HA_ADDR.
+start_haproxy() {
+	local dir=$tmp/haproxy haproxy port
+	haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
+	mkdir -p "$dir"
+	for _ in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 12000))
+		port_used "$port" && continue
+		haproxy_config "$dir/haproxy.cfg" "$port"
+		"$haproxy" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.out" 2>&1 &
+		HA_PID=$!
+		pids="$pids $HA_PID"
+		for _ in $(seq 100); do
+			kill -0 "$HA_PID" 2>/dev/null || break
+			if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port/healthz"; then
+				HA_ADDR=127.0.0.1:$port
+				return 0
+			fi
+			sleep 0.05
+		done
+		if grep -qi 'cannot bind\|address already in use' "$dir/haproxy.out"; then
+			stop_pid "$HA_PID"
+			continue
+		fi
+		die "haproxy did not start: $(cat "$dir/haproxy.out")"
+	done
+	die "found no free port for haproxy in 5 tries"
+}
+
+# Starts a gateway in front of mockprov with its files in dir $1; sets
+# GW_PID, GW_ADDR and GW_PORT.
+start_gateway() {
+	local dir=$1
+	mkdir -p "$dir"
+	cat >"$dir/config.json" <<EOF
+{
+  "listen": "127.0.0.1:0",
+  "request_deadline_ms": 10000,
+  "providers": {
+    "mock": {"base_url": "http://$MP_ADDR/v1", "timeout_ms": 5000}
+  },
+  "models": {
+    "chat": {"targets": [{"provider": "mock", "model": "mock-small"}]}
+  },
+  "breaker": {"enabled": true}
+}
+EOF
+	"$BIN/gateway" --config "$dir/config.json" --listen 127.0.0.1:0 --log-level warn \
+		>"$dir/gateway.out" 2>"$dir/gateway.err" &
+	GW_PID=$!
+	pids="$pids $GW_PID"
+	for _ in $(seq 100); do
+		grep -q '^ready' "$dir/gateway.out" 2>/dev/null && break
+		kill -0 "$GW_PID" 2>/dev/null ||
+			die "the gateway exited at start: $(cat "$dir/gateway.err")"
+		sleep 0.05
+	done
+	grep -q '^ready' "$dir/gateway.out" || die "the gateway did not print 'ready' within 5 s"
+	GW_ADDR=$(awk '$1 == "listening" { print $2; exit }' "$dir/gateway.out")
+	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
+	GW_PORT=${GW_ADDR##*:}
+}
+
+# POSTs body $2 to $1 and checks for a 200 chat completion from mock-small.
+check_target() {
+	local answer=$tmp/answer.json
+	REQUEST=$2 capture_body "$1" "$answer"
+	jq -e '(.choices | length) > 0 and .model == "mock-small"' "$answer" >/dev/null ||
+		die "$1 did not answer a chat completion from mock-small: $(cat "$answer")"
+}
+
+# One wrk run of $3 s against target $1 (direct, haproxy or gateway); its
+# flbench_ lines into file $2 with what the server (for the proxies: the
+# proxy), wrk, mockprov behind a proxy (flbench_backend_ticks) and the
+# whole machine used meanwhile.
+wrk_round() {
+	local who=$1 out=$2 secs=$3 url pid body b0 b1
+	case $who in
+	direct) url=http://$MP_ADDR$CHAT_PATH pid=$MP_PID body=$REQUEST ;;
+	haproxy) url=http://$HA_ADDR$CHAT_PATH pid=$HA_PID body=$REQUEST ;;
+	gateway) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_REQUEST ;;
+	esac
+	: >"$out"
+	b0=$(cpu_ticks "$MP_PID")
+	measured "$pid" "$out" env FL_BENCH_REQUEST="$body" timeout $((secs + 30)) \
+		wrk -t"$WRK_THREADS" -c"$CONNS" -d"${secs}s" --latency -s "$here/chat_post.lua" "$url" ||
+		die "wrk failed against $url: $(cat "$out" "$out.err")"
+	b1=$(cpu_ticks "$MP_PID")
+	[ "$who" = direct ] || echo "flbench_backend_ticks $((b1 - b0))" >>"$out"
+	[ "$(get "$out" requests)" -gt 0 ] ||
+		die "wrk made no request to $url: $(cat "$out" "$out.err")"
+	echo "flbench_errors $(($(get "$out" errors_connect) + $(get "$out" errors_read) + \
+		$(get "$out" errors_write) + $(get "$out" errors_status) + \
+		$(get "$out" errors_timeout)))" >>"$out"
+}
+
+# Appends to file $1 the median over the rounds in files $2... of
+# flbench_p50_ms and flbench_p99_ms, as flbench_p50_med_ms and
+# flbench_p99_med_ms.
+medians() {
+	local out=$1 key
+	shift
+	for key in p50_ms p99_ms; do
+		awk -v k="flbench_$key" '$1 == k { print $2 + 0 }' "$@" | sort -g |
+			awk -v k="flbench_${key%_ms}_med_ms" '{ v[NR] = $1 }
+				END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+					printf "%s %.3f\n", k, m }' >>"$out"
+	done
+}
+
+# wrk's error counts: connect/read/write/status/timeout.
+errors() {
+	echo "$(get "$1" errors_connect)/$(get "$1" errors_read)/$(get "$1" errors_write)/$(get "$1" errors_status)/$(get "$1" errors_timeout)"
+}
+
+# "met" when awk expression $1 holds, else "missed".
+verdict() {
+	awk "BEGIN { exit !($1) }" && echo met || echo missed
+}
+
+# awk's value of expression $1, printed with format $2.
+calc() {
+	awk "BEGIN { printf \"$2\", $1 }"
+}
+
+# kB ($1, KiB as /proc gives them) in MB (10^6 bytes).
+mb() {
+	calc "$1 * 1024 / 1e6" %.1f
+}
+
+# The name of target $1 in the tables.
+target_name() {
+	case $1 in
+	direct) echo "mockprov direct" ;;
+	haproxy) echo "HAProxy (1 thread)" ;;
+	gateway) echo "gateway" ;;
+	esac
+}
+
+# One row of a table: a label and up to six columns.
+row() {
+	printf '   %-22s %10s %10s %10s %10s %10s %12s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}" \
+		"${6-}" "${7-}"
+}
+
+# One row of the ratios: a label, a figure, a target and a verdict.
+ratio_row() {
+	printf '   %-46s %10s   %-8s %s\n' "$1" "$2" "${3-}" "${4-}" | sed 's/ *$//'
+}
+
+throughput_bench() {
+	local round_secs=$((WRK_SECS / ROUNDS)) who round order f d h g
+	[ "$round_secs" -ge 1 ] || die "WRK_SECS ($WRK_SECS) must be at least ROUNDS ($ROUNDS)"
+	start_haproxy
+	start_gateway "$tmp/gateway"
+	check_target "http://$MP_ADDR$CHAT_PATH" "$REQUEST"
+	check_target "http://$HA_ADDR$CHAT_PATH" "$REQUEST"
+	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_REQUEST"
+
+	for who in $TARGETS; do
+		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
+	done
+	# Forwards, then backwards (ABC CBA …), so that load from elsewhere
+	# falls on every target alike.
+	for round in $(seq "$ROUNDS"); do
+		if [ $((round % 2)) = 1 ]; then
+			order=$TARGETS
+		else
+			order=$(echo "$TARGETS" | tr ' ' '\n' | tac | tr '\n' ' ')
+		fi
+		for who in $order; do
+			wrk_round "$who" "$tmp/wrk-$who.$round" "$round_secs"
+		done
+	done
+	for who in $TARGETS; do
+		combine "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
+		medians "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
+	done
+	GW_HWM_KB=$(awk '/^VmHWM/ { print $2 }' "/proc/$GW_PID/status")
+	GW_ERR_LINES=$(wc -l <"$tmp/gateway/gateway.err")
+	stop_pid "$GW_PID"
+	stop_pid "$HA_PID"
+
+	d=$tmp/wrk-direct
+	h=$tmp/wrk-haproxy
+	g=$tmp/wrk-gateway
+	RPS_D=$(get "$d" rps) RPS_H=$(get "$h" rps) RPS_G=$(get "$g" rps)
+	RPS_RATIO=$(calc "$RPS_G / $RPS_H" %.2f)
+	RPS_VERDICT=$(verdict "$RPS_RATIO >= $RPS_TARGET")
+	ADD_H=$(calc "$(get "$h" p99_med_ms) - $(get "$d" p99_med_ms)" %.3f)
+	ADD_G=$(calc "$(get "$g" p99_med_ms) - $(get "$d" p99_med_ms)" %.3f)
+	if awk "BEGIN { exit !($ADD_H > 0) }"; then
+		P99_RATIO=$(calc "$ADD_G / $ADD_H" %.2f)
+		P99_VERDICT=$(verdict "$P99_RATIO <= $P99_TARGET")
+	else
+		P99_RATIO=n/a
+		P99_VERDICT="$(verdict "$ADD_G <= 0") (HAProxy added no p99 here)"
+	fi
+
+	echo
+	echo "1. Throughput: wrk -t$WRK_THREADS -c$CONNS --latency, POST $CHAT_PATH" \
+		"($(printf %s "$REQUEST" | wc -c)-byte body; the gateway's says \"chat\"),"
+	echo "   mockprov answering at once ($PLAIN_TOKENS tokens, non-streaming); ${WARMUP_SECS} s" \
+		"warm-up each, then $ROUNDS rounds of ${round_secs} s"
+	echo "   each, the order reversed every other round (p50/p99: the median of the rounds';"
+	echo "   max: the worst)"
+	row "target" "req/s" "p50 (ms)" "p99 (ms)" "max (ms)" "requests" "errors c/r/w/s/t"
+	for who in $TARGETS; do
+		f=$tmp/wrk-$who
+		row "$(target_name "$who")" "$(get "$f" rps)" "$(get "$f" p50_med_ms)" \
+			"$(get "$f" p99_med_ms)" "$(get "$f" max_ms)" "$(get "$f" requests)" "$(errors "$f")"
+	done
+	for who in $TARGETS; do
+		printf '   %s' "$(target_name "$who") p99 by round (ms):"
+		for round in $(seq "$ROUNDS"); do
+			printf ' %s' "$(get "$tmp/wrk-$who.$round" p99_ms)"
+		done
+		echo
+	done
+	echo "   CPU, % of a core (and us per request):"
+	row "target" "proxy" "proxy/req" "mockprov" "mock/req" "wrk" "others'"
+	row "$(target_name direct)" "" "" "$(get "$d" cpu_server_pct)" \
+		"$(get "$d" server_us_per_req)" "$(get "$d" cpu_client_pct)" "$(get "$d" cpu_other_pct)"
+	for who in haproxy gateway; do
+		f=$tmp/wrk-$who
+		row "$(target_name "$who")" "$(get "$f" cpu_server_pct)" "$(get "$f" server_us_per_req)" \
+			"$(get "$f" cpu_backend_pct)" "$(get "$f" backend_us_per_req)" \
+			"$(get "$f" cpu_client_pct)" "$(get "$f" cpu_other_pct)"
+	done
+	echo "   ratios:"
+	ratio_row "gateway / HAProxy requests/s" "$RPS_RATIO" ">= $RPS_TARGET" "$RPS_VERDICT"
+	ratio_row "HAProxy / direct requests/s" "$(calc "$RPS_H / $RPS_D" %.2f)"
+	ratio_row "gateway / direct requests/s" "$(calc "$RPS_G / $RPS_D" %.2f)"
+	ratio_row "added p50 over direct, HAProxy (ms)" \
+		"$(calc "$(get "$h" p50_med_ms) - $(get "$d" p50_med_ms)" %.3f)"
+	ratio_row "added p50 over direct, gateway (ms)" \
+		"$(calc "$(get "$g" p50_med_ms) - $(get "$d" p50_med_ms)" %.3f)"
+	ratio_row "added p99 over direct, HAProxy (ms)" "$ADD_H"
+	ratio_row "added p99 over direct, gateway (ms)" "$ADD_G"
+	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
+	ratio_row "gateway p99 / HAProxy p99 (context)" \
+		"$(calc "$(get "$g" p99_med_ms) / $(get "$h" p99_med_ms)" %.2f)"
+	ratio_row "gateway CPU per request / HAProxy's" \
+		"$(calc "$(get "$g" server_us_per_req) / $(get "$h" server_us_per_req)" %.2f)"
+	echo "   gateway peak RSS over these rounds (VmHWM): $GW_HWM_KB kB; $GW_ERR_LINES lines" \
+		"on its stderr (--log-level warn)"
+	echo "   wrk's latency runs from its send to the end of the answer; at $CONNS connections" \
+		"in closed loop"
+	echo "   the latency is mostly queueing, so the added p99 follows the lost requests/s"
+	busy_warning "$(get "$d" cpu_other_pct)" "$(get "$h" cpu_other_pct)" \
+		"$(get "$g" cpu_other_pct)"
+}
+
+# ESTABLISHED TCP sockets whose local port is $1 (with $2 = rem: whose
+# remote port is $1), from ss (netlink) or else /proc/net/tcp (which can
+# count a socket twice while others come and go).
+established() {
+	local hex col=2 dir=sport
+	if command -v ss >/dev/null 2>&1; then
+		[ "${2-}" = rem ] && dir=dport
+		ss -Htn state established "( $dir = :$1 )" | wc -l
+		return 0
+	fi
+	hex=$(printf '%04X' "$1")
+	[ "${2-}" = rem ] && col=3
+	awk -v p=":$hex" -v c="$col" 'FNR > 1 && $4 == "01" && substr($c, length($c) - 4) == p { n++ }
+		END { print n + 0 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# Samples the gateway $1 times, every 0.2 s, while process $2 (when given)
+# runs: the most VmRSS (kB), client and upstream connections seen, as
+# "RSS CLIENTS UPSTREAM".
+sample_gateway() {
+	local n=$1 watch=${2-} rss c u max_rss=0 max_c=0 max_u=0
+	for _ in $(seq "$n"); do
+		[ -n "$watch" ] && ! kill -0 "$watch" 2>/dev/null && break
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$GW_PID/status")
+		c=$(established "$GW_PORT")
+		u=$(established "$MP_PORT" rem)
+		[ "$rss" -gt "$max_rss" ] && max_rss=$rss
+		[ "$c" -gt "$max_c" ] && max_c=$c
+		[ "$u" -gt "$max_u" ] && max_u=$u
+		sleep 0.2
+	done
+	echo "$max_rss $max_c $max_u"
+}
+
+# Writes the python3 client that opens N connections to HOST:PORT, POSTs
+# BODY to PATH once on each, keeps them open and prints flbench_ lines when
+# every answer is in (or after 30 s); then it waits to be stopped (60 s at
+# most).
+write_holder() {
+	cat >"$1" <<'EOF'
+import errno, os, selectors, socket, sys, time
+
+host, port, n, path, body = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+body = body.encode()
+req = ("POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
+       "Content-Length: %d\r\n\r\n" % (path, host, port, len(body))).encode() + body
+sel = selectors.DefaultSelector()
+socks, ok, failed, first_error = [], 0, 0, ""
+
+
+def fail(why):
+    global failed, first_error
+    failed += 1
+    first_error = first_error or why
+
+
+def complete(buf):
+    """The status when buf holds a whole answer, else None."""
+    head, sep, rest = buf.partition(b"\r\n\r\n")
+    if not sep:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    fields = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        fields[k.strip().lower()] = v.strip().lower()
+    if "content-length" in fields:
+        return status if len(rest) >= int(fields["content-length"]) else None
+    if fields.get("transfer-encoding") == "chunked":
+        return status if rest.endswith(b"0\r\n\r\n") else None
+    return None
+
+
+for _ in range(n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setblocking(False)
+    err = s.connect_ex((host, port))
+    if err not in (0, errno.EINPROGRESS):
+        fail("connect: " + os.strerror(err))
+        s.close()
+        continue
+    socks.append(s)
+    sel.register(s, selectors.EVENT_WRITE, {"sent": False, "buf": b""})
+pending = len(socks)
+deadline = time.monotonic() + 30
+while pending and time.monotonic() < deadline:
+    for key, _ in sel.select(timeout=1):
+        s, st = key.fileobj, key.data
+        if not st["sent"]:
+            err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                fail("connect: " + os.strerror(err))
+                sel.unregister(s)
+                pending -= 1
+                continue
+            s.sendall(req)
+            st["sent"] = True
+            sel.modify(s, selectors.EVENT_READ, st)
+            continue
+        try:
+            chunk = s.recv(65536)
+        except OSError as e:
+            chunk, why = None, "recv: " + str(e)
+        else:
+            why = "closed before the answer"
+        if not chunk:
+            fail(why)
+            sel.unregister(s)
+            pending -= 1
+            continue
+        st["buf"] += chunk
+        status = complete(st["buf"])
+        if status is not None:
+            if status == 200:
+                ok += 1
+            else:
+                fail("HTTP %d" % status)
+            sel.unregister(s)
+            pending -= 1
+if pending:
+    fail("%d without an answer within 30 s" % pending)
+    failed += pending - 1
+print("flbench_opened %d" % len(socks))
+print("flbench_answered_200 %d" % ok)
+print("flbench_failed %d" % failed)
+print("flbench_first_error %s" % (first_error or "none"))
+print("flbench_held")
+sys.stdout.flush()
+time.sleep(60)
+EOF
+}
+
+# Idle connections: RSS_CONNS connections opened, one chat request on each,
+# then held while the gateway is sampled; sets HOLD_* figures.
+hold_phase() {
+	local out=$tmp/hold.txt holder=$tmp/holder.py pid s
+	write_holder "$holder"
+	python3 "$holder" 127.0.0.1 "$GW_PORT" "$RSS_CONNS" "$CHAT_PATH" "$GW_REQUEST" \
+		>"$out" 2>"$out.err" &
+	pid=$!
+	pids="$pids $pid"
+	for _ in $(seq 400); do
+		grep -q '^flbench_held' "$out" && break
+		kill -0 "$pid" 2>/dev/null || die "the python3 client failed: $(cat "$out.err")"
+		sleep 0.1
+	done
+	grep -q '^flbench_held' "$out" || die "the python3 client did not finish within 40 s"
+	s=$(sample_gateway $((HOLD_SECS * 5)))
+	stop_pid "$pid"
+	HOLD_RSS_KB=${s%% *}
+	s=${s#* }
+	HOLD_CLIENTS=${s%% *}
+	HOLD_UPSTREAM=${s#* }
+	HOLD_OK=$(get "$out" answered_200)
+	HOLD_FAILED=$(get "$out" failed)
+	HOLD_FIRST_ERROR=$(get "$out" first_error)
+	# Let the gateway see the connections close before the busy phase.
+	for _ in $(seq 50); do
+		[ "$(established "$GW_PORT")" -eq 0 ] && break
+		sleep 0.1
+	done
+}
+
+# Busy connections: wrk -c RSS_CONNS for RSS_SECS, the gateway sampled
+# meanwhile; sets BUSY_* figures.
+busy_phase() {
+	local out=$tmp/busy.txt pid s
+	env FL_BENCH_REQUEST="$GW_REQUEST" timeout $((RSS_SECS + 30)) wrk -t"$WRK_THREADS" \
+		-c"$RSS_CONNS" -d"${RSS_SECS}s" -s "$here/chat_post.lua" \
+		"http://$GW_ADDR$CHAT_PATH" >"$out" 2>"$out.err" &
+	pid=$!
+	pids="$pids $pid"
+	s=$(sample_gateway $(((RSS_SECS + 30) * 5)) "$pid")
+	wait "$pid" || die "wrk -c$RSS_CONNS failed: $(cat "$out" "$out.err")"
+	forget_pid "$pid"
+	BUSY_RSS_KB=${s%% *}
+	s=${s#* }
+	BUSY_CLIENTS=${s%% *}
+	BUSY_UPSTREAM=${s#* }
+	BUSY_RPS=$(get "$out" rps)
+	BUSY_ERRORS=$(errors "$out")
+}
+
+rss_bench() {
+	local start_kb hwm_kb hold=""
+	start_gateway "$tmp/gateway-rss"
+	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_REQUEST"
+	start_kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$GW_PID/status")
+	if command -v python3 >/dev/null 2>&1 && python3 -c 'import selectors' 2>/dev/null; then
+		hold=yes
+		hold_phase
+	fi
+	busy_phase
+	hwm_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$GW_PID/status")
+	stop_pid "$GW_PID"
+	RSS_MB=$(mb "$hwm_kb")
+	RSS_VERDICT=$(verdict "$hwm_kb * 1024 <= $RSS_TARGET_MB * 1e6")
+
+	echo
+	echo "2. Memory: a fresh gateway with $RSS_CONNS client connections open (MB = 10^6" \
+		"bytes; kB from /proc are KiB)"
+	printf '   %-50s %10s   %s\n' "" "RSS (MB)" "connections seen (client / upstream)"
+	printf '   %-50s %10s\n' "after start and one request" "$(mb "$start_kb")"
+	if [ -n "$hold" ]; then
+		printf '   %-50s %10s   %s / %s\n' "idle: $RSS_CONNS held, one request each" \
+			"$(mb "$HOLD_RSS_KB")" "$HOLD_CLIENTS" "$HOLD_UPSTREAM"
+		printf '   %-50s %s\n' "" "(answered 200: $HOLD_OK, failed: $HOLD_FAILED${HOLD_FIRST_ERROR:+, first: $HOLD_FIRST_ERROR})"
+	else
+		echo "   idle: left out (no python3)"
+	fi
+	printf '   %-50s %10s   %s / %s\n' "busy: wrk -t$WRK_THREADS -c$RSS_CONNS for ${RSS_SECS} s" \
+		"$(mb "$BUSY_RSS_KB")" "$BUSY_CLIENTS" "$BUSY_UPSTREAM"
+	printf '   %-50s %s\n' "" "($BUSY_RPS requests/s, errors c/r/w/s/t $BUSY_ERRORS)"
+	printf '   %-50s %10s   target <= %s MB: %s\n' "peak (VmHWM, $hwm_kb kB)" "$RSS_MB" \
+		"$RSS_TARGET_MB" "$RSS_VERDICT"
+	echo "   (VmRSS sampled every 0.2 s: the most seen; connections: ESTABLISHED sockets on" \
+		"the gateway's port, and its own to mockprov)"
+}
+
+main() {
+	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
+	[ -x "$BIN/gateway" ] || die "$BIN/gateway is missing (make, or set FAULTLINE_BIN)"
+	raise_fd_limit
+	bench_start wrk haproxy curl jq
+	echo "   mockprov, the proxies and wrk share these cores; \"others' CPU\" is the" \
+		"process time (user + system) the rest of the machine used meanwhile"
+	start_mockprov
+	throughput_bench
+	rss_bench
+	stop_pid "$MP_PID"
+
+	echo
+	echo "summary"
+	echo "   requests/s: direct $RPS_D, HAProxy $RPS_H, gateway $RPS_G"
+	echo "   added p99 over direct (ms): HAProxy $ADD_H, gateway $ADD_G"
+	ratio_row "gateway / HAProxy requests/s" "$RPS_RATIO" ">= $RPS_TARGET" "$RPS_VERDICT"
+	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
+	ratio_row "gateway peak RSS, $RSS_CONNS connections (MB)" "$RSS_MB" "<= $RSS_TARGET_MB" \
+		"$RSS_VERDICT"
+}
+
+main "$@"
