@@ -358,6 +358,7 @@ bool curl_uv_header_split(const char *line, size_t len, struct curl_uv_header *h
 	const char *colon = memchr(line, ':', len);
 	const char *v;
 	size_t vlen;
+	size_t i;
 
 	if (!colon || (len >= 5 && strncmp(line, "HTTP/", 5) == 0))
 		return false;
@@ -372,6 +373,12 @@ bool curl_uv_header_split(const char *line, size_t len, struct curl_uv_header *h
 	while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' ' ||
 			v[vlen - 1] == '\t'))
 		vlen--;
+	for (i = 0; i < vlen; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return false;	/* a bare CR or the like: never relayed */
+	}
 	if (vlen >= sizeof(h->value))
 		vlen = sizeof(h->value) - 1;
 	memcpy(h->value, v, vlen);

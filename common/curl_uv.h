@@ -95,8 +95,9 @@ struct curl_uv_header {
 
 /*
  * Splits a header line ("Name: value\r\n", len bytes) into h. Returns false
- * for lines that are not a header: the status line, the blank line, a line
- * without a colon.
+ * for lines that are not a header — the status line, the blank line, a line
+ * without a colon — and for a value with a control character (a bare CR,
+ * say) other than a tab, which no caller should pass on.
  */
 bool curl_uv_header_split(const char *line, size_t len, struct curl_uv_header *h);
 

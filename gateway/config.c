@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,7 +134,7 @@ struct provider_raw {
 static const struct cfg_key provider_keys[] = {
 	PK("base_url", CFG_STR, base_url, true, 0, 0, 0),
 	PK("api_key_env", CFG_STR, api_key_env, false, 0, 0, 0),
-	PK("timeout_ms", CFG_NUM, timeout_ms, false, 30000, 1, 3600000),
+	PK("timeout_ms", CFG_NUM, timeout_ms, false, 10000, 1, 3600000),
 	PK("connect_timeout_ms", CFG_NUM, connect_timeout_ms, false, 2000, 1, 600000),
 	{ "price_per_1k", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "breaker", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
@@ -309,57 +310,100 @@ static bool host_is_loopback(const char *host)
 	return false;
 }
 
+/* A URL part as libcurl's parser sees it (free with curl_free), or NULL. */
+static char *url_part(CURLU *u, CURLUPart what)
+{
+	char *v = NULL;
+
+	if (curl_url_get(u, what, &v, 0) != CURLUE_OK)
+		return NULL;
+	return v;
+}
+
 /*
- * Checks a base URL: http:// or https://, a host, an optional port, an
- * optional path; loopback unless allow_remote. Fills p->base_url (no
+ * Checks a base URL with libcurl's own parser, so the host checked is the
+ * host connected to: http:// or https://, a host, no user or password, no
+ * query or fragment; loopback unless allow_remote. Fills p->base_url (no
  * trailing '/') and p->chat_url.
  */
 static int load_base_url(const char *url, bool allow_remote, struct gw_provider *p,
 			 const char *file, const char *path, char *err)
 {
-	const char *rest;
-	const char *end;
-	char host[256];
+	CURLU *u = curl_url();
+	char *scheme = NULL;
+	char *host = NULL;
+	char *extra = NULL;
+	char bare[256];
 	size_t len;
+	int rc = 0;
 
-	if (strncmp(url, "http://", 7) == 0)
-		rest = url + 7;
-	else if (strncmp(url, "https://", 8) == 0)
-		rest = url + 8;
-	else
-		return cfg_error(err, file, path, "base_url",
-				 "expected an http:// or https:// URL, got \"%.100s\"", url);
-	if (*rest == '[') {
-		end = strchr(rest, ']');
-		if (!end)
-			return cfg_error(err, file, path, "base_url",
-					 "expected a host, got \"%.100s\" (no closing ']')", url);
-		snprintf(host, sizeof(host), "%.*s", (int)(end - rest - 1), rest + 1);
-	} else {
-		len = strcspn(rest, ":/?#");
-		snprintf(host, sizeof(host), "%.*s", (int)len, rest);
+	if (!u)
+		return cfg_error(err, file, path, "base_url", "out of memory");
+	if (strpbrk(url, " \t\r\n\\") ||
+	    curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+		rc = cfg_error(err, file, path, "base_url",
+			       "expected a URL such as http://127.0.0.1:9001/v1, got \"%.100s\"", url);
+		goto out;
 	}
-	if (!host[0])
-		return cfg_error(err, file, path, "base_url",
-				 "expected a URL with a host, got \"%.100s\"", url);
-	if (strpbrk(url, "?# \t\r\n"))
-		return cfg_error(err, file, path, "base_url",
-				 "expected a URL without a query, fragment or white space, got \"%.100s\"",
-				 url);
-	if (!allow_remote && !host_is_loopback(host))
-		return cfg_error(err, file, path, "base_url",
-				 "expected a loopback host (127.0.0.0/8, ::1 or localhost) without "
-				 "--allow-remote, got \"%.100s\"", host);
+	scheme = url_part(u, CURLUPART_SCHEME);
+	host = url_part(u, CURLUPART_HOST);
+	if (!scheme || (strcmp(scheme, "http") && strcmp(scheme, "https")) ||
+	    (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
+		rc = cfg_error(err, file, path, "base_url",
+			       "expected an http:// or https:// URL, got \"%.100s\"", url);
+		goto out;
+	}
+	if (!host || !host[0]) {
+		rc = cfg_error(err, file, path, "base_url",
+			       "expected a URL with a host, got \"%.100s\"", url);
+		goto out;
+	}
+	extra = url_part(u, CURLUPART_USER);
+	if (!extra)
+		extra = url_part(u, CURLUPART_PASSWORD);
+	if (extra) {
+		rc = cfg_error(err, file, path, "base_url",
+			       "expected a URL without a user or password (use api_key_env), "
+			       "got \"%.100s\"", url);
+		goto out;
+	}
+	extra = url_part(u, CURLUPART_QUERY);
+	if (!extra)
+		extra = url_part(u, CURLUPART_FRAGMENT);
+	if (extra) {
+		rc = cfg_error(err, file, path, "base_url",
+			       "expected a URL without a query or fragment, got \"%.100s\"", url);
+		goto out;
+	}
+	/* An IPv6 host comes back in brackets. */
+	len = strlen(host);
+	if (host[0] == '[' && len > 2 && host[len - 1] == ']')
+		snprintf(bare, sizeof(bare), "%.*s", (int)(len - 2), host + 1);
+	else
+		snprintf(bare, sizeof(bare), "%s", host);
+	if (!allow_remote && !host_is_loopback(bare)) {
+		rc = cfg_error(err, file, path, "base_url",
+			       "expected a loopback host (127.0.0.0/8, ::1 or localhost) without "
+			       "--allow-remote, got \"%.100s\"", host);
+		goto out;
+	}
 	len = strlen(url);
 	while (len > 0 && url[len - 1] == '/')
 		len--;
 	p->base_url = strndup(url, len);
 	p->chat_url = malloc(len + sizeof("/chat/completions"));
-	if (!p->base_url || !p->chat_url)
-		return cfg_error(err, file, path, "base_url", "out of memory");
+	if (!p->base_url || !p->chat_url) {
+		rc = cfg_error(err, file, path, "base_url", "out of memory");
+		goto out;
+	}
 	memcpy(p->chat_url, url, len);
 	memcpy(p->chat_url + len, "/chat/completions", sizeof("/chat/completions"));
-	return 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(extra);
+	curl_url_cleanup(u);
+	return rc;
 }
 
 /* Reads the key from the environment into p->auth_header. */

@@ -141,16 +141,13 @@ static void serve_metrics(struct gateway *gw, struct http_exchange *ex, const ch
 	buf_free(&b);
 }
 
-static void serve_health(struct gateway *gw, struct http_exchange *ex, const char *method)
+static void serve_health(struct http_exchange *ex, const char *method)
 {
 	const struct http_kv h[] = { { "Content-Type", "application/json" } };
 	static const char ok[] = "{\"status\":\"ok\"}";
-	static const char draining[] = "{\"status\":\"draining\"}";
 
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		wrong_method(ex, "GET, HEAD");
-	else if (gw->draining)
-		http_respond(ex, 503, h, 1, draining, sizeof(draining) - 1);
 	else
 		http_respond(ex, 200, h, 1, ok, sizeof(ok) - 1);
 }
@@ -165,14 +162,16 @@ static void on_request(struct http_exchange *ex, void *data)
 	if (strncmp(path, "/v1/", 4) == 0)
 		path += 3;
 	if (strcmp(path, "/chat/completions") == 0) {
-		if (strcmp(req->method, "POST"))
+		if (strcmp(req->method, "POST")) {
+			status_counts_add(&gw->unrouted, 405);
 			wrong_method(ex, "POST");
-		else
+		} else {
 			proxy_chat(gw, ex);
+		}
 	} else if (strcmp(path, "/models") == 0) {
 		serve_view(gw, ex, req->method, models_view);
 	} else if (strcmp(path, "/healthz") == 0) {
-		serve_health(gw, ex, req->method);
+		serve_health(ex, req->method);
 	} else if (strcmp(path, "/metrics") == 0) {
 		serve_metrics(gw, ex, req->method);
 	} else if (strcmp(path, "/admin/breakers") == 0) {
@@ -263,7 +262,6 @@ static void on_drained(void *arg)
 
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
-	gw->draining = true;
 	gw->on_idle = on_idle;
 	http_server_drain(gw->srv, on_drained, gw);
 }

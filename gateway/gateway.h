@@ -42,7 +42,6 @@ struct gateway {
 	char id_prefix[24];
 	CURL **easy_pool;		/* idle easy handles, a stack */
 	size_t npool;
-	bool draining;
 	void (*on_idle)(struct gateway *gw);	/* drained: no client connection left */
 };
 

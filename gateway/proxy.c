@@ -34,6 +34,16 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 				       "upstream transfer.\",\"type\":\"server_error\","
 				       "\"param\":null,\"code\":null}}";
 
+/*
+ * A watchdog cut holds against the provider unless the deadline left the
+ * attempt less than this share of the provider's timeout_ms (a deadline
+ * remainder is always a little under a timeout of the same length).
+ */
+#define CAPPED_SHARE 0.9
+
+/* Token counts past this are taken as garbage (0), not cast into overflow. */
+#define MAX_TOKENS 1e15
+
 /* x-request-id and idempotency-key values longer than this are not taken. */
 #define MAX_ID_LEN 128
 
@@ -88,7 +98,7 @@ struct greq {
 	/* The current attempt. */
 	CURL *easy;
 	double start_ms;
-	bool capped;			/* its timeout was the deadline's remainder */
+	bool capped;			/* the deadline left it < CAPPED_SHARE of timeout_ms */
 	bool cut;			/* the watchdog ended it */
 	bool too_big;
 	long status;
@@ -237,12 +247,22 @@ static void respond(struct greq *g, int status, const char *ctype, const char *b
 	finish(g, status);
 }
 
-/* The client's error for a request refused before any routing. */
-static void refuse(struct gateway *gw, struct http_exchange *ex, int status, const char *msg,
-		   const char *param, const char *code)
+/*
+ * The client's error for a request refused before any attempt, with the
+ * headers every chat answer has; counted under its alias when known.
+ */
+static void refuse(struct gateway *gw, struct http_exchange *ex, struct gw_route *route,
+		   const char *id, int status, const char *msg, const char *param,
+		   const char *code)
 {
-	status_counts_add(&gw->unrouted, status);
-	http_respond_error(ex, status, msg, "invalid_request_error", param, code, NULL, 0);
+	const struct http_kv h[] = {
+		{ "x-request-id", id },
+		{ "x-faultline-attempts", "0" },
+		{ "x-faultline-hedged", "0" },
+	};
+
+	status_counts_add(route ? &route->requests : &gw->unrouted, status);
+	http_respond_error(ex, status, msg, "invalid_request_error", param, code, h, 3);
 }
 
 /* Writes "P/M: outcome (HTTP s, N ms)" for a note. */
@@ -407,7 +427,7 @@ static void attempt_start(struct greq *g, struct gw_target *t)
 	e = g->easy;
 	g->budget.attempts++;
 	g->start_ms = now;
-	g->capped = timeout < p->timeout_ms;
+	g->capped = timeout < CAPPED_SHARE * p->timeout_ms;
 	g->cut = false;
 	g->too_big = false;
 	g->status = 0;
@@ -463,10 +483,22 @@ void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 	attempt_end(g, result);
 }
 
+/*
+ * Parses a NUL-terminated body of len bytes as one JSON value with nothing
+ * but white space after it (cJSON alone takes trailing bytes). NULL when it
+ * is not, or has a NUL inside.
+ */
+static cJSON *parse_whole(const char *body, size_t len)
+{
+	if (memchr(body, '\0', len))
+		return NULL;
+	return cJSON_ParseWithLengthOpts(body, len + 1, NULL, true);
+}
+
 /* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
 static bool check_completion(struct greq *g)
 {
-	cJSON *root = cJSON_ParseWithLength(g->resp.data ? g->resp.data : "", g->resp.len);
+	cJSON *root = parse_whole(g->resp.data ? g->resp.data : "", g->resp.len);
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
 	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
 	const cJSON *v;
@@ -475,10 +507,10 @@ static bool check_completion(struct greq *g)
 	g->tokens_in = g->tokens_out = 0;
 	if (ok && cJSON_IsObject(usage)) {
 		v = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
-		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+		if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
 			g->tokens_in = (int64_t)v->valuedouble;
 		v = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
-		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+		if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
 			g->tokens_out = (int64_t)v->valuedouble;
 	}
 	cJSON_Delete(root);
@@ -545,12 +577,12 @@ static void attempt_end(struct greq *g, CURLcode code)
 	curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &f.status);
 	curl_easy_getinfo(g->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	f.connected = connect_us > 0;
-	if (g->too_big && !g->cut)
-		f.curl_code = CURLE_OK;	/* an answer came; its size makes it invalid */
 	if (f.curl_code == CURLE_OK && f.status >= 200 && f.status <= 299)
-		f.body_valid = !g->too_big && check_completion(g);
+		f.body_valid = check_completion(g);
 	g->status = f.status;
 	c = attempt_classify(&f);
+	if (g->too_big && !g->cut)	/* an answer too large to relay, whatever its status */
+		c = (struct attempt_class){ ATTEMPT_FAILOVER, ATTEMPT_FAIL_INVALID_BODY };
 	out = c.verdict == ATTEMPT_SUCCESS ? GW_OUT_SUCCESS
 	    : c.verdict == ATTEMPT_PASS_THROUGH ? GW_OUT_PASS_THROUGH
 					       : metrics_failure_outcome(c.failure);
@@ -664,34 +696,52 @@ static bool id_ok(const char *v)
 	return i > 0;
 }
 
-/* Checks the body; on a bad one answers 400 and returns false. */
-static bool check_request(struct gateway *gw, struct http_exchange *ex,
-			  const struct http_request *req, cJSON **rootp)
+/* Copies at most max bytes of s into out (max < len), not cutting a UTF-8 sequence. */
+static void copy_cut(char *out, size_t len, const char *s, size_t max)
 {
-	cJSON *root = cJSON_ParseWithLength(req->body, req->body_len);
+	size_t n = strlen(s);
+
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	snprintf(out, len, "%.*s", (int)n, s);
+}
+
+/*
+ * Checks the body (one JSON object with a model string and a non-empty
+ * messages array; not a stream); on a bad one answers 400 and returns
+ * NULL, else returns the parsed body.
+ */
+static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
+			    const struct http_request *req, const char *id)
+{
+	cJSON *root = parse_whole(req->body, req->body_len);
 	const cJSON *messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+	const char *msg = NULL;
+	const char *param = NULL;
+	const char *code = NULL;
 
-	*rootp = root;
 	if (!cJSON_IsObject(root)) {
-		refuse(gw, ex, 400, "The body of the request is not a JSON object.", NULL, NULL);
-		return false;
+		msg = "The body of the request is not a JSON object.";
+	} else if (!cJSON_IsString(model) || !model->valuestring[0]) {
+		msg = "You must provide a model parameter.";
+		param = "model";
+	} else if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
+		msg = "You must provide a non-empty messages array.";
+		param = "messages";
+	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"))) {
+		msg = "Streaming is not supported by this gateway yet.";
+		param = "stream";
+		code = "unsupported_parameter";
 	}
-	if (!cJSON_IsString(model) || !model->valuestring[0]) {
-		refuse(gw, ex, 400, "You must provide a model parameter.", "model", NULL);
-		return false;
-	}
-	if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
-		refuse(gw, ex, 400, "You must provide a non-empty messages array.", "messages",
-		       NULL);
-		return false;
-	}
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"))) {
-		refuse(gw, ex, 400, "Streaming is not supported by this gateway yet.", "stream",
-		       "unsupported_parameter");
-		return false;
-	}
-	return true;
+	if (!msg)
+		return root;
+	refuse(gw, ex, NULL, id, 400, msg, param, code);
+	cJSON_Delete(root);
+	return NULL;
 }
 
 void proxy_chat(struct gateway *gw, struct http_exchange *ex)
@@ -700,41 +750,46 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	const char *only = http_request_header(req, "x-faultline-provider");
 	const char *rid = http_request_header(req, "x-request-id");
 	const char *idem = http_request_header(req, "idempotency-key");
+	char id[MAX_ID_LEN + 1];
 	struct gw_route *route;
 	struct greq *g;
-	cJSON *root = NULL;
+	cJSON *root;
 	char msg[256];
+	char name[160];
 	int rc;
 
-	if (!check_request(gw, ex, req, &root))
-		goto out_free_root;
+	if (rid && id_ok(rid))
+		snprintf(id, sizeof(id), "%s", rid);
+	else
+		snprintf(id, sizeof(id), "%s%llu", gw->id_prefix, (unsigned long long)++gw->next_id);
+	root = check_request(gw, ex, req, id);
+	if (!root)
+		return;
 	route = router_find(&gw->router, json_get_string(root, "model"));
 	if (!route) {
-		snprintf(msg, sizeof(msg), "The model '%.128s' does not exist.",
-			 json_get_string(root, "model"));
-		refuse(gw, ex, 404, msg, "model", "model_not_found");
+		copy_cut(name, sizeof(name), json_get_string(root, "model"), 128);
+		snprintf(msg, sizeof(msg), "The model '%s' does not exist.", name);
+		refuse(gw, ex, NULL, id, 404, msg, "model", "model_not_found");
 		goto out_free_root;
 	}
 	if (only && (!id_ok(only) || !router_route_allows(route, only))) {
-		snprintf(msg, sizeof(msg), "Provider '%.64s' (x-faultline-provider) serves no target "
-			 "of model '%s'.", only, route->alias->name);
-		refuse(gw, ex, 400, msg, NULL, "unknown_provider");
+		copy_cut(name, sizeof(name), only, 64);
+		snprintf(msg, sizeof(msg), "Provider '%s' (x-faultline-provider) serves no target "
+			 "of model '%s'.", name, route->alias->name);
+		refuse(gw, ex, route, id, 400, msg, NULL, "unknown_provider");
 		goto out_free_root;
 	}
 	g = calloc(1, sizeof(*g));
 	if (!g) {
+		status_counts_add(&route->requests, 500);
 		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
 		goto out_free_root;
 	}
-	g->gw = gw;
-	g->ex = ex;
-	g->route = route;
-	g->body = req->body;
-	g->body_len = req->body_len;
 	rc = json_member_span(req->body, req->body_len, "model", &g->model_at, &g->model_end);
 	if (rc == -EEXIST) {
 		free(g);
-		refuse(gw, ex, 400, "The model parameter is given more than once.", "model", NULL);
+		refuse(gw, ex, route, id, 400, "The model parameter is given more than once.",
+		       "model", NULL);
 		goto out_free_root;
 	}
 	if (rc) {
@@ -742,11 +797,12 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		g->root = root;
 		root = NULL;
 	}
-	if (rid && id_ok(rid))
-		snprintf(g->id, sizeof(g->id), "%s", rid);
-	else
-		snprintf(g->id, sizeof(g->id), "%s%llu", gw->id_prefix,
-			 (unsigned long long)++gw->next_id);
+	g->gw = gw;
+	g->ex = ex;
+	g->route = route;
+	g->body = req->body;
+	g->body_len = req->body_len;
+	snprintf(g->id, sizeof(g->id), "%s", id);
 	snprintf(g->id_line, sizeof(g->id_line), "x-request-id: %s", g->id);
 	if (idem && id_ok(idem))
 		snprintf(g->idem_line, sizeof(g->idem_line), "Idempotency-Key: %s", idem);

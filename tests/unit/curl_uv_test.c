@@ -792,6 +792,7 @@ Test(curl_uv, header_split, .timeout = 10)
 	static const char blank[] = "\r\n";
 	static const char ra[] = "Retry-After: \t 2 \r\n";
 	static const char empty[] = "X-Empty:\r\n";
+	static const char cr[] = "Content-Type: application/json\rX-Evil: 1\r\n";
 	char longline[400];
 	struct curl_uv_header h;
 
@@ -805,6 +806,7 @@ Test(curl_uv, header_split, .timeout = 10)
 	cr_assert_str_eq(h.value, "2");
 	cr_assert(curl_uv_header_split(empty, strlen(empty), &h));
 	cr_assert_str_eq(h.value, "");
+	cr_assert_not(curl_uv_header_split(cr, strlen(cr), &h), "a bare CR inside: not taken");
 	memset(longline, 'v', sizeof(longline));
 	memcpy(longline, "A: ", 3);
 	cr_assert(curl_uv_header_split(longline, sizeof(longline), &h));

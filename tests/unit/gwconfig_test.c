@@ -92,7 +92,7 @@ Test(gwconfig, minimal_takes_every_default, .timeout = 10)
 	cr_assert_str_eq(c.providers[0].base_url, "http://127.0.0.1:9001/v1");
 	cr_assert_str_eq(c.providers[0].chat_url, "http://127.0.0.1:9001/v1/chat/completions");
 	cr_assert_null(c.providers[0].auth_header);
-	cr_assert_float_eq(c.providers[0].timeout_ms, 30000, 0);
+	cr_assert_float_eq(c.providers[0].timeout_ms, 10000, 0);
 	cr_assert_float_eq(c.providers[0].connect_timeout_ms, 2000, 0);
 	cr_assert_float_eq(c.providers[0].price_in_per_1k, 0, 0);
 	cr_assert_float_eq(c.providers[0].price_out_per_1k, 0, 0);
@@ -227,7 +227,14 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9/v1?x=1\"}}," M_OK "}",
 	  ": providers.p.base_url: expected a URL without a query" },
 	{ "{\"providers\":{\"p\":{\"base_url\":\"http://:9/v1\"}}," M_OK "}",
-	  ": providers.p.base_url: expected a URL with a host" },
+	  ": providers.p.base_url: expected a URL such as http://127.0.0.1:9001/v1" },
+	/* curl would connect to 10.1.2.3 and send the userinfo as Basic auth. */
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://localhost:1@10.1.2.3/v1\"}}," M_OK "}",
+	  ": providers.p.base_url: expected a URL without a user or password" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9/v1#frag\"}}," M_OK "}",
+	  ": providers.p.base_url: expected a URL without a query or fragment" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1\\\\@10.0.0.1/\"}}," M_OK "}",
+	  ": providers.p.base_url: expected a URL such as" },
 	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\",\"timeout_ms\":0}}," M_OK "}",
 	  ": providers.p.timeout_ms: expected a number from 1" },
 	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9\","
