@@ -398,7 +398,8 @@ static int request_finish(struct conn *c)
 	r->nheaders = c->nhdr;
 	r->body = c->body.data;
 	r->body_len = c->body.len;
-	r->keep_alive = http_should_keep_alive(&c->parser);
+	/* Draining: whatever the client asked, this answer ends the connection. */
+	r->keep_alive = http_should_keep_alive(&c->parser) && !c->srv->draining;
 	r->http_major = c->parser.http_major;
 	r->http_minor = c->parser.http_minor;
 	return 0;
@@ -1322,8 +1323,9 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 	for (c = srv->conns; c; c = c->next) {
 		if (c->state == CONN_HANDLING && c->ex.active)
 			c->ex.req.keep_alive = false;
-		else if (c->state == CONN_READING)
+		else if (c->state == CONN_READING && !c->in_message)
 			conn_close_when_flushed(c);
+		/* A request still arriving is let in (header_timeout_ms bounds it). */
 	}
 	drain_check(srv);
 }

@@ -121,9 +121,10 @@ void http_server_close_conns(struct http_server *srv, bool reset);
 
 /*
  * Starts a graceful stop: the listener closes (new connections are
- * refused), connections without a request being answered close, and each
- * exchange in progress ends its connection once answered (its answer says
- * Connection: close; requests pipelined behind it are dropped). done (may
+ * refused), idle connections close, a request still arriving is let in
+ * (within header_timeout_ms), and each exchange, in progress or to come,
+ * ends its connection once answered (its answer says Connection: close;
+ * requests pipelined behind it are dropped). done (may
  * be NULL) is called once no connection is left — every answer written
  * out, or its client gone — and never from inside this call; the program
  * then frees the server.

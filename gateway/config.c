@@ -114,7 +114,7 @@ static const struct cfg_key breaker_keys[] = {
 	BK("cooldown_ms", CFG_NUM, cooldown_ms, 5000, 0.001, 3600000),
 	BK("cooldown_multiplier", CFG_NUM, cooldown_multiplier, 2, 1, 1000),
 	BK("cooldown_max_ms", CFG_NUM, cooldown_max_ms, 60000, 0.001, 86400000),
-	BK("cooldown_jitter", CFG_NUM, cooldown_jitter, 0.2, 0, 0.999999),
+	BK("cooldown_jitter", CFG_NUM, cooldown_jitter, 0.2, 0, 1),	/* [0, 1): check_breaker */
 	BK("half_open_probes", CFG_INT, half_open_probes, 3, 1, 1000),
 	{ "when_all_open", CFG_ENUM, offsetof(struct breaker_raw, when_all_open), false, 0, 0, 0,
 	  "least_recently_failed", all_open_names },

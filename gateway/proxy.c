@@ -133,6 +133,20 @@ static void set_state(struct greq *g, enum greq_state to)
 	g->state = to;
 }
 
+/* Drops t's note of being skipped as open (it is about to be tried anyway). */
+static void note_unskip(struct greq *g, const struct gw_target *t)
+{
+	size_t i;
+
+	for (i = 0; i < g->nnotes; i++) {
+		if (g->notes[i].t == t && strcmp(g->notes[i].outcome, "breaker_open") == 0) {
+			memmove(&g->notes[i], &g->notes[i + 1], (g->nnotes - i - 1) * sizeof(*g->notes));
+			g->nnotes--;
+			return;
+		}
+	}
+}
+
 static void note_add(struct greq *g, const struct gw_target *t, const char *outcome, long status,
 		     double ms)
 {
@@ -643,6 +657,7 @@ static void next_target(struct greq *g)
 		/* Every target is open: the one that failed longest ago, anyway. */
 		g->forced = true;
 		t = router_least_recently_failed(rt, only);
+		note_unskip(g, t);
 		log_debug("request %s: every target open; trying %s/%s", g->id, t->prov->name,
 			  t->model);
 		attempt_start(g, t);
