@@ -1,0 +1,197 @@
+/*
+ * gwharness: what the gateway integration tests share — starting a real
+ * bin/gateway on a config written to a temp dir and waiting for its
+ * "listening HOST:PORT" and "ready" lines, signalling and reaping it,
+ * running it to completion on a bad config, making chat requests to it,
+ * and reading what it exposes: the Prometheus text of /metrics, the JSON
+ * of /admin/breakers, the events file, and OpenAI-style error bodies. Also
+ * a few reads of mockprov's admin API (in-flight and request counts), the
+ * events a test waits on.
+ *
+ * Every gateway started here is noted, so gw_cleanup (a suite's teardown)
+ * kills the ones still running and removes their temp dirs even when an
+ * assertion ended the test early.
+ */
+#ifndef FAULTLINE_GWHARNESS_H
+#define FAULTLINE_GWHARNESS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "harness.h"
+
+/* A bin/gateway run as a child. */
+struct gw_proc {
+	pid_t pid;			/* -1 once reaped (or never started) */
+	int out_fd;			/* its stdout; -1 once closed */
+	char dir[64];			/* temp dir: config, events, stderr */
+	char config_path[128];
+	char events_path[128];		/* DIR/events.jsonl */
+	char err_path[128];		/* its stderr, as a file */
+	char addr[64];			/* the HOST:PORT it printed */
+	char out[4096];			/* its stdout so far */
+	size_t nout;
+	int status;			/* exit status, 128+N for signal N; -1: none yet */
+};
+
+/* How gw_start runs it. Every field may be left zero. */
+struct gw_opts {
+	const char *const *args;	/* more flags, NULL-terminated */
+	const char *const *env;		/* "NAME=VALUE" set, or "NAME" unset, in the child */
+	const char *listen;		/* --listen; NULL: 127.0.0.1:0 */
+	const char *log_level;		/* --log-level; NULL: warn */
+	bool no_events;			/* leave --events out */
+	double ready_ms;		/* how long to wait for "ready"; 0: 10 s */
+};
+
+/*
+ * Writes config_json to a new temp dir and starts the gateway on it with
+ * --config FILE --listen 127.0.0.1:0 --events DIR/events.jsonl --log-level
+ * warn (as o says), its stderr going to DIR/stderr.log, then waits for
+ * "listening HOST:PORT" and "ready" on its stdout. Returns 0, or -1 (its
+ * stderr is printed).
+ */
+int gw_start(struct gw_proc *g, const char *config_json, const struct gw_opts *o);
+
+/* Sends sig to a running gateway. Returns 0, or -1 when it is not running. */
+int gw_signal(struct gw_proc *g, int sig);
+
+/*
+ * Waits up to timeout_ms for the gateway to exit and reaps it. Returns its
+ * exit status (128+N for signal N), or -1 on timeout (it is left running).
+ */
+int gw_wait(struct gw_proc *g, double timeout_ms);
+
+/*
+ * Sends sig and waits up to timeout_ms for the exit; past that it is
+ * killed. Returns the exit status, or -1 when it had to be killed.
+ */
+int gw_stop(struct gw_proc *g, int sig, double timeout_ms);
+
+/* "http://HOST:PORT" + path into out. Returns out. */
+char *gw_url(const struct gw_proc *g, const char *path, char *out, size_t len);
+
+/* What the gateway wrote to stderr so far, into out (NUL-terminated). Returns out. */
+char *gw_stderr(const struct gw_proc *g, char *out, size_t len);
+
+/*
+ * Writes config_json to a new temp dir (its path into config_path) and runs
+ * the gateway with --config FILE and args (NULL-terminated, may be NULL)
+ * to completion within timeout_ms, env applied as in gw_opts, stdout
+ * dropped and stderr captured into err. Returns the exit status, or -1
+ * (killed at the timeout).
+ */
+int gw_run(const char *config_json, const char *const args[], const char *const env[],
+	   char *config_path, size_t pathlen, char *err, size_t errlen, double timeout_ms);
+
+/*
+ * Stops every gateway gw_start or gw_run left running — SIGTERM, a second
+ * SIGTERM after 1 s, SIGKILL after another — and removes their temp dirs.
+ */
+void gw_cleanup(void);
+
+/* ---- requests ---- */
+
+/* A minimal chat request body for alias (one user message, 14 characters). */
+const char *gw_chat_body(const char *alias, char *out, size_t len);
+
+/*
+ * POSTs a chat request for alias to the gateway's /v1/chat/completions,
+ * with the extra headers (NULL-terminated, may be NULL) and a client
+ * timeout of timeout_ms. Returns http_do's result.
+ */
+int gw_chat(const struct gw_proc *g, const char *alias, const char *const *headers,
+	    double timeout_ms, struct http_result *r);
+
+/* GETs path from the gateway (timeout 3 s). Returns http_do's result. */
+int gw_get(const struct gw_proc *g, const char *path, struct http_result *r);
+
+/* A response header's value as a number; NaN when absent or not a number. */
+double gw_header_num(const struct http_result *r, const char *name);
+
+/*
+ * Parses an OpenAI-style error body: an object whose "error" object has a
+ * non-empty "message" string, a non-empty "type" string and a "code" key
+ * (a string or null). Returns the parsed document (delete it), or NULL
+ * when the body is not that.
+ */
+cJSON *gw_error_doc(const char *body);
+
+/* A string member of a JSON object, or NULL. */
+const char *gw_json_str(const cJSON *obj, const char *key);
+
+/* A number member of a JSON object, or NaN. */
+double gw_json_num(const cJSON *obj, const char *key);
+
+/* ---- what the gateway exposes ---- */
+
+/*
+ * One sample of a Prometheus text exposition: the value of the line whose
+ * metric name is name and whose label set is exactly labels, written
+ * "k=v,k=v" in any order ("" for none; values may not hold ',' or '=').
+ * NaN when there is no such line.
+ */
+double gw_metric(const char *text, const char *name, const char *labels);
+
+/*
+ * The sum of the values of every sample of name whose labels include all
+ * of labels ("k=v,…", "" for any). Returns the sum; *n (may be NULL) gets
+ * how many samples matched.
+ */
+double gw_metric_sum(const char *text, const char *name, const char *labels, size_t *n);
+
+/*
+ * The samples of name whose labels include all of labels, in the order
+ * listed: up to cap values into vals and, for each, its label key's value
+ * into keyvals (each 32 bytes, "" when it has none). Returns how many
+ * matched.
+ */
+size_t gw_metric_series(const char *text, const char *name, const char *labels,
+			const char *key, char (*keyvals)[32], double *vals, size_t cap);
+
+/* GET /admin/breakers, parsed (delete it); NULL when not 200 JSON. */
+cJSON *gw_breakers(const struct gw_proc *g);
+
+/* The breaker of (provider, model) in an /admin/breakers document, or NULL. */
+const cJSON *gw_breaker(const cJSON *doc, const char *provider, const char *model);
+
+/*
+ * The events file read whole: a JSON array of the lines' objects (delete
+ * it). NULL when a line is not a JSON object; an empty array when the
+ * file is absent or empty.
+ */
+cJSON *gw_events(const struct gw_proc *g);
+
+/* ---- mockprov's admin API ---- */
+
+/* A number of provider prov in mockprov's GET /state ("in_flight", "requests"…), or NaN. */
+double gw_mock_state(const struct mock_proc *m, const char *prov, const char *key);
+
+/*
+ * Polls mockprov's /state until prov's key equals want (the event a test
+ * waits for: a request has arrived, or every request has ended). Returns
+ * false on timeout.
+ */
+bool gw_mock_wait(const struct mock_proc *m, const char *prov, const char *key, double want,
+		  double timeout_ms);
+
+/*
+ * POSTs a fault to mockprov's /faults (a JSON object with "provider" and
+ * "duration_s"). Returns the HTTP status (201 when injected), or -1.
+ */
+long gw_mock_inject(const struct mock_proc *m, const char *fault_json);
+
+/* "http://HOST:PORT/v1" of a mock provider, the base_url a gateway config names. */
+char *gw_mock_base(const struct mock_proc *m, const char *prov, char *out, size_t len);
+
+/*
+ * Expands a JSON template written with single quotes, so configs read
+ * plainly in C: every ' becomes ", every @NAME@ becomes the base_url of
+ * mock provider NAME of m (gw_mock_base), and @@ a literal @. Returns out,
+ * or NULL when a name is unknown (or m is NULL) or out is too small.
+ */
+char *gw_template(char *out, size_t len, const char *tmpl, const struct mock_proc *m);
+
+#endif
