@@ -847,6 +847,40 @@ Test(gateway, deadline_exhausted_is_504, .timeout = 30)
 	}
 }
 
+/*
+ * A provider timeout as long as the whole deadline (the usual way configs
+ * are written): each hang still counts against the provider, though the
+ * deadline's remainder is always a little under timeout_ms — after two the
+ * breaker opens and the next request goes straight to the healthy target.
+ */
+Test(gateway, hang_as_long_as_the_deadline_opens_the_breaker, .timeout = 30)
+{
+	struct http_result *r;
+	const cJSON *br;
+	int i;
+
+	start_mock("{'providers':["
+		   "{'name':'hang','listen':'127.0.0.1:0'," FAST ",'faults':[{'kind':'hang'," ALWAYS "}]},"
+		   "{'name':'ok','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'request_deadline_ms':1000,"
+		 "'providers':{'hang':{'base_url':'@hang@','timeout_ms':1000},"
+		 "'ok':{'base_url':'@ok@','timeout_ms':1000}},"
+		 "'breaker':{'consecutive_failures':2,'cooldown_ms':60000},"
+		 "'models':{'chat':{'targets':[{'provider':'hang','model':'mock-small'},"
+		 "{'provider':'ok','model':'mock-small'}]}}}");
+	for (i = 0; i < 2; i++) {
+		r = chat("chat", NULL, NULL, 5000);
+		expect_error(r, "hang eats the deadline", 504, "gateway_timeout", "deadline_exceeded");
+	}
+	br = breakers();
+	cr_assert_str_eq(gw_json_str(gw_breaker(br, "hang", "mock-small"), "state"), "open",
+			 "two hangs as long as the deadline did not open the breaker");
+	r = chat("chat", NULL, NULL, 5000);
+	cr_assert_eq(r->status, 200, "%s", r->body);
+	cr_assert_lt(r->total_ms, 500, "the open primary was not skipped: %.0f ms", r->total_ms);
+	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 1);
+}
+
 /* How a request goes when every target is unreachable. */
 struct unreachable_case {
 	const char *when_all_open;
