@@ -41,6 +41,7 @@ COMMON_SRC := $(filter-out $(CURL_UV_SRC),$(sort $(wildcard common/*.c)))
 MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)))
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 GATEWAY_LIB_SRC := $(filter-out gateway/main.c,$(sort $(wildcard gateway/*.c)))
+RUNNER_LIB_SRC := $(filter-out runner/main.c,$(sort $(wildcard runner/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
@@ -86,7 +87,7 @@ $(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMO
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(LOADGEN_LIB_SRC) $$(GATEWAY_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(LOADGEN_LIB_SRC) $$(GATEWAY_LIB_SRC) $$(RUNNER_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 
