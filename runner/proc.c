@@ -1,0 +1,252 @@
+/*
+ * proc: spawning children in their own process groups on libuv, their
+ * stdout split into lines and logged, their exit reported.
+ */
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A stdout line longer than this is handed over in pieces of this size. */
+#define MAX_LINE 8192
+
+static void log_write(struct proc *p, const char *data, size_t len)
+{
+	while (p->log_fd >= 0 && len) {
+		ssize_t n = write(p->log_fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;		/* the log is best effort; the run's own files are not */
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Hands out every whole line in p->line, keeping the rest. */
+static void split_lines(struct proc *p)
+{
+	char *nl;
+
+	while (p->line.len && (nl = memchr(p->line.data, '\n', p->line.len))) {
+		*nl = '\0';
+		if (p->on_line)
+			p->on_line(p, p->line.data);
+		buf_consume(&p->line, (size_t)(nl - p->line.data) + 1);
+	}
+	if (p->line.len >= MAX_LINE) {
+		if (p->on_line)
+			p->on_line(p, p->line.data);
+		buf_reset(&p->line);
+	}
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	static char chunk[65536];	/* one loop: one read at a time */
+
+	(void)h;
+	(void)hint;
+	*b = uv_buf_init(chunk, sizeof(chunk));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct proc *p = s->data;
+
+	if (n < 0) {
+		/* EOF or an error: whatever is left is the last line. */
+		uv_read_stop(s);
+		if (p->line.len && p->on_line)
+			p->on_line(p, p->line.data);
+		buf_reset(&p->line);
+		return;
+	}
+	log_write(p, b->base, (size_t)n);
+	if (buf_append(&p->line, b->base, (size_t)n) == 0)
+		split_lines(p);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct proc *p = h->data;
+
+	if (--p->open_handles)
+		return;
+	if (p->on_closed)
+		p->on_closed(p);
+}
+
+static void on_exit_cb(uv_process_t *h, int64_t status, int sig)
+{
+	struct proc *p = h->data;
+
+	p->running = false;
+	p->exit_status = status;
+	p->term_signal = sig;
+	if (p->on_exit)
+		p->on_exit(p);
+}
+
+int proc_start(struct proc *p, uv_loop_t *loop, const char *name, const char *const argv[],
+	       const char *log_path)
+{
+	uv_process_options_t o = { 0 };
+	uv_stdio_container_t io[3];
+	int devnull;
+	int rc;
+
+	p->loop = loop;
+	p->running = false;
+	p->exit_status = -1;
+	p->term_signal = 0;
+	p->open_handles = 0;
+	p->closing = false;
+	p->on_closed = NULL;
+	p->line = (struct buf){ 0 };
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->log_path, sizeof(p->log_path), "%s", log_path);
+	p->log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (p->log_fd < 0)
+		return -errno;
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0) {
+		rc = -errno;
+		goto out_close_log;
+	}
+	uv_pipe_init(loop, &p->out, 0);
+	p->out.data = p;
+	io[0] = (uv_stdio_container_t){ .flags = UV_INHERIT_FD, .data.fd = devnull };
+	io[1] = (uv_stdio_container_t){ .flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
+					.data.stream = (uv_stream_t *)&p->out };
+	io[2] = (uv_stdio_container_t){ .flags = UV_INHERIT_FD, .data.fd = p->log_fd };
+	o.file = argv[0];
+	o.args = (char **)argv;
+	o.exit_cb = on_exit_cb;
+	o.flags = UV_PROCESS_DETACHED;	/* setsid(): a process group of its own */
+	o.stdio = io;
+	o.stdio_count = 3;
+	p->handle.data = p;
+	rc = uv_spawn(loop, &p->handle, &o);
+	close(devnull);
+	if (rc) {
+		/* Both handles were initialised: they close in the loop (proc_close). */
+		p->open_handles = 2;
+		p->closing = true;
+		uv_close((uv_handle_t *)&p->handle, on_handle_closed);
+		uv_close((uv_handle_t *)&p->out, on_handle_closed);
+		goto out_close_log;
+	}
+	p->pid = p->handle.pid;
+	p->running = true;
+	p->open_handles = 2;
+	uv_read_start((uv_stream_t *)&p->out, on_alloc, on_read);
+	return 0;
+
+out_close_log:
+	close(p->log_fd);
+	p->log_fd = -1;
+	return rc;
+}
+
+int proc_signal(struct proc *p, int sig)
+{
+	if (p->pid <= 0)
+		return -ESRCH;
+	return kill(-p->pid, sig) == 0 ? 0 : -errno;
+}
+
+void proc_close(struct proc *p, void (*on_closed)(struct proc *p))
+{
+	p->on_closed = on_closed;
+	buf_free(&p->line);
+	if (p->log_fd >= 0) {
+		close(p->log_fd);
+		p->log_fd = -1;
+	}
+	if (!p->open_handles) {
+		if (on_closed)
+			on_closed(p);
+		return;
+	}
+	if (p->closing)
+		return;		/* a failed start's handles are closing already */
+	p->closing = true;
+	uv_close((uv_handle_t *)&p->out, on_handle_closed);
+	uv_close((uv_handle_t *)&p->handle, on_handle_closed);
+}
+
+/* The name of the signals a child is likely to die of, or NULL. */
+static const char *signal_name(int sig)
+{
+	static const struct {
+		int sig;
+		const char *name;
+	} names[] = {
+		{ SIGKILL, "SIGKILL" }, { SIGTERM, "SIGTERM" }, { SIGINT, "SIGINT" },
+		{ SIGSEGV, "SIGSEGV" }, { SIGABRT, "SIGABRT" }, { SIGBUS, "SIGBUS" },
+		{ SIGFPE, "SIGFPE" }, { SIGILL, "SIGILL" }, { SIGPIPE, "SIGPIPE" },
+		{ SIGHUP, "SIGHUP" }, { SIGQUIT, "SIGQUIT" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].sig == sig)
+			return names[i].name;
+	}
+	return NULL;
+}
+
+void proc_describe_exit(const struct proc *p, char *out, size_t len)
+{
+	if (p->running)
+		snprintf(out, len, "still running");
+	else if (p->term_signal && signal_name(p->term_signal))
+		snprintf(out, len, "killed by %s", signal_name(p->term_signal));
+	else if (p->term_signal)
+		snprintf(out, len, "killed by signal %d", p->term_signal);
+	else
+		snprintf(out, len, "exited with status %lld", (long long)p->exit_status);
+}
+
+int proc_log_tail(const char *path, size_t nlines, struct buf *out)
+{
+	FILE *fp = fopen(path, "r");
+	struct buf all = { 0 };
+	char chunk[4096];
+	size_t n;
+	size_t i;
+	size_t seen = 0;
+	int rc = 0;
+
+	if (!fp)
+		return -errno;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		if (buf_append(&all, chunk, n)) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	if (!all.len)
+		goto out;
+	/* Back from the end over nlines newlines (a last line without one counts). */
+	i = all.len;
+	if (all.data[i - 1] == '\n')
+		i--;
+	while (i > 0) {
+		if (all.data[i - 1] == '\n' && ++seen == nlines)
+			break;
+		i--;
+	}
+	rc = buf_append(out, all.data + i, all.len - i);
+out:
+	fclose(fp);
+	buf_free(&all);
+	return rc;
+}
