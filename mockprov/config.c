@@ -144,44 +144,54 @@ static int check_unique(const char *file, struct mock_config *cfg, char *err)
 	return 0;
 }
 
-int mock_config_load(const char *path, struct mock_config *cfg, char *err)
+int mock_config_from_json(const cJSON *root, const char *file, struct mock_config *cfg,
+			  char *err)
 {
 	const cJSON *arr;
 	const cJSON *item;
-	cJSON *root;
 	size_t i = 0;
 	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
-	root = json_load_file(path, err, CFG_ERR_LEN);
-	if (!root)
-		return -EINVAL;
-	rc = cfg_apply(top_keys, 1, root, cfg, path, "", err);
+	rc = cfg_apply(top_keys, 1, root, cfg, file, "", err);
 	if (rc)
 		goto out;
 	arr = cJSON_GetObjectItemCaseSensitive(root, "providers");
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
-		rc = cfg_error(err, path, "", "providers",
+		rc = cfg_error(err, file, "", "providers",
 			       "expected a non-empty array of providers");
 		goto out;
 	}
 	cfg->nproviders = (size_t)cJSON_GetArraySize(arr);
 	cfg->providers = calloc(cfg->nproviders, sizeof(*cfg->providers));
 	if (!cfg->providers) {
-		rc = cfg_error(err, path, "", "providers", "out of memory");
+		rc = cfg_error(err, file, "", "providers", "out of memory");
 		goto out;
 	}
 	cJSON_ArrayForEach(item, arr) {
-		rc = load_provider(item, path, i, &cfg->providers[i], err);
+		rc = load_provider(item, file, i, &cfg->providers[i], err);
 		if (rc)
 			goto out;
 		i++;
 	}
-	rc = check_unique(path, cfg, err);
+	rc = check_unique(file, cfg, err);
 out:
-	cJSON_Delete(root);
 	if (rc)
 		mock_config_free(cfg);
+	return rc;
+}
+
+int mock_config_load(const char *path, struct mock_config *cfg, char *err)
+{
+	cJSON *root;
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	root = json_load_file(path, err, CFG_ERR_LEN);
+	if (!root)
+		return -EINVAL;
+	rc = mock_config_from_json(root, path, cfg, err);
+	cJSON_Delete(root);
 	return rc;
 }
 

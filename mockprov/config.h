@@ -32,7 +32,19 @@ struct mock_config {
 };
 
 /*
- * Loads and validates a config file. Returns 0, or -EINVAL with a message
+ * Validates a parsed config (root: the top-level object) into cfg; file
+ * names it in messages, so a caller that embeds mockprov's config in its
+ * own file (the chaos runner's scenarios) gets errors naming that file.
+ * root is only read, and cfg keeps no pointer into it. Returns 0, or
+ * -EINVAL with a message naming the file, key and expectation in err
+ * (CFG_ERR_LEN bytes); cfg is then empty.
+ */
+int mock_config_from_json(const cJSON *root, const char *file, struct mock_config *cfg,
+			  char *err);
+
+/*
+ * Loads and validates a config file (read with json_load_file, then
+ * mock_config_from_json). Returns 0, or -EINVAL with a message
  * naming the file, key and expectation in err (CFG_ERR_LEN bytes).
  */
 int mock_config_load(const char *path, struct mock_config *cfg, char *err);

@@ -1,0 +1,186 @@
+/*
+ * scenario: the chaos runner's scenario file — providers with their fault
+ * timelines, kill/restart actions, named phases, the load, the setups to
+ * compare and the expectations — validated once into plain structs, with
+ * every error naming the file, the key's path and what was expected. Pure:
+ * no processes, no network. Also builds the files the runner hands to the
+ * programs (mockprov's config, a gateway setup's config) and expands the
+ * {port}, {listen} and {upstream.NAME} placeholders of setups.
+ *
+ * Time scaling (scenario_scale, applied by scenario_load before anything
+ * is checked), one rule over the whole parsed file:
+ *   - every number whose key ends in "_s" or "_ms", alone or followed by
+ *     "_max" or "_min" (from_s, ttft_ms, retry_after_s, cooldown_ms,
+ *     latency_p99_ms_max, time_to_open_ms_max…), is multiplied by S;
+ *   - every number whose key is "rate", "rpm" or "tpm" is divided by S, so
+ *     the requests sent in each phase stay the same;
+ *   - nothing else changes (seed, probability, concurrency, retries, token
+ *     counts, status, max_attempts, half_open_probes, consecutive_failures,
+ *     max_body_bytes, shares…).
+ * Numbers directly inside an array are judged by the array's key; object
+ * keys are never renamed. Results stay doubles (no rounding), wherever
+ * they are: providers, faults, actions, phases, load, the mix, gateway
+ * configs, expect bounds.
+ */
+#ifndef FAULTLINE_SCENARIO_H
+#define FAULTLINE_SCENARIO_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+
+/* The time scale scenario_load accepts: (0, SC_SCALE_MAX]. */
+#define SC_SCALE_MAX 100.0
+
+enum sc_action_kind { SC_KILL, SC_RESTART };
+
+/* A kill (SIGKILL) or restart of one provider at at_ms after t0. */
+struct sc_action {
+	double at_ms;
+	enum sc_action_kind kind;
+	size_t provider;		/* index into the scenario's providers */
+};
+
+/* A named window [from_ms, to_ms) after t0; phases never overlap. */
+struct sc_phase {
+	char *name;
+	double from_ms;
+	double to_ms;
+};
+
+enum sc_setup_kind { SC_DIRECT, SC_CLIENT_RETRY, SC_GATEWAY, SC_EXTERNAL };
+
+struct sc_setup {
+	char *name;
+	enum sc_setup_kind kind;
+	size_t provider;		/* direct, client_retry: where loadgen sends */
+	unsigned retries;		/* client_retry */
+	double retry_backoff_ms;	/* client_retry (scaled) */
+	cJSON *config;			/* gateway: owned copy, scaled, placeholders kept */
+	char **command;			/* external: argv templates, NULL-terminated */
+	size_t ncommand;
+	char *ready_url;		/* external: template */
+	char *target;			/* external: template, loadgen's base URL */
+	cJSON *response_headers;	/* external: owned copy, or NULL */
+};
+
+/* One expectation; every bound is NAN when not given (at least one is). */
+struct sc_expect {
+	char *setup;			/* a setup name or an fnmatch glob */
+	char *phase;			/* a phase name or "*" */
+	double error_rate_max;
+	double answered_min;
+	double latency_p50_ms_max;
+	double latency_p95_ms_max;
+	double latency_p99_ms_max;
+	double time_to_open_ms_max;
+	double time_to_primary_ms_max;
+	double fallback_share_max;
+	double fallback_share_min;
+};
+
+enum sc_arrival { SC_ARRIVAL_CONSTANT, SC_ARRIVAL_POISSON };
+
+/*
+ * The load. Open loop at rate req/s (concurrency 0), closed loop with
+ * concurrency clients (rate 0), or — both 0 — open loop at the rates the
+ * mix's streams give.
+ */
+struct sc_load {
+	double rate;			/* scaled */
+	unsigned concurrency;
+	enum sc_arrival arrival;
+	double stream_p;
+	double timeout_ms;		/* scaled */
+	char *model;
+	int64_t prompt_tokens;
+	int64_t max_tokens;
+	cJSON *mix;			/* owned copy (scaled) of a loadgen mix file, or NULL */
+};
+
+struct scenario {
+	char *name;
+	char *description;
+	char *path;			/* the file, as given */
+	double scale;
+	double duration_ms;		/* scaled */
+	uint64_t seed;
+	cJSON *providers;		/* the scaled providers array, owned */
+	char **provider_names;		/* nproviders, in file order */
+	size_t nproviders;
+	struct sc_action *actions;	/* sorted by at_ms (stable) */
+	size_t nactions;
+	struct sc_phase *phases;	/* in file order */
+	size_t nphases;
+	struct sc_load load;
+	struct sc_setup *setups;
+	size_t nsetups;
+	struct sc_expect *expects;
+	size_t nexpects;
+};
+
+/*
+ * Loads a scenario file, scaling its durations by scale (in (0, 100]; see
+ * the top of this file) before validating it. Returns 0 with sc filled
+ * (free it with scenario_free); or -EINVAL (-ENOMEM when out of memory)
+ * with a message in err (CFG_ERR_LEN bytes) in cfg's form,
+ * "FILE: PATH.KEY: expected …, got …", and sc empty. With a scale other
+ * than 1 the message ends with a note saying so, as the values it quotes
+ * are the scaled ones.
+ */
+int scenario_load(const char *path, double scale, struct scenario *sc, char *err);
+
+/* Frees what scenario_load allocated; sc is left empty (freeing it again is harmless). */
+void scenario_free(struct scenario *sc);
+
+/*
+ * Applies the time-scaling rule (top of this file) to every number under
+ * root, in place. Returns 0, or -EINVAL when s is not a finite number
+ * above 0 (root is then unchanged).
+ */
+int scenario_scale(cJSON *root, double s);
+
+/* The index of the provider called name, or -1. */
+int scenario_provider_index(const struct scenario *sc, const char *name);
+
+/*
+ * mockprov's config for the run, {"providers":[…]}, as a malloc'ed JSON
+ * string (NULL when out of memory). Each provider's listen is as written,
+ * or 127.0.0.1:0. With ports (may be NULL) and ports[i] > 0, provider i
+ * listens on that port instead, on the host of its listen (127.0.0.1 when
+ * none): a restart after a kill must come back on the port the setup's
+ * URLs already point at.
+ */
+char *scenario_mock_config(const struct scenario *sc, const int *ports);
+
+/*
+ * A gateway setup's config for one run as a malloc'ed JSON string: every
+ * {upstream.NAME} in its string values replaced by urls[i]
+ * ("http://HOST:PORT/v1") for the provider i called NAME, and "listen" set
+ * to listen. Returns NULL with the reason in err (CFG_ERR_LEN bytes) when
+ * st is not a gateway setup or memory runs out.
+ */
+char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *st,
+			      const char *listen, const char *const *urls, char *err);
+
+/*
+ * Expands an external setup's template (a command argument, ready_url or
+ * target): {port} → port, {listen} → 127.0.0.1:port, {upstream.NAME} →
+ * urls[i] of the provider i called NAME (NAME runs to the next '}').
+ * Any other {word} of lower-case letters, '_' and '.' is taken for a
+ * misspelt placeholder (there is no escape for one meant literally);
+ * other text, braces included ({"a":1}, {X}), is kept as it is.
+ * scenario_load refuses templates (and gateway config strings) this
+ * would refuse, so for a loaded scenario's own templates only memory can
+ * fail. Returns a malloc'ed string; NULL with errno EINVAL (an unknown
+ * placeholder or provider, or urls NULL where one is needed) or ENOMEM.
+ */
+char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
+		      const char *const *urls);
+
+/* The index of the phase containing t_ms (from_ms ≤ t_ms < to_ms), or -1. */
+int scenario_phase_at(const struct scenario *sc, double t_ms);
+
+#endif
