@@ -1,0 +1,175 @@
+/*
+ * stats: a run's figures — per phase, per time window and over the whole
+ * run — computed from its result files alone (DESIGN principle 4), so that
+ * anyone can compute them again: loadgen's requests.csv, the providers'
+ * mock-NAME.csv and the gateway's events.jsonl. Pure apart from reading
+ * those files; no clock, no processes. stats_combine folds repeats.
+ *
+ * Inputs (every time in ms after t0, as the programs write them)
+ *
+ *   RUN_DIR/requests.csv   required. Columns are found by header name (extra
+ *                          columns are ignored); these must be present: id,
+ *                          sched_ms, end_ms, latency_ms, status, outcome,
+ *                          provider, tenant, feature, cost_usd.
+ *   RUN_DIR/mock-NAME.csv  optional, any number; NAME is the provider.
+ *                          Columns: t_ms, request_id, tokens_out, outcome.
+ *   RUN_DIR/events.jsonl   optional: one JSON object a line with t_unix_ms
+ *                          (number), provider, from, to (strings), model,
+ *                          reason (strings, may be absent or null). Other
+ *                          keys are ignored; blank lines are skipped.
+ *
+ * Files are read strictly: CSV as RFC 4180 (quoted fields, "" escapes,
+ * CRLF or LF; a quote inside an unquoted field, text after a closing
+ * quote, an unterminated quote, a NUL byte, an empty line or a row with
+ * another number of fields than the header is an error). An empty field
+ * means "none", except where a value is required: requests' sched_ms and
+ * outcome, mock rows' t_ms and outcome. Numbers are plain decimals
+ * (finite; no hex, inf or nan); status is whole 0–999; tokens_out whole
+ * ≥ 0; outcome one of loadgen's eight (ok, http_error, timeout, refused,
+ * reset, truncated, stalled, invalid) or mockprov's three (completed,
+ * client_aborted, faulted). Non-empty request ids must be unique. A
+ * leftover requests.csv.tmp or mock-NAME.csv.tmp (a writer that did not
+ * finish) is an error too, so that no record is silently left out.
+ *
+ * Membership: a request belongs to the phase or window containing its
+ * sched_ms, a mock row to the one containing its t_ms, an event to the one
+ * containing t_unix_ms − t0_unix_ms; a range [from_ms, to_ms) includes from
+ * and excludes to. "totals" takes every record of the files whatever its
+ * time (a provider may log a failover attempt after the last window).
+ *
+ * Summary JSON (stats_compute). Numbers are JSON numbers; ms and USD as
+ * read (no rounding); null means "no value": nothing to take it over, or
+ * no such event.
+ *
+ *   {
+ *     "primary": "primary",          the caller's primary provider
+ *     "t0_unix_ms": 1764620000000,
+ *     "duration_ms": 60000,
+ *     "window_ms": 5000,
+ *     "files": {"requests": "requests.csv",
+ *               "mock": ["mock-primary.csv", …],   names read, sorted
+ *               "events": "events.jsonl" | null},  null: no such file
+ *     "phases": {NAME: FIGURES, …},  one per caller's phase, in its order
+ *     "windows": [FIGURES, …],       [k·w, min((k+1)·w, duration)) for
+ *                                    k = 0, 1, … while k·w < duration
+ *     "totals": FIGURES,             every record; from_ms 0, to_ms duration
+ *     "breaker_transitions": [       every event, by t_ms (stable)
+ *       {"t_ms": 15230.5, "provider": "primary", "model": "mock-small"|null,
+ *        "from": "closed", "to": "open", "reason": "…"|null}, …]
+ *   }
+ *
+ *   FIGURES = {                (keys in this order)
+ *     "from_ms", "to_ms":   the range (phase bounds, window bounds)
+ *     "requests":           requests in the range
+ *     "ok":                 of them with outcome ok
+ *     "answered_share":     ok / requests              (null: 0 requests)
+ *     "error_rate":         (requests − ok) / requests (null: 0 requests)
+ *     "outcomes":           {"ok": n, "http_error": n, "timeout": n,
+ *                            "refused": n, "reset": n, "truncated": n,
+ *                            "stalled": n, "invalid": n}  — all eight keys
+ *     "status":             {"200": n, "503": n, …, "none": n} — only the
+ *                           statuses seen, ascending, "none" (empty status)
+ *                           last; an absent key means 0
+ *     "latency_ms":         LATENCY over ok requests' latency_ms
+ *     "latency_all_ms":     LATENCY over every request's latency_ms
+ *     "throughput_per_s":   ok / ((to_ms − from_ms) / 1000)
+ *     "fallback_share":     ok requests answered by a provider other than
+ *                           the primary / ok (null: 0 ok). An empty
+ *                           provider column counts as the primary (a
+ *                           direct setup has none)
+ *     "time_to_primary_ms": end_ms − from_ms of the first ok request
+ *                           answered by the primary (same rule as above),
+ *                           first by sched_ms (ties: the earlier row of
+ *                           requests.csv); one with an empty end_ms is
+ *                           passed over (null: none)
+ *     "cost_usd":           {"total": Σ cost_usd (null: no request in the
+ *                            range had one),
+ *                            "by_tenant": {TENANT: Σ, …},
+ *                            "by_feature": {FEATURE: Σ, …}}
+ *                           — the maps hold the tenants (features) of the
+ *                           requests that had a cost, first seen first in
+ *                           sched_ms order; an empty one is ""; an absent
+ *                           key means 0
+ *     "opens":              events in the range whose "to" is "open"
+ *     "time_to_open_ms":    first such event's t_ms − from_ms (null: none)
+ *     "duplicate_work":     {"attempts": rows, "tokens": Σ tokens_out}
+ *                           over mock rows in the range (any provider)
+ *                           whose outcome is client_aborted, or whose
+ *                           request (request_id = requests.csv id) is not
+ *                           an ok request answered by that provider (an
+ *                           empty provider column meaning the primary) —
+ *                           a row with no matching request counts too;
+ *                           an empty tokens_out adds 0
+ *   }
+ *   For "totals", time_to_open_ms and time_to_primary_ms are measured from
+ *   0 (t0) and throughput_per_s over duration_ms.
+ *
+ *   LATENCY = {"count": values taken (empty latency_ms fields are not),
+ *              "mean": their arithmetic mean,
+ *              "p50", "p95", "p99": exact nearest-rank percentiles — the
+ *                 values sorted ascending, the p-th is the value at rank
+ *                 ceil(p/100 × count) (from 1),
+ *              "max"}                      every one but count null at 0
+ *
+ * Combined JSON (stats_combine over n runs of the same scenario and setup):
+ *
+ *   {"runs": n, "primary", "duration_ms", "window_ms": from the first run,
+ *    "phases": {NAME: CFIGURES}, "windows": [CFIGURES, …], "totals": CFIGURES,
+ *    "breaker_transitions": [[run 1's events], [run 2's], …]}
+ *
+ *   CFIGURES has the keys of FIGURES (their union over the runs, first seen
+ *   first) with every number replaced by
+ *     {"mean", "stddev" (sample, n − 1 denominator; 0 when n = 1 or all
+ *      are equal), "min", "max", "n": the runs it was a number in}
+ *   and null when no run had a number. A key absent from a run counts as 0
+ *   there (only the maps above — status, cost by tenant or feature — leave
+ *   keys out, and absent means 0 in them); a null is left out of that
+ *   figure. "from_ms" and "to_ms" are copied from the first run as they
+ *   are (plain numbers). Windows are combined by index, as many as the
+ *   run with the fewest has; phases by name.
+ */
+#ifndef FAULTLINE_STATS_H
+#define FAULTLINE_STATS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A named time range [from_ms, to_ms), ms after t0; the caller fills it. */
+struct stats_phase {
+	const char *name;
+	double from_ms;
+	double to_ms;
+};
+
+struct stats_input {
+	const char *run_dir;		/* requests.csv, mock-*.csv, events.jsonl */
+	const struct stats_phase *phases;	/* names unique, from < to */
+	size_t nphases;
+	double duration_ms;		/* > 0: windows cover [0, duration) */
+	double window_ms;		/* ≤ 0: 5000 (the runner passes 5000 × its
+					 * time scale); at most 10^6 windows */
+	const char *primary;		/* required: the primary provider's name */
+	int64_t t0_unix_ms;		/* turns events' t_unix_ms into ms after t0 */
+};
+
+/*
+ * Reads the run directory's result files and builds the summary described
+ * above into *out, which the caller frees with cJSON_Delete. Returns 0;
+ * -EINVAL for bad input (a bad stats_input, or a malformed or unfinished
+ * file: err, CFG_ERR_LEN bytes, says "PATH:LINE: what" — LINE being the
+ * line where the bad record starts — or "PATH: what"); -ENOENT when the
+ * run directory or requests.csv is missing (err names it); -ENOMEM or
+ * another negative errno when reading fails. *out is NULL on failure.
+ */
+int stats_compute(const struct stats_input *in, cJSON **out, char *err);
+
+/*
+ * Combines n ≥ 1 summaries of stats_compute into the combined JSON above.
+ * The runs are not changed. Returns a new tree for the caller to
+ * cJSON_Delete, or NULL when n is 0, a run is not an object, or memory
+ * runs out.
+ */
+cJSON *stats_combine(cJSON *const *runs, size_t n);
+
+#endif
