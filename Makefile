@@ -1,6 +1,6 @@
 # faultline — build, test and benchmark.
 #
-#   make            build every program into bin/ (mockprov, loadgen, gateway; streamclient, curlfloor)
+#   make            build every program into bin/ (mockprov, loadgen, gateway, chaos; streamclient, curlfloor)
 #   make test       build and run the unit and integration tests
 #   make asan       build with ASan+UBSan and run the same tests
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
@@ -46,7 +46,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
 
-PROGRAMS := mockprov loadgen gateway streamclient curlfloor
+PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
@@ -76,6 +76,11 @@ $(O)/$(1)/bin/loadgen: $$(patsubst %.c,$(O)/$(1)/%.o,loadgen/main.c $$(LOADGEN_L
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
 $(O)/$(1)/bin/gateway: $$(patsubst %.c,$(O)/$(1)/%.o,gateway/main.c $$(GATEWAY_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
+
+# The runner validates providers with mockprov's own config code.
+$(O)/$(1)/bin/chaos: $$(patsubst %.c,$(O)/$(1)/%.o,runner/main.c $$(RUNNER_LIB_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 

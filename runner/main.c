@@ -1,0 +1,191 @@
+/*
+ * chaos: the scenario runner. `chaos run SCENARIO` replays a scenario's
+ * outage timeline through each of its setups and writes per-request
+ * results and summaries; `chaos list` names the scenarios there are. See
+ * README.md for the scenario file and the results layout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <glob.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "opt.h"
+#include "run.h"
+#include "scenario.h"
+
+static const char usage_text[] =
+	"usage: chaos run SCENARIO [--out DIR] [--time-scale S] [--repeat N] [--setup NAME]\n"
+	"                          [--quiet]\n"
+	"       chaos list [DIR]\n"
+	"\n"
+	"run   replays SCENARIO (a JSON file) through each of its setups: mock providers\n"
+	"      on its fault timeline, the setup, loadgen on the shared t0, its actions;\n"
+	"      results go to DIR/NAME/STAMP/SETUP/run-K/ and DIR/NAME/STAMP/summary.json\n"
+	"  --out DIR         results root (default: results)\n"
+	"  --time-scale S    multiply every duration by S (0 < S <= 100; default 1)\n"
+	"  --repeat N        runs per setup (1-100; default 1)\n"
+	"  --setup NAME      run this setup alone\n"
+	"  --quiet           no line per run on stderr\n"
+	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
+	"\n"
+	"Exit status: 0 every run completed; 1 a run failed; 2 a bad command line or\n"
+	"scenario; 130/143 stopped by SIGINT/SIGTERM.\n";
+
+/* Where mockprov, gateway and loadgen are: $FAULTLINE_BIN, else beside chaos. */
+static void find_bin_dir(char *out, size_t len)
+{
+	const char *env = getenv("FAULTLINE_BIN");
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		snprintf(out, len, "bin");
+		return;
+	}
+	self[n] = '\0';
+	snprintf(out, len, "%s", dirname(self));
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	const char *dir = argc > 2 ? argv[2] : "scenarios";
+	char pattern[PATH_MAX];
+	char err[CFG_ERR_LEN];
+	glob_t g;
+	size_t i;
+	int bad = 0;
+
+	if (argc > 3)
+		opt_usage_error("chaos", "list takes at most one directory");
+	snprintf(pattern, sizeof(pattern), "%s/*.json", dir);
+	if (glob(pattern, 0, NULL, &g) != 0) {
+		printf("no scenarios in %s\n", dir);
+		return 0;
+	}
+	for (i = 0; i < g.gl_pathc; i++) {
+		struct scenario sc;
+
+		if (scenario_load(g.gl_pathv[i], 1, &sc, err)) {
+			fprintf(stderr, "chaos: %s\n", err);
+			bad = 1;
+			continue;
+		}
+		printf("%-24s %6.0f s  %zu setup%s  %s\n", sc.name, sc.duration_ms / 1000, sc.nsetups,
+		       sc.nsetups == 1 ? " " : "s", sc.description);
+		scenario_free(&sc);
+	}
+	globfree(&g);
+	return bad ? 2 : 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "time-scale", required_argument, NULL, 's' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "setup", required_argument, NULL, 'S' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct chaos_opts o = { .out_dir = "results", .repeat = 1, .verbose = true };
+	char bin_dir[PATH_MAX];
+	char err[CFG_ERR_LEN];
+	struct scenario sc;
+	const char *path;
+	const char *val;
+	double scale = 1;
+	int64_t v;
+	size_t i;
+	int c;
+	int rc;
+
+	if (argc < 3 || argv[2][0] == '-')
+		opt_usage_error("chaos", "run needs a SCENARIO file");
+	path = argv[2];
+	/* opt_next reads argv from optind: start after "run SCENARIO". */
+	optind = 3;
+	while ((c = opt_next("chaos", argc, argv, NULL, opts, &val)) != -1) {
+		switch (c) {
+		case 'o':
+			o.out_dir = val;
+			break;
+		case 's':
+			if (opt_parse_double(val, 1e-6, SC_SCALE_MAX, &scale))
+				opt_usage_error("chaos", "--time-scale: expected a number above 0 and "
+						"at most %g, got \"%s\"", SC_SCALE_MAX, val);
+			break;
+		case 'r':
+			if (opt_parse_i64(val, 1, 100, &v))
+				opt_usage_error("chaos", "--repeat: expected a whole number from 1 to "
+						"100, got \"%s\"", val);
+			o.repeat = (unsigned)v;
+			break;
+		case 'S':
+			o.only_setup = val;
+			break;
+		case 'q':
+			o.verbose = false;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		}
+	}
+	if (scenario_load(path, scale, &sc, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		return 2;
+	}
+	if (o.only_setup) {
+		for (i = 0; i < sc.nsetups && strcmp(sc.setups[i].name, o.only_setup); i++)
+			;
+		if (i == sc.nsetups) {
+			fprintf(stderr, "chaos: --setup: %s has no setup called \"%s\"\n", path,
+				o.only_setup);
+			scenario_free(&sc);
+			return 2;
+		}
+	}
+	find_bin_dir(bin_dir, sizeof(bin_dir));
+	o.bin_dir = bin_dir;
+	signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		fprintf(stderr, "chaos: cannot initialise libcurl\n");
+		scenario_free(&sc);
+		return 1;
+	}
+	rc = chaos_run(&sc, &o);
+	curl_global_cleanup();
+	scenario_free(&sc);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		opt_usage_error("chaos", "a command is required: run or list");
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc, argv);
+	if (strcmp(argv[1], "list") == 0)
+		return cmd_list(argc, argv);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	opt_usage_error("chaos", "unknown command \"%s\" (run or list; report, plot and gate "
+			"are still to come)", argv[1]);
+}

@@ -1,0 +1,1141 @@
+/*
+ * run: one scenario through its setups. A run's life reads down this file:
+ * run_begin (dir, t0, one mockprov per provider) → on_mock_line ("ready")
+ * → the providers' /healthz → setup_start (gateway or external, or none)
+ * → its readiness → load_start (loadgen on t0) and the action timer →
+ * on_load_exit → run_stop (every child SIGTERMed, SIGKILLed after
+ * STOP_GRACE_MS) → run_end (the summary, the rename) → the next run.
+ * Anything unexpected — a child exiting early, a setup not ready in time,
+ * a signal — goes through run_fail, which stops the run the same way.
+ */
+#include "run.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "curl_uv.h"
+#include "json.h"
+#include "proc.h"
+#include "stats.h"
+
+#define STOP_GRACE_MS 5000		/* SIGTERM, then SIGKILL */
+#define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
+#define POLL_EVERY_MS 20		/* readiness polling */
+#define LOG_TAIL_LINES 15
+
+enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD };
+
+struct chaos;
+
+/* One child of a run (its process, once started, lives in p until closed). */
+struct child {
+	struct proc *p;			/* NULL: not started, or closed */
+	struct chaos *ch;
+	enum role role;
+	size_t index;			/* ROLE_MOCK: the provider */
+	bool ready;
+	bool expect_exit;		/* we signalled it, or a kill action did */
+	bool restart_pending;		/* a restart action waits for the kill's exit */
+	char addr[128];			/* HOST:PORT it printed */
+};
+
+/* A readiness poll: GET url until a 2xx, or the deadline. */
+struct poller {
+	uv_timer_t timer;
+	CURL *easy;
+	char url[512];
+	uint64_t deadline_ns;
+	bool in_flight;
+	void (*done)(struct chaos *ch, bool ok);
+};
+
+struct chaos {
+	uv_loop_t *loop;
+	const struct scenario *sc;
+	const struct chaos_opts *o;
+	struct curl_uv cu;
+	uv_signal_t sigint;
+	uv_signal_t sigterm;
+	uv_timer_t timer;		/* actions, the run's deadline, the stop's grace */
+	uv_timer_t watchdog;		/* the whole run's deadline */
+	uv_timer_t ender;		/* runs run_end from the loop, never from a caller */
+	struct poller poll;
+	int signal;			/* that stopped everything; 0: none */
+	int exit_code;
+
+	char stamp_dir[1024];
+
+	/* The run in progress. */
+	const struct sc_setup *st;
+	size_t setup_index;
+	unsigned k;			/* repeat, from 1 */
+	char dir[1210];			/* .../run-K.tmp */
+	char final_dir[1200];
+	int64_t t0;
+	struct child *mocks;		/* one per provider */
+	int *ports;
+	char **urls;			/* http://HOST:PORT/v1 per provider */
+	size_t mocks_ready;
+	size_t healthz_next;		/* the provider being polled */
+	struct child setup;
+	struct child load;
+	char target[512];		/* loadgen's --target */
+	size_t next_action;
+	bool stopping;
+	bool failed;
+	char why[4096];
+	cJSON **runs;			/* this setup's summaries so far */
+	size_t nruns;
+	cJSON *combined;		/* setup name → stats_combine */
+};
+
+static void run_begin(struct chaos *ch);
+static void run_fail(struct chaos *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void run_stop(struct chaos *ch);
+static void healthz_next(struct chaos *ch);
+static void setup_start(struct chaos *ch);
+static void load_start(struct chaos *ch);
+static void on_child_exit(struct proc *p);
+static void on_child_line(struct proc *p, const char *line);
+
+static const char *role_name(const struct child *c)
+{
+	return c->role == ROLE_MOCK ? "mockprov" : c->role == ROLE_SETUP ? "setup" : "loadgen";
+}
+
+/* ---- files ---- */
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	int rc = 0;
+
+	if (!fp)
+		return -errno;
+	if (fputs(text, fp) < 0)
+		rc = -EIO;
+	if (fclose(fp) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+/* Writes a JSON tree to path (through path.tmp and a rename). */
+static int write_json(const char *path, const cJSON *root)
+{
+	char tmp[1300];
+	char *text = cJSON_Print(root);
+	int rc;
+
+	if (!text)
+		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	rc = write_text(tmp, text);
+	free(text);
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	return rc;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[1200];
+	char *s;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* ---- children ---- */
+
+static void on_proc_closed(struct proc *p)
+{
+	free(p);
+}
+
+/* Closes the child's process (which has exited); its memory goes when closed. */
+static void child_close(struct child *c)
+{
+	if (!c->p)
+		return;
+	proc_close(c->p, on_proc_closed);
+	c->p = NULL;
+}
+
+static int child_start(struct chaos *ch, struct child *c, const char *const argv[],
+		       const char *log_name)
+{
+	char log_path[1300];
+	int rc;
+
+	child_close(c);
+	snprintf(log_path, sizeof(log_path), "%s/%s", ch->dir, log_name);
+	c->ch = ch;
+	c->ready = false;
+	c->expect_exit = false;
+	c->addr[0] = '\0';
+	c->p = calloc(1, sizeof(*c->p));
+	if (!c->p) {
+		run_fail(ch, "out of memory");
+		return -ENOMEM;
+	}
+	c->p->on_line = on_child_line;
+	c->p->on_exit = on_child_exit;
+	c->p->data = c;
+	rc = proc_start(c->p, ch->loop, log_name, argv, log_path);
+	if (rc) {
+		child_close(c);		/* proc_close is due either way */
+		run_fail(ch, "cannot start %s: %s", argv[0], strerror(-rc));
+	}
+	return rc;
+}
+
+static bool child_running(const struct child *c)
+{
+	return c->p && c->p->running;
+}
+
+/* Stops a child's group: SIGTERM now (the grace timer sends SIGKILL). */
+static void child_stop(struct child *c, int sig)
+{
+	if (!child_running(c))
+		return;
+	c->expect_exit = true;
+	proc_signal(c->p, sig);
+}
+
+static bool any_running(const struct chaos *ch)
+{
+	size_t i;
+
+	for (i = 0; i < ch->sc->nproviders; i++) {
+		if (child_running(&ch->mocks[i]))
+			return true;
+	}
+	return child_running(&ch->setup) || child_running(&ch->load);
+}
+
+/* ---- providers ---- */
+
+/* mockprov's config for provider i alone, on ports[i] when known. */
+static char *mock_config_of(struct chaos *ch, size_t i)
+{
+	char *all = scenario_mock_config(ch->sc, ch->ports);
+	cJSON *root = all ? cJSON_Parse(all) : NULL;
+	cJSON *one = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(one, "providers");
+	cJSON *item = cJSON_DetachItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "providers"),
+						(int)i);
+	char *text = NULL;
+
+	if (item && arr) {
+		cJSON_AddItemToArray(arr, item);
+		text = cJSON_Print(one);
+	} else {
+		cJSON_Delete(item);
+	}
+	cJSON_Delete(one);
+	cJSON_Delete(root);
+	free(all);
+	return text;
+}
+
+static void mock_start(struct chaos *ch, size_t i)
+{
+	const char *name = ch->sc->provider_names[i];
+	char prog[1100];
+	char cfg[1300];
+	char t0[32];
+	char seed[32];
+	char log_name[128];
+	char *text = mock_config_of(ch, i);
+	const char *argv[] = { prog, "--config", cfg, "--t0", t0, "--log-dir", ch->dir,
+			       "--seed", seed, "--log-level", "warn", NULL };
+
+	snprintf(prog, sizeof(prog), "%s/mockprov", ch->o->bin_dir);
+	snprintf(cfg, sizeof(cfg), "%s/mockprov-%s.json", ch->dir, name);
+	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	snprintf(log_name, sizeof(log_name), "mockprov-%s.log", name);
+	if (!text || write_text(cfg, text)) {
+		free(text);
+		run_fail(ch, "cannot write %s", cfg);
+		return;
+	}
+	free(text);
+	ch->mocks[i].role = ROLE_MOCK;
+	ch->mocks[i].index = i;
+	child_start(ch, &ch->mocks[i], argv, log_name);
+}
+
+/* "listening NAME HOST:PORT": where provider i is. */
+static void note_listening(struct chaos *ch, struct child *c, const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+	size_t i = c->index;
+	size_t len;
+
+	snprintf(c->addr, sizeof(c->addr), "%s", addr);
+	if (!colon)
+		return;
+	ch->ports[i] = (int)strtol(colon + 1, NULL, 10);
+	free(ch->urls[i]);
+	len = strlen(addr) + sizeof("http:///v1");
+	ch->urls[i] = malloc(len);
+	if (ch->urls[i])
+		snprintf(ch->urls[i], len, "http://%s/v1", addr);
+}
+
+/* ---- readiness polling ---- */
+
+static void poll_send(struct chaos *ch);
+
+static void on_poll_timer(uv_timer_t *t)
+{
+	poll_send(t->data);
+}
+
+static size_t discard(char *d, size_t s, size_t n, void *u)
+{
+	(void)d;
+	(void)u;
+	return s * n;
+}
+
+static void poll_send(struct chaos *ch)
+{
+	struct poller *pl = &ch->poll;
+
+	if (!pl->easy)
+		pl->easy = curl_easy_init();
+	curl_easy_reset(pl->easy);
+	curl_easy_setopt(pl->easy, CURLOPT_URL, pl->url);
+	curl_easy_setopt(pl->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(pl->easy, CURLOPT_TIMEOUT_MS, 1000L);
+	curl_easy_setopt(pl->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(pl->easy, CURLOPT_WRITEFUNCTION, discard);
+	pl->in_flight = curl_uv_add(&ch->cu, pl->easy) == 0;
+	if (!pl->in_flight)
+		pl->done(ch, false);
+}
+
+static void on_poll_done(struct curl_uv *cu, CURL *easy, CURLcode code)
+{
+	struct chaos *ch = cu->data;
+	struct poller *pl = &ch->poll;
+	long status = 0;
+
+	pl->in_flight = false;
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	if (ch->stopping)
+		return;
+	if (code == CURLE_OK && status >= 200 && status <= 299) {
+		pl->done(ch, true);
+		return;
+	}
+	if (clock_mono_ns() > pl->deadline_ns) {
+		pl->done(ch, false);
+		return;
+	}
+	uv_timer_start(&pl->timer, on_poll_timer, POLL_EVERY_MS, 0);
+}
+
+/* Polls url until it answers 2xx (done(ch, true)) or READY_TIMEOUT_MS pass. */
+static void poll_until_ready(struct chaos *ch, const char *url,
+			     void (*done)(struct chaos *ch, bool ok))
+{
+	struct poller *pl = &ch->poll;
+
+	snprintf(pl->url, sizeof(pl->url), "%s", url);
+	pl->done = done;
+	pl->deadline_ns = clock_mono_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
+	poll_send(ch);
+}
+
+static void on_healthz(struct chaos *ch, bool ok)
+{
+	if (!ok) {
+		run_fail(ch, "provider %s never answered %s", ch->sc->provider_names[ch->healthz_next],
+			 ch->poll.url);
+		return;
+	}
+	ch->healthz_next++;
+	healthz_next(ch);
+}
+
+/* Every provider answers /healthz, one after the other; then the setup. */
+static void healthz_next(struct chaos *ch)
+{
+	char url[256];
+
+	if (ch->healthz_next == ch->sc->nproviders) {
+		setup_start(ch);
+		return;
+	}
+	snprintf(url, sizeof(url), "http://%s/healthz", ch->mocks[ch->healthz_next].addr);
+	poll_until_ready(ch, url, on_healthz);
+}
+
+/* ---- the setup ---- */
+
+static void on_setup_ready(struct chaos *ch, bool ok)
+{
+	if (!ok) {
+		run_fail(ch, "setup %s never answered %s", ch->st->name, ch->poll.url);
+		return;
+	}
+	ch->setup.ready = true;
+	load_start(ch);
+}
+
+/* A port free on 127.0.0.1 now, for an external gateway's {port}. */
+static int free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+		port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+static void gateway_start(struct chaos *ch)
+{
+	char err[CFG_ERR_LEN];
+	char prog[1100];
+	char cfg[1300];
+	char events[1300];
+	char seed[32];
+	char *text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
+					     (const char *const *)ch->urls, err);
+	const char *argv[] = { prog, "--config", cfg, "--events", events, "--seed", seed,
+			       "--log-level", "warn", NULL };
+
+	snprintf(prog, sizeof(prog), "%s/gateway", ch->o->bin_dir);
+	snprintf(cfg, sizeof(cfg), "%s/gateway.json", ch->dir);
+	snprintf(events, sizeof(events), "%s/events.jsonl", ch->dir);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	if (!text) {
+		run_fail(ch, "setup %s: %s", ch->st->name, err);
+		return;
+	}
+	if (write_text(cfg, text)) {
+		free(text);
+		run_fail(ch, "cannot write %s", cfg);
+		return;
+	}
+	free(text);
+	ch->setup.role = ROLE_SETUP;
+	child_start(ch, &ch->setup, argv, "gateway.log");
+}
+
+static void external_start(struct chaos *ch)
+{
+	const struct sc_setup *st = ch->st;
+	const char *const *urls = (const char *const *)ch->urls;
+	int port = free_port();
+	char **argv = calloc(st->ncommand + 1, sizeof(*argv));
+	char *ready = NULL;
+	char *target = NULL;
+	size_t i;
+
+	if (!argv || port < 0)
+		goto out_fail;
+	for (i = 0; i < st->ncommand; i++) {
+		argv[i] = scenario_expand(ch->sc, st->command[i], port, urls);
+		if (!argv[i])
+			goto out_fail;
+	}
+	ready = scenario_expand(ch->sc, st->ready_url, port, urls);
+	target = scenario_expand(ch->sc, st->target, port, urls);
+	if (!ready || !target)
+		goto out_fail;
+	snprintf(ch->target, sizeof(ch->target), "%s", target);
+	ch->setup.role = ROLE_SETUP;
+	if (child_start(ch, &ch->setup, (const char *const *)argv, "external.log") == 0)
+		poll_until_ready(ch, ready, on_setup_ready);
+	goto out_free;
+out_fail:
+	run_fail(ch, "setup %s: cannot prepare its command", st->name);
+out_free:
+	for (i = 0; argv && i < st->ncommand; i++)
+		free(argv[i]);
+	free(argv);
+	free(ready);
+	free(target);
+}
+
+static void setup_start(struct chaos *ch)
+{
+	const struct sc_setup *st = ch->st;
+
+	switch (st->kind) {
+	case SC_DIRECT:
+	case SC_CLIENT_RETRY:
+		snprintf(ch->target, sizeof(ch->target), "%s", ch->urls[st->provider]);
+		load_start(ch);
+		break;
+	case SC_GATEWAY:
+		gateway_start(ch);	/* its "ready" line, then its /healthz */
+		break;
+	case SC_EXTERNAL:
+		external_start(ch);
+		break;
+	}
+}
+
+/* ---- the load and the actions ---- */
+
+static void on_action(uv_timer_t *t);
+
+static void arm_action(struct chaos *ch)
+{
+	double at;
+
+	if (ch->next_action >= ch->sc->nactions)
+		return;
+	at = (double)ch->t0 + ch->sc->actions[ch->next_action].at_ms - (double)clock_unix_ms();
+	uv_timer_start(&ch->timer, on_action, at > 0 ? (uint64_t)ceil(at) : 0, 0);
+}
+
+static void on_action(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	const struct sc_action *a = &ch->sc->actions[ch->next_action++];
+	struct child *m = &ch->mocks[a->provider];
+
+	if (ch->stopping)
+		return;
+	if (ch->o->verbose)
+		fprintf(stderr, "chaos: t=%.1f s: %s %s\n", a->at_ms / 1000,
+			a->kind == SC_KILL ? "kill" : "restart", ch->sc->provider_names[a->provider]);
+	if (a->kind == SC_KILL) {
+		child_stop(m, SIGKILL);
+	} else if (child_running(m)) {
+		m->restart_pending = true;	/* the kill's exit is still to come */
+	} else {
+		mock_start(ch, a->provider);	/* closes the killed one's process first */
+	}
+	arm_action(ch);
+}
+
+static void load_start(struct chaos *ch)
+{
+	const struct sc_load *l = &ch->sc->load;
+	const struct sc_setup *st = ch->st;
+	char prog[1100];
+	char t0[32];
+	char dur[48];
+	char timeout[48];
+	char seed[32];
+	char rate[48];
+	char conc[32];
+	char stream[32];
+	char ptok[32];
+	char mtok[32];
+	char retries[32];
+	char backoff[48];
+	char prefix[96];
+	char mix[1300];
+	const char *argv[40];
+	size_t n = 0;
+
+	if (clock_unix_ms() > ch->t0 - 50) {
+		run_fail(ch, "the processes took longer than %d ms to start: t0 has passed",
+			 CHAOS_LEAD_MS);
+		return;
+	}
+	snprintf(prog, sizeof(prog), "%s/loadgen", ch->o->bin_dir);
+	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(dur, sizeof(dur), "%.3fms", ch->sc->duration_ms);
+	snprintf(timeout, sizeof(timeout), "%.3fms", l->timeout_ms);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed + ch->k - 1);
+	snprintf(stream, sizeof(stream), "%g", l->stream_p);
+	snprintf(ptok, sizeof(ptok), "%lld", (long long)l->prompt_tokens);
+	snprintf(mtok, sizeof(mtok), "%lld", (long long)l->max_tokens);
+	snprintf(prefix, sizeof(prefix), "%s-%u-", st->name, ch->k);
+	argv[n++] = prog;
+	argv[n++] = "--target";
+	argv[n++] = ch->target;
+	argv[n++] = "--t0";
+	argv[n++] = t0;
+	argv[n++] = "--duration";
+	argv[n++] = dur;
+	argv[n++] = "--timeout";
+	argv[n++] = timeout;
+	argv[n++] = "--seed";
+	argv[n++] = seed;
+	argv[n++] = "--model";
+	argv[n++] = l->model;
+	argv[n++] = "--stream";
+	argv[n++] = stream;
+	argv[n++] = "--prompt-tokens";
+	argv[n++] = ptok;
+	argv[n++] = "--max-tokens";
+	argv[n++] = mtok;
+	argv[n++] = "--id-prefix";
+	argv[n++] = prefix;
+	if (l->concurrency) {
+		snprintf(conc, sizeof(conc), "%u", l->concurrency);
+		argv[n++] = "--concurrency";
+		argv[n++] = conc;
+	} else if (l->rate > 0) {
+		snprintf(rate, sizeof(rate), "%.6f", l->rate);
+		argv[n++] = "--rate";
+		argv[n++] = rate;
+		argv[n++] = "--arrival";
+		argv[n++] = l->arrival == SC_ARRIVAL_POISSON ? "poisson" : "constant";
+	}
+	if (l->mix || (st->kind == SC_EXTERNAL && st->response_headers)) {
+		cJSON *m = l->mix ? cJSON_Duplicate(l->mix, true) : cJSON_CreateObject();
+		int rc;
+
+		if (m && !cJSON_GetObjectItemCaseSensitive(m, "streams")) {
+			cJSON *streams = cJSON_AddArrayToObject(m, "streams");
+			cJSON *one = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(one, "name", "load");
+			cJSON_AddNumberToObject(one, "share", 1);
+			cJSON_AddItemToArray(streams, one);
+		}
+		if (m && st->kind == SC_EXTERNAL && st->response_headers) {
+			cJSON_DeleteItemFromObjectCaseSensitive(m, "response_headers");
+			cJSON_AddItemToObject(m, "response_headers",
+					      cJSON_Duplicate(st->response_headers, true));
+		}
+		snprintf(mix, sizeof(mix), "%s/mix.json", ch->dir);
+		rc = m ? write_json(mix, m) : -ENOMEM;
+		cJSON_Delete(m);
+		if (rc) {
+			run_fail(ch, "cannot write %s", mix);
+			return;
+		}
+		argv[n++] = "--mix";
+		argv[n++] = mix;
+	}
+	if (st->kind == SC_CLIENT_RETRY) {
+		snprintf(retries, sizeof(retries), "%u", st->retries);
+		snprintf(backoff, sizeof(backoff), "%.3fms", st->retry_backoff_ms);
+		argv[n++] = "--retries";
+		argv[n++] = retries;
+		argv[n++] = "--retry-backoff";
+		argv[n++] = backoff;
+	}
+	argv[n++] = "--no-progress";
+	argv[n++] = "--out";
+	argv[n++] = ch->dir;
+	argv[n] = NULL;
+	ch->load.role = ROLE_LOAD;
+	if (child_start(ch, &ch->load, argv, "loadgen.log"))
+		return;
+	arm_action(ch);
+}
+
+/* ---- lines and exits ---- */
+
+static void on_child_line(struct proc *p, const char *line)
+{
+	struct child *c = p->data;
+	struct chaos *ch = c->ch;
+	char name[128];
+	char addr[128];
+
+	if (c->role == ROLE_MOCK && sscanf(line, "listening %127s %127s", name, addr) == 2) {
+		note_listening(ch, c, addr);
+	} else if (c->role == ROLE_SETUP && ch->st->kind == SC_GATEWAY &&
+		   sscanf(line, "listening %127s", addr) == 1) {
+		snprintf(c->addr, sizeof(c->addr), "%s", addr);
+		snprintf(ch->target, sizeof(ch->target), "http://%s/v1", addr);
+	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !ch->stopping &&
+		   (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
+		c->ready = true;
+		if (c->role == ROLE_MOCK && !ch->load.p && ++ch->mocks_ready == ch->sc->nproviders)
+			healthz_next(ch);
+		else if (c->role == ROLE_SETUP) {
+			char url[256];
+
+			snprintf(url, sizeof(url), "http://%s/healthz", c->addr);
+			poll_until_ready(ch, url, on_setup_ready);
+		}
+	}
+}
+
+static void end_soon(struct chaos *ch);
+
+static void on_child_exit(struct proc *p)
+{
+	struct child *c = p->data;
+	struct chaos *ch = c->ch;
+	char how[64];
+	struct buf tail = { 0 };
+
+	proc_describe_exit(p, how, sizeof(how));
+	if (!c->expect_exit && !(c->role == ROLE_LOAD && p->exit_status == 0 && !p->term_signal)) {
+		proc_log_tail(p->log_path, LOG_TAIL_LINES, &tail);
+		run_fail(ch, "%s (%s) %s; the last lines of %s:\n%s", role_name(c), p->name, how,
+			 p->log_path, tail.data ? tail.data : "");
+		buf_free(&tail);
+	} else if (c->role == ROLE_LOAD && !ch->stopping) {
+		run_stop(ch);		/* the load is over: stop the rest */
+	}
+	if (c->role == ROLE_MOCK && c->restart_pending && !ch->stopping) {
+		c->restart_pending = false;
+		mock_start(ch, c->index);
+		return;
+	}
+	if (ch->stopping && !any_running(ch))
+		end_soon(ch);
+}
+
+/* ---- stopping ---- */
+
+static void on_grace_over(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	size_t i;
+
+	for (i = 0; i < ch->sc->nproviders; i++)
+		child_stop(&ch->mocks[i], SIGKILL);
+	child_stop(&ch->setup, SIGKILL);
+	child_stop(&ch->load, SIGKILL);
+}
+
+/* Every child gets SIGTERM (SIGKILL after STOP_GRACE_MS); run_end follows their exits. */
+static void run_stop(struct chaos *ch)
+{
+	size_t i;
+
+	if (ch->stopping)
+		return;
+	ch->stopping = true;
+	uv_timer_stop(&ch->watchdog);
+	if (ch->poll.in_flight) {
+		curl_uv_remove(&ch->cu, ch->poll.easy);
+		ch->poll.in_flight = false;
+	}
+	uv_timer_stop(&ch->poll.timer);
+	child_stop(&ch->load, SIGTERM);
+	child_stop(&ch->setup, SIGTERM);
+	for (i = 0; i < ch->sc->nproviders; i++) {
+		ch->mocks[i].restart_pending = false;
+		child_stop(&ch->mocks[i], SIGTERM);
+	}
+	if (!any_running(ch)) {
+		end_soon(ch);
+		return;
+	}
+	uv_timer_start(&ch->timer, on_grace_over, STOP_GRACE_MS, 0);
+}
+
+static void run_fail(struct chaos *ch, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ch->failed) {
+		ch->failed = true;
+		va_start(ap, fmt);
+		vsnprintf(ch->why, sizeof(ch->why), fmt, ap);
+		va_end(ap);
+	}
+	run_stop(ch);
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+
+	run_fail(ch, "the run did not end within its deadline");
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct chaos *ch = s->data;
+
+	if (!ch->signal)
+		ch->signal = signum;
+	run_fail(ch, "stopped by %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* ---- the end of a run, and the next ---- */
+
+/* The provider the setup counts as primary: its own, or its first alias's first target's. */
+static const char *primary_of(const struct chaos *ch)
+{
+	const struct sc_setup *st = ch->st;
+	const cJSON *models;
+	const cJSON *targets;
+	const char *p;
+
+	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
+		return ch->sc->provider_names[st->provider];
+	if (st->kind == SC_GATEWAY) {
+		models = cJSON_GetObjectItemCaseSensitive(st->config, "models");
+		targets = cJSON_GetObjectItemCaseSensitive(models ? models->child : NULL, "targets");
+		p = json_get_string(cJSON_GetArrayItem(targets, 0), "provider");
+		if (p)
+			return p;
+	}
+	return ch->sc->provider_names[0];
+}
+
+/*
+ * A provider killed and not restarted leaves mock-NAME.csv.tmp (mockprov
+ * renames its log on a clean stop). Its rows up to the kill are whole —
+ * mockprov hands them to the kernel every loop turn — so the file is
+ * finished here, as mockprov would have.
+ */
+static void finish_mock_logs(struct chaos *ch)
+{
+	char tmp[1410];
+	char done[1400];
+	size_t i;
+
+	for (i = 0; i < ch->sc->nproviders; i++) {
+		snprintf(done, sizeof(done), "%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", done);
+		if (access(tmp, F_OK) == 0 && access(done, F_OK) != 0)
+			rename(tmp, done);
+	}
+}
+
+static int summarise(struct chaos *ch)
+{
+	struct stats_phase *ph = calloc(ch->sc->nphases ? ch->sc->nphases : 1, sizeof(*ph));
+	struct stats_input in = { 0 };
+	char err[CFG_ERR_LEN];
+	char path[1300];
+	char lg[1300];
+	cJSON *sum = NULL;
+	cJSON **runs;
+	size_t i;
+	int rc;
+
+	if (!ph)
+		return -ENOMEM;
+	for (i = 0; i < ch->sc->nphases; i++)
+		ph[i] = (struct stats_phase){ ch->sc->phases[i].name, ch->sc->phases[i].from_ms,
+					      ch->sc->phases[i].to_ms };
+	/* loadgen's own summary keeps its name apart from the run's. */
+	snprintf(path, sizeof(path), "%s/summary.json", ch->dir);
+	snprintf(lg, sizeof(lg), "%s/loadgen-summary.json", ch->dir);
+	rename(path, lg);
+	finish_mock_logs(ch);
+	in.run_dir = ch->dir;
+	in.phases = ph;
+	in.nphases = ch->sc->nphases;
+	in.duration_ms = ch->sc->duration_ms;
+	in.window_ms = 5000 * ch->sc->scale;
+	in.primary = primary_of(ch);
+	in.t0_unix_ms = ch->t0;
+	rc = stats_compute(&in, &sum, err);
+	free(ph);
+	if (rc) {
+		snprintf(ch->why, sizeof(ch->why), "summary: %s", err);
+		return rc;
+	}
+	cJSON_AddStringToObject(sum, "scenario", ch->sc->name);
+	cJSON_AddStringToObject(sum, "setup", ch->st->name);
+	cJSON_AddNumberToObject(sum, "run", ch->k);
+	cJSON_AddNumberToObject(sum, "t0_unix_ms", (double)ch->t0);
+	cJSON_AddNumberToObject(sum, "time_scale", ch->sc->scale);
+	cJSON_AddStringToObject(sum, "primary", in.primary);
+	rc = write_json(path, sum);
+	if (rc) {
+		cJSON_Delete(sum);
+		snprintf(ch->why, sizeof(ch->why), "cannot write %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	runs = realloc(ch->runs, (ch->nruns + 1) * sizeof(*runs));
+	if (!runs) {
+		cJSON_Delete(sum);
+		return -ENOMEM;
+	}
+	ch->runs = runs;
+	ch->runs[ch->nruns++] = sum;
+	return 0;
+}
+
+static void free_runs(struct chaos *ch)
+{
+	size_t i;
+
+	for (i = 0; i < ch->nruns; i++)
+		cJSON_Delete(ch->runs[i]);
+	free(ch->runs);
+	ch->runs = NULL;
+	ch->nruns = 0;
+}
+
+/* After this setup's last run: its runs combined under the stamp's summary. */
+static void combine_setup(struct chaos *ch)
+{
+	cJSON *c = stats_combine(ch->runs, ch->nruns);
+
+	if (c)
+		cJSON_AddItemToObject(ch->combined, ch->st->name, c);
+	free_runs(ch);
+}
+
+static void run_cleanup(struct chaos *ch)
+{
+	size_t i;
+
+	for (i = 0; i < ch->sc->nproviders; i++)
+		child_close(&ch->mocks[i]);
+	child_close(&ch->setup);
+	child_close(&ch->load);
+	uv_timer_stop(&ch->timer);
+}
+
+static void run_next(struct chaos *ch);
+
+static void run_end(struct chaos *ch)
+{
+	bool ok = !ch->failed;
+
+	if (!ch->st)
+		return;
+	run_cleanup(ch);
+	if (ok && summarise(ch))
+		ok = false;
+	if (ok && rename(ch->dir, ch->final_dir)) {
+		snprintf(ch->why, sizeof(ch->why), "cannot rename %s: %s", ch->dir, strerror(errno));
+		ok = false;
+	}
+	if (!ok) {
+		fprintf(stderr, "chaos: %s / %s / run %u failed: %s\n  (its files: %s)\n",
+			ch->sc->name, ch->st->name, ch->k, ch->why, ch->dir);
+		ch->exit_code = 1;
+	} else if (ch->o->verbose) {
+		fprintf(stderr, "chaos: %s / %s / run %u done: %s\n", ch->sc->name, ch->st->name,
+			ch->k, ch->final_dir);
+	}
+	if (ch->signal) {
+		ch->exit_code = 128 + ch->signal;
+		free_runs(ch);
+		return;		/* the loop runs out of work */
+	}
+	if (ch->k == ch->o->repeat)
+		combine_setup(ch);
+	run_next(ch);
+}
+
+static void on_ender(uv_timer_t *t)
+{
+	run_end(t->data);
+}
+
+/* run_end on the next loop turn: a run never ends inside the call that stopped it. */
+static void end_soon(struct chaos *ch)
+{
+	uv_timer_start(&ch->ender, on_ender, 0, 0);
+}
+
+/* The next (setup, repeat), or the end. */
+static void run_next(struct chaos *ch)
+{
+	const struct scenario *sc = ch->sc;
+
+	if (ch->st && ch->k < ch->o->repeat) {
+		ch->k++;
+		run_begin(ch);
+		return;
+	}
+	for (ch->setup_index = ch->st ? ch->setup_index + 1 : 0; ch->setup_index < sc->nsetups;
+	     ch->setup_index++) {
+		ch->st = &sc->setups[ch->setup_index];
+		if (!ch->o->only_setup || strcmp(ch->o->only_setup, ch->st->name) == 0) {
+			ch->k = 1;
+			run_begin(ch);
+			return;
+		}
+	}
+	/* Every run is over: the loop runs out of work once the handles close. */
+}
+
+static void run_begin(struct chaos *ch)
+{
+	const struct scenario *sc = ch->sc;
+	double budget;
+	size_t i;
+	int rc;
+
+	ch->stopping = false;
+	ch->failed = false;
+	ch->why[0] = '\0';
+	ch->mocks_ready = 0;
+	ch->healthz_next = 0;
+	ch->next_action = 0;
+	ch->target[0] = '\0';
+	memset(ch->mocks, 0, sc->nproviders * sizeof(*ch->mocks));
+	memset(&ch->setup, 0, sizeof(ch->setup));
+	memset(&ch->load, 0, sizeof(ch->load));
+	for (i = 0; i < sc->nproviders; i++) {
+		ch->ports[i] = 0;
+		free(ch->urls[i]);
+		ch->urls[i] = NULL;
+	}
+	snprintf(ch->final_dir, sizeof(ch->final_dir), "%s/%s/run-%u", ch->stamp_dir, ch->st->name,
+		 ch->k);
+	snprintf(ch->dir, sizeof(ch->dir), "%s.tmp", ch->final_dir);
+	rc = mkdir_p(ch->dir);
+	if (rc) {
+		ch->failed = true;
+		snprintf(ch->why, sizeof(ch->why), "cannot make %s: %s", ch->dir, strerror(-rc));
+		ch->stopping = true;
+		end_soon(ch);
+		return;
+	}
+	if (ch->o->verbose)
+		fprintf(stderr, "chaos: %s / %s / run %u of %u: %.1f s\n", sc->name, ch->st->name,
+			ch->k, ch->o->repeat, sc->duration_ms / 1000);
+	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
+	budget = CHAOS_LEAD_MS + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
+	uv_timer_start(&ch->watchdog, on_watchdog, (uint64_t)budget, 0);
+	for (i = 0; i < sc->nproviders && !ch->stopping; i++)
+		mock_start(ch, i);
+}
+
+/* ---- the command ---- */
+
+static void on_closed_quiet(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static int make_stamp_dir(struct chaos *ch)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int i;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (i = 1; i < 100; i++) {
+		if (i == 1)
+			snprintf(ch->stamp_dir, sizeof(ch->stamp_dir), "%s/%s/%s", ch->o->out_dir,
+				 ch->sc->name, stamp);
+		else
+			snprintf(ch->stamp_dir, sizeof(ch->stamp_dir), "%s/%s/%s-%d", ch->o->out_dir,
+				 ch->sc->name, stamp, i);
+		if (access(ch->stamp_dir, F_OK) != 0)
+			return mkdir_p(ch->stamp_dir);
+	}
+	return -EEXIST;
+}
+
+int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
+{
+	struct chaos ch = { .sc = sc, .o = o };
+	char path[1300];
+	size_t i;
+	int rc;
+
+	ch.loop = uv_default_loop();
+	ch.mocks = calloc(sc->nproviders, sizeof(*ch.mocks));
+	ch.ports = calloc(sc->nproviders, sizeof(*ch.ports));
+	ch.urls = calloc(sc->nproviders, sizeof(*ch.urls));
+	ch.combined = cJSON_CreateObject();
+	if (!ch.mocks || !ch.ports || !ch.urls || !ch.combined) {
+		fprintf(stderr, "chaos: out of memory\n");
+		ch.exit_code = 1;
+		goto out_free;
+	}
+	rc = make_stamp_dir(&ch);
+	if (rc) {
+		fprintf(stderr, "chaos: cannot make %s: %s\n", ch.stamp_dir, strerror(-rc));
+		ch.exit_code = 1;
+		goto out_free;
+	}
+	if (curl_uv_init(&ch.cu, ch.loop, on_poll_done)) {
+		fprintf(stderr, "chaos: cannot set up libcurl\n");
+		ch.exit_code = 1;
+		goto out_free;
+	}
+	ch.cu.data = &ch;
+	uv_timer_init(ch.loop, &ch.timer);
+	uv_timer_init(ch.loop, &ch.watchdog);
+	uv_timer_init(ch.loop, &ch.poll.timer);
+	uv_timer_init(ch.loop, &ch.ender);
+	ch.timer.data = ch.watchdog.data = ch.poll.timer.data = ch.ender.data = &ch;
+	uv_signal_init(ch.loop, &ch.sigint);
+	uv_signal_init(ch.loop, &ch.sigterm);
+	ch.sigint.data = ch.sigterm.data = &ch;
+	uv_signal_start(&ch.sigint, on_signal, SIGINT);
+	uv_signal_start(&ch.sigterm, on_signal, SIGTERM);
+	/* Signals and timers do not keep the loop alive: the children do. */
+	uv_unref((uv_handle_t *)&ch.sigint);
+	uv_unref((uv_handle_t *)&ch.sigterm);
+	uv_unref((uv_handle_t *)&ch.watchdog);
+
+	run_next(&ch);
+	uv_run(ch.loop, UV_RUN_DEFAULT);
+
+	if (!ch.signal) {
+		cJSON *top = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(top, "scenario", sc->name);
+		cJSON_AddNumberToObject(top, "time_scale", sc->scale);
+		cJSON_AddNumberToObject(top, "repeat", o->repeat);
+		cJSON_AddItemToObject(top, "setups", ch.combined);
+		ch.combined = NULL;
+		snprintf(path, sizeof(path), "%s/summary.json", ch.stamp_dir);
+		if (write_json(path, top)) {
+			fprintf(stderr, "chaos: cannot write %s\n", path);
+			ch.exit_code = 1;
+		} else {
+			printf("results: %s\n", ch.stamp_dir);
+		}
+		cJSON_Delete(top);
+	}
+	uv_close((uv_handle_t *)&ch.sigint, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.sigterm, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.timer, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.watchdog, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.poll.timer, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.ender, on_closed_quiet);
+	curl_uv_close(&ch.cu, NULL);
+	uv_run(ch.loop, UV_RUN_DEFAULT);
+	if (ch.poll.easy)
+		curl_easy_cleanup(ch.poll.easy);
+	uv_loop_close(ch.loop);
+out_free:
+	free_runs(&ch);
+	for (i = 0; ch.urls && i < sc->nproviders; i++)
+		free(ch.urls[i]);
+	free(ch.urls);
+	free(ch.ports);
+	free(ch.mocks);
+	cJSON_Delete(ch.combined);
+	return ch.exit_code;
+}

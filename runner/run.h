@@ -1,0 +1,39 @@
+/*
+ * run: `chaos run` — replays a scenario's timeline through each of its
+ * setups in turn (and each repeat), on one libuv loop: the providers (one
+ * mockprov process each, so a `kill` takes down one provider), the setup
+ * (our gateway, another gateway, or nothing for direct calls), loadgen on
+ * the shared t0, the scenario's kill/restart actions at their times; then
+ * stops everything, computes the run's summary from its per-request files
+ * and renames the run's directory from `run-K.tmp` to `run-K`.
+ */
+#ifndef FAULTLINE_RUNNER_RUN_H
+#define FAULTLINE_RUNNER_RUN_H
+
+#include <stdbool.h>
+
+#include "scenario.h"
+
+/* How long before t0 the runner starts a run's processes. */
+#define CHAOS_LEAD_MS 2000
+
+struct chaos_opts {
+	const char *out_dir;		/* results root ("results") */
+	const char *bin_dir;		/* where mockprov, gateway and loadgen are */
+	const char *only_setup;		/* NULL: every setup */
+	unsigned repeat;		/* runs per setup, ≥ 1 */
+	bool verbose;			/* a line per run on stderr */
+};
+
+/*
+ * Runs the scenario. Writes OUT/NAME/STAMP/SETUP/run-K/ for each run and
+ * OUT/NAME/STAMP/summary.json (every setup's runs combined), and prints
+ * where they are. Returns the exit status: 0 when every run completed, 1
+ * when one failed (a child crashed, a setup never became ready…: said on
+ * stderr with the child's log tail; that run's directory stays
+ * run-K.tmp), 130 after SIGINT and 143 after SIGTERM (every child stopped,
+ * no run left half-renamed).
+ */
+int chaos_run(const struct scenario *sc, const struct chaos_opts *o);
+
+#endif

@@ -1,0 +1,312 @@
+/*
+ * bin/chaos end to end: a short outage scenario through a direct setup and
+ * a gateway setup, with a kill and a restart, checked by its result files
+ * and exit status; a bad scenario; a setup that crashes; Ctrl-C in the
+ * middle of a run, after which no child of it is left.
+ */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "harness.h"
+#include "lgharness.h"
+
+static char dir[256];
+static char scenario[400];
+
+static void setup(void)
+{
+	cr_assert_eq(lg_tempdir(dir, sizeof(dir)), 0);
+}
+
+TestSuite(chaos, .init = setup, .fini = lg_cleanup);
+
+/*
+ * The primary hangs from 1 s to 2 s and is killed at 2.5 s, restarted at
+ * 3 s; the secondary is killed at 3.5 s for good (its log is finished by
+ * the runner); 20 req/s for 4 s. phases: healthy [0,1), outage [1,2),
+ * after [2,4).
+ */
+static const char outage[] =
+	"{\"name\":\"short-hang\",\"description\":\"test\",\"duration_s\":4,"
+	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":30,"
+	"\"faults\":[{\"kind\":\"hang\",\"from_s\":1,\"to_s\":2}]},"
+	"{\"name\":\"secondary\",\"ttft_ms\":40}],"
+	"\"actions\":[{\"at_s\":2.5,\"do\":\"kill\",\"provider\":\"primary\"},"
+	"{\"at_s\":3,\"do\":\"restart\",\"provider\":\"primary\"},"
+	"{\"at_s\":3.5,\"do\":\"kill\",\"provider\":\"secondary\"}],"
+	"\"phases\":[{\"name\":\"healthy\",\"from_s\":0,\"to_s\":1},"
+	"{\"name\":\"outage\",\"from_s\":1,\"to_s\":2},"
+	"{\"name\":\"after\",\"from_s\":2,\"to_s\":4}],"
+	"\"load\":{\"rate\":20,\"timeout_ms\":1500},"
+	"\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"},"
+	"{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{\"request_deadline_ms\":1400,"
+	"\"providers\":{\"primary\":{\"base_url\":\"{upstream.primary}\",\"timeout_ms\":200},"
+	"\"secondary\":{\"base_url\":\"{upstream.secondary}\",\"timeout_ms\":1000}},"
+	"\"breaker\":{\"consecutive_failures\":2,\"cooldown_ms\":300,\"cooldown_jitter\":0,"
+	"\"cooldown_multiplier\":1,\"half_open_probes\":1},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"primary\",\"model\":\"mock-small\"},"
+	"{\"provider\":\"secondary\",\"model\":\"mock-small\"}]}}}}]}";
+
+/* The one stamp directory under DIR/results/NAME, into out. */
+static void stamp_dir(const char *name, char *out, size_t len)
+{
+	char parent[500];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(parent, sizeof(parent), "%s/results/%s", dir, name);
+	d = opendir(parent);
+	cr_assert_not_null(d, "no %s", parent);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(out, len, "%s/%.100s", parent, e->d_name);
+		n++;
+	}
+	closedir(d);
+	cr_assert_eq(n, 1, "%d stamp dirs under %s", n, parent);
+}
+
+static cJSON *read_json(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	struct buf b = { 0 };
+	char chunk[4096];
+	size_t n;
+	cJSON *root;
+
+	cr_assert_not_null(fp, "no %s", path);
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(&b, chunk, n);
+	fclose(fp);
+	root = cJSON_Parse(b.data ? b.data : "");
+	buf_free(&b);
+	cr_assert_not_null(root, "%s is not JSON", path);
+	return root;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static double phase_num(const cJSON *sum, const char *phase, const char *key)
+{
+	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(sum, "phases"), phase);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(ph, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+Test(chaos, short_outage_end_to_end, .timeout = 90)
+{
+	static const char *const files[] = { "requests.csv", "requests.jsonl", "summary.json",
+					     "loadgen-summary.json", "mock-primary.csv",
+					     "mock-secondary.csv", "mockprov-primary.log", NULL };
+	char out[600];
+	char stamp[800];
+	char path[1000];
+	char err[8192];
+	cJSON *top;
+	cJSON *direct;
+	cJSON *gw;
+	struct csv_table t;
+	int rc;
+	int i;
+
+	write_file(dir, "short-hang.json", outage, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 80);
+	}
+	cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, err);
+	cr_assert(strstr(err, "kill primary") && strstr(err, "restart primary") &&
+		  strstr(err, "kill secondary"), "%s", err);
+	stamp_dir("short-hang", stamp, sizeof(stamp));
+	for (i = 0; files[i]; i++) {
+		snprintf(path, sizeof(path), "%s/direct/run-1/%s", stamp, files[i]);
+		cr_assert(exists(path), "missing %s", path);
+		snprintf(path, sizeof(path), "%s/gw/run-1/%s", stamp, files[i]);
+		cr_assert(exists(path), "missing %s", path);
+	}
+	snprintf(path, sizeof(path), "%s/gw/run-1/events.jsonl", stamp);
+	cr_assert(exists(path), "the gateway setup has no events file");
+	snprintf(path, sizeof(path), "%s/direct/run-1.tmp", stamp);
+	cr_assert_not(exists(path), "a .tmp run dir is left behind");
+
+	/* 80 requests per setup, by the schedule; the restart continued the mock log. */
+	snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", stamp);
+	cr_assert_eq(csv_read(path, &t), 0);
+	cr_assert_eq(t.nrows - 1, 80, "direct: %zu requests", t.nrows - 1);
+	csv_free(&t);
+
+	snprintf(path, sizeof(path), "%s/direct/run-1/summary.json", stamp);
+	direct = read_json(path);
+	snprintf(path, sizeof(path), "%s/gw/run-1/summary.json", stamp);
+	gw = read_json(path);
+	/* Straight at a hanging primary, the outage's requests all fail; through the gateway none. */
+	cr_assert_float_eq(phase_num(direct, "healthy", "answered_share"), 1, 1e-9);
+	cr_assert_float_eq(phase_num(direct, "outage", "answered_share"), 0, 1e-9,
+			   "direct, outage: %g", phase_num(direct, "outage", "answered_share"));
+	cr_assert_float_eq(phase_num(gw, "outage", "answered_share"), 1, 1e-9,
+			   "gateway, outage: %g", phase_num(gw, "outage", "answered_share"));
+	cr_assert_gt(phase_num(gw, "outage", "fallback_share"), 0.5);
+	cr_assert(phase_num(gw, "outage", "time_to_open_ms") <= 1000,
+		  "the breaker opened %g ms into the outage", phase_num(gw, "outage", "time_to_open_ms"));
+	cJSON_Delete(direct);
+	cJSON_Delete(gw);
+
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(
+				   cJSON_GetObjectItemCaseSensitive(top, "setups"), "direct"));
+	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(
+				   cJSON_GetObjectItemCaseSensitive(top, "setups"), "gw"));
+	cJSON_Delete(top);
+}
+
+Test(chaos, bad_scenario_exits_2_naming_the_key, .timeout = 20)
+{
+	static const char bad[] =
+		"{\"duration_s\":4,\"providers\":[{\"name\":\"p\"}],\"load\":{\"rate\":5},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"nobody\"}]}";
+	char err[4096];
+	char out[600];
+	int rc;
+
+	write_file(dir, "bad.json", bad, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, scenario), "the file is not named: %s", err);
+	cr_assert(strstr(err, "setups[0].provider"), "the key is not named: %s", err);
+	cr_assert_not(exists(out), "results were started for a bad scenario");
+}
+
+Test(chaos, a_crashing_setup_fails_the_run_with_its_log, .timeout = 40)
+{
+	/* The gateway refuses its config (an unknown key): it exits 2 at start. */
+	static const char crash[] =
+		"{\"name\":\"crash\",\"duration_s\":2,\"providers\":[{\"name\":\"p\"}],"
+		"\"load\":{\"rate\":5},"
+		"\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{\"colour\":1,"
+		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}";
+	char err[8192];
+	char out[600];
+	char stamp[800];
+	char path[1000];
+	int rc;
+
+	write_file(dir, "crash.json", crash, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 35);
+	}
+	cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, "gw / run 1 failed"), "%s", err);
+	cr_assert(strstr(err, "exited with status 2"), "%s", err);
+	cr_assert(strstr(err, "colour: unknown key"), "the gateway's log tail is not shown: %s", err);
+	stamp_dir("crash", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/gw/run-1", stamp);
+	cr_assert_not(exists(path), "a failed run was renamed as complete");
+	snprintf(path, sizeof(path), "%s/gw/run-1.tmp", stamp);
+	cr_assert(exists(path), "the failed run's files are gone");
+}
+
+/* How many processes have dir in their command line (the children of a run). */
+static int processes_under(const char *d)
+{
+	struct dirent *e;
+	DIR *proc = opendir("/proc");
+	int n = 0;
+
+	cr_assert_not_null(proc);
+	while ((e = readdir(proc))) {
+		char path[300];
+		char cmd[4096];
+		size_t len;
+		size_t i;
+		FILE *fp;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		len = fread(cmd, 1, sizeof(cmd) - 1, fp);
+		fclose(fp);
+		for (i = 0; i < len; i++) {
+			if (cmd[i] == '\0')
+				cmd[i] = ' ';
+		}
+		cmd[len] = '\0';
+		if (strstr(cmd, d) && !strstr(cmd, "chaos run"))
+			n++;
+	}
+	closedir(proc);
+	return n;
+}
+
+Test(chaos, ctrl_c_leaves_no_child, .timeout = 60)
+{
+	static const char longer[] =
+		"{\"name\":\"long\",\"duration_s\":30,"
+		"\"providers\":[{\"name\":\"p\",\"ttft_ms\":20},{\"name\":\"q\",\"ttft_ms\":20}],"
+		"\"load\":{\"concurrency\":4,\"timeout_ms\":1000},"
+		"\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"},\"q\":{\"base_url\":\"{upstream.q}\"}},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"},"
+		"{\"provider\":\"q\",\"model\":\"m\"}]}}}}]}";
+	struct lg_proc p;
+	char out[600];
+	char stamp[800];
+	char path[1000];
+	double t;
+	int rc;
+
+	write_file(dir, "long.json", longer, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		cr_assert_eq(lg_spawn(&p, argv), 0);
+	}
+	cr_assert(lg_await_stderr(&p, "run 1 of 1", 10000), "no start line: %s", p.err);
+	/* Wait until the run's four children are there: two mockprovs, the gateway, loadgen. */
+	for (t = now_ms(); processes_under(dir) < 4 && now_ms() - t < 10000;)
+		usleep(20000);	/* polling /proc: no event says a grandchild has started */
+	cr_assert_eq(processes_under(dir), 4, "the run's children did not all start");
+	kill(p.pid, SIGINT);
+	rc = lg_wait(&p, 20);
+	cr_assert_eq(rc, 130, "exit %d after SIGINT: %s", rc, p.err);
+	cr_assert(strstr(p.err, "stopped by SIGINT"), "%s", p.err);
+	cr_assert_eq(processes_under(dir), 0, "children outlived the runner");
+	stamp_dir("long", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/gw/run-1", stamp);
+	cr_assert_not(exists(path), "an interrupted run was renamed as complete");
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	cr_assert_not(exists(path), "an interrupted scenario has a summary");
+}
