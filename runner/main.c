@@ -114,6 +114,10 @@ static int cmd_run(int argc, char **argv)
 	int c;
 	int rc;
 
+	if (argc >= 3 && strcmp(argv[2], "--help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
 	if (argc < 3 || argv[2][0] == '-')
 		opt_usage_error("chaos", "run needs a SCENARIO file");
 	path = argv[2];

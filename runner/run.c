@@ -33,11 +33,20 @@
 #include "stats.h"
 
 #define STOP_GRACE_MS 5000		/* SIGTERM, then SIGKILL */
+#define STOP_KILLED_MS 2000		/* after SIGKILL, the groups' last chance to go */
+#define STOP_POLL_MS 20			/* how often a stop looks for processes left */
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
 #define POLL_EVERY_MS 20		/* readiness polling */
 #define LOG_TAIL_LINES 15
 
 enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD };
+
+/* Why a child was signalled, which decides what exit is right for it. */
+enum stop_kind {
+	STOP_NONE,			/* not signalled: it must not exit (loadgen: with 0) */
+	STOP_ACTION,			/* a kill action: any exit */
+	STOP_END,			/* the run's stop: programs exit 0 after SIGTERM */
+};
 
 struct chaos;
 
@@ -47,9 +56,12 @@ struct child {
 	struct chaos *ch;
 	enum role role;
 	size_t index;			/* ROLE_MOCK: the provider */
+	pid_t pgid;			/* its process group, kept after it exits */
 	bool ready;
-	bool expect_exit;		/* we signalled it, or a kill action did */
+	enum stop_kind stop;
 	bool restart_pending;		/* a restart action waits for the kill's exit */
+	bool killed;			/* ROLE_MOCK: down by a kill action, not restarted */
+	bool sigkilled;			/* the stop had to SIGKILL its group */
 	char addr[128];			/* HOST:PORT it printed */
 };
 
@@ -70,7 +82,12 @@ struct chaos {
 	struct curl_uv cu;
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
-	uv_timer_t timer;		/* actions, the run's deadline, the stop's grace */
+	uv_signal_t sighup;
+	uv_timer_t timer;		/* actions; while stopping, the stop's poll */
+	uv_timer_t start_deadline;	/* at t0: everything must be ready */
+	uint64_t stop_ns;		/* when the stop began */
+	bool sent_sigkill;
+	unsigned completed;		/* runs that completed */
 	uv_timer_t watchdog;		/* the whole run's deadline */
 	uv_timer_t ender;		/* runs run_end from the loop, never from a caller */
 	struct poller poll;
@@ -195,7 +212,9 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 	snprintf(log_path, sizeof(log_path), "%s/%s", ch->dir, log_name);
 	c->ch = ch;
 	c->ready = false;
-	c->expect_exit = false;
+	c->stop = STOP_NONE;
+	c->sigkilled = false;
+	c->pgid = 0;
 	c->addr[0] = '\0';
 	c->p = calloc(1, sizeof(*c->p));
 	if (!c->p) {
@@ -206,6 +225,8 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 	c->p->on_exit = on_child_exit;
 	c->p->data = c;
 	rc = proc_start(c->p, ch->loop, log_name, argv, log_path);
+	if (!rc)
+		c->pgid = c->p->pid;	/* it leads a group of its own */
 	if (rc) {
 		child_close(c);		/* proc_close is due either way */
 		run_fail(ch, "cannot start %s: %s", argv[0], strerror(-rc));
@@ -218,24 +239,36 @@ static bool child_running(const struct child *c)
 	return c->p && c->p->running;
 }
 
-/* Stops a child's group: SIGTERM now (the grace timer sends SIGKILL). */
-static void child_stop(struct child *c, int sig)
+/* Whether any process of the child's group is left (its leader may have gone). */
+static bool group_alive(const struct child *c)
 {
-	if (!child_running(c))
-		return;
-	c->expect_exit = true;
-	proc_signal(c->p, sig);
+	return c->pgid > 0 && kill(-c->pgid, 0) == 0;
 }
 
-static bool any_running(const struct chaos *ch)
+/*
+ * Signals the child's whole group, whether or not the child itself is
+ * still there: what it started (a wrapper's server, workers) must go too.
+ */
+static void child_stop(struct child *c, int sig, enum stop_kind why)
+{
+	if (c->pgid <= 0)
+		return;
+	if (c->stop == STOP_NONE && child_running(c))
+		c->stop = why;
+	kill(-c->pgid, sig);
+}
+
+/* Whether anything of the run is left: a child not yet reaped, or a process of a group. */
+static bool any_left(const struct chaos *ch)
 {
 	size_t i;
 
 	for (i = 0; i < ch->sc->nproviders; i++) {
-		if (child_running(&ch->mocks[i]))
+		if (child_running(&ch->mocks[i]) || group_alive(&ch->mocks[i]))
 			return true;
 	}
-	return child_running(&ch->setup) || child_running(&ch->load);
+	return child_running(&ch->setup) || group_alive(&ch->setup) ||
+	       child_running(&ch->load) || group_alive(&ch->load);
 }
 
 /* ---- providers ---- */
@@ -288,6 +321,7 @@ static void mock_start(struct chaos *ch, size_t i)
 	free(text);
 	ch->mocks[i].role = ROLE_MOCK;
 	ch->mocks[i].index = i;
+	ch->mocks[i].killed = false;
 	child_start(ch, &ch->mocks[i], argv, log_name);
 }
 
@@ -501,6 +535,10 @@ static void setup_start(struct chaos *ch)
 	switch (st->kind) {
 	case SC_DIRECT:
 	case SC_CLIENT_RETRY:
+		if (!ch->urls[st->provider]) {
+			run_fail(ch, "provider %s printed no address", ch->sc->provider_names[st->provider]);
+			return;
+		}
 		snprintf(ch->target, sizeof(ch->target), "%s", ch->urls[st->provider]);
 		load_start(ch);
 		break;
@@ -539,7 +577,9 @@ static void on_action(uv_timer_t *t)
 		fprintf(stderr, "chaos: t=%.1f s: %s %s\n", a->at_ms / 1000,
 			a->kind == SC_KILL ? "kill" : "restart", ch->sc->provider_names[a->provider]);
 	if (a->kind == SC_KILL) {
-		child_stop(m, SIGKILL);
+		m->restart_pending = false;	/* a later kill undoes a restart still waiting */
+		m->killed = true;
+		child_stop(m, SIGKILL, STOP_ACTION);
 	} else if (child_running(m)) {
 		m->restart_pending = true;	/* the kill's exit is still to come */
 	} else {
@@ -564,6 +604,7 @@ static void load_start(struct chaos *ch)
 	char mtok[32];
 	char retries[32];
 	char backoff[48];
+	char backoff_max[48];
 	char prefix[96];
 	char mix[1300];
 	const char *argv[40];
@@ -645,10 +686,15 @@ static void load_start(struct chaos *ch)
 	if (st->kind == SC_CLIENT_RETRY) {
 		snprintf(retries, sizeof(retries), "%u", st->retries);
 		snprintf(backoff, sizeof(backoff), "%.3fms", st->retry_backoff_ms);
+		/* loadgen's 5 s cap, scaled, and never under the backoff itself. */
+		snprintf(backoff_max, sizeof(backoff_max), "%.3fms",
+			 fmax(5000 * ch->sc->scale, st->retry_backoff_ms));
 		argv[n++] = "--retries";
 		argv[n++] = retries;
 		argv[n++] = "--retry-backoff";
 		argv[n++] = backoff;
+		argv[n++] = "--retry-backoff-max";
+		argv[n++] = backoff_max;
 	}
 	argv[n++] = "--no-progress";
 	argv[n++] = "--out";
@@ -689,47 +735,116 @@ static void on_child_line(struct proc *p, const char *line)
 	}
 }
 
-static void end_soon(struct chaos *ch);
+/* Whether a child's exit after the run's SIGTERM is the clean one. */
+static bool clean_stop(const struct chaos *ch, const struct child *c)
+{
+	const struct proc *p = c->p;
+
+	if (c->role == ROLE_LOAD)
+		return true;		/* stopped only when the run is failing anyway */
+	if (c->role == ROLE_SETUP && ch->st->kind == SC_EXTERNAL)
+		return (p->exit_status == 0 || p->exit_status == 128 + SIGTERM) &&
+		       (!p->term_signal || p->term_signal == SIGTERM);
+	return p->exit_status == 0 && !p->term_signal;	/* mockprov and the gateway say so */
+}
+
+static void fail_with_tail(struct chaos *ch, const struct child *c, const char *what)
+{
+	struct buf tail = { 0 };
+
+	proc_log_tail(c->p->log_path, LOG_TAIL_LINES, &tail);
+	run_fail(ch, "%s (%s) %s; the last lines of %s:\n%s", role_name(c), c->p->name, what,
+		 c->p->log_path, tail.data ? tail.data : "");
+	buf_free(&tail);
+}
 
 static void on_child_exit(struct proc *p)
 {
 	struct child *c = p->data;
 	struct chaos *ch = c->ch;
 	char how[64];
-	struct buf tail = { 0 };
+	char what[128];
 
 	proc_describe_exit(p, how, sizeof(how));
-	if (!c->expect_exit && !(c->role == ROLE_LOAD && p->exit_status == 0 && !p->term_signal)) {
-		proc_log_tail(p->log_path, LOG_TAIL_LINES, &tail);
-		run_fail(ch, "%s (%s) %s; the last lines of %s:\n%s", role_name(c), p->name, how,
-			 p->log_path, tail.data ? tail.data : "");
-		buf_free(&tail);
-	} else if (c->role == ROLE_LOAD && !ch->stopping) {
-		run_stop(ch);		/* the load is over: stop the rest */
+	switch (c->stop) {
+	case STOP_NONE:
+		if (c->role == ROLE_LOAD && p->exit_status == 0 && !p->term_signal)
+			run_stop(ch);		/* the load is over: stop the rest */
+		else
+			fail_with_tail(ch, c, how);
+		break;
+	case STOP_ACTION:
+		if (c->restart_pending && !ch->stopping) {
+			c->restart_pending = false;
+			mock_start(ch, c->index);
+		}
+		break;
+	case STOP_END:
+		if (!clean_stop(ch, c)) {
+			snprintf(what, sizeof(what), "%s after SIGTERM", how);
+			fail_with_tail(ch, c, what);
+		}
+		break;
 	}
-	if (c->role == ROLE_MOCK && c->restart_pending && !ch->stopping) {
-		c->restart_pending = false;
-		mock_start(ch, c->index);
-		return;
-	}
-	if (ch->stopping && !any_running(ch))
-		end_soon(ch);
 }
 
 /* ---- stopping ---- */
 
-static void on_grace_over(uv_timer_t *t)
+static void end_soon(struct chaos *ch);
+
+/* Which children's groups are still there, for a message. */
+static void left_names(const struct chaos *ch, char *out, size_t len)
 {
-	struct chaos *ch = t->data;
+	size_t used = 0;
 	size_t i;
 
-	for (i = 0; i < ch->sc->nproviders; i++)
-		child_stop(&ch->mocks[i], SIGKILL);
-	child_stop(&ch->setup, SIGKILL);
-	child_stop(&ch->load, SIGKILL);
+	out[0] = '\0';
+	for (i = 0; i < ch->sc->nproviders; i++) {
+		if (group_alive(&ch->mocks[i]) && used < len)
+			used += (size_t)snprintf(out + used, len - used, "%smockprov %s",
+						 used ? ", " : "", ch->sc->provider_names[i]);
+	}
+	if (group_alive(&ch->setup) && used < len)
+		used += (size_t)snprintf(out + used, len - used, "%sthe setup", used ? ", " : "");
+	if (group_alive(&ch->load) && used < len)
+		snprintf(out + used, len - used, "%sloadgen", used ? ", " : "");
 }
 
-/* Every child gets SIGTERM (SIGKILL after STOP_GRACE_MS); run_end follows their exits. */
+/*
+ * While stopping, every STOP_POLL_MS: the run ends once nothing of it is
+ * left; STOP_GRACE_MS after the SIGTERM, what is left gets SIGKILL (and
+ * the run fails: a program that does not stop when asked loses records);
+ * STOP_KILLED_MS later the run ends whatever is left, saying so.
+ */
+static void on_stop_poll(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	double ms = (double)(clock_mono_ns() - ch->stop_ns) / 1e6;
+	char names[256];
+	size_t i;
+
+	if (!any_left(ch)) {
+		end_soon(ch);
+		return;
+	}
+	if (ms >= STOP_GRACE_MS && !ch->sent_sigkill) {
+		ch->sent_sigkill = true;
+		left_names(ch, names, sizeof(names));
+		run_fail(ch, "%s did not stop within %d ms of SIGTERM", names, STOP_GRACE_MS);
+		for (i = 0; i < ch->sc->nproviders; i++)
+			child_stop(&ch->mocks[i], SIGKILL, STOP_END);
+		child_stop(&ch->setup, SIGKILL, STOP_END);
+		child_stop(&ch->load, SIGKILL, STOP_END);
+	} else if (ms >= STOP_GRACE_MS + STOP_KILLED_MS) {
+		left_names(ch, names, sizeof(names));
+		fprintf(stderr, "chaos: %s still has processes after SIGKILL (zombies?)\n", names);
+		end_soon(ch);
+		return;
+	}
+	uv_timer_start(&ch->timer, on_stop_poll, STOP_POLL_MS, 0);
+}
+
+/* Every child's group gets SIGTERM; on_stop_poll ends the run when they are gone. */
 static void run_stop(struct chaos *ch)
 {
 	size_t i;
@@ -737,23 +852,22 @@ static void run_stop(struct chaos *ch)
 	if (ch->stopping)
 		return;
 	ch->stopping = true;
+	ch->stop_ns = clock_mono_ns();
+	ch->sent_sigkill = false;
 	uv_timer_stop(&ch->watchdog);
+	uv_timer_stop(&ch->start_deadline);
 	if (ch->poll.in_flight) {
 		curl_uv_remove(&ch->cu, ch->poll.easy);
 		ch->poll.in_flight = false;
 	}
 	uv_timer_stop(&ch->poll.timer);
-	child_stop(&ch->load, SIGTERM);
-	child_stop(&ch->setup, SIGTERM);
+	child_stop(&ch->load, SIGTERM, STOP_END);
+	child_stop(&ch->setup, SIGTERM, STOP_END);
 	for (i = 0; i < ch->sc->nproviders; i++) {
 		ch->mocks[i].restart_pending = false;
-		child_stop(&ch->mocks[i], SIGTERM);
+		child_stop(&ch->mocks[i], SIGTERM, STOP_END);
 	}
-	if (!any_running(ch)) {
-		end_soon(ch);
-		return;
-	}
-	uv_timer_start(&ch->timer, on_grace_over, STOP_GRACE_MS, 0);
+	uv_timer_start(&ch->timer, on_stop_poll, 0, 0);
 }
 
 static void run_fail(struct chaos *ch, const char *fmt, ...)
@@ -779,10 +893,41 @@ static void on_watchdog(uv_timer_t *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
 	struct chaos *ch = s->data;
+	size_t i;
 
+	if (ch->signal && ch->stopping) {
+		/* A second one: no grace. */
+		for (i = 0; i < ch->sc->nproviders; i++)
+			child_stop(&ch->mocks[i], SIGKILL, STOP_END);
+		child_stop(&ch->setup, SIGKILL, STOP_END);
+		child_stop(&ch->load, SIGKILL, STOP_END);
+		return;
+	}
 	if (!ch->signal)
 		ch->signal = signum;
-	run_fail(ch, "stopped by %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
+	run_fail(ch, "stopped by %s", signum == SIGINT ? "SIGINT" : signum == SIGHUP ? "SIGHUP"
+							      : "SIGTERM");
+}
+
+/* At t0 the load must have started: whoever is not ready fails the run, with its log. */
+static void on_start_deadline(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	size_t i;
+
+	if (ch->load.p || ch->stopping)
+		return;
+	for (i = 0; i < ch->sc->nproviders; i++) {
+		if (ch->mocks[i].p && !ch->mocks[i].ready) {
+			fail_with_tail(ch, &ch->mocks[i], "was not ready by t0");
+			return;
+		}
+	}
+	if (ch->setup.p && !ch->setup.ready) {
+		fail_with_tail(ch, &ch->setup, "was not ready by t0");
+		return;
+	}
+	run_fail(ch, "the run could not start by t0 (%d ms after it began)", CHAOS_LEAD_MS);
 }
 
 /* ---- the end of a run, and the next ---- */
@@ -820,6 +965,8 @@ static void finish_mock_logs(struct chaos *ch)
 	size_t i;
 
 	for (i = 0; i < ch->sc->nproviders; i++) {
+		if (!ch->mocks[i].killed)
+			continue;	/* stopped cleanly: mockprov finished its own log */
 		snprintf(done, sizeof(done), "%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", done);
 		if (access(tmp, F_OK) == 0 && access(done, F_OK) != 0)
@@ -914,6 +1061,7 @@ static void run_cleanup(struct chaos *ch)
 	child_close(&ch->setup);
 	child_close(&ch->load);
 	uv_timer_stop(&ch->timer);
+	uv_timer_stop(&ch->start_deadline);
 }
 
 static void run_next(struct chaos *ch);
@@ -935,9 +1083,11 @@ static void run_end(struct chaos *ch)
 		fprintf(stderr, "chaos: %s / %s / run %u failed: %s\n  (its files: %s)\n",
 			ch->sc->name, ch->st->name, ch->k, ch->why, ch->dir);
 		ch->exit_code = 1;
-	} else if (ch->o->verbose) {
-		fprintf(stderr, "chaos: %s / %s / run %u done: %s\n", ch->sc->name, ch->st->name,
-			ch->k, ch->final_dir);
+	} else {
+		ch->completed++;
+		if (ch->o->verbose)
+			fprintf(stderr, "chaos: %s / %s / run %u done: %s\n", ch->sc->name,
+				ch->st->name, ch->k, ch->final_dir);
 	}
 	if (ch->signal) {
 		ch->exit_code = 128 + ch->signal;
@@ -1019,8 +1169,13 @@ static void run_begin(struct chaos *ch)
 		fprintf(stderr, "chaos: %s / %s / run %u of %u: %.1f s\n", sc->name, ch->st->name,
 			ch->k, ch->o->repeat, sc->duration_ms / 1000);
 	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
+	/* The last request may take loadgen's max time, and each retry a timeout and a wait. */
 	budget = CHAOS_LEAD_MS + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
+	if (ch->st->kind == SC_CLIENT_RETRY)
+		budget += ch->st->retries * (sc->load.timeout_ms +
+					     fmax(5000 * sc->scale, ch->st->retry_backoff_ms));
 	uv_timer_start(&ch->watchdog, on_watchdog, (uint64_t)budget, 0);
+	uv_timer_start(&ch->start_deadline, on_start_deadline, CHAOS_LEAD_MS, 0);
 	for (i = 0; i < sc->nproviders && !ch->stopping; i++)
 		mock_start(ch, i);
 }
@@ -1035,12 +1190,15 @@ static void on_closed_quiet(uv_handle_t *h)
 static int make_stamp_dir(struct chaos *ch)
 {
 	char stamp[32];
+	char parent[1024];
 	time_t now = time(NULL);
 	struct tm tm;
+	int rc;
 	int i;
 
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(parent, sizeof(parent), "%s/%s", ch->o->out_dir, ch->sc->name);
 	for (i = 1; i < 100; i++) {
 		if (i == 1)
 			snprintf(ch->stamp_dir, sizeof(ch->stamp_dir), "%s/%s/%s", ch->o->out_dir,
@@ -1048,8 +1206,14 @@ static int make_stamp_dir(struct chaos *ch)
 		else
 			snprintf(ch->stamp_dir, sizeof(ch->stamp_dir), "%s/%s/%s-%d", ch->o->out_dir,
 				 ch->sc->name, stamp, i);
-		if (access(ch->stamp_dir, F_OK) != 0)
-			return mkdir_p(ch->stamp_dir);
+		/* The parent with -p, the stamp itself alone: two runners never share one. */
+		rc = mkdir_p(parent);
+		if (rc)
+			return rc;
+		if (mkdir(ch->stamp_dir, 0755) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
 	}
 	return -EEXIST;
 }
@@ -1087,21 +1251,27 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	uv_timer_init(ch.loop, &ch.watchdog);
 	uv_timer_init(ch.loop, &ch.poll.timer);
 	uv_timer_init(ch.loop, &ch.ender);
+	uv_timer_init(ch.loop, &ch.start_deadline);
 	ch.timer.data = ch.watchdog.data = ch.poll.timer.data = ch.ender.data = &ch;
+	ch.start_deadline.data = &ch;
 	uv_signal_init(ch.loop, &ch.sigint);
 	uv_signal_init(ch.loop, &ch.sigterm);
-	ch.sigint.data = ch.sigterm.data = &ch;
+	uv_signal_init(ch.loop, &ch.sighup);
+	ch.sigint.data = ch.sigterm.data = ch.sighup.data = &ch;
 	uv_signal_start(&ch.sigint, on_signal, SIGINT);
 	uv_signal_start(&ch.sigterm, on_signal, SIGTERM);
-	/* Signals and timers do not keep the loop alive: the children do. */
+	/* The children have sessions of their own: a closed terminal reaches only us. */
+	uv_signal_start(&ch.sighup, on_signal, SIGHUP);
+	/* Signals and the watchdog do not keep the loop alive: the children and timers do. */
 	uv_unref((uv_handle_t *)&ch.sigint);
 	uv_unref((uv_handle_t *)&ch.sigterm);
+	uv_unref((uv_handle_t *)&ch.sighup);
 	uv_unref((uv_handle_t *)&ch.watchdog);
 
 	run_next(&ch);
 	uv_run(ch.loop, UV_RUN_DEFAULT);
 
-	if (!ch.signal) {
+	if (!ch.signal && ch.completed) {
 		cJSON *top = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(top, "scenario", sc->name);
@@ -1120,6 +1290,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	}
 	uv_close((uv_handle_t *)&ch.sigint, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.sigterm, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.sighup, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.start_deadline, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.timer, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.watchdog, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.poll.timer, on_closed_quiet);
