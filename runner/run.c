@@ -425,7 +425,15 @@ static void healthz_next(struct chaos *ch)
 {
 	char url[256];
 
+	size_t i;
+
 	if (ch->healthz_next == ch->sc->nproviders) {
+		for (i = 0; i < ch->sc->nproviders; i++) {
+			if (!ch->urls[i]) {
+				run_fail(ch, "provider %s printed no address", ch->sc->provider_names[i]);
+				return;
+			}
+		}
 		setup_start(ch);
 		return;
 	}
