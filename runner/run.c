@@ -1226,6 +1226,35 @@ static int make_stamp_dir(struct chaos *ch)
 	return -EEXIST;
 }
 
+/* Copies the scenario file into the stamp dir, so the results say what ran. */
+static int copy_scenario(const struct chaos *ch)
+{
+	char path[1300];
+	char chunk[65536];
+	FILE *in = fopen(ch->sc->path, "rb");
+	FILE *out;
+	size_t n;
+	int rc = 0;
+
+	if (!in)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/scenario.json", ch->stamp_dir);
+	out = fopen(path, "wb");
+	if (!out) {
+		rc = -errno;
+		fclose(in);
+		return rc;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), in)) > 0) {
+		if (fwrite(chunk, 1, n, out) != n)
+			rc = -EIO;
+	}
+	fclose(in);
+	if (fclose(out) && !rc)
+		rc = -errno;
+	return rc;
+}
+
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 {
 	struct chaos ch = { .sc = sc, .o = o };
@@ -1246,6 +1275,13 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	rc = make_stamp_dir(&ch);
 	if (rc) {
 		fprintf(stderr, "chaos: cannot make %s: %s\n", ch.stamp_dir, strerror(-rc));
+		ch.exit_code = 1;
+		goto out_free;
+	}
+	rc = copy_scenario(&ch);
+	if (rc) {
+		fprintf(stderr, "chaos: cannot copy %s into %s: %s\n", sc->path, ch.stamp_dir,
+			strerror(-rc));
 		ch.exit_code = 1;
 		goto out_free;
 	}

@@ -171,6 +171,8 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 	cJSON_Delete(direct);
 	cJSON_Delete(gw);
 
+	snprintf(path, sizeof(path), "%s/scenario.json", stamp);
+	cr_assert(exists(path), "the scenario was not kept with its results");
 	snprintf(path, sizeof(path), "%s/summary.json", stamp);
 	top = read_json(path);
 	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(
