@@ -28,6 +28,12 @@ int json_escape(struct buf *b, const char *s);
 int json_openai_error(struct buf *b, const char *message, const char *type,
 		      const char *param, const char *code);
 
+/*
+ * Writes root, indented, to path through path.tmp and a rename, so a
+ * reader never sees half a file. Returns 0 or a negative errno.
+ */
+int json_write_file(const char *path, const cJSON *root);
+
 /* The string value of key in obj, or NULL when absent or not a string. */
 const char *json_get_string(const cJSON *obj, const char *key);
 

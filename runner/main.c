@@ -18,12 +18,14 @@
 #include <curl/curl.h>
 
 #include "opt.h"
+#include "report.h"
 #include "run.h"
 #include "scenario.h"
 
 static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S] [--repeat N] [--setup NAME]\n"
 	"                          [--quiet]\n"
+	"       chaos report STAMP_DIR\n"
 	"       chaos list [DIR]\n"
 	"\n"
 	"run   replays SCENARIO (a JSON file) through each of its setups: mock providers\n"
@@ -34,6 +36,8 @@ static const char usage_text[] =
 	"  --repeat N        runs per setup (1-100; default 1)\n"
 	"  --setup NAME      run this setup alone\n"
 	"  --quiet           no line per run on stderr\n"
+	"report  recomputes a results directory's summaries and report.md from its\n"
+	"      per-request files, and prints the table\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
 	"\n"
 	"Exit status: 0 every run completed; 1 a run failed; 2 a bad command line or\n"
@@ -186,10 +190,15 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv);
 	if (strcmp(argv[1], "list") == 0)
 		return cmd_list(argc, argv);
+	if (strcmp(argv[1], "report") == 0) {
+		if (argc != 3 || argv[2][0] == '-')
+			opt_usage_error("chaos", "report takes one results directory (DIR/NAME/STAMP)");
+		return report_command(argv[2], stdout);
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	opt_usage_error("chaos", "unknown command \"%s\" (run or list; report, plot and gate "
+	opt_usage_error("chaos", "unknown command \"%s\" (run, report or list; plot and gate "
 			"are still to come)", argv[1]);
 }

@@ -30,6 +30,7 @@
 #include "curl_uv.h"
 #include "json.h"
 #include "proc.h"
+#include "report.h"
 #include "stats.h"
 
 #define STOP_GRACE_MS 5000		/* SIGTERM, then SIGKILL */
@@ -146,23 +147,6 @@ static int write_text(const char *path, const char *text)
 	if (fputs(text, fp) < 0)
 		rc = -EIO;
 	if (fclose(fp) && !rc)
-		rc = -errno;
-	return rc;
-}
-
-/* Writes a JSON tree to path (through path.tmp and a rename). */
-static int write_json(const char *path, const cJSON *root)
-{
-	char tmp[1300];
-	char *text = cJSON_Print(root);
-	int rc;
-
-	if (!text)
-		return -ENOMEM;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	rc = write_text(tmp, text);
-	free(text);
-	if (!rc && rename(tmp, path))
 		rc = -errno;
 	return rc;
 }
@@ -682,7 +666,7 @@ static void load_start(struct chaos *ch)
 					      cJSON_Duplicate(st->response_headers, true));
 		}
 		snprintf(mix, sizeof(mix), "%s/mix.json", ch->dir);
-		rc = m ? write_json(mix, m) : -ENOMEM;
+		rc = m ? json_write_file(mix, m) : -ENOMEM;
 		cJSON_Delete(m);
 		if (rc) {
 			run_fail(ch, "cannot write %s", mix);
@@ -940,26 +924,6 @@ static void on_start_deadline(uv_timer_t *t)
 
 /* ---- the end of a run, and the next ---- */
 
-/* The provider the setup counts as primary: its own, or its first alias's first target's. */
-static const char *primary_of(const struct chaos *ch)
-{
-	const struct sc_setup *st = ch->st;
-	const cJSON *models;
-	const cJSON *targets;
-	const char *p;
-
-	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
-		return ch->sc->provider_names[st->provider];
-	if (st->kind == SC_GATEWAY) {
-		models = cJSON_GetObjectItemCaseSensitive(st->config, "models");
-		targets = cJSON_GetObjectItemCaseSensitive(models ? models->child : NULL, "targets");
-		p = json_get_string(cJSON_GetArrayItem(targets, 0), "provider");
-		if (p)
-			return p;
-	}
-	return ch->sc->provider_names[0];
-}
-
 /*
  * A provider killed and not restarted leaves mock-NAME.csv.tmp (mockprov
  * renames its log on a clean stop). Its rows up to the kill are whole —
@@ -984,46 +948,24 @@ static void finish_mock_logs(struct chaos *ch)
 
 static int summarise(struct chaos *ch)
 {
-	struct stats_phase *ph = calloc(ch->sc->nphases ? ch->sc->nphases : 1, sizeof(*ph));
-	struct stats_input in = { 0 };
 	char err[CFG_ERR_LEN];
 	char path[1300];
 	char lg[1300];
 	cJSON *sum = NULL;
 	cJSON **runs;
-	size_t i;
 	int rc;
 
-	if (!ph)
-		return -ENOMEM;
-	for (i = 0; i < ch->sc->nphases; i++)
-		ph[i] = (struct stats_phase){ ch->sc->phases[i].name, ch->sc->phases[i].from_ms,
-					      ch->sc->phases[i].to_ms };
 	/* loadgen's own summary keeps its name apart from the run's. */
 	snprintf(path, sizeof(path), "%s/summary.json", ch->dir);
 	snprintf(lg, sizeof(lg), "%s/loadgen-summary.json", ch->dir);
 	rename(path, lg);
 	finish_mock_logs(ch);
-	in.run_dir = ch->dir;
-	in.phases = ph;
-	in.nphases = ch->sc->nphases;
-	in.duration_ms = ch->sc->duration_ms;
-	in.window_ms = 5000 * ch->sc->scale;
-	in.primary = primary_of(ch);
-	in.t0_unix_ms = ch->t0;
-	rc = stats_compute(&in, &sum, err);
-	free(ph);
+	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum, err);
 	if (rc) {
 		snprintf(ch->why, sizeof(ch->why), "summary: %s", err);
 		return rc;
 	}
-	cJSON_AddStringToObject(sum, "scenario", ch->sc->name);
-	cJSON_AddStringToObject(sum, "setup", ch->st->name);
-	cJSON_AddNumberToObject(sum, "run", ch->k);
-	cJSON_AddNumberToObject(sum, "t0_unix_ms", (double)ch->t0);
-	cJSON_AddNumberToObject(sum, "time_scale", ch->sc->scale);
-	cJSON_AddStringToObject(sum, "primary", in.primary);
-	rc = write_json(path, sum);
+	rc = json_write_file(path, sum);
 	if (rc) {
 		cJSON_Delete(sum);
 		snprintf(ch->why, sizeof(ch->why), "cannot write %s: %s", path, strerror(-rc));
@@ -1324,11 +1266,12 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		cJSON_AddItemToObject(top, "setups", ch.combined);
 		ch.combined = NULL;
 		snprintf(path, sizeof(path), "%s/summary.json", ch.stamp_dir);
-		if (write_json(path, top)) {
-			fprintf(stderr, "chaos: cannot write %s\n", path);
+		if (json_write_file(path, top) || report_write(ch.stamp_dir, sc, top)) {
+			fprintf(stderr, "chaos: cannot write %s or its report.md\n", path);
 			ch.exit_code = 1;
 		} else {
-			printf("results: %s\n", ch.stamp_dir);
+			report_table(stdout, sc, top, false);
+			printf("results: %s (report.md, summary.json)\n", ch.stamp_dir);
 		}
 		cJSON_Delete(top);
 	}

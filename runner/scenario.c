@@ -1444,3 +1444,21 @@ int scenario_phase_at(const struct scenario *sc, double t_ms)
 	}
 	return -1;
 }
+
+const char *scenario_primary(const struct scenario *sc, const struct sc_setup *st)
+{
+	const cJSON *models;
+	const cJSON *targets;
+	const cJSON *prov;
+
+	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
+		return sc->provider_names[st->provider];
+	if (st->kind == SC_GATEWAY) {
+		models = cJSON_GetObjectItemCaseSensitive(st->config, "models");
+		targets = cJSON_GetObjectItemCaseSensitive(models ? models->child : NULL, "targets");
+		prov = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(targets, 0), "provider");
+		if (cJSON_IsString(prov))
+			return prov->valuestring;
+	}
+	return sc->provider_names[0];
+}

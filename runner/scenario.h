@@ -180,6 +180,13 @@ char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *
 char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
 		      const char *const *urls);
 
+/*
+ * The provider a setup counts as its primary (for fallback share and time
+ * to primary): a direct or client_retry setup's provider, a gateway
+ * setup's first alias's first target's provider, else the first provider.
+ */
+const char *scenario_primary(const struct scenario *sc, const struct sc_setup *st);
+
 /* The index of the phase containing t_ms (from_ms ≤ t_ms < to_ms), or -1. */
 int scenario_phase_at(const struct scenario *sc, double t_ms);
 

@@ -179,6 +179,40 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 				   cJSON_GetObjectItemCaseSensitive(top, "setups"), "direct"));
 	cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(
 				   cJSON_GetObjectItemCaseSensitive(top, "setups"), "gw"));
+
+	/* report.md has a row per setup and phase, and the breaker's transitions. */
+	{
+		struct buf md = { 0 };
+		FILE *fp;
+		char chunk[4096];
+		size_t n;
+
+		snprintf(path, sizeof(path), "%s/report.md", stamp);
+		fp = fopen(path, "r");
+		cr_assert_not_null(fp, "no report.md");
+		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+			buf_append(&md, chunk, n);
+		fclose(fp);
+		cr_assert(strstr(md.data, "| direct | healthy "), "%s", md.data);
+		cr_assert(strstr(md.data, "| gw     | outage "), "%s", md.data);
+		cr_assert(strstr(md.data, "### gw: breaker transitions (run 1)"), "%s", md.data);
+		cr_assert(strstr(md.data, "| closed | open |"), "%s", md.data);
+		buf_free(&md);
+	}
+
+	/* chaos report recomputes the same summaries from the per-request files. */
+	{
+		const char *argv[] = { "chaos", "report", stamp, NULL };
+		cJSON *again;
+
+		rc = run_program(argv, err, sizeof(err), 30);
+		cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
+		snprintf(path, sizeof(path), "%s/summary.json", stamp);
+		again = read_json(path);
+		cr_assert(cJSON_Compare(top, again, true),
+			  "chaos report computed another stamp summary than the run did");
+		cJSON_Delete(again);
+	}
 	cJSON_Delete(top);
 }
 

@@ -1,0 +1,51 @@
+/*
+ * report: what a person reads after a scenario — the table of every setup
+ * × phase (requests, answered share, error rate, latency percentiles,
+ * throughput, fallback share, time to the breaker opening and to the
+ * primary's first answer, duplicate work, cost) and each gateway setup's
+ * breaker transitions, as STAMP/report.md and on the terminal; and the
+ * summaries behind it, computed from the per-request files alone, so
+ * `chaos report STAMP` can redo them for an old run.
+ */
+#ifndef FAULTLINE_RUNNER_REPORT_H
+#define FAULTLINE_RUNNER_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "scenario.h"
+
+/*
+ * One run's summary from the files in run_dir (stats_compute over the
+ * scenario's phases, 5 s windows scaled, the setup's primary), with the
+ * run's facts added (scenario, setup, run, t0_unix_ms, time_scale,
+ * primary). A provider's unfinished mock-NAME.csv.tmp is not looked at
+ * here: the caller finishes what it must first. Returns 0 with *out (the
+ * caller's), or a negative errno with a message in err (CFG_ERR_LEN).
+ */
+int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
+			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,
+			 char *err);
+
+/*
+ * Prints the phase table of a stamp's combined summary: plain columns for
+ * a terminal (markdown false) or a markdown table. Figures are the runs'
+ * means; "—" where there is none.
+ */
+void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown);
+
+/* Writes STAMP/report.md (through a .tmp and a rename). Returns 0 or a negative errno. */
+int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *summary);
+
+/*
+ * `chaos report STAMP`: loads STAMP/scenario.json at the time scale its
+ * summary.json (or a run's) recorded, recomputes every SETUP/run-K's
+ * summary.json from its files (t0 from loadgen-summary.json), then the
+ * combined summary.json and report.md, and prints the table to out.
+ * Returns the exit status: 0, or 2 with a message on stderr naming the
+ * file and what is wrong.
+ */
+int report_command(const char *stamp_dir, FILE *out);
+
+#endif
