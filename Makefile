@@ -6,7 +6,8 @@
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
-#   make demo       a mock provider's fault timeline, by hand and under loadgen
+#   make demo       the classic outage suite through bin/chaos (about 2 minutes)
+#   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make
@@ -50,7 +51,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway demo clean deps
+.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway demo demo-walkthrough clean deps
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -143,6 +144,9 @@ bench-gateway: all
 
 demo: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/demo.sh
+
+demo-walkthrough: all
+	FAULTLINE_BIN=$(BIN_DIR) scripts/walkthrough.sh
 
 clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)
