@@ -39,6 +39,7 @@
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
 #define POLL_EVERY_MS 20		/* readiness polling */
 #define LOG_TAIL_LINES 15
+#define PROGRESS_MS 500			/* the terminal's progress line */
 
 enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD };
 
@@ -86,6 +87,14 @@ struct chaos {
 	uv_signal_t sighup;
 	uv_timer_t timer;		/* actions; while stopping, the stop's poll */
 	uv_timer_t start_deadline;	/* at t0: everything must be ready */
+	uv_timer_t progress;		/* redraws the progress line */
+	bool tty;			/* stderr is a terminal: draw it */
+	long progress_off;		/* read so far of requests.csv.tmp */
+	uint64_t progress_rows;
+	uint64_t progress_errors;
+	bool progress_header;		/* the CSV header has been passed */
+	struct buf progress_line;	/* a row not yet whole */
+	bool progress_drawn;
 	uint64_t stop_ns;		/* when the stop began */
 	bool sent_sigkill;
 	unsigned completed;		/* runs that completed */
@@ -129,6 +138,7 @@ static void setup_start(struct chaos *ch);
 static void load_start(struct chaos *ch);
 static void on_child_exit(struct proc *p);
 static void on_child_line(struct proc *p, const char *line);
+static void progress_clear(struct chaos *ch);
 
 static const char *role_name(const struct child *c)
 {
@@ -565,6 +575,7 @@ static void on_action(uv_timer_t *t)
 
 	if (ch->stopping)
 		return;
+	progress_clear(ch);
 	if (ch->o->verbose)
 		fprintf(stderr, "chaos: t=%.1f s: %s %s\n", a->at_ms / 1000,
 			a->kind == SC_KILL ? "kill" : "restart", ch->sc->provider_names[a->provider]);
@@ -578,6 +589,84 @@ static void on_action(uv_timer_t *t)
 		mock_start(ch, a->provider);	/* closes the killed one's process first */
 	}
 	arm_action(ch);
+}
+
+/* The outcome field (the 14th) of a requests.csv row; quotes honoured. */
+static bool row_is_ok(const char *row, size_t len)
+{
+	size_t field = 0;
+	size_t start = 0;
+	bool quoted = false;
+	size_t i;
+
+	for (i = 0; i <= len; i++) {
+		char c = i < len ? row[i] : ',';
+
+		if (c == '"') {
+			quoted = !quoted;
+		} else if (c == ',' && !quoted) {
+			if (field == 13)
+				return i - start == 2 && strncmp(row + start, "ok", 2) == 0;
+			field++;
+			start = i + 1;
+		}
+	}
+	return false;
+}
+
+/* Counts the rows loadgen has flushed since the last call. */
+static void progress_read(struct chaos *ch)
+{
+	char path[1300];
+	char chunk[65536];
+	struct buf *line = &ch->progress_line;
+	FILE *fp;
+	size_t n;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/requests.csv.tmp", ch->dir);
+	fp = fopen(path, "r");
+	if (!fp || fseek(fp, ch->progress_off, SEEK_SET)) {
+		if (fp)
+			fclose(fp);
+		return;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		ch->progress_off += (long)n;
+		for (i = 0; i < n; i++) {
+			if (chunk[i] != '\n') {
+				buf_append(line, &chunk[i], 1);
+				continue;
+			}
+			if (ch->progress_header) {
+				ch->progress_rows++;
+				if (!row_is_ok(line->data ? line->data : "", line->len))
+					ch->progress_errors++;
+			}
+			ch->progress_header = true;
+			buf_reset(line);
+		}
+	}
+	fclose(fp);
+}
+
+static void progress_clear(struct chaos *ch)
+{
+	if (ch->progress_drawn)
+		fputs("\r\033[K", stderr);
+	ch->progress_drawn = false;
+}
+
+static void on_progress(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	double now = (double)(clock_unix_ms() - ch->t0) / 1000;
+
+	progress_read(ch);
+	fprintf(stderr, "\r\033[Kchaos: %s / %s / run %u  t=%.1f/%.1f s  requests %llu  errors %llu",
+		ch->sc->name, ch->st->name, ch->k, now < 0 ? 0 : now, ch->sc->duration_ms / 1000,
+		(unsigned long long)ch->progress_rows, (unsigned long long)ch->progress_errors);
+	ch->progress_drawn = true;
 }
 
 static void load_start(struct chaos *ch)
@@ -696,6 +785,13 @@ static void load_start(struct chaos *ch)
 	if (child_start(ch, &ch->load, argv, "loadgen.log"))
 		return;
 	arm_action(ch);
+	if (ch->tty) {
+		ch->progress_off = 0;
+		ch->progress_rows = ch->progress_errors = 0;
+		ch->progress_header = false;
+		buf_reset(&ch->progress_line);
+		uv_timer_start(&ch->progress, on_progress, PROGRESS_MS, PROGRESS_MS);
+	}
 }
 
 /* ---- lines and exits ---- */
@@ -845,6 +941,8 @@ static void run_stop(struct chaos *ch)
 		return;
 	ch->stopping = true;
 	ch->stop_ns = clock_mono_ns();
+	uv_timer_stop(&ch->progress);
+	progress_clear(ch);
 	ch->sent_sigkill = false;
 	uv_timer_stop(&ch->watchdog);
 	uv_timer_stop(&ch->start_deadline);
@@ -1238,6 +1336,9 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	uv_timer_init(ch.loop, &ch.poll.timer);
 	uv_timer_init(ch.loop, &ch.ender);
 	uv_timer_init(ch.loop, &ch.start_deadline);
+	uv_timer_init(ch.loop, &ch.progress);
+	ch.progress.data = &ch;
+	ch.tty = o->verbose && isatty(STDERR_FILENO);
 	ch.timer.data = ch.watchdog.data = ch.poll.timer.data = ch.ender.data = &ch;
 	ch.start_deadline.data = &ch;
 	uv_signal_init(ch.loop, &ch.sigint);
@@ -1279,6 +1380,7 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	uv_close((uv_handle_t *)&ch.sigterm, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.sighup, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.start_deadline, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.progress, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.timer, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.watchdog, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.poll.timer, on_closed_quiet);
@@ -1289,6 +1391,7 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		curl_easy_cleanup(ch.poll.easy);
 	uv_loop_close(ch.loop);
 out_free:
+	buf_free(&ch.progress_line);
 	free_runs(&ch);
 	for (i = 0; ch.urls && i < sc->nproviders; i++)
 		free(ch.urls[i]);

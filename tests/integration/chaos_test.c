@@ -504,3 +504,27 @@ Test(chaos, a_kill_after_a_restart_still_waiting_wins, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/d/run-1/mock-p.csv", stamp);
 	cr_assert(exists(path), "the killed provider's log was not finished");
 }
+
+Test(chaos, progress_line_on_a_terminal, .timeout = 60)
+{
+	static const char quick[] =
+		"{\"name\":\"quick\",\"duration_s\":2.5,\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		"\"load\":{\"rate\":20,\"timeout_ms\":500},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
+	struct lg_proc p;
+	char out[600];
+	int rc;
+
+	write_file(dir, "quick.json", quick, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		cr_assert_eq(lg_spawn_tty(&p, argv), 0);
+	}
+	cr_assert(lg_await_stderr(&p, "quick / d / run 1  t=", 15000), "no progress line: %s", p.err);
+	rc = lg_wait(&p, 30);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, p.err);
+	cr_assert(strstr(p.err, "requests ") && strstr(p.err, "errors 0"), "%s", p.err);
+	cr_assert(strstr(p.err, "\r\033[K"), "the line is not redrawn in place: %s", p.err);
+}
