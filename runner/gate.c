@@ -1,0 +1,912 @@
+/*
+ * gate: judges a stamp's combined summary against the scenario's
+ * expectations and a saved baseline (rules in gate.h), prints the verdicts
+ * and, for gate_command, reads the stamp and writes baselines.
+ */
+#include "gate.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "json.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A combined figure (runner/stats.h's CFIGURES member): has is false for null. */
+struct fig {
+	bool has;
+	double mean;
+	double min;
+	double max;
+	double n;		/* runs it was a number in */
+};
+
+/* A setup of a combined summary, checked. */
+struct setup_v {
+	const char *name;
+	double runs;
+	const cJSON *phases;	/* object: phase name → CFIGURES */
+};
+
+struct tolerances {
+	double relative;
+	double floor_ms;
+	double error_rate;
+	double answered_share;
+	double fallback_share;
+};
+
+static const struct cfg_key tol_keys[] = {
+	{ "relative", CFG_NUM, offsetof(struct tolerances, relative), false,
+	  GATE_TOL_RELATIVE, 0, 100, NULL, NULL },
+	{ "absolute", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "floor_ms", CFG_NUM, offsetof(struct tolerances, floor_ms), false,
+	  GATE_TOL_FLOOR_MS, 0, 1e9, NULL, NULL },
+};
+
+static const struct cfg_key tol_abs_keys[] = {
+	{ "error_rate", CFG_NUM, offsetof(struct tolerances, error_rate), false,
+	  GATE_TOL_ERROR_RATE, 0, 1, NULL, NULL },
+	{ "answered_share", CFG_NUM, offsetof(struct tolerances, answered_share), false,
+	  GATE_TOL_ANSWERED_SHARE, 0, 1, NULL, NULL },
+	{ "fallback_share", CFG_NUM, offsetof(struct tolerances, fallback_share), false,
+	  GATE_TOL_FALLBACK_SHARE, 0, 1, NULL, NULL },
+};
+
+/* An expect bound: its field in struct sc_expect and the figure it bounds. */
+struct expect_bound {
+	size_t offset;
+	const char *key;	/* member of the phase's CFIGURES */
+	const char *sub;	/* member of that (latency_ms), or NULL */
+	const char *figure;	/* as printed */
+	enum gate_op op;
+};
+
+static const struct expect_bound expect_bounds[] = {
+	{ offsetof(struct sc_expect, error_rate_max), "error_rate", NULL, "error_rate", GATE_LE },
+	{ offsetof(struct sc_expect, answered_min), "answered_share", NULL, "answered_share",
+	  GATE_GE },
+	{ offsetof(struct sc_expect, latency_p50_ms_max), "latency_ms", "p50", "latency_ms.p50",
+	  GATE_LE },
+	{ offsetof(struct sc_expect, latency_p95_ms_max), "latency_ms", "p95", "latency_ms.p95",
+	  GATE_LE },
+	{ offsetof(struct sc_expect, latency_p99_ms_max), "latency_ms", "p99", "latency_ms.p99",
+	  GATE_LE },
+	{ offsetof(struct sc_expect, time_to_open_ms_max), "time_to_open_ms", NULL,
+	  "time_to_open_ms", GATE_LE },
+	{ offsetof(struct sc_expect, time_to_primary_ms_max), "time_to_primary_ms", NULL,
+	  "time_to_primary_ms", GATE_LE },
+	{ offsetof(struct sc_expect, fallback_share_max), "fallback_share", NULL,
+	  "fallback_share", GATE_LE },
+	{ offsetof(struct sc_expect, fallback_share_min), "fallback_share", NULL,
+	  "fallback_share", GATE_GE },
+};
+
+enum base_rule { BASE_ABOVE, BASE_BELOW, BASE_RELATIVE, BASE_NEAR };
+
+/* A figure compared with the baseline, and how. */
+struct base_figure {
+	const char *key;
+	const char *sub;
+	const char *figure;
+	enum base_rule rule;
+};
+
+static const struct base_figure base_figures[] = {
+	{ "error_rate", NULL, "error_rate", BASE_ABOVE },
+	{ "answered_share", NULL, "answered_share", BASE_BELOW },
+	{ "latency_ms", "p50", "latency_ms.p50", BASE_RELATIVE },
+	{ "latency_ms", "p95", "latency_ms.p95", BASE_RELATIVE },
+	{ "latency_ms", "p99", "latency_ms.p99", BASE_RELATIVE },
+	{ "time_to_open_ms", NULL, "time_to_open_ms", BASE_RELATIVE },
+	{ "fallback_share", NULL, "fallback_share", BASE_NEAR },
+};
+
+/* ---- verdicts ---- */
+
+/* Whether value stands in relation op to bound, allowing for rounding. */
+static bool holds(enum gate_op op, double value, double bound, double tolerance)
+{
+	double slack = 1e-9 * fmax(1, fabs(bound));
+
+	switch (op) {
+	case GATE_LE:
+		return value <= bound + slack;
+	case GATE_GE:
+		return value >= bound - slack;
+	case GATE_NEAR:
+		return fabs(value - bound) <= tolerance + slack;
+	}
+	return false;
+}
+
+/* Appends a copy of c (with its own setup and phase strings) to r. */
+static int push(struct gate_result *r, const struct gate_check *c, const char *setup,
+		const char *phase)
+{
+	struct gate_check *grown;
+	struct gate_check k = *c;
+
+	if ((r->n & (r->n - 1)) == 0) {
+		grown = realloc(r->checks, (r->n ? 2 * r->n : 8) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		r->checks = grown;
+	}
+	k.setup = strdup(setup);
+	k.phase = strdup(phase);
+	if (!k.setup || !k.phase) {
+		free(k.setup);
+		free(k.phase);
+		return -ENOMEM;
+	}
+	r->checks[r->n++] = k;
+	if (!k.pass)
+		r->failed++;
+	return 0;
+}
+
+/* A failed check for something missing in the run: no figure, no value. */
+static int push_missing(struct gate_result *r, const char *source, const char *setup,
+			const char *phase, const char *note)
+{
+	struct gate_check c = {
+		.source = source, .figure = "-", .op = GATE_LE, .bound = NAN, .value = NAN,
+		.pass = false,
+	};
+
+	snprintf(c.note, sizeof(c.note), "%s", note);
+	return push(r, &c, setup, phase);
+}
+
+static int oom(char *err)
+{
+	snprintf(err, CFG_ERR_LEN, "out of memory");
+	return -ENOMEM;
+}
+
+/* ---- reading a combined summary ---- */
+
+static int want_number(const cJSON *obj, const char *key, const char *file, const char *path,
+		       double *out, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	char got[96];
+
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+		cfg_describe(v, got, sizeof(got));
+		return cfg_error(err, file, path, key, "expected a number, got %s", got);
+	}
+	*out = v->valuedouble;
+	return 0;
+}
+
+/*
+ * Reads the figure key (key.sub when sub is not NULL) of a phase's CFIGURES
+ * at path: {"mean","stddev","min","max","n"} or null (f->has false).
+ */
+static int get_fig(const cJSON *phase, const char *key, const char *sub, const char *file,
+		   const char *path, struct fig *f, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(phase, key);
+	char outer[300];
+	char where[400];
+	char got[96];
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if (sub) {
+		if (cJSON_IsNull(v))
+			return 0;
+		if (!cJSON_IsObject(v)) {
+			cfg_describe(v, got, sizeof(got));
+			return cfg_error(err, file, path, key, "expected an object of percentiles "
+					 "{\"p50\", …} or null, got %s", got);
+		}
+		snprintf(outer, sizeof(outer), "%.200s.%.64s", path, key);
+		path = outer;
+		key = sub;
+		v = cJSON_GetObjectItemCaseSensitive(v, sub);
+	}
+	if (cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v)) {
+		cfg_describe(v, got, sizeof(got));
+		return cfg_error(err, file, path, key, "expected a combined figure {\"mean\", "
+				 "\"stddev\", \"min\", \"max\", \"n\"} or null, got %s", got);
+	}
+	snprintf(where, sizeof(where), "%.300s.%.64s", path, key);
+	rc = want_number(v, "mean", file, where, &f->mean, err);
+	if (!rc)
+		rc = want_number(v, "min", file, where, &f->min, err);
+	if (!rc)
+		rc = want_number(v, "max", file, where, &f->max, err);
+	if (!rc)
+		rc = want_number(v, "n", file, where, &f->n, err);
+	if (!rc && !(f->n >= 1))
+		rc = cfg_error(err, file, where, "n", "expected a count of runs of 1 or more, "
+			       "got %g", f->n);
+	f->has = rc == 0;
+	return rc;
+}
+
+/* Checks a member v of a "setups" object into s. */
+static int get_setup(const cJSON *v, const char *file, struct setup_v *s, char *err)
+{
+	char path[200];
+	char got[96];
+	int rc;
+
+	snprintf(path, sizeof(path), "setups.%.120s", v->string);
+	s->name = v->string;
+	if (!cJSON_IsObject(v)) {
+		cfg_describe(v, got, sizeof(got));
+		return cfg_error(err, file, path, NULL, "expected a setup's combined figures "
+				 "(an object), got %s", got);
+	}
+	rc = want_number(v, "runs", file, path, &s->runs, err);
+	if (rc)
+		return rc;
+	if (!(s->runs >= 1) || s->runs != floor(s->runs))
+		return cfg_error(err, file, path, "runs", "expected a whole number of runs, 1 or "
+				 "more, got %g", s->runs);
+	s->phases = cJSON_GetObjectItemCaseSensitive(v, "phases");
+	if (!cJSON_IsObject(s->phases)) {
+		cfg_describe(s->phases, got, sizeof(got));
+		return cfg_error(err, file, path, "phases", "expected an object of phases, got %s",
+				 got);
+	}
+	return 0;
+}
+
+/* A phase of a checked setup, or NULL; -EINVAL in *rc when it is not an object. */
+static const cJSON *get_phase(const struct setup_v *s, const char *name, const char *file,
+			      char *path, size_t pathlen, int *rc, char *err)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(s->phases, name);
+	char got[96];
+
+	*rc = 0;
+	snprintf(path, pathlen, "setups.%.120s.phases.%.64s", s->name, name);
+	if (p && !cJSON_IsObject(p)) {
+		cfg_describe(p, got, sizeof(got));
+		*rc = cfg_error(err, file, path, NULL, "expected a phase's combined figures "
+				"(an object), got %s", got);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * The top of a combined summary or baseline: an object with "scenario" (a
+ * string), "time_scale" (a number above 0) and "setups" (an object).
+ */
+static int check_head(const cJSON *root, const char *file, const char **scenario,
+		      double *scale, const cJSON **setups, char *err)
+{
+	const cJSON *v;
+	char got[96];
+	int rc;
+
+	if (!cJSON_IsObject(root)) {
+		cfg_describe(root, got, sizeof(got));
+		return cfg_error(err, file, NULL, NULL, "expected an object (a stamp's combined "
+				 "summary.json), got %s", got);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "scenario");
+	if (!cJSON_IsString(v)) {
+		cfg_describe(v, got, sizeof(got));
+		return cfg_error(err, file, NULL, "scenario", "expected the scenario's name "
+				 "(a string), got %s", got);
+	}
+	*scenario = v->valuestring;
+	rc = want_number(root, "time_scale", file, NULL, scale, err);
+	if (rc)
+		return rc;
+	if (!(*scale > 0))
+		return cfg_error(err, file, NULL, "time_scale", "expected a number above 0, got %g",
+				 *scale);
+	*setups = cJSON_GetObjectItemCaseSensitive(root, "setups");
+	if (!cJSON_IsObject(*setups)) {
+		cfg_describe(*setups, got, sizeof(got));
+		return cfg_error(err, file, NULL, "setups", "expected an object of setups, got %s",
+				 got);
+	}
+	return 0;
+}
+
+static bool same_scale(double a, double b)
+{
+	return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* ---- expectations ---- */
+
+/* One check per bound e gives, for one setup's phase. */
+static int judge_expect(struct gate_result *r, const struct sc_expect *e,
+			const struct setup_v *s, const cJSON *phase, const char *phase_name,
+			const char *file, const char *path, char *err)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < NELEM(expect_bounds); i++) {
+		const struct expect_bound *b = &expect_bounds[i];
+		double bound = *(const double *)((const char *)e + b->offset);
+		struct gate_check c = {
+			.source = "expect", .figure = b->figure, .op = b->op, .bound = bound,
+			.value = NAN,
+		};
+		struct fig f;
+
+		if (isnan(bound))
+			continue;
+		rc = get_fig(phase, b->key, b->sub, file, path, &f, err);
+		if (rc)
+			return rc;
+		if (!f.has) {
+			snprintf(c.note, sizeof(c.note), "no value");
+		} else {
+			c.value = b->op == GATE_LE ? f.max : f.min;
+			if (f.n < s->runs) {
+				snprintf(c.note, sizeof(c.note), "no value in %.0f of %.0f runs",
+					 s->runs - f.n, s->runs);
+			} else {
+				c.pass = holds(c.op, c.value, bound, 0);
+				if (s->runs > 1)
+					snprintf(c.note, sizeof(c.note), "worst of %.0f runs",
+						 s->runs);
+			}
+		}
+		rc = push(r, &c, s->name, phase_name);
+		if (rc)
+			return oom(err);
+	}
+	return 0;
+}
+
+/* Every check of one expect entry against one setup. */
+static int expect_setup(struct gate_result *r, const struct scenario *sc,
+			const struct sc_expect *e, const struct setup_v *s, const char *file,
+			char *err)
+{
+	char path[256];
+	bool all = strcmp(e->phase, "*") == 0;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < (all ? sc->nphases : 1); i++) {
+		const char *name = all ? sc->phases[i].name : e->phase;
+		const cJSON *p = get_phase(s, name, file, path, sizeof(path), &rc, err);
+
+		if (rc)
+			return rc;
+		if (!p)
+			rc = push_missing(r, "expect", s->name, name, "no such phase in the run") ?
+				oom(err) : 0;
+		else
+			rc = judge_expect(r, e, s, p, name, file, path, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int evaluate_expects(struct gate_result *r, const struct scenario *sc,
+			    const cJSON *setups, const char *file, char *err)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sc->nexpects; i++) {
+		const struct sc_expect *e = &sc->expects[i];
+		const cJSON *v;
+		bool matched = false;
+
+		cJSON_ArrayForEach(v, setups) {
+			struct setup_v s;
+
+			if (fnmatch(e->setup, v->string, 0) != 0)
+				continue;
+			matched = true;
+			rc = get_setup(v, file, &s, err);
+			if (!rc)
+				rc = expect_setup(r, sc, e, &s, file, err);
+			if (rc)
+				return rc;
+		}
+		if (!matched && push_missing(r, "expect", e->setup, e->phase,
+					     "no such setup in the run"))
+			return oom(err);
+	}
+	return 0;
+}
+
+/* ---- the baseline ---- */
+
+static int get_tolerances(const cJSON *base, const char *file, struct tolerances *t,
+			  char *err)
+{
+	const cJSON *tol = cJSON_GetObjectItemCaseSensitive(base, "tolerances");
+	const cJSON *abs_tol;
+	cJSON *empty = cJSON_CreateObject();
+	int rc;
+
+	if (!empty)
+		return oom(err);
+	rc = cfg_apply(tol_keys, NELEM(tol_keys), tol ? tol : empty, t, file, "tolerances",
+		       err);
+	if (rc)
+		goto out;
+	abs_tol = cJSON_GetObjectItemCaseSensitive(tol, "absolute");
+	rc = cfg_apply(tol_abs_keys, NELEM(tol_abs_keys), abs_tol ? abs_tol : empty, t, file,
+		       "tolerances.absolute", err);
+out:
+	cJSON_Delete(empty);
+	return rc;
+}
+
+/* The rule of f applied to the baseline's b: c's op, bound, tolerance and note. */
+static void base_bound(const struct base_figure *f, const struct tolerances *t,
+		       const struct fig *b, struct gate_check *c)
+{
+	switch (f->rule) {
+	case BASE_ABOVE:
+		c->op = GATE_LE;
+		c->bound = b->mean + t->error_rate;
+		snprintf(c->note, sizeof(c->note), "baseline %.6g + %.6g", b->mean, t->error_rate);
+		break;
+	case BASE_BELOW:
+		c->op = GATE_GE;
+		c->bound = b->mean - t->answered_share;
+		snprintf(c->note, sizeof(c->note), "baseline %.6g - %.6g", b->mean,
+			 t->answered_share);
+		break;
+	case BASE_RELATIVE:
+		c->op = GATE_LE;
+		c->bound = b->mean * (1 + t->relative) + t->floor_ms;
+		snprintf(c->note, sizeof(c->note), "baseline %.6g x %.6g + %.6g ms", b->mean,
+			 1 + t->relative, t->floor_ms);
+		break;
+	case BASE_NEAR:
+		c->op = GATE_NEAR;
+		c->bound = b->mean;
+		c->tolerance = t->fallback_share;
+		snprintf(c->note, sizeof(c->note), "baseline %.6g +- %.6g", b->mean,
+			 t->fallback_share);
+		break;
+	}
+}
+
+/* Prefixes c's note with what. */
+static void note_prefix(struct gate_check *c, const char *what)
+{
+	char old[sizeof(c->note)];
+
+	snprintf(old, sizeof(old), "%s", c->note);
+	snprintf(c->note, sizeof(c->note), "%.40s; %.80s", what, old);
+}
+
+/* One setup's phase of the baseline against the run's. */
+static int baseline_phase(struct gate_result *r, const struct tolerances *t,
+			  const struct setup_v *bs, const cJSON *bp, const char *bpath,
+			  const char *bfile, const struct setup_v *rs, const cJSON *rp,
+			  const char *rpath, const char *rfile, const char *phase_name, char *err)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < NELEM(base_figures); i++) {
+		const struct base_figure *f = &base_figures[i];
+		struct gate_check c = { .source = "baseline", .figure = f->figure, .value = NAN };
+		struct fig b;
+		struct fig v;
+		char what[64];
+
+		rc = get_fig(bp, f->key, f->sub, bfile, bpath, &b, err);
+		if (!rc)
+			rc = get_fig(rp, f->key, f->sub, rfile, rpath, &v, err);
+		if (rc)
+			return rc;
+		if (!b.has)
+			continue;
+		base_bound(f, t, &b, &c);
+		if (!v.has) {
+			note_prefix(&c, "no value");
+		} else {
+			c.value = v.mean;
+			if (v.n < rs->runs && b.n >= bs->runs) {
+				snprintf(what, sizeof(what), "no value in %.0f of %.0f runs",
+					 rs->runs - v.n, rs->runs);
+				note_prefix(&c, what);
+			} else {
+				c.pass = holds(c.op, c.value, c.bound, c.tolerance);
+			}
+		}
+		rc = push(r, &c, rs->name, phase_name);
+		if (rc)
+			return oom(err);
+	}
+	return 0;
+}
+
+/* One setup of the baseline against the run's. */
+static int baseline_setup(struct gate_result *r, const struct tolerances *t,
+			  const struct setup_v *bs, const char *bfile, const struct setup_v *rs,
+			  const char *rfile, char *err)
+{
+	char bpath[256];
+	char rpath[256];
+	const cJSON *p;
+	int rc;
+
+	cJSON_ArrayForEach(p, bs->phases) {
+		const cJSON *bp = get_phase(bs, p->string, bfile, bpath, sizeof(bpath), &rc, err);
+		const cJSON *rp;
+
+		if (rc)
+			return rc;
+		rp = get_phase(rs, p->string, rfile, rpath, sizeof(rpath), &rc, err);
+		if (rc)
+			return rc;
+		if (!rp)
+			rc = push_missing(r, "baseline", rs->name, p->string,
+					  "phase missing in the run") ? oom(err) : 0;
+		else
+			rc = baseline_phase(r, t, bs, bp, bpath, bfile, rs, rp, rpath, rfile,
+					    p->string, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int evaluate_baseline(struct gate_result *r, const char *run_scenario, double run_scale,
+			     const cJSON *run_setups, const char *rfile, const cJSON *base,
+			     const char *bfile, char *err)
+{
+	const char *scenario;
+	const cJSON *setups;
+	const cJSON *v;
+	struct tolerances t;
+	double scale;
+	int rc;
+
+	rc = check_head(base, bfile, &scenario, &scale, &setups, err);
+	if (rc)
+		return rc;
+	if (strcmp(scenario, run_scenario) != 0)
+		return cfg_error(err, bfile, NULL, "scenario", "expected the run's scenario "
+				 "\"%.64s\", got \"%.64s\" (a baseline of another scenario)",
+				 run_scenario, scenario);
+	if (!same_scale(scale, run_scale))
+		return cfg_error(err, bfile, NULL, "time_scale", "expected the run's time scale "
+				 "%.10g, got %.10g (a baseline holds at the scale it was run at)",
+				 run_scale, scale);
+	rc = get_tolerances(base, bfile, &t, err);
+	if (rc)
+		return rc;
+	cJSON_ArrayForEach(v, setups) {
+		const cJSON *rv = cJSON_GetObjectItemCaseSensitive(run_setups, v->string);
+		struct setup_v bs;
+		struct setup_v rs;
+
+		rc = get_setup(v, bfile, &bs, err);
+		if (rc)
+			return rc;
+		if (!rv) {
+			if (push_missing(r, "baseline", v->string, "-", "setup missing in the run"))
+				return oom(err);
+			continue;
+		}
+		rc = get_setup(rv, rfile, &rs, err);
+		if (!rc)
+			rc = baseline_setup(r, &t, &bs, bfile, &rs, rfile, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- the verdicts as a whole ---- */
+
+static int evaluate(const struct scenario *sc, const cJSON *summary, const char *sfile,
+		    const cJSON *baseline, const char *bfile, struct gate_result *r, char *err)
+{
+	const char *scenario;
+	const cJSON *setups;
+	double scale;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = check_head(summary, sfile, &scenario, &scale, &setups, err);
+	if (!rc && !same_scale(scale, sc->scale))
+		rc = cfg_error(err, sfile, NULL, "time_scale", "expected the time scale the "
+			       "scenario was loaded with, %.10g, got %.10g", sc->scale, scale);
+	if (!rc)
+		rc = evaluate_expects(r, sc, setups, sfile, err);
+	if (!rc && baseline)
+		rc = evaluate_baseline(r, scenario, scale, setups, sfile, baseline, bfile, err);
+	if (rc)
+		gate_result_free(r);
+	return rc;
+}
+
+int gate_evaluate(const struct scenario *sc, const cJSON *summary, const cJSON *baseline,
+		  struct gate_result *r, char *err)
+{
+	return evaluate(sc, summary, "summary", baseline, "baseline", r, err);
+}
+
+void gate_result_free(struct gate_result *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		free(r->checks[i].setup);
+		free(r->checks[i].phase);
+	}
+	free(r->checks);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- the table ---- */
+
+static void fmt_num(char *out, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(out, len, "-");
+	else
+		snprintf(out, len, "%.6g", v);
+}
+
+static const char *op_text(enum gate_op op)
+{
+	switch (op) {
+	case GATE_LE:
+		return "<=";
+	case GATE_GE:
+		return ">=";
+	case GATE_NEAR:
+		return "within";
+	}
+	return "?";
+}
+
+/* The printed cells of one check. */
+struct row {
+	const char *cell[9];
+	char value[32];
+	char bound[72];
+};
+
+static void row_of(const struct gate_check *c, struct row *w)
+{
+	char tol[32];
+
+	fmt_num(w->value, sizeof(w->value), c->value);
+	fmt_num(w->bound, sizeof(w->bound), c->bound);
+	if (c->op == GATE_NEAR && !isnan(c->bound)) {
+		fmt_num(tol, sizeof(tol), c->tolerance);
+		snprintf(w->bound + strlen(w->bound), sizeof(w->bound) - strlen(w->bound),
+			 "+-%s", tol);
+	}
+	w->cell[0] = c->pass ? "PASS" : "FAIL";
+	w->cell[1] = c->source;
+	w->cell[2] = c->setup;
+	w->cell[3] = c->phase;
+	w->cell[4] = c->figure;
+	w->cell[5] = w->value;
+	w->cell[6] = isnan(c->value) && isnan(c->bound) ? "-" : op_text(c->op);
+	w->cell[7] = w->bound;
+	w->cell[8] = c->note;
+}
+
+void gate_print(FILE *fp, const struct gate_result *r)
+{
+	size_t width[9] = { 0 };
+	struct row w;
+	size_t i;
+	size_t k;
+
+	for (i = 0; i < r->n; i++) {
+		row_of(&r->checks[i], &w);
+		for (k = 0; k < 8; k++) {
+			size_t len = strlen(w.cell[k]);
+
+			width[k] = len > width[k] ? len : width[k];
+		}
+	}
+	for (i = 0; i < r->n; i++) {
+		struct buf b = { 0 };
+		int rc = 0;
+
+		row_of(&r->checks[i], &w);
+		for (k = 0; k < 9 && !rc; k++) {
+			/* The value right-aligned, the rest left; no trailing blanks. */
+			if (k == 5)
+				rc = buf_printf(&b, "%*s  ", (int)width[k], w.cell[k]);
+			else if (k < 8)
+				rc = buf_printf(&b, "%-*s  ", (int)width[k], w.cell[k]);
+			else
+				rc = buf_puts(&b, w.cell[k]);
+		}
+		while (!rc && b.len && b.data[b.len - 1] == ' ')
+			b.data[--b.len] = '\0';
+		if (!rc)
+			fprintf(fp, "%s\n", b.data);
+		buf_free(&b);
+	}
+	fprintf(fp, "%zu checks, %zu failed\n", r->n, r->failed);
+}
+
+/* ---- the command ---- */
+
+/* The default tolerances, written out. */
+static cJSON *default_tolerances(void)
+{
+	cJSON *tol = cJSON_CreateObject();
+	cJSON *abs_tol = cJSON_AddObjectToObject(tol, "absolute");
+
+	if (!abs_tol ||
+	    !cJSON_AddNumberToObject(abs_tol, "error_rate", GATE_TOL_ERROR_RATE) ||
+	    !cJSON_AddNumberToObject(abs_tol, "answered_share", GATE_TOL_ANSWERED_SHARE) ||
+	    !cJSON_AddNumberToObject(abs_tol, "fallback_share", GATE_TOL_FALLBACK_SHARE) ||
+	    !cJSON_AddNumberToObject(tol, "relative", GATE_TOL_RELATIVE) ||
+	    !cJSON_AddNumberToObject(tol, "floor_ms", GATE_TOL_FLOOR_MS)) {
+		cJSON_Delete(tol);
+		return NULL;
+	}
+	return tol;
+}
+
+/* Writes text to path through path.tmp and a rename; err says what failed. */
+static int write_atomic(const char *path, const char *text, char *err)
+{
+	char tmp[4200];
+	FILE *fp;
+	int rc = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		snprintf(err, CFG_ERR_LEN, "%.200s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fp = fopen(tmp, "w");
+	if (!fp) {
+		rc = -errno;
+		snprintf(err, CFG_ERR_LEN, "%.300s: cannot create: %s", tmp, strerror(-rc));
+		return rc;
+	}
+	if (fputs(text, fp) < 0 || fputc('\n', fp) < 0)
+		rc = -EIO;
+	if (fclose(fp) && !rc)
+		rc = -errno;
+	if (rc) {
+		snprintf(err, CFG_ERR_LEN, "%.300s: cannot write: %s", tmp, strerror(-rc));
+		goto out_unlink;
+	}
+	if (rename(tmp, path)) {
+		rc = -errno;
+		snprintf(err, CFG_ERR_LEN, "%.200s: cannot rename %.200s to it: %s", path, tmp,
+			 strerror(-rc));
+		goto out_unlink;
+	}
+	return 0;
+out_unlink:
+	unlink(tmp);
+	return rc;
+}
+
+/* The summary as a baseline file: a copy with the default tolerances written out. */
+static int save_baseline(const cJSON *summary, const char *path, char *err)
+{
+	cJSON *copy = cJSON_Duplicate(summary, 1);
+	cJSON *tol = default_tolerances();
+	char *text = NULL;
+	int rc;
+
+	if (!copy || !tol)
+		goto out_oom;
+	cJSON_DeleteItemFromObjectCaseSensitive(copy, "tolerances");
+	if (!cJSON_AddItemToObject(copy, "tolerances", tol))
+		goto out_oom;
+	tol = NULL;
+	text = cJSON_Print(copy);
+	if (!text)
+		goto out_oom;
+	rc = write_atomic(path, text, err);
+	goto out_free;
+out_oom:
+	rc = oom(err);
+out_free:
+	free(text);
+	cJSON_Delete(tol);
+	cJSON_Delete(copy);
+	return rc;
+}
+
+/*
+ * Checks that a summary can serve as a baseline, every setup and phase of
+ * it, by comparing it with itself.
+ */
+static int check_as_baseline(const cJSON *summary, const char *file, char *err)
+{
+	struct gate_result r = { 0 };
+	const char *scenario;
+	const cJSON *setups;
+	double scale;
+	int rc;
+
+	rc = check_head(summary, file, &scenario, &scale, &setups, err);
+	if (!rc)
+		rc = evaluate_baseline(&r, scenario, scale, setups, file, summary, file, err);
+	gate_result_free(&r);
+	return rc;
+}
+
+int gate_command(const char *stamp_dir, const char *baseline_path, const char *save_path,
+		 FILE *out)
+{
+	struct scenario sc = { 0 };
+	struct gate_result r = { 0 };
+	char sum_path[4200];
+	char scn_path[4200];
+	char err[CFG_ERR_LEN];
+	cJSON *summary = NULL;
+	cJSON *baseline = NULL;
+	const char *name;
+	const cJSON *setups;
+	double scale;
+	int status = 2;
+	int rc;
+
+	if ((size_t)snprintf(sum_path, sizeof(sum_path), "%s/summary.json", stamp_dir) >=
+		    sizeof(sum_path) ||
+	    (size_t)snprintf(scn_path, sizeof(scn_path), "%s/scenario.json", stamp_dir) >=
+		    sizeof(scn_path)) {
+		fprintf(stderr, "chaos gate: %.200s: path too long\n", stamp_dir);
+		return 2;
+	}
+	summary = json_load_file(sum_path, err, sizeof(err));
+	if (!summary)
+		goto out_err;
+	rc = check_head(summary, sum_path, &name, &scale, &setups, err);
+	if (rc)
+		goto out_err;
+	rc = scenario_load(scn_path, scale, &sc, err);
+	if (rc)
+		goto out_err;
+	if (baseline_path) {
+		baseline = json_load_file(baseline_path, err, sizeof(err));
+		if (!baseline)
+			goto out_err;
+	}
+	rc = evaluate(&sc, summary, sum_path, baseline, baseline_path, &r, err);
+	if (rc)
+		goto out_err;
+	if (save_path) {
+		rc = check_as_baseline(summary, sum_path, err);
+		if (!rc)
+			rc = save_baseline(summary, save_path, err);
+		if (rc)
+			goto out_err;
+		fprintf(out, "baseline saved: %s\n", save_path);
+	}
+	gate_print(out, &r);
+	status = r.failed ? 1 : 0;
+	goto out_free;
+out_err:
+	fprintf(stderr, "chaos gate: %s\n", err);
+out_free:
+	gate_result_free(&r);
+	scenario_free(&sc);
+	cJSON_Delete(baseline);
+	cJSON_Delete(summary);
+	return status;
+}
