@@ -1,0 +1,1202 @@
+/*
+ * plot: turns a stamp's summaries and first runs into gnuplot data files
+ * and runs the plots/ scripts over them, one gnuplot child a plot, on a
+ * private libuv loop with a timeout.
+ */
+#include "plot.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "cfg.h"
+#include "json.h"
+#include "proc.h"
+#include "recfile.h"
+#include "scenario.h"
+
+const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", "phases" };
+
+/* Lines of gnuplot's output an error message quotes. */
+#define TAIL_LINES 3
+
+#define PATH_LEN 1200
+
+struct plot {
+	const char *stamp;
+	const char *scripts;
+	char *err;
+	char summary_path[PATH_LEN];
+	char out_dir[PATH_LEN];		/* STAMP/plots */
+	char data_dir[PATH_LEN];	/* STAMP/plots/data */
+	cJSON *summary;
+	const cJSON *setups;		/* the summary's "setups" object */
+	const char *name;		/* the scenario's, from the summary */
+	double scale;
+	struct scenario sc;
+	struct buf meta;		/* meta.gp being built */
+	char **prov;			/* providers seen, colour order (1-based in gnuplot) */
+	size_t nprov;
+};
+
+/* The summary's setups in order, as a cJSON child list. */
+#define for_each_setup(pl, s) for ((s) = (pl)->setups->child; (s); (s) = (s)->next)
+
+static int errorf(struct plot *pl, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int errorf(struct plot *pl, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(pl->err, CFG_ERR_LEN, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Formats a path into out (PATH_LEN bytes); -ENAMETOOLONG (err says so) when it does not fit. */
+static int path_of(struct plot *pl, char *out, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int path_of(struct plot *pl, char *out, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, PATH_LEN, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= PATH_LEN)
+		return errorf(pl, -ENAMETOOLONG, "%s…: path too long", out);
+	return 0;
+}
+
+/* Appends s as a gnuplot single-quoted string ('' stands for '). */
+static void gp_str(struct buf *b, const char *s)
+{
+	buf_puts(b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			buf_puts(b, "''");
+		else if ((unsigned char)*s < 0x20)
+			buf_puts(b, " ");
+		else
+			buf_append(b, s, 1);
+	}
+	buf_puts(b, "'");
+}
+
+/* Appends s as a double-quoted data-file string; gnuplot has no escapes there. */
+static void dat_str(struct buf *b, const char *s)
+{
+	buf_puts(b, "\"");
+	for (; *s; s++) {
+		if (*s == '"')
+			buf_puts(b, "'");
+		else if ((unsigned char)*s < 0x20)
+			buf_puts(b, " ");
+		else
+			buf_append(b, s, 1);
+	}
+	buf_puts(b, "\"");
+}
+
+/* Appends a number, or NaN (gnuplot's "no value"). */
+static void put_num(struct buf *b, double v)
+{
+	if (isfinite(v))
+		buf_printf(b, "%.10g", v);
+	else
+		buf_puts(b, "NaN");
+}
+
+/* meta.gp: NAME = VALUE lines. */
+static void meta_num(struct plot *pl, const char *name, double v)
+{
+	buf_printf(&pl->meta, "%s = ", name);
+	put_num(&pl->meta, v);
+	buf_puts(&pl->meta, "\n");
+}
+
+static void meta_str(struct plot *pl, const char *name, const char *v)
+{
+	buf_printf(&pl->meta, "%s = ", name);
+	gp_str(&pl->meta, v);
+	buf_puts(&pl->meta, "\n");
+}
+
+/* meta.gp: "array NAME[n] = [...]" (gnuplot arrays cannot be empty: n 0 makes one NaN). */
+static void meta_array_begin(struct plot *pl, const char *name, size_t n)
+{
+	buf_printf(&pl->meta, "array %s[%zu] = [", name, n ? n : 1);
+}
+
+static void meta_array_end(struct plot *pl, size_t n)
+{
+	buf_puts(&pl->meta, n ? "]\n" : "NaN]\n");
+}
+
+static void meta_sep(struct plot *pl, size_t i)
+{
+	if (i)
+		buf_puts(&pl->meta, ", ");
+}
+
+/* Writes b to path through path.tmp and a rename. */
+static int write_file(struct plot *pl, const char *path, const struct buf *b)
+{
+	struct recfile f;
+	int rc = recfile_open(&f, path, false, NULL);
+
+	if (rc)
+		return errorf(pl, rc, "%s: cannot write: %s", path, strerror(-rc));
+	rc = recfile_write(&f, b->data ? b->data : "", b->len);
+	if (rc) {
+		recfile_abandon(&f);
+		return errorf(pl, rc, "%s: cannot write: %s", path, strerror(-rc));
+	}
+	rc = recfile_commit(&f);
+	if (rc)
+		return errorf(pl, rc, "%s: cannot write: %s", path, strerror(-rc));
+	return 0;
+}
+
+static int make_dir(struct plot *pl, const char *path)
+{
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return errorf(pl, -errno, "%s: cannot make the directory: %s", path,
+			      strerror(errno));
+	return 0;
+}
+
+/* A combined figure's mean: fig[key].mean (or fig[key][sub].mean), NaN when null or absent. */
+static double mean_of(const cJSON *fig, const char *key, const char *sub)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(fig, key);
+
+	if (sub)
+		v = cJSON_GetObjectItemCaseSensitive(v, sub);
+	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* ---- the summary and the scenario ---- */
+
+static int load_summary(struct plot *pl)
+{
+	char msg[CFG_ERR_LEN];
+	const cJSON *v;
+	const cJSON *s;
+	struct stat st;
+
+	if (path_of(pl, pl->summary_path, "%s/summary.json", pl->stamp))
+		return -ENAMETOOLONG;
+	if (stat(pl->summary_path, &st))
+		return errorf(pl, -errno, "%s: %s (not a finished chaos run's stamp directory?)",
+			      pl->summary_path, strerror(errno));
+	pl->summary = json_load_file(pl->summary_path, msg, sizeof(msg));
+	if (!pl->summary)
+		return errorf(pl, -EINVAL, "%s", msg);
+	v = cJSON_GetObjectItemCaseSensitive(pl->summary, "scenario");
+	if (!cJSON_IsString(v))
+		return errorf(pl, -EINVAL, "%s: scenario: expected a string", pl->summary_path);
+	pl->name = v->valuestring;
+	v = cJSON_GetObjectItemCaseSensitive(pl->summary, "time_scale");
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > SC_SCALE_MAX)
+		return errorf(pl, -EINVAL, "%s: time_scale: expected a number in (0, %g]",
+			      pl->summary_path, SC_SCALE_MAX);
+	pl->scale = v->valuedouble;
+	pl->setups = cJSON_GetObjectItemCaseSensitive(pl->summary, "setups");
+	if (!cJSON_IsObject(pl->setups) || !pl->setups->child)
+		return errorf(pl, -EINVAL, "%s: setups: expected an object with a setup",
+			      pl->summary_path);
+	for_each_setup(pl, s) {
+		if (!cJSON_IsObject(s) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "windows")))
+			return errorf(pl, -EINVAL, "%s: setups.%s.windows: expected an array",
+				      pl->summary_path, s->string);
+	}
+	return 0;
+}
+
+static int load_scenario(struct plot *pl)
+{
+	char path[PATH_LEN];
+	struct stat st;
+	int rc;
+
+	if (path_of(pl, path, "%s/scenario.json", pl->stamp))
+		return -ENAMETOOLONG;
+	if (stat(path, &st))
+		return errorf(pl, -errno, "%s: %s", path, strerror(errno));
+	rc = scenario_load(path, pl->scale, &pl->sc, pl->err);
+	return rc;
+}
+
+static const struct sc_setup *scenario_setup(const struct plot *pl, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < pl->sc.nsetups; i++) {
+		if (strcmp(pl->sc.setups[i].name, name) == 0)
+			return &pl->sc.setups[i];
+	}
+	return NULL;
+}
+
+/* The first completed run of a setup (1 to repeat): its number, or 0 when none is there. */
+static unsigned first_run(const struct plot *pl, const char *setup, char *dir, size_t len)
+{
+	const cJSON *rep = cJSON_GetObjectItemCaseSensitive(pl->summary, "repeat");
+	unsigned n = cJSON_IsNumber(rep) && rep->valuedouble >= 1 ? (unsigned)rep->valuedouble : 1;
+	struct stat st;
+	unsigned k;
+
+	for (k = 1; k <= n && k <= 100; k++) {
+		int n_out = snprintf(dir, len, "%s/%s/run-%u", pl->stamp, setup, k);
+
+		if (n_out < 0 || (size_t)n_out >= len)
+			return 0;
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			return k;
+	}
+	return 0;
+}
+
+/* ---- shared variables: titles, setups, fault windows ---- */
+
+static void meta_common(struct plot *pl)
+{
+	const cJSON *s;
+	const cJSON *w = NULL;
+	char tail[256];
+	size_t n = 0;
+	size_t i;
+
+	snprintf(tail, sizeof(tail), "%s, time scale %g", pl->name, pl->scale);
+	buf_puts(&pl->meta, "# faultline chaos plot variables (written by chaos plot)\n");
+	meta_str(pl, "scenario", pl->name);
+	meta_num(pl, "time_scale", pl->scale);
+	meta_str(pl, "title_tail", tail);
+	meta_num(pl, "duration_s", pl->sc.duration_ms / 1000);
+	for_each_setup(pl, s)
+		n++;
+	s = pl->setups->child;
+	w = cJSON_GetObjectItemCaseSensitive(s, "window_ms");
+	meta_num(pl, "window_s", cJSON_IsNumber(w) ? w->valuedouble / 1000 : 5 * pl->scale);
+	meta_num(pl, "nsetups", (double)n);
+	meta_array_begin(pl, "setup_name", n);
+	i = 0;
+	for_each_setup(pl, s) {
+		meta_sep(pl, i++);
+		gp_str(&pl->meta, s->string);
+	}
+	meta_array_end(pl, n);
+}
+
+struct window {
+	double from_s;
+	double to_s;
+	bool kill;
+	char label[160];
+};
+
+/* Every provider's fault windows and every kill → restart (or → end). */
+static int collect_faults(struct plot *pl, struct window **out, size_t *n)
+{
+	struct window *w = NULL;
+	size_t cap = 0;
+	const cJSON *p;
+	size_t i;
+	size_t j;
+
+	*n = 0;
+	cJSON_ArrayForEach(p, pl->sc.providers) {
+		const char *pname = json_get_string(p, "name");
+		const cJSON *f;
+
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(p, "faults")) {
+			const cJSON *from = cJSON_GetObjectItemCaseSensitive(f, "from_s");
+			const cJSON *to = cJSON_GetObjectItemCaseSensitive(f, "to_s");
+			const cJSON *prob = cJSON_GetObjectItemCaseSensitive(f, "probability");
+			const char *kind = json_get_string(f, "kind");
+			char extra[48] = "";
+
+			if (!cJSON_IsNumber(from) || !cJSON_IsNumber(to))
+				continue;
+			if (*n == cap) {
+				struct window *nw = realloc(w, (cap = cap ? 2 * cap : 8) * sizeof(*w));
+
+				if (!nw)
+					goto out_nomem;
+				w = nw;
+			}
+			if (cJSON_IsNumber(prob) && prob->valuedouble < 1)
+				snprintf(extra, sizeof(extra), " (p %g)", prob->valuedouble);
+			w[*n].from_s = from->valuedouble;
+			w[*n].to_s = to->valuedouble;
+			w[*n].kill = false;
+			snprintf(w[*n].label, sizeof(w[*n].label), "%s: %s%s", pname ? pname : "?",
+				 kind ? kind : "fault", extra);
+			(*n)++;
+		}
+	}
+	for (i = 0; i < pl->sc.nactions; i++) {
+		const struct sc_action *a = &pl->sc.actions[i];
+		double end = pl->sc.duration_ms;
+		bool restarted = false;
+
+		if (a->kind != SC_KILL)
+			continue;
+		for (j = i + 1; j < pl->sc.nactions; j++) {
+			if (pl->sc.actions[j].provider == a->provider &&
+			    pl->sc.actions[j].kind == SC_RESTART) {
+				end = pl->sc.actions[j].at_ms;
+				restarted = true;
+				break;
+			}
+		}
+		if (*n == cap) {
+			struct window *nw = realloc(w, (cap = cap ? 2 * cap : 8) * sizeof(*w));
+
+			if (!nw)
+				goto out_nomem;
+			w = nw;
+		}
+		w[*n].from_s = a->at_ms / 1000;
+		w[*n].to_s = end / 1000;
+		w[*n].kill = true;
+		snprintf(w[*n].label, sizeof(w[*n].label), "%s: killed%s",
+			 pl->sc.provider_names[a->provider], restarted ? "" : " (no restart)");
+		(*n)++;
+	}
+	*out = w;
+	return 0;
+
+out_nomem:
+	free(w);
+	return errorf(pl, -ENOMEM, "out of memory");
+}
+
+static int meta_faults(struct plot *pl)
+{
+	struct window *w = NULL;
+	size_t n;
+	size_t i;
+	int rc = collect_faults(pl, &w, &n);
+
+	if (rc)
+		return rc;
+	meta_num(pl, "nfaults", (double)n);
+	meta_array_begin(pl, "fault_from", n);
+	for (i = 0; i < n; i++) {
+		meta_sep(pl, i);
+		put_num(&pl->meta, w[i].from_s);
+	}
+	meta_array_end(pl, n);
+	meta_array_begin(pl, "fault_to", n);
+	for (i = 0; i < n; i++) {
+		meta_sep(pl, i);
+		put_num(&pl->meta, w[i].to_s);
+	}
+	meta_array_end(pl, n);
+	meta_array_begin(pl, "fault_kill", n);
+	for (i = 0; i < n; i++) {
+		meta_sep(pl, i);
+		buf_puts(&pl->meta, w[i].kill ? "1" : "0");
+	}
+	meta_array_end(pl, n);
+	meta_array_begin(pl, "fault_label", n);
+	for (i = 0; i < n; i++) {
+		meta_sep(pl, i);
+		gp_str(&pl->meta, w[i].label);
+	}
+	meta_array_end(pl, n);
+	free(w);
+	return 0;
+}
+
+/* ---- answered share per window ---- */
+
+static int write_answered(struct plot *pl)
+{
+	struct buf b = { 0 };
+	char path[PATH_LEN];
+	const cJSON *s;
+	int rc = 0;
+
+	for_each_setup(pl, s) {
+		const cJSON *w;
+		size_t k = 0;
+
+		buf_reset(&b);
+		buf_printf(&b, "# setup %s: answered share per window (mean over runs)\n"
+			   "# mid_s from_s to_s answered_pct requests\n", s->string);
+		cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(s, "windows")) {
+			const cJSON *from = cJSON_GetObjectItemCaseSensitive(w, "from_ms");
+			const cJSON *to = cJSON_GetObjectItemCaseSensitive(w, "to_ms");
+
+			if (!cJSON_IsNumber(from) || !cJSON_IsNumber(to)) {
+				rc = errorf(pl, -EINVAL,
+					    "%s: setups.%s.windows[%zu]: expected from_ms and to_ms numbers",
+					    pl->summary_path, s->string, k);
+				goto out;
+			}
+			put_num(&b, (from->valuedouble + to->valuedouble) / 2000);
+			buf_puts(&b, " ");
+			put_num(&b, from->valuedouble / 1000);
+			buf_puts(&b, " ");
+			put_num(&b, to->valuedouble / 1000);
+			buf_puts(&b, " ");
+			put_num(&b, 100 * mean_of(w, "answered_share", NULL));
+			buf_puts(&b, " ");
+			put_num(&b, mean_of(w, "requests", NULL));
+			buf_puts(&b, "\n");
+			k++;
+		}
+		rc = path_of(pl, path, "%s/answered-%s.dat", pl->data_dir, s->string);
+		if (!rc)
+			rc = write_file(pl, path, &b);
+		if (rc)
+			goto out;
+	}
+out:
+	buf_free(&b);
+	return rc;
+}
+
+/* ---- latency per request (the first run's requests.csv) ---- */
+
+/* A CSV record's fields, NUL-separated in one buffer. */
+struct csv {
+	const char *path;
+	const char *p;
+	const char *end;
+	size_t line;
+	struct buf fields;
+	size_t *off;
+	size_t nf;
+	size_t cap;
+};
+
+/* Reads the next RFC 4180 record. Returns 1, 0 at the end, or -EINVAL/-ENOMEM. */
+static int csv_next(struct csv *c)
+{
+	bool more = true;
+
+	if (c->p >= c->end)
+		return 0;
+	buf_reset(&c->fields);
+	c->nf = 0;
+	c->line++;
+	while (more) {
+		if (c->nf == c->cap) {
+			size_t *n = realloc(c->off, (c->cap = c->cap ? 2 * c->cap : 32) * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			c->off = n;
+		}
+		c->off[c->nf++] = c->fields.len;
+		if (c->p < c->end && *c->p == '"') {
+			c->p++;
+			for (;;) {
+				if (c->p >= c->end)
+					return -EINVAL;
+				if (*c->p == '"') {
+					if (c->p + 1 < c->end && c->p[1] == '"') {
+						buf_append(&c->fields, "\"", 1);
+						c->p += 2;
+						continue;
+					}
+					c->p++;
+					break;
+				}
+				if (*c->p == '\n')
+					c->line++;
+				buf_append(&c->fields, c->p++, 1);
+			}
+		} else {
+			const char *q = c->p;
+
+			while (q < c->end && *q != ',' && *q != '\n' && *q != '\r')
+				q++;
+			buf_append(&c->fields, c->p, (size_t)(q - c->p));
+			c->p = q;
+		}
+		if (buf_append(&c->fields, "", 1))
+			return -ENOMEM;
+		if (c->p < c->end && *c->p == ',') {
+			c->p++;
+		} else {
+			if (c->p < c->end && *c->p == '\r')
+				c->p++;
+			if (c->p < c->end && *c->p != '\n')
+				return -EINVAL;
+			c->p++;
+			more = false;
+		}
+	}
+	return 1;
+}
+
+static const char *csv_field(const struct csv *c, int i)
+{
+	return c->fields.data + c->off[i];
+}
+
+static int slurp(struct plot *pl, const char *path, struct buf *b)
+{
+	FILE *fp = fopen(path, "rb");
+	char chunk[65536];
+	size_t n;
+	int rc = 0;
+
+	if (!fp)
+		return errorf(pl, -errno, "%s: %s", path, strerror(errno));
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		if (buf_append(b, chunk, n)) {
+			rc = errorf(pl, -ENOMEM, "%s: out of memory", path);
+			break;
+		}
+	}
+	if (!rc && ferror(fp))
+		rc = errorf(pl, -EIO, "%s: cannot read", path);
+	fclose(fp);
+	return rc;
+}
+
+/* The colour index (from 1) of a provider, adding it when new; 0 when out of memory. */
+static size_t prov_index(struct plot *pl, const char *name)
+{
+	char **n;
+	size_t i;
+
+	for (i = 0; i < pl->nprov; i++) {
+		if (strcmp(pl->prov[i], name) == 0)
+			return i + 1;
+	}
+	n = realloc(pl->prov, (pl->nprov + 1) * sizeof(*n));
+	if (!n)
+		return 0;
+	pl->prov = n;
+	pl->prov[pl->nprov] = strdup(name);
+	if (!pl->prov[pl->nprov])
+		return 0;
+	return ++pl->nprov;
+}
+
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	*out = strtod(s, &end);
+	if (*end || errno || !isfinite(*out))
+		return -EINVAL;
+	return 0;
+}
+
+enum { COL_SCHED, COL_LATENCY, COL_OUTCOME, COL_PROVIDER, NCOLS };
+static const char *const col_names[NCOLS] = { "sched_ms", "latency_ms", "outcome", "provider" };
+
+/* One setup's requests into b; lo/hi widen to its latencies (> 0). */
+static int latency_rows(struct plot *pl, const char *path, const char *primary, struct buf *b,
+			double *lo, double *hi)
+{
+	struct buf text = { 0 };
+	struct csv c = { .path = path };
+	int idx[NCOLS];
+	size_t width;
+	int rc;
+	int i;
+
+	rc = slurp(pl, path, &text);
+	if (rc)
+		goto out;
+	c.p = text.data ? text.data : "";
+	c.end = c.p + text.len;
+	rc = csv_next(&c);
+	if (rc <= 0) {
+		rc = errorf(pl, rc ? rc : -EINVAL, "%s: %s", path, rc ? "bad header" : "empty file");
+		goto out;
+	}
+	width = c.nf;
+	for (i = 0; i < NCOLS; i++) {
+		size_t f;
+
+		idx[i] = -1;
+		for (f = 0; f < c.nf; f++) {
+			if (strcmp(csv_field(&c, (int)f), col_names[i]) == 0)
+				idx[i] = (int)f;
+		}
+		if (idx[i] < 0) {
+			rc = errorf(pl, -EINVAL, "%s: no %s column", path, col_names[i]);
+			goto out;
+		}
+	}
+	while ((rc = csv_next(&c)) == 1) {
+		const char *prov = csv_field(&c, idx[COL_PROVIDER]);
+		const char *outcome = csv_field(&c, idx[COL_OUTCOME]);
+		bool ok = strcmp(outcome, "ok") == 0;
+		double t;
+		double lat;
+		size_t pi = 0;
+
+		if (c.nf != width) {
+			rc = errorf(pl, -EINVAL, "%s:%zu: %zu fields, the header has %zu", path, c.line,
+				    c.nf, width);
+			goto out;
+		}
+		if (parse_double(csv_field(&c, idx[COL_SCHED]), &t) ||
+		    parse_double(csv_field(&c, idx[COL_LATENCY]), &lat))
+			continue;	/* no time or no latency: nothing to place */
+		/* As in stats: an ok answer with no provider column is the primary's. */
+		if (!*prov && ok)
+			prov = primary;
+		if (*prov) {
+			pi = prov_index(pl, prov);
+			if (!pi) {
+				rc = errorf(pl, -ENOMEM, "out of memory");
+				goto out;
+			}
+		}
+		if (lat > 0 && (lat < *lo || !isfinite(*lo)))
+			*lo = lat;
+		if (lat > *hi || !isfinite(*hi))
+			*hi = lat;
+		put_num(b, t / 1000);
+		buf_puts(b, " ");
+		put_num(b, lat);
+		buf_printf(b, " %zu %d ", pi, ok);
+		dat_str(b, pi ? prov : "none");
+		buf_puts(b, " ");
+		dat_str(b, outcome);
+		buf_puts(b, "\n");
+	}
+	if (rc < 0) {
+		rc = errorf(pl, rc, "%s:%zu: %s", path, c.line,
+			    rc == -ENOMEM ? "out of memory" : "malformed CSV record");
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_free(&text);
+	buf_free(&c.fields);
+	free(c.off);
+	return rc;
+}
+
+static int write_latency(struct plot *pl)
+{
+	struct buf b = { 0 };
+	struct buf runs = { 0 };
+	char path[PATH_LEN];
+	char dir[PATH_LEN];
+	double lo = NAN;
+	double hi = NAN;
+	const cJSON *s;
+	size_t i = 0;
+	size_t k;
+	int rc = 0;
+
+	/* The scenario's providers first, so colours follow the file's order. */
+	for (k = 0; k < pl->sc.nproviders; k++) {
+		if (!prov_index(pl, pl->sc.provider_names[k]))
+			return errorf(pl, -ENOMEM, "out of memory");
+	}
+	for_each_setup(pl, s) {
+		const char *primary = json_get_string(s, "primary");
+		unsigned run = first_run(pl, s->string, dir, sizeof(dir));
+
+		buf_reset(&b);
+		buf_printf(&b, "# setup %s, run %u: every request\n"
+			   "# t_s latency_ms provider_index ok provider outcome\n", s->string, run);
+		if (run) {
+			rc = path_of(pl, path, "%s/requests.csv", dir);
+			if (!rc)
+				rc = latency_rows(pl, path, primary ? primary : "", &b, &lo, &hi);
+			if (rc)
+				goto out;
+		}
+		buf_printf(&runs, "%s%u", i++ ? ", " : "", run);
+		rc = path_of(pl, path, "%s/latency-%s.dat", pl->data_dir, s->string);
+		if (!rc)
+			rc = write_file(pl, path, &b);
+		if (rc)
+			goto out;
+	}
+	meta_array_begin(pl, "lat_run", i);
+	buf_puts(&pl->meta, runs.data ? runs.data : "");
+	meta_array_end(pl, i);
+	/* Whole decades around the data, at least one. */
+	if (!isfinite(lo) || !isfinite(hi) || hi <= 0) {
+		lo = 1;
+		hi = 1000;
+	}
+	meta_num(pl, "lat_lo", pow(10, floor(log10(lo))));
+	meta_num(pl, "lat_hi", pow(10, ceil(log10(hi * 1.01))));
+out:
+	buf_free(&b);
+	buf_free(&runs);
+	return rc;
+}
+
+/* The providers seen in the requests and breaker events, in colour order. */
+static void meta_providers(struct plot *pl)
+{
+	size_t k;
+
+	meta_num(pl, "nprov", (double)pl->nprov);
+	meta_array_begin(pl, "prov_name", pl->nprov);
+	for (k = 0; k < pl->nprov; k++) {
+		meta_sep(pl, k);
+		gp_str(&pl->meta, pl->prov[k]);
+	}
+	meta_array_end(pl, pl->nprov);
+}
+
+/* ---- breaker state per target ---- */
+
+static int state_value(const char *s)
+{
+	if (strcmp(s, "closed") == 0)
+		return 0;
+	if (strcmp(s, "half_open") == 0 || strcmp(s, "half-open") == 0)
+		return 1;
+	if (strcmp(s, "open") == 0)
+		return 2;
+	return -1;
+}
+
+/* The target an event is about: "provider/model", or the provider alone. */
+static void event_target(const cJSON *e, char *out, size_t len)
+{
+	const char *p = json_get_string(e, "provider");
+	const char *m = json_get_string(e, "model");
+
+	if (m)
+		snprintf(out, len, "%s/%s", p ? p : "?", m);
+	else
+		snprintf(out, len, "%s", p ? p : "?");
+}
+
+/*
+ * One setup's step blocks into b, a block a target in first-seen order;
+ * the targets' names are appended to names and their providers' colour
+ * indexes to colors (meta.gp array items).
+ */
+static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *events,
+			  struct buf *b, struct buf *names, struct buf *colors, size_t *ntargets)
+{
+	double end_s = pl->sc.duration_ms / 1000;
+	char target[256];
+	char other[256];
+	const cJSON *e;
+	const cJSON *f;
+	size_t i = 0;
+
+	*ntargets = 0;
+	cJSON_ArrayForEach(e, events) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "t_ms");
+		const char *from = json_get_string(e, "from");
+		const char *to = json_get_string(e, "to");
+
+		if (!cJSON_IsNumber(t) || !from || !to || state_value(from) < 0 ||
+		    state_value(to) < 0)
+			return errorf(pl, -EINVAL,
+				      "%s: setups.%s.breaker_transitions[0][%zu]: expected t_ms and "
+				      "from/to of closed, half_open, open",
+				      pl->summary_path, setup, i);
+		if (t->valuedouble / 1000 > end_s)
+			end_s = t->valuedouble / 1000;
+		i++;
+	}
+	i = 0;
+	cJSON_ArrayForEach(e, events) {
+		bool seen = false;
+		int state;
+
+		event_target(e, target, sizeof(target));
+		for (f = events->child; f != e; f = f->next) {
+			event_target(f, other, sizeof(other));
+			if (strcmp(other, target) == 0)
+				seen = true;
+		}
+		if (seen)
+			continue;
+		/* A new target: its whole step line, from its first "from" at 0. */
+		if ((*ntargets)++)
+			buf_puts(b, "\n\n");
+		buf_printf(b, "# target %s\n# t_s state to\n", target);
+		state = state_value(json_get_string(e, "from"));
+		buf_printf(b, "0 %d \"start\"\n", state);
+		for (f = e; f; f = f->next) {
+			event_target(f, other, sizeof(other));
+			if (strcmp(other, target))
+				continue;
+			state = state_value(json_get_string(f, "to"));
+			put_num(b, cJSON_GetObjectItemCaseSensitive(f, "t_ms")->valuedouble / 1000);
+			buf_printf(b, " %d ", state);
+			dat_str(b, json_get_string(f, "to"));
+			buf_puts(b, "\n");
+		}
+		put_num(b, end_s);
+		buf_printf(b, " %d \"end\"\n", state);
+		if (names->len) {
+			buf_puts(names, ", ");
+			buf_puts(colors, ", ");
+		}
+		gp_str(names, target);
+		buf_printf(colors, "%zu", prov_index(pl, json_get_string(e, "provider") ?
+						      json_get_string(e, "provider") : "?"));
+		i++;
+	}
+	return 0;
+}
+
+static int write_breakers(struct plot *pl)
+{
+	struct buf b = { 0 };
+	struct buf panels = { 0 };
+	struct buf counts = { 0 };
+	struct buf firsts = { 0 };
+	struct buf runs = { 0 };
+	struct buf names = { 0 };
+	struct buf colors = { 0 };
+	char path[PATH_LEN];
+	char dir[PATH_LEN];
+	const cJSON *s;
+	size_t npanels = 0;
+	size_t first = 1;
+	int rc = 0;
+
+	for_each_setup(pl, s) {
+		const struct sc_setup *st = scenario_setup(pl, s->string);
+		const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "breaker_transitions");
+		const cJSON *events = cJSON_IsArray(all) ? cJSON_GetArrayItem(all, 0) : NULL;
+		size_t ntargets;
+
+		if (events && !cJSON_IsArray(events)) {
+			rc = errorf(pl, -EINVAL, "%s: setups.%s.breaker_transitions[0]: expected an array",
+				    pl->summary_path, s->string);
+			goto out;
+		}
+		/* Gateway setups, and any other that logged breaker changes. */
+		if (!(st && st->kind == SC_GATEWAY) && !(events && events->child))
+			continue;
+		buf_reset(&b);
+		buf_printf(&b, "# setup %s: breaker state per target (0 closed, 1 half-open, 2 open)\n",
+			   s->string);
+		rc = breaker_blocks(pl, s->string, events, &b, &names, &colors, &ntargets);
+		if (rc)
+			goto out;
+		rc = path_of(pl, path, "%s/breakers-%s.dat", pl->data_dir, s->string);
+		if (!rc)
+			rc = write_file(pl, path, &b);
+		if (rc)
+			goto out;
+		if (npanels) {
+			buf_puts(&panels, ", ");
+			buf_puts(&counts, ", ");
+			buf_puts(&firsts, ", ");
+			buf_puts(&runs, ", ");
+		}
+		gp_str(&panels, s->string);
+		buf_printf(&counts, "%zu", ntargets);
+		buf_printf(&firsts, "%zu", first);
+		buf_printf(&runs, "%u", first_run(pl, s->string, dir, sizeof(dir)));
+		first += ntargets;
+		npanels++;
+	}
+	meta_num(pl, "brk_panels", (double)npanels);
+	meta_array_begin(pl, "brk_setup", npanels);
+	buf_puts(&pl->meta, panels.data ? panels.data : "");
+	meta_array_end(pl, npanels);
+	meta_array_begin(pl, "brk_ntargets", npanels);
+	buf_puts(&pl->meta, counts.data ? counts.data : "");
+	meta_array_end(pl, npanels);
+	meta_array_begin(pl, "brk_first", npanels);
+	buf_puts(&pl->meta, firsts.data ? firsts.data : "");
+	meta_array_end(pl, npanels);
+	meta_array_begin(pl, "brk_run", npanels);
+	buf_puts(&pl->meta, runs.data ? runs.data : "");
+	meta_array_end(pl, npanels);
+	meta_array_begin(pl, "brk_target", first - 1);
+	buf_puts(&pl->meta, names.data ? names.data : "");
+	meta_array_end(pl, first - 1);
+	meta_array_begin(pl, "brk_color", first - 1);
+	buf_puts(&pl->meta, colors.data ? colors.data : "");
+	meta_array_end(pl, first - 1);
+out:
+	buf_free(&b);
+	buf_free(&panels);
+	buf_free(&counts);
+	buf_free(&firsts);
+	buf_free(&runs);
+	buf_free(&names);
+	buf_free(&colors);
+	return rc;
+}
+
+/* ---- percentiles per phase ---- */
+
+static int write_phases(struct plot *pl)
+{
+	static const char *const pct[3] = { "p50", "p95", "p99" };
+	struct buf b = { 0 };
+	char path[PATH_LEN];
+	double lo = NAN;
+	double hi = NAN;
+	const cJSON *s;
+	size_t i;
+	size_t j;
+	size_t k;
+	int rc;
+
+	buf_puts(&b, "# ok requests' latency percentiles per phase and setup (mean over runs)\n"
+		 "# phase_index setup_index p50_ms p95_ms p99_ms ok phase setup\n");
+	for (i = 0; i < pl->sc.nphases; i++) {
+		j = 0;
+		for_each_setup(pl, s) {
+			const cJSON *phases = cJSON_GetObjectItemCaseSensitive(s, "phases");
+			const cJSON *ph = cJSON_GetObjectItemCaseSensitive(phases, pl->sc.phases[i].name);
+
+			buf_printf(&b, "%zu %zu", i + 1, ++j);
+			for (k = 0; k < 3; k++) {
+				double v = mean_of(ph, "latency_ms", pct[k]);
+
+				buf_puts(&b, " ");
+				put_num(&b, v);
+				if (v > 0 && (v < lo || !isfinite(lo)))
+					lo = v;
+				if (v > hi || !isfinite(hi))
+					hi = v;
+			}
+			buf_puts(&b, " ");
+			put_num(&b, mean_of(ph, "ok", NULL));
+			buf_puts(&b, " ");
+			dat_str(&b, pl->sc.phases[i].name);
+			buf_puts(&b, " ");
+			dat_str(&b, s->string);
+			buf_puts(&b, "\n");
+		}
+	}
+	rc = path_of(pl, path, "%s/phases.dat", pl->data_dir);
+	if (!rc)
+		rc = write_file(pl, path, &b);
+	buf_free(&b);
+	if (rc)
+		return rc;
+	meta_num(pl, "nphases", (double)pl->sc.nphases);
+	meta_array_begin(pl, "phase_name", pl->sc.nphases);
+	for (i = 0; i < pl->sc.nphases; i++) {
+		meta_sep(pl, i);
+		gp_str(&pl->meta, pl->sc.phases[i].name);
+	}
+	meta_array_end(pl, pl->sc.nphases);
+	if (!isfinite(lo) || !isfinite(hi)) {
+		lo = 1;
+		hi = 1000;
+	}
+	/* A log scale once the bars span more than a factor of 20. */
+	meta_num(pl, "ph_log", hi / lo > 20);
+	meta_num(pl, "ph_lo", hi / lo > 20 ? pow(10, floor(log10(lo))) : 0);
+	meta_num(pl, "ph_hi", hi / lo > 20 ? pow(10, ceil(log10(hi * 1.5))) : hi * 1.18);
+	return 0;
+}
+
+/* ---- gnuplot ---- */
+
+struct gp_run {
+	struct proc p;
+	uv_timer_t timer;
+	bool exited;
+	bool timed_out;
+	int closing;
+};
+
+static void on_gp_exit(struct proc *p)
+{
+	struct gp_run *g = (struct gp_run *)p;
+
+	g->exited = true;
+	uv_timer_stop(&g->timer);
+}
+
+static void on_gp_timeout(uv_timer_t *t)
+{
+	struct gp_run *g = t->data;
+
+	g->timed_out = true;
+	proc_signal(&g->p, SIGKILL);
+}
+
+/* Appends a path to b as a gnuplot single-quoted string assignment. */
+static void gp_assign(struct buf *b, const char *name, const char *value)
+{
+	buf_printf(b, "%s = ", name);
+	gp_str(b, value);
+	buf_puts(b, "; ");
+}
+
+/* Runs gnuplot -e VARS script; 0 when it exited 0, else an error naming the script. */
+static int run_gnuplot(struct plot *pl, const char *script, const char *out, const char *log)
+{
+	struct gp_run g = { 0 };
+	struct buf vars = { 0 };
+	struct buf tail = { 0 };
+	uv_loop_t loop;
+	const char *argv[5];
+	char how[64];
+	int rc;
+
+	gp_assign(&vars, "datadir", pl->data_dir);
+	gp_assign(&vars, "plotsdir", pl->scripts);
+	gp_assign(&vars, "outfile", out);
+	if (!vars.data)
+		return errorf(pl, -ENOMEM, "out of memory");
+	argv[0] = "gnuplot";
+	argv[1] = "-e";
+	argv[2] = vars.data;
+	argv[3] = script;
+	argv[4] = NULL;
+	unlink(log);
+	rc = uv_loop_init(&loop);
+	if (rc) {
+		buf_free(&vars);
+		return errorf(pl, rc, "cannot start a loop: %s", uv_strerror(rc));
+	}
+	g.p.on_exit = on_gp_exit;
+	rc = proc_start(&g.p, &loop, "gnuplot", argv, log);
+	if (rc == -ENOENT)
+		errorf(pl, rc, "gnuplot: not found on PATH (install gnuplot, e.g. gnuplot-nox)");
+	else if (rc)
+		errorf(pl, rc, "gnuplot: cannot start it for %s: %s", script, strerror(-rc));
+	if (!rc) {
+		uv_timer_init(&loop, &g.timer);
+		g.timer.data = &g;
+		uv_timer_start(&g.timer, on_gp_timeout, PLOT_TIMEOUT_MS, 0);
+		uv_run(&loop, UV_RUN_DEFAULT);	/* until gnuplot exits (the timer stops then) */
+		uv_close((uv_handle_t *)&g.timer, NULL);
+	}
+	proc_close(&g.p, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	buf_free(&vars);
+	if (rc)
+		return rc;
+	if (g.timed_out)
+		return errorf(pl, -ETIMEDOUT, "%s: gnuplot took longer than %d s and was killed",
+			      script, PLOT_TIMEOUT_MS / 1000);
+	if (g.p.exit_status == 0 && !g.p.term_signal)
+		return 0;
+	proc_describe_exit(&g.p, how, sizeof(how));
+	proc_log_tail(log, TAIL_LINES, &tail);
+	/* One line: gnuplot's message rows joined. */
+	for (size_t i = 0; i < tail.len; i++) {
+		if (tail.data[i] == '\n')
+			tail.data[i] = (i + 1 == tail.len) ? '\0' : ' ';
+	}
+	errorf(pl, -EIO, "%s: gnuplot %s: %s", script, how,
+	       tail.data && *tail.data ? tail.data : "(no output)");
+	buf_free(&tail);
+	return -EIO;
+}
+
+/* Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp, through NAME.png.tmp. */
+static int render(struct plot *pl, const char *name)
+{
+	char script[PATH_LEN];
+	char png[PATH_LEN];
+	char tmp[PATH_LEN];
+	char log[PATH_LEN];
+	struct stat st;
+	int rc;
+
+	if (path_of(pl, script, "%s/%s.gp", pl->scripts, name) ||
+	    path_of(pl, png, "%s/%s.png", pl->out_dir, name) ||
+	    path_of(pl, tmp, "%s/%s.png.tmp", pl->out_dir, name) ||
+	    path_of(pl, log, "%s/%s.log", pl->data_dir, name))
+		return -ENAMETOOLONG;
+	if (stat(script, &st))
+		return errorf(pl, -errno, "%s: %s", script, strerror(errno));
+	unlink(tmp);
+	rc = run_gnuplot(pl, script, tmp, log);
+	if (!rc && (stat(tmp, &st) || st.st_size == 0))
+		rc = errorf(pl, -EIO, "%s: gnuplot wrote no %s", script, tmp);
+	if (!rc && rename(tmp, png))
+		rc = errorf(pl, -errno, "%s: cannot rename to %s: %s", tmp, png, strerror(errno));
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	unlink(log);
+	return 0;
+}
+
+int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err)
+{
+	struct plot pl = { .stamp = stamp_dir, .scripts = scripts_dir, .err = err };
+	char path[PATH_LEN];
+	size_t i;
+	int rc;
+
+	err[0] = '\0';
+	rc = load_summary(&pl);
+	if (rc)
+		goto out;
+	rc = load_scenario(&pl);
+	if (rc)
+		goto out;
+	rc = path_of(&pl, pl.out_dir, "%s/plots", stamp_dir);
+	if (!rc)
+		rc = path_of(&pl, pl.data_dir, "%s/plots/data", stamp_dir);
+	if (!rc)
+		rc = make_dir(&pl, pl.out_dir);
+	if (!rc)
+		rc = make_dir(&pl, pl.data_dir);
+	if (rc)
+		goto out;
+	meta_common(&pl);
+	rc = meta_faults(&pl);
+	if (!rc)
+		rc = write_answered(&pl);
+	if (!rc)
+		rc = write_latency(&pl);
+	if (!rc)
+		rc = write_breakers(&pl);
+	if (!rc)
+		rc = write_phases(&pl);
+	if (rc)
+		goto out;
+	meta_providers(&pl);
+	if (!pl.meta.data) {
+		rc = errorf(&pl, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = path_of(&pl, path, "%s/meta.gp", pl.data_dir);
+	if (!rc)
+		rc = write_file(&pl, path, &pl.meta);
+	for (i = 0; !rc && i < PLOT_COUNT; i++)
+		rc = render(&pl, plot_names[i]);
+out:
+	for (i = 0; i < pl.nprov; i++)
+		free(pl.prov[i]);
+	free(pl.prov);
+	buf_free(&pl.meta);
+	scenario_free(&pl.sc);
+	cJSON_Delete(pl.summary);
+	return rc;
+}

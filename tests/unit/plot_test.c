@@ -1,0 +1,345 @@
+/*
+ * runner plot: a hand-made stamp directory (summary.json, scenario.json and
+ * each setup's run-1) plotted with the real plots/ scripts and gnuplot —
+ * the four PNGs made, the data files holding the rows worked out by hand
+ * (answered share per window, breaker steps, percentiles per phase,
+ * requests coloured by provider, fault and kill windows), and the errors:
+ * no summary.json, no script, a failing script, no gnuplot.
+ */
+#define _XOPEN_SOURCE 700
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../runner/plot.h"
+#include "cfg.h"
+
+static char dir[64];
+static char scripts[64];
+static char err[CFG_ERR_LEN];
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/fl-plot-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	scripts[0] = '\0';
+	err[0] = '\0';
+}
+
+static void teardown(void)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (scripts[0])
+		nftw(scripts, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(plot, .init = setup, .fini = teardown, .timeout = 30);
+TestSuite(plot_bad, .init = setup, .fini = teardown, .timeout = 30);
+
+/* The repository's scripts: $FAULTLINE_PLOTS, else plots (the tests run from the top). */
+static const char *plots_dir(void)
+{
+	const char *d = getenv("FAULTLINE_PLOTS");
+
+	return d && *d ? d : "plots";
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char path[400];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "wb");
+	cr_assert_not_null(fp, "cannot create %s", path);
+	cr_assert_eq(fwrite(text, 1, strlen(text), fp), strlen(text));
+	cr_assert_eq(fclose(fp), 0);
+}
+
+static void make_dir(const char *name)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(mkdir(path, 0755), 0, "mkdir %s: %s", path, strerror(errno));
+}
+
+/* The whole of DIR/name as a string (the caller frees it). */
+static char *read_file(const char *name)
+{
+	char path[400];
+	FILE *fp;
+	char *text;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "rb");
+	cr_assert_not_null(fp, "cannot open %s", path);
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	text = calloc(1, (size_t)n + 1);
+	cr_assert_not_null(text);
+	cr_assert_eq(fread(text, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	return text;
+}
+
+static bool exists(const char *name)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+static void assert_has(const char *name, const char *needle)
+{
+	char *text = read_file(name);
+
+	cr_expect_not_null(strstr(text, needle), "%s lacks \"%s\":\n%s", name, needle, text);
+	free(text);
+}
+
+/* A 20 s scenario: the primary hangs 5–10 s, the secondary is killed 12–15 s. */
+static const char scenario_json[] =
+	"{\"name\": \"plot-t\", \"duration_s\": 20,\n"
+	" \"providers\": [{\"name\": \"primary\", \"ttft_ms\": 20,\n"
+	"                 \"faults\": [{\"kind\": \"hang\", \"from_s\": 5, \"to_s\": 10}]},\n"
+	"               {\"name\": \"secondary\", \"ttft_ms\": 20}],\n"
+	" \"actions\": [{\"at_s\": 12, \"do\": \"kill\", \"provider\": \"secondary\"},\n"
+	"             {\"at_s\": 15, \"do\": \"restart\", \"provider\": \"secondary\"}],\n"
+	" \"phases\": [{\"name\": \"healthy\", \"from_s\": 0, \"to_s\": 5},\n"
+	"            {\"name\": \"outage\", \"from_s\": 5, \"to_s\": 10},\n"
+	"            {\"name\": \"recovered\", \"from_s\": 10, \"to_s\": 20}],\n"
+	" \"load\": {\"concurrency\": 1},\n"
+	" \"setups\": [{\"name\": \"direct\", \"kind\": \"direct\", \"provider\": \"primary\"},\n"
+	"   {\"name\": \"gw\", \"kind\": \"gateway\", \"config\": {\n"
+	"     \"providers\": {\"primary\": {\"base_url\": \"{upstream.primary}\"},\n"
+	"                   \"secondary\": {\"base_url\": \"{upstream.secondary}\"}},\n"
+	"     \"models\": {\"chat\": {\"targets\": [{\"provider\": \"primary\", \"model\": \"m\"},\n"
+	"                                       {\"provider\": \"secondary\", \"model\": \"m\"}]}}}}]}\n";
+
+/* A combined figure {mean, …} (n 1). */
+#define C(v) "{\"mean\": " #v ", \"stddev\": 0, \"min\": " #v ", \"max\": " #v ", \"n\": 1}"
+#define WIN(from, to, share, req) \
+	"{\"from_ms\": " #from ", \"to_ms\": " #to ", \"requests\": " C(req) \
+	", \"answered_share\": " share "}"
+#define LAT(p50, p95, p99) \
+	"{\"ok\": " C(5) ", \"latency_ms\": {\"p50\": " C(p50) ", \"p95\": " C(p95) \
+	", \"p99\": " C(p99) "}}"
+
+static const char summary_json[] =
+	"{\"scenario\": \"plot-t\", \"time_scale\": 1, \"repeat\": 1, \"setups\": {\n"
+	" \"direct\": {\"runs\": 1, \"primary\": \"primary\", \"duration_ms\": 20000,\n"
+	"   \"window_ms\": 5000,\n"
+	"   \"windows\": [" WIN(0, 5000, C(1), 10) ", " WIN(5000, 10000, C(0.25), 4) ", "
+	WIN(10000, 15000, "null", 0) ", " WIN(15000, 20000, C(1), 9) "],\n"
+	"   \"phases\": {\"healthy\": " LAT(20, 22, 25) ", \"outage\": {\"ok\": " C(0)
+	", \"latency_ms\": {\"p50\": null}},\n"
+	"                \"recovered\": " LAT(21, 23, 26) "},\n"
+	"   \"breaker_transitions\": [[]]},\n"
+	" \"gw\": {\"runs\": 1, \"primary\": \"primary\", \"duration_ms\": 20000, \"window_ms\": 5000,\n"
+	"   \"windows\": [" WIN(0, 5000, C(1), 10) ", " WIN(5000, 10000, C(0.9), 10) ", "
+	WIN(10000, 15000, C(1), 10) ", " WIN(15000, 20000, C(1), 10) "],\n"
+	"   \"phases\": {\"healthy\": " LAT(22, 24, 27) ", \"outage\": " LAT(30, 900, 1000) ",\n"
+	"                \"recovered\": " LAT(22, 24, 28) "},\n"
+	"   \"breaker_transitions\": [[\n"
+	"     {\"t_ms\": 5200, \"provider\": \"primary\", \"model\": \"m\", \"from\": \"closed\","
+	" \"to\": \"open\", \"reason\": \"5 consecutive failures\"},\n"
+	"     {\"t_ms\": 7250.5, \"provider\": \"primary\", \"model\": \"m\", \"from\": \"open\","
+	" \"to\": \"half_open\", \"reason\": null},\n"
+	"     {\"t_ms\": 11000, \"provider\": \"primary\", \"model\": \"m\", \"from\": \"half_open\","
+	" \"to\": \"closed\", \"reason\": null}]]}}}\n";
+
+static const char direct_csv[] =
+	"id,sched_ms,end_ms,latency_ms,status,outcome,provider,tenant,feature,cost_usd\n"
+	"d-1,100.5,120.5,20,200,ok,,,,\n"
+	"d-2,5100,6100,1000,,timeout,,,,\n"
+	"d-3,15000,15021,21,200,ok,,\"t, one\",,\n";
+
+static const char gw_csv[] =
+	"id,sched_ms,end_ms,latency_ms,status,outcome,provider,tenant,feature,cost_usd\n"
+	"g-1,100,122,22,200,ok,primary,,,\n"
+	"g-2,5100,5130,30,200,ok,secondary,,,\n"
+	"g-3,5200,6200,1000,502,http_error,,,,\n"
+	"g-4,16000,16022,22,200,ok,primary,,,\n";
+
+static void make_stamp(void)
+{
+	write_file("scenario.json", scenario_json);
+	write_file("summary.json", summary_json);
+	make_dir("direct");
+	make_dir("direct/run-1");
+	write_file("direct/run-1/requests.csv", direct_csv);
+	make_dir("gw");
+	make_dir("gw/run-1");
+	write_file("gw/run-1/requests.csv", gw_csv);
+	write_file("gw/run-1/events.jsonl", "");
+}
+
+static void assert_png(const char *name)
+{
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	unsigned char head[8];
+	char path[400];
+	struct stat st;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/plots/%s.png", dir, name);
+	cr_assert_eq(stat(path, &st), 0, "no %s", path);
+	cr_expect_gt(st.st_size, 8000, "%s is only %lld bytes", path, (long long)st.st_size);
+	fp = fopen(path, "rb");
+	cr_assert_not_null(fp);
+	cr_assert_eq(fread(head, 1, 8, fp), 8);
+	fclose(fp);
+	cr_expect_eq(memcmp(head, sig, 8), 0, "%s does not start with the PNG signature", path);
+	snprintf(path, sizeof(path), "%s/plots/%s.png.tmp", dir, name);
+	cr_expect_neq(stat(path, &st), 0, "%s left behind", path);
+	snprintf(path, sizeof(path), "%s/plots/data/%s.log", dir, name);
+	cr_expect_neq(stat(path, &st), 0, "%s left behind after a success", path);
+}
+
+Test(plot, four_pngs_from_a_stamp, .timeout = 30)
+{
+	size_t i;
+
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	for (i = 0; i < PLOT_COUNT; i++)
+		assert_png(plot_names[i]);
+}
+
+Test(plot, answered_share_per_window, .timeout = 30)
+{
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	/* mid_s from_s to_s answered_pct requests; a window with no request is NaN. */
+	assert_has("plots/data/answered-direct.dat", "\n2.5 0 5 100 10\n");
+	assert_has("plots/data/answered-direct.dat", "\n7.5 5 10 25 4\n");
+	assert_has("plots/data/answered-direct.dat", "\n12.5 10 15 NaN 0\n");
+	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 90 10\n");
+}
+
+Test(plot, breaker_steps_from_closed_to_the_end, .timeout = 30)
+{
+	char *text;
+
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	text = read_file("plots/data/breakers-gw.dat");
+	cr_expect_not_null(strstr(text, "# target primary/m\n# t_s state to\n"
+				  "0 0 \"start\"\n"
+				  "5.2 2 \"open\"\n"
+				  "7.2505 1 \"half_open\"\n"
+				  "11 0 \"closed\"\n"
+				  "20 0 \"end\"\n"), "%s", text);
+	free(text);
+	/* A direct setup has no breakers: no panel, no file. */
+	cr_expect_not(exists("plots/data/breakers-direct.dat"));
+	assert_has("plots/data/meta.gp", "brk_panels = 1\n");
+	assert_has("plots/data/meta.gp", "array brk_target[1] = ['primary/m']\n");
+}
+
+Test(plot, fault_and_kill_windows, .timeout = 30)
+{
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/meta.gp", "nfaults = 2\n");
+	assert_has("plots/data/meta.gp", "array fault_from[2] = [5, 12]\n");
+	assert_has("plots/data/meta.gp", "array fault_to[2] = [10, 15]\n");
+	assert_has("plots/data/meta.gp", "array fault_kill[2] = [0, 1]\n");
+	assert_has("plots/data/meta.gp",
+		   "array fault_label[2] = ['primary: hang', 'secondary: killed']\n");
+	assert_has("plots/data/meta.gp", "title_tail = 'plot-t, time scale 1'\n");
+}
+
+Test(plot, requests_coloured_by_provider, .timeout = 30)
+{
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	/* t_s latency_ms provider_index ok provider outcome; providers in file order. */
+	assert_has("plots/data/meta.gp", "array prov_name[2] = ['primary', 'secondary']\n");
+	assert_has("plots/data/latency-gw.dat", "\n5.1 30 2 1 \"secondary\" \"ok\"\n");
+	assert_has("plots/data/latency-gw.dat", "\n5.2 1000 0 0 \"none\" \"http_error\"\n");
+	/* A direct setup's ok answers are its primary's, as in stats. */
+	assert_has("plots/data/latency-direct.dat", "\n0.1005 20 1 1 \"primary\" \"ok\"\n");
+	assert_has("plots/data/latency-direct.dat", "\n5.1 1000 0 0 \"none\" \"timeout\"\n");
+	assert_has("plots/data/latency-direct.dat", "\n15 21 1 1 \"primary\" \"ok\"\n");
+}
+
+Test(plot, percentiles_per_phase, .timeout = 30)
+{
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/phases.dat", "\n1 1 20 22 25 5 \"healthy\" \"direct\"\n");
+	assert_has("plots/data/phases.dat", "\n2 1 NaN NaN NaN 0 \"outage\" \"direct\"\n");
+	assert_has("plots/data/phases.dat", "\n2 2 30 900 1000 5 \"outage\" \"gw\"\n");
+	/* 20 ms to 1000 ms: wide enough for a log scale. */
+	assert_has("plots/data/meta.gp", "ph_log = 1\n");
+}
+
+Test(plot_bad, no_summary_named, .timeout = 30)
+{
+	write_file("scenario.json", scenario_json);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), -ENOENT);
+	cr_expect_not_null(strstr(err, "summary.json"), "%s", err);
+	cr_expect_not_null(strstr(err, dir), "%s", err);
+}
+
+Test(plot_bad, malformed_summary_named, .timeout = 30)
+{
+	make_stamp();
+	write_file("summary.json", "{\"scenario\": \"plot-t\", \"time_scale\": 1}");
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), -EINVAL);
+	cr_expect_not_null(strstr(err, "summary.json: setups"), "%s", err);
+}
+
+Test(plot_bad, no_script_dir, .timeout = 30)
+{
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, "/nonexistent/plots", err), -ENOENT);
+	cr_expect_not_null(strstr(err, "/nonexistent/plots/answered.gp"), "%s", err);
+}
+
+Test(plot_bad, failing_script_quotes_gnuplot, .timeout = 30)
+{
+	char path[128];
+	FILE *fp;
+
+	make_stamp();
+	snprintf(scripts, sizeof(scripts), "/tmp/fl-plot-scripts-XXXXXX");
+	cr_assert_not_null(mkdtemp(scripts));
+	snprintf(path, sizeof(path), "%s/answered.gp", scripts);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("set terminal pngcairo\nset output outfile\nplot no_such_function(x)\n", fp);
+	fclose(fp);
+	cr_assert_eq(plot_stamp(dir, scripts, err), -EIO);
+	cr_expect_not_null(strstr(err, "answered.gp: gnuplot exited with status 1"), "%s", err);
+	cr_expect_not_null(strstr(err, "undefined function"), "%s", err);
+	cr_expect_not(exists("plots/answered.png.tmp"));
+	cr_expect(exists("plots/data/answered.log"), "the log stays for a failure");
+}
+
+Test(plot_bad, no_gnuplot, .timeout = 30)
+{
+	make_stamp();
+	setenv("PATH", "/nonexistent", 1);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), -ENOENT);
+	cr_expect_not_null(strstr(err, "gnuplot: not found"), "%s", err);
+}
