@@ -8,6 +8,7 @@
 #   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
+#   make suite      the classic suite at SCALE (0.2), each result through chaos gate
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make
@@ -51,7 +52,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway demo demo-walkthrough clean deps
+.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway demo demo-walkthrough suite clean deps
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -147,6 +148,9 @@ demo: all
 
 demo-walkthrough: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/walkthrough.sh
+
+suite: all
+	FAULTLINE_BIN=$(BIN_DIR) scripts/suite.sh
 
 clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)

@@ -17,7 +17,9 @@
 
 #include <curl/curl.h>
 
+#include "gate.h"
 #include "opt.h"
+#include "plot.h"
 #include "report.h"
 #include "run.h"
 #include "scenario.h"
@@ -26,6 +28,8 @@ static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S] [--repeat N] [--setup NAME]\n"
 	"                          [--quiet]\n"
 	"       chaos report STAMP_DIR\n"
+	"       chaos gate STAMP_DIR [--baseline FILE] [--save-baseline FILE]\n"
+	"       chaos plot STAMP_DIR\n"
 	"       chaos list [DIR]\n"
 	"\n"
 	"run   replays SCENARIO (a JSON file) through each of its setups: mock providers\n"
@@ -38,6 +42,9 @@ static const char usage_text[] =
 	"  --quiet           no line per run on stderr\n"
 	"report  recomputes a results directory's summaries and report.md from its\n"
 	"      per-request files, and prints the table\n"
+	"gate  checks a results directory against its scenario's expect block and,\n"
+	"      with --baseline, against a saved summary; exit 1 when a check breaks\n"
+	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
 	"\n"
 	"Exit status: 0 every run completed; 1 a run failed; 2 a bad command line or\n"
@@ -61,6 +68,43 @@ static void find_bin_dir(char *out, size_t len)
 	}
 	self[n] = '\0';
 	snprintf(out, len, "%s", dirname(self));
+}
+
+/* Where the gnuplot scripts are: $FAULTLINE_PLOTS, else BIN/../plots, else plots. */
+static void find_plots_dir(const char *bin_dir, char *out, size_t len)
+{
+	const char *env = getenv("FAULTLINE_PLOTS");
+	char probe[PATH_MAX + 32];
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	snprintf(probe, sizeof(probe), "%.*s/../plots/answered.gp", PATH_MAX - 1, bin_dir);
+	if (access(probe, R_OK) == 0) {
+		snprintf(out, len, "%.*s/../plots", (int)(len - 16), bin_dir);
+		return;
+	}
+	snprintf(out, len, "plots");
+}
+
+static int cmd_plot(int argc, char **argv)
+{
+	char bin_dir[PATH_MAX];
+	char plots[PATH_MAX];
+	char err[CFG_ERR_LEN];
+
+	if (argc != 3 || argv[2][0] == '-')
+		opt_usage_error("chaos", "plot takes one results directory (DIR/NAME/STAMP)");
+	find_bin_dir(bin_dir, sizeof(bin_dir));
+	find_plots_dir(bin_dir, plots, sizeof(plots));
+	if (plot_stamp(argv[2], plots, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		return 2;
+	}
+	printf("plots: %s/plots/ (%s, %s, %s, %s .png)\n", argv[2], plot_names[0], plot_names[1],
+	       plot_names[2], plot_names[3]);
+	return 0;
 }
 
 static int cmd_list(int argc, char **argv)
@@ -108,6 +152,7 @@ static int cmd_run(int argc, char **argv)
 	};
 	struct chaos_opts o = { .out_dir = "results", .repeat = 1, .verbose = true };
 	char bin_dir[PATH_MAX];
+	char plots[PATH_MAX];
 	char err[CFG_ERR_LEN];
 	struct scenario sc;
 	const char *path;
@@ -169,7 +214,9 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	find_bin_dir(bin_dir, sizeof(bin_dir));
+	find_plots_dir(bin_dir, plots, sizeof(plots));
 	o.bin_dir = bin_dir;
+	o.plots_dir = plots;
 	signal(SIGPIPE, SIG_IGN);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "chaos: cannot initialise libcurl\n");
@@ -182,6 +229,30 @@ static int cmd_run(int argc, char **argv)
 	return rc;
 }
 
+static int cmd_gate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "baseline", required_argument, NULL, 'b' },
+		{ "save-baseline", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *baseline = NULL;
+	const char *save = NULL;
+	const char *val;
+	int c;
+
+	if (argc < 3 || argv[2][0] == '-')
+		opt_usage_error("chaos", "gate needs a results directory (DIR/NAME/STAMP)");
+	optind = 3;
+	while ((c = opt_next("chaos", argc, argv, NULL, opts, &val)) != -1) {
+		if (c == 'b')
+			baseline = val;
+		else if (c == 's')
+			save = val;
+	}
+	return gate_command(argv[2], baseline, save, stdout);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -190,6 +261,10 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv);
 	if (strcmp(argv[1], "list") == 0)
 		return cmd_list(argc, argv);
+	if (strcmp(argv[1], "gate") == 0)
+		return cmd_gate(argc, argv);
+	if (strcmp(argv[1], "plot") == 0)
+		return cmd_plot(argc, argv);
 	if (strcmp(argv[1], "report") == 0) {
 		if (argc != 3 || argv[2][0] == '-')
 			opt_usage_error("chaos", "report takes one results directory (DIR/NAME/STAMP)");
@@ -199,6 +274,6 @@ int main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	opt_usage_error("chaos", "unknown command \"%s\" (run, report or list; plot and gate "
-			"are still to come)", argv[1]);
+	opt_usage_error("chaos", "unknown command \"%s\" (run, report, gate, plot or list)",
+			argv[1]);
 }

@@ -30,6 +30,7 @@
 #include "curl_uv.h"
 #include "json.h"
 #include "proc.h"
+#include "plot.h"
 #include "report.h"
 #include "stats.h"
 
@@ -1266,38 +1267,32 @@ static int make_stamp_dir(struct chaos *ch)
 	return -EEXIST;
 }
 
-/* Copies the scenario file into the stamp dir, so the results say what ran. */
+/*
+ * Keeps the scenario file in the stamp dir, so the results say what ran:
+ * as written (unscaled), with its name stated, since the copy's file name
+ * no longer gives it.
+ */
 static int copy_scenario(const struct chaos *ch)
 {
+	char err[CFG_ERR_LEN];
 	char path[1300];
-	char chunk[65536];
-	FILE *in = fopen(ch->sc->path, "rb");
-	FILE *out;
-	size_t n;
-	int rc = 0;
+	cJSON *root = json_load_file(ch->sc->path, err, sizeof(err));
+	int rc;
 
-	if (!in)
-		return -errno;
+	if (!root)
+		return -EIO;
+	if (!cJSON_GetObjectItemCaseSensitive(root, "name"))
+		cJSON_AddStringToObject(root, "name", ch->sc->name);
 	snprintf(path, sizeof(path), "%s/scenario.json", ch->stamp_dir);
-	out = fopen(path, "wb");
-	if (!out) {
-		rc = -errno;
-		fclose(in);
-		return rc;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), in)) > 0) {
-		if (fwrite(chunk, 1, n, out) != n)
-			rc = -EIO;
-	}
-	fclose(in);
-	if (fclose(out) && !rc)
-		rc = -errno;
+	rc = json_write_file(path, root);
+	cJSON_Delete(root);
 	return rc;
 }
 
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 {
 	struct chaos ch = { .sc = sc, .o = o };
+	char err[CFG_ERR_LEN];
 	char path[1300];
 	size_t i;
 	int rc;
@@ -1372,7 +1367,10 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 			ch.exit_code = 1;
 		} else {
 			report_table(stdout, sc, top, false);
-			printf("results: %s (report.md, summary.json)\n", ch.stamp_dir);
+			/* Plots help a person; a failure to draw them is said, not a failed run. */
+			if (o->plots_dir && plot_stamp(ch.stamp_dir, o->plots_dir, err))
+				fprintf(stderr, "chaos: no plots: %s\n", err);
+			printf("results: %s (report.md, summary.json, plots/)\n", ch.stamp_dir);
 		}
 		cJSON_Delete(top);
 	}

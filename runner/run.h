@@ -20,6 +20,7 @@
 struct chaos_opts {
 	const char *out_dir;		/* results root ("results") */
 	const char *bin_dir;		/* where mockprov, gateway and loadgen are */
+	const char *plots_dir;		/* the gnuplot scripts; NULL: no plots */
 	const char *only_setup;		/* NULL: every setup */
 	unsigned repeat;		/* runs per setup, ≥ 1 */
 	bool verbose;			/* a line per run on stderr */

@@ -1,0 +1,35 @@
+#!/bin/sh
+# make suite: the classic outage suite through bin/chaos, each scenario's
+# results checked by chaos gate against its expect block (and, when
+# results/baselines/NAME.json exists, against that baseline). Exit status
+# 1 when a run failed or a check broke. SCALE sets the time scale.
+set -eu
+cd "$(dirname "$0")/.."
+
+bin=${FAULTLINE_BIN:-bin}
+scale=${SCALE:-0.2}
+out=${OUT:-results}
+status=0
+
+for s in kill hang 5xx; do
+	name="outage-$s"
+	log="$out/$name.suite.log"
+	mkdir -p "$out"
+	if ! "$bin/chaos" run "scenarios/$name.json" --time-scale "$scale" --out "$out" --quiet \
+		> "$log" 2>&1; then
+		cat "$log"
+		status=1
+		continue
+	fi
+	cat "$log"
+	stamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$log")
+	echo "== chaos gate $stamp"
+	baseline="results/baselines/$name-$scale.json"
+	if [ -f "$baseline" ]; then
+		"$bin/chaos" gate "$stamp" --baseline "$baseline" || status=1
+	else
+		"$bin/chaos" gate "$stamp" || status=1
+	fi
+	echo
+done
+exit "$status"
