@@ -27,7 +27,7 @@ echo "(providers answer in $(awk -v s="$scale" 'BEGIN { printf "%g", 200 * s }')
 echo "direct: straight at the primary; breaker-on/off: through bin/gateway (primary, then"
 echo "secondary). 'open after' is from the phase's start to the breaker opening."
 echo
-echo "results (report.md, summary.json, per-request files under SETUP/run-1/):"
+echo "results (report.md, summary.json, plots/*.png, per-request files under SETUP/run-1/):"
 for stamp in $stamps; do
 	echo "  $stamp"
 done

@@ -54,7 +54,10 @@ static const char outage[] =
 	"\"breaker\":{\"consecutive_failures\":2,\"cooldown_ms\":300,\"cooldown_jitter\":0,"
 	"\"cooldown_multiplier\":1,\"half_open_probes\":1},"
 	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"primary\",\"model\":\"mock-small\"},"
-	"{\"provider\":\"secondary\",\"model\":\"mock-small\"}]}}}}]}";
+	"{\"provider\":\"secondary\",\"model\":\"mock-small\"}]}}}}],"
+	/* One bound that holds, one that cannot (a hanging primary answers nothing). */
+	"\"expect\":[{\"setup\":\"gw\",\"phase\":\"outage\",\"error_rate_max\":0},"
+	"{\"setup\":\"direct\",\"phase\":\"outage\",\"answered_min\":0.5}]}";
 
 /* The one stamp directory under DIR/results/NAME, into out. */
 static void stamp_dir(const char *name, char *out, size_t len)
@@ -198,6 +201,34 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 		cr_assert(strstr(md.data, "### gw: breaker transitions (run 1)"), "%s", md.data);
 		cr_assert(strstr(md.data, "| closed | open |"), "%s", md.data);
 		buf_free(&md);
+	}
+
+	/* The plots are drawn, and the gate gives its verdicts both ways. */
+	{
+		static const char *const pngs[] = { "answered", "latency", "breakers", "phases" };
+		const char *argv[] = { "chaos", "gate", stamp, NULL };
+		char gate_out[600];
+		struct lg_proc g;
+
+		for (i = 0; i < 4; i++) {
+			snprintf(path, sizeof(path), "%s/plots/%s.png", stamp, pngs[i]);
+			cr_assert(exists(path), "no %s", path);
+		}
+		cr_assert_eq(lg_spawn(&g, argv), 0);
+		rc = lg_wait(&g, 30);
+		cr_assert_eq(rc, 1, "chaos gate exited %d:\n%s%s", rc, g.out, g.err);
+		cr_assert(strstr(g.out, "PASS  expect  gw"), "%s", g.out);
+		cr_assert(strstr(g.out, "FAIL  expect  direct"), "%s", g.out);
+		cr_assert(strstr(g.out, "2 checks, 1 failed"), "%s", g.out);
+		snprintf(gate_out, sizeof(gate_out), "%s/baseline.json", dir);
+		{
+			const char *save[] = { "chaos", "gate", stamp, "--save-baseline", gate_out,
+					       NULL };
+
+			rc = run_program(save, err, sizeof(err), 30);
+			cr_assert_eq(rc, 1, "the expect bound still breaks: %d %s", rc, err);
+			cr_assert(exists(gate_out), "no baseline saved");
+		}
 	}
 
 	/* chaos report recomputes the same summaries from the per-request files. */
