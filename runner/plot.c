@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "cfg.h"
 #include "json.h"
+#include "stats.h"
 #include "proc.h"
 #include "recfile.h"
 #include "scenario.h"
@@ -179,16 +180,6 @@ static int make_dir(struct plot *pl, const char *path)
 	return 0;
 }
 
-/* A combined figure's mean: fig[key].mean (or fig[key][sub].mean), NaN when null or absent. */
-static double mean_of(const cJSON *fig, const char *key, const char *sub)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(fig, key);
-
-	if (sub)
-		v = cJSON_GetObjectItemCaseSensitive(v, sub);
-	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
 
 /* ---- the summary and the scenario ---- */
 
@@ -457,9 +448,9 @@ static int write_answered(struct plot *pl)
 			buf_puts(&b, " ");
 			put_num(&b, to->valuedouble / 1000);
 			buf_puts(&b, " ");
-			put_num(&b, 100 * mean_of(w, "answered_share", NULL));
+			put_num(&b, 100 * stats_mean(w, "answered_share", NULL));
 			buf_puts(&b, " ");
-			put_num(&b, mean_of(w, "requests", NULL));
+			put_num(&b, stats_mean(w, "requests", NULL));
 			buf_puts(&b, "\n");
 			k++;
 		}
@@ -975,7 +966,7 @@ static int write_phases(struct plot *pl)
 
 			buf_printf(&b, "%zu %zu", i + 1, ++j);
 			for (k = 0; k < 3; k++) {
-				double v = mean_of(ph, "latency_ms", pct[k]);
+				double v = stats_mean(ph, "latency_ms", pct[k]);
 
 				buf_puts(&b, " ");
 				put_num(&b, v);
@@ -985,7 +976,7 @@ static int write_phases(struct plot *pl)
 					hi = v;
 			}
 			buf_puts(&b, " ");
-			put_num(&b, mean_of(ph, "ok", NULL));
+			put_num(&b, stats_mean(ph, "ok", NULL));
 			buf_puts(&b, " ");
 			dat_str(&b, pl->sc.phases[i].name);
 			buf_puts(&b, " ");

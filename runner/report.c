@@ -56,16 +56,6 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 
 /* ---- the table ---- */
 
-/* A combined figure's mean (phases.P.KEY or a path under it), or NAN. */
-static double mean_of(const cJSON *fig, const char *key, const char *sub)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(fig, key);
-
-	if (sub)
-		v = cJSON_GetObjectItemCaseSensitive(v, sub);
-	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
 
 static void put(struct buf *b, double v, const char *fmt)
 {
@@ -93,40 +83,40 @@ static void cell(struct buf *b, const cJSON *fig, enum col c)
 
 	switch (c) {
 	case COL_REQUESTS:
-		put(b, mean_of(fig, "requests", NULL), "%.0f");
+		put(b, stats_mean(fig, "requests", NULL), "%.0f");
 		break;
 	case COL_ANSWERED:
-		put(b, mean_of(fig, "answered_share", NULL) * 100, "%.1f%%");
+		put(b, stats_mean(fig, "answered_share", NULL) * 100, "%.1f%%");
 		break;
 	case COL_ERRORS:
-		put(b, mean_of(fig, "error_rate", NULL) * 100, "%.1f%%");
+		put(b, stats_mean(fig, "error_rate", NULL) * 100, "%.1f%%");
 		break;
 	case COL_P50:
-		put(b, mean_of(fig, "latency_ms", "p50"), "%.1f");
+		put(b, stats_mean(fig, "latency_ms", "p50"), "%.1f");
 		break;
 	case COL_P95:
-		put(b, mean_of(fig, "latency_ms", "p95"), "%.1f");
+		put(b, stats_mean(fig, "latency_ms", "p95"), "%.1f");
 		break;
 	case COL_P99:
-		put(b, mean_of(fig, "latency_ms", "p99"), "%.1f");
+		put(b, stats_mean(fig, "latency_ms", "p99"), "%.1f");
 		break;
 	case COL_TPUT:
-		put(b, mean_of(fig, "throughput_per_s", NULL), "%.1f");
+		put(b, stats_mean(fig, "throughput_per_s", NULL), "%.1f");
 		break;
 	case COL_FALLBACK:
-		put(b, mean_of(fig, "fallback_share", NULL) * 100, "%.1f%%");
+		put(b, stats_mean(fig, "fallback_share", NULL) * 100, "%.1f%%");
 		break;
 	case COL_OPEN:
-		put(b, mean_of(fig, "time_to_open_ms", NULL), "%.0f");
+		put(b, stats_mean(fig, "time_to_open_ms", NULL), "%.0f");
 		break;
 	case COL_PRIMARY:
-		put(b, mean_of(fig, "time_to_primary_ms", NULL), "%.0f");
+		put(b, stats_mean(fig, "time_to_primary_ms", NULL), "%.0f");
 		break;
 	case COL_DUP:
-		put(b, mean_of(dup, "attempts", NULL), "%.0f");
+		put(b, stats_mean(dup, "attempts", NULL), "%.0f");
 		break;
 	case COL_COST:
-		put(b, mean_of(cost, "total", NULL), "%.6f");
+		put(b, stats_mean(cost, "total", NULL), "%.6f");
 		break;
 	case NCOLS:
 		break;

@@ -1634,3 +1634,13 @@ cJSON *stats_combine(cJSON *const *runs, size_t n)
 	}
 	return o;
 }
+
+double stats_mean(const cJSON *fig, const char *key, const char *sub)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(fig, key);
+
+	if (sub)
+		v = cJSON_GetObjectItemCaseSensitive(v, sub);
+	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}

@@ -172,4 +172,10 @@ int stats_compute(const struct stats_input *in, cJSON **out, char *err);
  */
 cJSON *stats_combine(cJSON *const *runs, size_t n);
 
+/*
+ * A combined figure's mean: fig[key].mean, or fig[key][sub].mean when sub
+ * is not NULL ("latency_ms", "p50"); NAN when null or absent.
+ */
+double stats_mean(const cJSON *fig, const char *key, const char *sub);
+
 #endif
