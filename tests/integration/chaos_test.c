@@ -559,3 +559,50 @@ Test(chaos, progress_line_on_a_terminal, .timeout = 60)
 	cr_assert(strstr(p.err, "requests ") && strstr(p.err, "errors 0"), "%s", p.err);
 	cr_assert(strstr(p.err, "\r\033[K"), "the line is not redrawn in place: %s", p.err);
 }
+
+Test(chaos, repeat_and_one_setup, .timeout = 60)
+{
+	static const char two[] =
+		"{\"name\":\"two\",\"duration_s\":1.5,\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		"\"load\":{\"rate\":20,\"timeout_ms\":500},"
+		"\"setups\":[{\"name\":\"a\",\"kind\":\"direct\",\"provider\":\"p\"},"
+		"{\"name\":\"b\",\"kind\":\"client_retry\",\"provider\":\"p\"}]}";
+	char out[600];
+	char err[8192];
+	char stamp[800];
+	char path[1000];
+	const cJSON *req;
+	cJSON *top;
+	int rc;
+
+	write_file(dir, "two.json", two, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--repeat", "2",
+				       "--setup", "b", "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	stamp_dir("two", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/b/run-1/requests.csv", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/b/run-2/requests.csv", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/a", stamp);
+	cr_assert_not(exists(path), "--setup b ran setup a too");
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+	req = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(top, "setups"), "b"), "totals"),
+		"requests");
+	cr_assert_eq(cJSON_GetObjectItemCaseSensitive(req, "n")->valueint, 2,
+		     "the combined figure is not over 2 runs");
+	cr_assert_float_eq(cJSON_GetObjectItemCaseSensitive(req, "mean")->valuedouble, 30, 1e-9,
+			   "20 req/s for 1.5 s, each run");
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(
+			       cJSON_GetObjectItemCaseSensitive(top, "setups"), "a"));
+	cJSON_Delete(top);
+}
