@@ -132,6 +132,7 @@ struct chaos {
 };
 
 static void run_begin(struct chaos *ch);
+static void timeline_begin(struct chaos *ch);
 static void run_fail(struct chaos *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void run_stop(struct chaos *ch);
 static void healthz_next(struct chaos *ch);
@@ -445,7 +446,10 @@ static void on_setup_ready(struct chaos *ch, bool ok)
 		return;
 	}
 	ch->setup.ready = true;
-	load_start(ch);
+	if (ch->st->kind == SC_EXTERNAL)
+		timeline_begin(ch);	/* the providers now, then the load */
+	else
+		load_start(ch);
 }
 
 /* A port free on 127.0.0.1 now, for an external gateway's {port}. */
@@ -549,7 +553,7 @@ static void setup_start(struct chaos *ch)
 		gateway_start(ch);	/* its "ready" line, then its /healthz */
 		break;
 	case SC_EXTERNAL:
-		external_start(ch);
+		load_start(ch);		/* it was started, and became ready, before t0 was chosen */
 		break;
 	}
 }
@@ -1217,15 +1221,50 @@ static void run_begin(struct chaos *ch)
 	if (ch->o->verbose)
 		fprintf(stderr, "chaos: %s / %s / run %u of %u: %.1f s\n", sc->name, ch->st->name,
 			ch->k, ch->o->repeat, sc->duration_ms / 1000);
-	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
 	/* The last request may take loadgen's max time, and each retry a timeout and a wait. */
 	budget = CHAOS_LEAD_MS + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
 	if (ch->st->kind == SC_CLIENT_RETRY)
 		budget += ch->st->retries * (sc->load.timeout_ms +
 					     fmax(5000 * sc->scale, ch->st->retry_backoff_ms));
+	if (ch->st->kind == SC_EXTERNAL)
+		budget += READY_TIMEOUT_MS;
 	uv_timer_start(&ch->watchdog, on_watchdog, (uint64_t)budget, 0);
+	if (ch->st->kind != SC_EXTERNAL) {
+		timeline_begin(ch);
+		return;
+	}
+	/*
+	 * Another gateway may take a while to start (an interpreter, its
+	 * imports): it gets READY_TIMEOUT_MS, before t0 is chosen, with the
+	 * providers' ports picked now for its {upstream.NAME}; the providers
+	 * start on them once it is ready.
+	 */
+	for (i = 0; i < sc->nproviders; i++) {
+		char url[64];
+
+		ch->ports[i] = free_port();
+		if (ch->ports[i] < 0) {
+			run_fail(ch, "no free port for provider %s", sc->provider_names[i]);
+			return;
+		}
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", ch->ports[i]);
+		ch->urls[i] = strdup(url);
+		if (!ch->urls[i]) {
+			run_fail(ch, "out of memory");
+			return;
+		}
+	}
+	external_start(ch);
+}
+
+/* t0, a lead ahead; the providers on it; the setup (if not already up) and the load follow. */
+static void timeline_begin(struct chaos *ch)
+{
+	size_t i;
+
+	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
 	uv_timer_start(&ch->start_deadline, on_start_deadline, CHAOS_LEAD_MS, 0);
-	for (i = 0; i < sc->nproviders && !ch->stopping; i++)
+	for (i = 0; i < ch->sc->nproviders && !ch->stopping; i++)
 		mock_start(ch, i);
 }
 

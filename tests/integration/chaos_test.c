@@ -606,3 +606,29 @@ Test(chaos, repeat_and_one_setup, .timeout = 60)
 			       cJSON_GetObjectItemCaseSensitive(top, "setups"), "a"));
 	cJSON_Delete(top);
 }
+
+Test(chaos, an_external_gateway_slow_to_start, .timeout = 60)
+{
+	char out[600];
+	char err[8192];
+	char stamp[800];
+	char path[1000];
+	struct csv_table t;
+	int rc;
+
+	/* 3 s before it listens: longer than the 2 s lead the runner gives its own programs. */
+	external_scenario("slow-start", 1.5, "sleep 3; exec MOCKPROV --config CONFIG");
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	stamp_dir("slow-start", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/ext/run-1/requests.csv", stamp);
+	cr_assert_eq(csv_read(path, &t), 0);
+	cr_assert_eq(t.nrows - 1, 30, "%zu requests", t.nrows - 1);
+	cr_assert_eq(lg_count(&t, "outcome", "ok"), 30, "the load did not wait for the gateway");
+	csv_free(&t);
+}
