@@ -80,25 +80,13 @@ raise_fd_limit() {
 
 # Starts mockprov (one provider on a free port, no latency); sets MP_PID,
 # MP_ADDR and MP_PORT.
-start_mockprov() {
+start_bench_mockprov() {
 	local dir=$tmp/mockprov
 	mkdir -p "$dir"
 	printf '{"providers":[{"name":"bench","listen":"127.0.0.1:0","model":"mock-small",
 	 "ttft_ms":0,"jitter_ms":0,"token_ms":0,"output_tokens":%s}]}\n' "$PLAIN_TOKENS" \
 		>"$dir/config.json"
-	"$BIN/mockprov" --config "$dir/config.json" --log-dir "$dir" --log-level warn \
-		>"$dir/mockprov.out" 2>"$dir/mockprov.err" &
-	MP_PID=$!
-	pids="$pids $MP_PID"
-	for _ in $(seq 100); do
-		grep -q '^ready' "$dir/mockprov.out" 2>/dev/null && break
-		kill -0 "$MP_PID" 2>/dev/null ||
-			die "mockprov exited at start: $(cat "$dir/mockprov.err")"
-		sleep 0.05
-	done
-	grep -q '^ready' "$dir/mockprov.out" || die "mockprov did not print 'ready' within 5 s"
-	MP_ADDR=$(awk '$1 == "listening" { print $3; exit }' "$dir/mockprov.out")
-	[ -n "$MP_ADDR" ] || die "mockprov printed no 'listening' line"
+	start_mockprov "$dir/config.json" "$dir"
 	MP_PORT=${MP_ADDR##*:}
 }
 
@@ -612,7 +600,7 @@ main() {
 	bench_start wrk haproxy curl jq
 	echo "   mockprov, the proxies and wrk share these cores; \"others' CPU\" is the" \
 		"process time (user + system) the rest of the machine used meanwhile"
-	start_mockprov
+	start_bench_mockprov
 	throughput_bench
 	rss_bench
 	stop_pid "$MP_PID"

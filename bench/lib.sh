@@ -20,7 +20,9 @@
 #  - port_used, nginx_quote and start_nginx: nginx (bench/nginx.conf.in)
 #    answering one static body on a free port;
 #  - capture_body, get and busy_warning: a POST of $REQUEST, a figure from
-#    a "flbench_KEY VALUE" file, the note on a busy machine.
+#    a "flbench_KEY VALUE" file, the note on a busy machine;
+#  - start_mockprov: bin/mockprov on a config, waited for until "ready",
+#    its address in MP_ADDR and its pid in MP_PID.
 
 tmp=""
 pids=""
@@ -309,4 +311,23 @@ busy_warning() {
 			"these figures are not from a quiet machine"
 	fi
 	return 0
+}
+
+# Starts $BIN/mockprov on config $1 with logs in $2 and waits (5 s at most)
+# for its "ready" line; sets MP_PID and MP_ADDR (HOST:PORT).
+start_mockprov() {
+	local config=$1 dir=$2
+	"$BIN/mockprov" --config "$config" --log-dir "$dir" --log-level warn \
+		>"$dir/mockprov.out" 2>"$dir/mockprov.err" &
+	MP_PID=$!
+	pids="$pids $MP_PID"
+	for _ in $(seq 100); do
+		grep -q '^ready' "$dir/mockprov.out" 2>/dev/null && break
+		kill -0 "$MP_PID" 2>/dev/null ||
+			die "mockprov exited at start: $(cat "$dir/mockprov.err")"
+		sleep 0.05
+	done
+	grep -q '^ready' "$dir/mockprov.out" || die "mockprov did not print 'ready' within 5 s"
+	MP_ADDR=$(awk '$1 == "listening" { print $3; exit }' "$dir/mockprov.out")
+	[ -n "$MP_ADDR" ] || die "mockprov printed no 'listening' line"
 }

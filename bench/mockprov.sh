@@ -45,22 +45,6 @@ BENCH_NAME=bench-mockprov
 . "$here/lib.sh"
 
 # Starts mockprov on config $1 (logs in $2); sets MP_PID and MP_ADDR.
-start_mockprov() {
-	local config=$1 dir=$2
-	"$BIN/mockprov" --config "$config" --log-dir "$dir" --log-level warn \
-		>"$dir/mockprov.out" 2>"$dir/mockprov.err" &
-	MP_PID=$!
-	pids="$pids $MP_PID"
-	for _ in $(seq 100); do
-		grep -q '^ready' "$dir/mockprov.out" 2>/dev/null && break
-		kill -0 "$MP_PID" 2>/dev/null ||
-			die "mockprov exited at start: $(cat "$dir/mockprov.err")"
-		sleep 0.05
-	done
-	grep -q '^ready' "$dir/mockprov.out" || die "mockprov did not print 'ready' within 5 s"
-	MP_ADDR=$(awk '$1 == "listening" { print $3; exit }' "$dir/mockprov.out")
-	[ -n "$MP_ADDR" ] || die "mockprov printed no 'listening' line"
-}
 
 # Writes a one-provider mockprov config to $1.
 write_config() {
