@@ -171,13 +171,7 @@ EOF
 		>"$dir/gateway.out" 2>"$dir/gateway.err" &
 	GW_PID=$!
 	pids="$pids $GW_PID"
-	for _ in $(seq 100); do
-		grep -q '^ready' "$dir/gateway.out" 2>/dev/null && break
-		kill -0 "$GW_PID" 2>/dev/null ||
-			die "the gateway exited at start: $(cat "$dir/gateway.err")"
-		sleep 0.05
-	done
-	grep -q '^ready' "$dir/gateway.out" || die "the gateway did not print 'ready' within 5 s"
+	await_ready "the gateway" "$GW_PID" "$dir/gateway.out" "$dir/gateway.err"
 	GW_ADDR=$(awk '$1 == "listening" { print $2; exit }' "$dir/gateway.out")
 	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
 	GW_PORT=${GW_ADDR##*:}

@@ -21,8 +21,8 @@
 #    answering one static body on a free port;
 #  - capture_body, get and busy_warning: a POST of $REQUEST, a figure from
 #    a "flbench_KEY VALUE" file, the note on a busy machine;
-#  - start_mockprov: bin/mockprov on a config, waited for until "ready",
-#    its address in MP_ADDR and its pid in MP_PID.
+#  - await_ready and start_mockprov: a program's "ready" line waited for;
+#    bin/mockprov on a config, its address in MP_ADDR and pid in MP_PID.
 
 tmp=""
 pids=""
@@ -313,21 +313,28 @@ busy_warning() {
 	return 0
 }
 
-# Starts $BIN/mockprov on config $1 with logs in $2 and waits (5 s at most)
-# for its "ready" line; sets MP_PID and MP_ADDR (HOST:PORT).
+# Waits (5 s at most) for a program started in the background to print its
+# "ready" line: $1 names it, $2 is its pid, $3 and $4 its stdout and stderr
+# files. Ends the script with its stderr when it exits or never gets there.
+await_ready() {
+	local name=$1 pid=$2 out=$3 err=$4
+	for _ in $(seq 100); do
+		grep -q '^ready' "$out" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || die "$name exited at start: $(cat "$err")"
+		sleep 0.05
+	done
+	grep -q '^ready' "$out" || die "$name did not print 'ready' within 5 s"
+}
+
+# Starts $BIN/mockprov on config $1 with logs in $2 and waits for its
+# "ready" line; sets MP_PID and MP_ADDR (HOST:PORT).
 start_mockprov() {
 	local config=$1 dir=$2
 	"$BIN/mockprov" --config "$config" --log-dir "$dir" --log-level warn \
 		>"$dir/mockprov.out" 2>"$dir/mockprov.err" &
 	MP_PID=$!
 	pids="$pids $MP_PID"
-	for _ in $(seq 100); do
-		grep -q '^ready' "$dir/mockprov.out" 2>/dev/null && break
-		kill -0 "$MP_PID" 2>/dev/null ||
-			die "mockprov exited at start: $(cat "$dir/mockprov.err")"
-		sleep 0.05
-	done
-	grep -q '^ready' "$dir/mockprov.out" || die "mockprov did not print 'ready' within 5 s"
+	await_ready mockprov "$MP_PID" "$dir/mockprov.out" "$dir/mockprov.err"
 	MP_ADDR=$(awk '$1 == "listening" { print $3; exit }' "$dir/mockprov.out")
 	[ -n "$MP_ADDR" ] || die "mockprov printed no 'listening' line"
 }

@@ -18,38 +18,20 @@
 #include <unistd.h>
 
 #include "../../runner/gate.h"
+#include "tmpdir.h"
 #include "../../runner/stats.h"
 
 static char dir[64];
 static char err[CFG_ERR_LEN];
 
-static void dir_empty(void)
-{
-	DIR *dp = opendir(dir);
-	struct dirent *de;
-	char path[400];
-
-	if (!dp)
-		return;
-	for (de = readdir(dp); de; de = readdir(dp)) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(dp);
-}
-
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/fl-gate-test-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(tmpdir_make(dir, sizeof(dir), "gate"), 0);
 }
 
 static void teardown(void)
 {
-	dir_empty();
-	rmdir(dir);
+	tmpdir_remove(dir);
 }
 
 TestSuite(gate, .init = setup, .fini = teardown, .timeout = 10);

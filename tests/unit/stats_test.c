@@ -18,40 +18,21 @@
 
 #include "../../runner/stats.h"
 #include "cfg.h"
+#include "tmpdir.h"
 
 #define T0 1764620000000LL
 
 static char dir[64];
 static char err[CFG_ERR_LEN];
 
-/* Removes every file of the temporary directory, keeping the directory. */
-static void dir_empty(void)
-{
-	DIR *dp = opendir(dir);
-	struct dirent *de;
-	char path[400];
-
-	if (!dp)
-		return;
-	for (de = readdir(dp); de; de = readdir(dp)) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		unlink(path);
-	}
-	closedir(dp);
-}
-
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/fl-stats-test-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(tmpdir_make(dir, sizeof(dir), "stats"), 0);
 }
 
 static void teardown(void)
 {
-	dir_empty();
-	rmdir(dir);
+	tmpdir_remove(dir);
 }
 
 TestSuite(stats, .init = setup, .fini = teardown, .timeout = 10);
@@ -401,7 +382,7 @@ Test(stats, breaker_events_time_to_open_and_transitions)
 	cJSON_Delete(s);
 
 	/* no events file: no transitions, nothing opens */
-	dir_empty();
+	tmpdir_empty(dir);
 	write_requests(NULL, 0);
 	s = compute(three, 3, 3000, 1000);
 	cr_assert(cJSON_IsNull(jget(s, "files.events")));
@@ -736,7 +717,7 @@ Test(stats_bad, malformed_files_name_the_file_and_line)
 		char where[400];
 		int rc;
 
-		dir_empty();
+		tmpdir_empty(dir);
 		if (c->requests)
 			write_file_len("requests.csv", c->requests, c->requests_len);
 		if (c->mock)
