@@ -39,6 +39,7 @@
 #include "gwharness.h"
 #include "harness.h"
 #include "rawhttp.h"
+#include "scriptstub.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 #define CHAT_PATH "/v1/chat/completions"
@@ -62,6 +63,8 @@ static cJSON *docs[MAX_HELD];
 static size_t ndocs;
 static struct csv_table tables[16];
 static size_t ntables;
+static struct script_stub stubs[4];
+static size_t nstubs;
 
 static void teardown(void)
 {
@@ -69,6 +72,8 @@ static void teardown(void)
 
 	gw_cleanup();
 	mock_cleanup(&mock);
+	for (i = 0; i < nstubs; i++)
+		script_stub_stop(&stubs[i]);
 	for (i = 0; i < nconns; i++) {
 		raw_free(conns[i]);
 		free(conns[i]);
@@ -79,7 +84,7 @@ static void teardown(void)
 		cJSON_Delete(docs[i]);
 	for (i = 0; i < ntables; i++)
 		csv_free(&tables[i]);
-	nconns = nresults = ndocs = ntables = 0;
+	nconns = nresults = ndocs = ntables = nstubs = 0;
 }
 
 TestSuite(gateway_stream, .fini = teardown);
@@ -939,6 +944,187 @@ Test(gateway_stream, stream_outlives_attempt_timeout_and_deadline, .timeout = 20
 	c = gw_stream("chat", "long-1", false, 8000);
 	expect_clean(c, "a 1.6 s stream", 40);
 	cr_assert_geq(c->end_ms, 1500, "the stream took %.0f ms", c->end_ms);
+}
+
+/* ---- what mockprov does not send: a scripted upstream ---- */
+
+#define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+#define CHUNK(delta, finish) \
+	"data: {\"id\":\"chatcmpl-stub\",\"object\":\"chat.completion.chunk\",\"created\":1," \
+	"\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":" delta ",\"finish_reason\":" \
+	finish "}]}\n\n"
+#define ROLE_CHUNK CHUNK("{\"role\":\"assistant\"}", "null")
+#define TOKEN_CHUNK(text) CHUNK("{\"content\":\"" text "\"}", "null")
+#define FINISH_CHUNK CHUNK("{}", "\"stop\"")
+#define ERROR_CHUNK "data: {\"error\":{\"message\":\"upstream boom\",\"type\":\"server_error\"}}\n\n"
+
+/*
+ * Starts a scripted upstream (stopped at teardown); hold_open: it does not
+ * close after its script, so what the gateway does comes from the bytes
+ * alone.
+ */
+static struct script_stub *start_stub(const struct script_step *steps, size_t n, bool hold_open)
+{
+	struct script_stub *st;
+
+	cr_assert_lt(nstubs, sizeof(stubs) / sizeof(stubs[0]));
+	st = &stubs[nstubs++];
+	cr_assert_eq(script_stub_start(st, steps, n, hold_open), 0, "the scripted upstream did not start");
+	return st;
+}
+
+/*
+ * Until the first content the gateway sends nothing: an upstream that
+ * sends a comment, then a role-only first chunk, then 300 ms later its
+ * first content reaches the client as one stream whose first byte comes
+ * after those 300 ms; the held-back role chunk is in it, the comments and
+ * id: lines are not.
+ */
+Test(gateway_stream, held_back_until_content_comments_and_ids_dropped, .timeout = 20)
+{
+	static const struct script_step steps[] = {
+		{ 0, SSE_HEAD }, { 0, ": hello\n\n" }, { 0, "id: 1\n" ROLE_CHUNK },
+		{ 300, "id: 2\n" TOKEN_CHUNK("Lorem") }, { 20, ": ping\n\n" },
+		{ 0, TOKEN_CHUNK(" ipsum") }, { 0, FINISH_CHUNK }, { 0, "data: [DONE]\n\n" },
+	};
+	struct script_stub *st = start_stub(steps, sizeof(steps) / sizeof(steps[0]), false);
+	struct stream_view v;
+	struct raw_http *c;
+	char cfg[1024];
+
+	snprintf(cfg, sizeof(cfg), "{'providers':{'stub':{'base_url':'http://%s/v1'}},"
+		 "'models':{'chat':{'targets':[{'provider':'stub','model':'m'}]}}}", st->addr);
+	start_gw(cfg);
+	c = gw_stream("chat", "held-1", false, 5000);
+	expect_clean(c, "a scripted stream", 2);
+	cr_assert_geq(c->first_byte_ms, 300, "the first byte came after %.0f ms, before the first"
+		      " content (300 ms)", c->first_byte_ms);
+	view_events(&c->sse, &v);
+	cr_assert_eq(v.role_only, 1, "the role-only chunk held back was not sent; bytes:\n%s",
+		     raw_tail(c, 4000));
+	cr_assert_eq(c->sse.comments, 0, "comments relayed; bytes:\n%s", raw_tail(c, 4000));
+	cr_assert_eq(c->sse.ids, 0, "id: lines relayed; bytes:\n%s", raw_tail(c, 4000));
+}
+
+/* A scripted failure before the first content. */
+struct stub_precommit {
+	const char *name;
+	struct script_step steps[4];
+	size_t nsteps;
+	bool hold_open;
+	const char *outcome;
+};
+
+static const struct stub_precommit stub_precommits[] = {
+	{ "rolecut", { { 0, SSE_HEAD }, { 0, ROLE_CHUNK } }, 2, false, "truncated" },
+	{ "errchunk", { { 0, SSE_HEAD }, { 0, ROLE_CHUNK }, { 0, ERROR_CHUNK } }, 3, true,
+	  "error_event" },
+	{ "notsse", { { 0, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		     "Connection: close\r\n\r\n{\"choices\":[]}" } }, 1, false, "invalid_body" },
+};
+#define NSTUB_PRECOMMITS (sizeof(stub_precommits) / sizeof(stub_precommits[0]))
+
+/*
+ * Before the first content these fail over too: a role-only chunk and
+ * then the end, a role-only chunk and then an {"error":…} chunk, a 2xx
+ * that is not text/event-stream. The client gets the secondary's stream
+ * alone — nothing of the failed attempt (no role-only chunk) — and the
+ * attempts are counted as truncated, error_event and invalid_body.
+ */
+Test(gateway_stream, scripted_failures_before_content_fail_over, .timeout = 20)
+{
+	char gcfg[4096];
+	char labels[128];
+	size_t used;
+	size_t i;
+
+	start_mock("{'providers':[{'name':'secondary','listen':'127.0.0.1:0','ttft_ms':20,"
+		   "'output_tokens':6}]}");
+	used = (size_t)snprintf(gcfg, sizeof(gcfg), "{'providers':{'secondary':{'base_url':"
+				"'@secondary@'}");
+	for (i = 0; i < NSTUB_PRECOMMITS; i++) {
+		struct script_stub *st = start_stub(stub_precommits[i].steps,
+						    stub_precommits[i].nsteps,
+						    stub_precommits[i].hold_open);
+
+		used += (size_t)snprintf(gcfg + used, sizeof(gcfg) - used,
+					 ",'%s':{'base_url':'http://%s/v1'}", stub_precommits[i].name,
+					 st->addr);
+	}
+	used += (size_t)snprintf(gcfg + used, sizeof(gcfg) - used, "},'models':{");
+	for (i = 0; i < NSTUB_PRECOMMITS; i++)
+		used += (size_t)snprintf(gcfg + used, sizeof(gcfg) - used,
+					 "%s'%s':{'targets':[{'provider':'%s','model':'m'},"
+					 "{'provider':'secondary','model':'mock-small'}]}", i ? "," : "",
+					 stub_precommits[i].name, stub_precommits[i].name);
+	snprintf(gcfg + used, sizeof(gcfg) - used, "}}");
+	start_gw(gcfg);
+
+	for (i = 0; i < NSTUB_PRECOMMITS; i++) {
+		struct stream_view v;
+		struct raw_http *c;
+		char rid[64];
+		char val[64];
+
+		snprintf(rid, sizeof(rid), "stubpre-%s", stub_precommits[i].name);
+		c = gw_stream(stub_precommits[i].name, rid, false, 5000);
+		expect_clean(c, rid, 6);
+		cr_assert_str_eq(hdr(c, "x-faultline-provider", val, sizeof(val)), "secondary", "%s",
+				 rid);
+		view_events(&c->sse, &v);
+		cr_assert_eq(v.role_only, 0, "%s: the failed attempt's role chunk reached the client;"
+			     " bytes:\n%s", rid, raw_tail(c, 4000));
+		cr_assert_null(strstr(c->body.data, "chatcmpl-stub"), "%s: the failed attempt's"
+			       " events reached the client; bytes:\n%s", rid, raw_tail(c, 4000));
+		snprintf(labels, sizeof(labels), "provider=%s,outcome=%s", stub_precommits[i].name,
+			 stub_precommits[i].outcome);
+		cr_assert_eq(metric("faultline_attempts_total", labels), 1,
+			     "faultline_attempts_total{%s}; metrics:\n%s", labels, metrics());
+	}
+}
+
+/*
+ * After the commit, an {"error":…} chunk ends the stream with
+ * stream_error_event quoting the upstream's message, and a data: line that
+ * is not JSON with stream_invalid — at once, the upstream keeping its
+ * connection open after either; each counted under its reason.
+ */
+Test(gateway_stream, scripted_breaks_after_commit, .timeout = 20)
+{
+	static const struct script_step errchunk[] = {
+		{ 0, SSE_HEAD }, { 0, TOKEN_CHUNK("Lorem") }, { 20, ERROR_CHUNK },
+	};
+	static const struct script_step invalid[] = {
+		{ 0, SSE_HEAD }, { 0, TOKEN_CHUNK("Lorem") }, { 20, "data: {\"choices\":[\n\n" },
+	};
+	struct script_stub *a = start_stub(errchunk, sizeof(errchunk) / sizeof(errchunk[0]), true);
+	struct script_stub *b = start_stub(invalid, sizeof(invalid) / sizeof(invalid[0]), true);
+	struct stream_view v;
+	struct raw_http *c;
+	const char *msg;
+	char cfg[2048];
+
+	snprintf(cfg, sizeof(cfg), "{'providers':{'errchunk':{'base_url':'http://%s/v1'},"
+		 "'invalid':{'base_url':'http://%s/v1'}},"
+		 "'models':{'errchunk':{'targets':[{'provider':'errchunk','model':'m'}]},"
+		 "'invalid':{'targets':[{'provider':'invalid','model':'m'}]}}}", a->addr, b->addr);
+	start_gw(cfg);
+
+	c = gw_stream("errchunk", "stub-errchunk", false, 5000);
+	msg = expect_broken(c, "an error chunk after the commit", 1, "stream_error_event", &v);
+	cr_assert_lt(v.error_ms - v.last_content_ms, 500, "the error event came %.0f ms after"
+		     " the error chunk", v.error_ms - v.last_content_ms);
+	cr_assert(strstr(msg, "upstream boom"), "the upstream's message is not quoted in \"%s\"",
+		  msg);
+	c = gw_stream("invalid", "stub-invalid", false, 5000);
+	expect_broken(c, "a data line that is not JSON after the commit", 1, "stream_invalid", &v);
+	cr_assert_lt(v.error_ms - v.last_content_ms, 500, "the error event came %.0f ms after"
+		     " the broken line", v.error_ms - v.last_content_ms);
+	cr_assert_eq(metric("faultline_stream_truncations_total",
+			    "provider=errchunk,reason=error_event"), 1, "metrics:\n%s", metrics());
+	cr_assert_eq(metric("faultline_stream_truncations_total",
+			    "provider=invalid,reason=invalid_body"), 1, "metrics:\n%s", metrics());
+	expect_gateway_idle("after the scripted breaks");
 }
 
 /* ---- the client ---- */
