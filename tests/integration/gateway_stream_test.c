@@ -63,7 +63,7 @@ static cJSON *docs[MAX_HELD];
 static size_t ndocs;
 static struct csv_table tables[16];
 static size_t ntables;
-static struct script_stub stubs[4];
+static struct script_stub stubs[8];
 static size_t nstubs;
 
 static void teardown(void)
@@ -770,6 +770,57 @@ Test(gateway_stream, upstream_4xx_handed_back, .timeout = 20)
 		     "the secondary was asked after a 4xx");
 }
 
+/*
+ * A stream that fails on every target before its first content gets the
+ * gateway's plain JSON error, not an event stream: 502 upstream_error
+ * with both attempts listed when both answer 503, and 504
+ * deadline_exceeded when the first token cannot come within the request's
+ * deadline (first_token_timeout_ms and timeout_ms both longer).
+ */
+Test(gateway_stream, failing_before_commit_gets_json_error, .timeout = 20)
+{
+	struct raw_http *c;
+	const cJSON *err;
+	cJSON *doc;
+	char ct[128];
+
+	start_mock("{'providers':["
+		   "{'name':'a','listen':'127.0.0.1:0','faults':[{'kind':'status','status':503,"
+		   ALWAYS "}]},"
+		   "{'name':'b','listen':'127.0.0.1:0','faults':[{'kind':'status','status':503,"
+		   ALWAYS "}]},"
+		   "{'name':'slow','listen':'127.0.0.1:0','ttft_ms':3000}]}");
+	start_gw("{'request_deadline_ms':500,'stream':{'first_token_timeout_ms':2000},"
+		 "'providers':{'a':{'base_url':'@a@','timeout_ms':2000},"
+		 "'b':{'base_url':'@b@','timeout_ms':2000},"
+		 "'slow':{'base_url':'@slow@','timeout_ms':2000}},"
+		 "'models':{'both':{'targets':[{'provider':'a','model':'mock-small'},"
+		 "{'provider':'b','model':'mock-small'}]},"
+		 "'slow':{'targets':[{'provider':'slow','model':'mock-small'}]}}}");
+
+	c = gw_stream("both", "allfail-1", false, 5000);
+	cr_assert_eq(c->status, 502, "status %d; bytes:\n%s", c->status, raw_tail(c, 4000));
+	cr_assert(strstr(hdr(c, "content-type", ct, sizeof(ct)), "application/json"),
+		  "content-type %s", ct);
+	doc = hold(gw_error_doc(c->body.data));
+	cr_assert_not_null(doc, "not an OpenAI error: %s", c->body.data);
+	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+	cr_assert_str_eq(gw_json_str(err, "code"), "upstream_error", "%s", c->body.data);
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(err, "attempts")), 2,
+		     "%s", c->body.data);
+	cr_assert_eq(hdr_num(c, "x-faultline-attempts"), 2);
+
+	c = gw_stream("slow", "deadline-1", false, 5000);
+	cr_assert_eq(c->status, 504, "status %d; bytes:\n%s", c->status, raw_tail(c, 4000));
+	doc = hold(gw_error_doc(c->body.data));
+	cr_assert_not_null(doc, "not an OpenAI error: %s", c->body.data);
+	cr_assert_str_eq(gw_json_str(cJSON_GetObjectItemCaseSensitive(doc, "error"), "code"),
+			 "deadline_exceeded", "%s", c->body.data);
+	cr_assert(c->end_ms >= 450 && c->end_ms < 1200, "the 504 came after %.0f ms (deadline"
+		  " 500 ms)", c->end_ms);
+	expect_gateway_idle("after the errors");
+}
+
 /* ---- after the commit ---- */
 
 #define STALL_MS 400
@@ -1021,15 +1072,21 @@ static const struct stub_precommit stub_precommits[] = {
 	  "error_event" },
 	{ "notsse", { { 0, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 		     "Connection: close\r\n\r\n{\"choices\":[]}" } }, 1, false, "invalid_body" },
+	{ "rolestall", { { 0, SSE_HEAD }, { 0, ROLE_CHUNK } }, 2, true, "first_token_timeout" },
+	{ "pings", { { 0, SSE_HEAD }, { 150, ": ping\n\n" }, { 150, ": ping\n\n" },
+		     { 150, ": ping\n\n" } }, 4, true, "first_token_timeout" },
 };
 #define NSTUB_PRECOMMITS (sizeof(stub_precommits) / sizeof(stub_precommits[0]))
 
 /*
  * Before the first content these fail over too: a role-only chunk and
  * then the end, a role-only chunk and then an {"error":…} chunk, a 2xx
- * that is not text/event-stream. The client gets the secondary's stream
- * alone — nothing of the failed attempt (no role-only chunk) — and the
- * attempts are counted as truncated, error_event and invalid_body.
+ * that is not text/event-stream; and, at first_token_timeout_ms (300),
+ * a role-only chunk and then silence, or comments every 150 ms and no
+ * content (events that carry nothing do not hold the cap off). The
+ * client gets the secondary's stream alone — nothing of the failed
+ * attempt (no role-only chunk) — and the attempts are counted as
+ * truncated, error_event, invalid_body and first_token_timeout.
  */
 Test(gateway_stream, scripted_failures_before_content_fail_over, .timeout = 20)
 {
@@ -1040,8 +1097,8 @@ Test(gateway_stream, scripted_failures_before_content_fail_over, .timeout = 20)
 
 	start_mock("{'providers':[{'name':'secondary','listen':'127.0.0.1:0','ttft_ms':20,"
 		   "'output_tokens':6}]}");
-	used = (size_t)snprintf(gcfg, sizeof(gcfg), "{'providers':{'secondary':{'base_url':"
-				"'@secondary@'}");
+	used = (size_t)snprintf(gcfg, sizeof(gcfg), "{'stream':{'first_token_timeout_ms':300},"
+				"'providers':{'secondary':{'base_url':'@secondary@'}");
 	for (i = 0; i < NSTUB_PRECOMMITS; i++) {
 		struct script_stub *st = start_stub(stub_precommits[i].steps,
 						    stub_precommits[i].nsteps,
@@ -1071,6 +1128,10 @@ Test(gateway_stream, scripted_failures_before_content_fail_over, .timeout = 20)
 		expect_clean(c, rid, 6);
 		cr_assert_str_eq(hdr(c, "x-faultline-provider", val, sizeof(val)), "secondary", "%s",
 				 rid);
+		if (strcmp(stub_precommits[i].outcome, "first_token_timeout") == 0)
+			cr_assert(c->first_byte_ms >= 300 && c->first_byte_ms < 900, "%s: the first"
+				  " byte came after %.0f ms (first_token_timeout_ms 300)", rid,
+				  c->first_byte_ms);
 		view_events(&c->sse, &v);
 		cr_assert_eq(v.role_only, 0, "%s: the failed attempt's role chunk reached the client;"
 			     " bytes:\n%s", rid, raw_tail(c, 4000));
@@ -1172,6 +1233,88 @@ Test(gateway_stream, client_leaving_cancels_upstream, .timeout = 20)
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 	cr_assert_lt(strtod(csv_get(log, row, "dur_ms"), NULL), 3000,
 		     "mockprov's request lasted %s ms", csv_get(log, row, "dur_ms"));
+}
+
+/*
+ * A client that leaves before the first content (the upstream's first
+ * token is 3 s away) cancels the upstream at once too: mockprov logs
+ * client_aborted, the in-flight gauges return to 0, the request counts as
+ * 499, and neither the provider's breaker nor the next target hears of it.
+ */
+Test(gateway_stream, client_leaving_before_commit_cancels_upstream, .timeout = 20)
+{
+	static const char *const provs[] = { "primary", "secondary", NULL };
+	const struct csv_table *log;
+	struct raw_http *c;
+	size_t row;
+
+	start_mock("{'providers':[{'name':'primary','listen':'127.0.0.1:0','ttft_ms':3000},"
+		   "{'name':'secondary','listen':'127.0.0.1:0','ttft_ms':20}]}");
+	start_gw("{'stream':{'first_token_timeout_ms':5000},"
+		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':8000},"
+		 "'secondary':{'base_url':'@secondary@'}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}");
+
+	c = send_stream(gw.addr, "chat", "leave-early", false, 1, 0);
+	cr_assert(gw_mock_wait(&mock, "primary", "in_flight", 1, 3000),
+		  "the request did not reach the primary");
+	cr_assert_eq(c->first_byte_ms, -1);
+	raw_close(c);
+	cr_assert(gw_mock_wait(&mock, "primary", "in_flight", 0, 1000),
+		  "mockprov's request still open 1 s after the client left");
+	expect_gateway_idle("after the client left before the commit");
+	cr_assert_eq(gw_metric_wait(&gw, "faultline_requests_total", "alias=chat,status=499", 1,
+				    2000), 1, "metrics:\n%s", metrics());
+	cr_assert_eq(breaker_total("primary", "failures"), 0);
+	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 0,
+		     "failed over for a client that had left");
+	settle_mock(provs);
+	log = mock_rows("primary");
+	row = row_of(log, "primary", "leave-early");
+	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
+}
+
+/*
+ * A stream's chunked end and trailer leave the connection clean: the
+ * client sends its next request on the same keep-alive connection and
+ * gets its stream, then a plain answer on it after that.
+ */
+Test(gateway_stream, keep_alive_after_stream, .timeout = 20)
+{
+	struct raw_http *next = calloc(1, sizeof(*next));
+	struct raw_http *third = calloc(1, sizeof(*third));
+	const char *hdrs[] = { "x-request-id: keep-2", NULL };
+	const char *hdrs3[] = { "x-request-id: keep-3", NULL };
+	struct raw_http *c;
+	char body[512];
+
+	cr_assert(next && third);
+	start_mock("{'providers':[{'name':'primary','listen':'127.0.0.1:0','ttft_ms':20,"
+		   "'output_tokens':5}]}");
+	start_gw("{'providers':{'primary':{'base_url':'@primary@',"
+		 "'price_per_1k':{'input':1,'output':1}}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]}}}");
+
+	c = gw_stream("chat", "keep-1", true, 5000);
+	expect_clean(c, "the first stream", 5);
+	cr_assert_eq(raw_next(c, next), 0, "bytes after the first answer, or it did not end:\n%s",
+		     raw_tail(c, 4000));
+	conns[nconns++] = next;
+	cr_assert_eq(raw_post(next, CHAT_PATH, 1, hdrs, stream_body("chat", false, body,
+								    sizeof(body))), 0);
+	raw_read(next, NULL, NULL, 5000);
+	expect_clean(next, "a second stream on the same connection", 5);
+	cr_assert_eq(raw_next(next, third), 0, "bytes after the second answer:\n%s",
+		     raw_tail(next, 4000));
+	conns[nconns++] = third;
+	cr_assert_eq(raw_post(third, CHAT_PATH, 1, hdrs3, "{\"model\":\"chat\",\"messages\":"
+			      MESSAGE "}"), 0);
+	raw_read(third, NULL, NULL, 5000);
+	cr_assert_eq(third->status, 200, "a plain request after two streams: %d; bytes:\n%s",
+		     third->status, raw_tail(third, 4000));
+	cr_assert_eq(third->state, RAW_DONE);
+	cr_assert_not_null(strstr(third->body.data, "chat.completion"), "%s", third->body.data);
 }
 
 /* One of many concurrent streams, through libcurl's multi interface. */

@@ -466,6 +466,18 @@ const char *raw_tail(const struct raw_http *c, size_t max)
 	return out;
 }
 
+int raw_next(struct raw_http *c, struct raw_http *next)
+{
+	if (c->state != RAW_DONE || c->pos != c->raw.len || c->fd < 0)
+		return -1;
+	memset(next, 0, sizeof(*next));
+	next->fd = c->fd;
+	next->first_byte_ms = next->head_ms = next->end_ms = -1;
+	snprintf(next->addr, sizeof(next->addr), "%s", c->addr);
+	c->fd = -1;
+	return 0;
+}
+
 void raw_close(struct raw_http *c)
 {
 	if (c->fd >= 0)

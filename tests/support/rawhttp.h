@@ -139,6 +139,14 @@ const char *raw_trailer(const struct raw_http *c, const char *name, char *out, s
  */
 const char *raw_tail(const struct raw_http *c, size_t max);
 
+/*
+ * Moves c's connection (its socket and address) into next, a new
+ * response to read on it, as a keep-alive client sends its next request;
+ * c keeps what it read. Returns 0, or -1 when c's response is not
+ * complete or bytes past it already arrived.
+ */
+int raw_next(struct raw_http *c, struct raw_http *next);
+
 /* Closes the socket (an abrupt leave when the response is not complete). */
 void raw_close(struct raw_http *c);
 
