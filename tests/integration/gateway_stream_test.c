@@ -1354,11 +1354,15 @@ static size_t multi_on_header(char *data, size_t size, size_t nmemb, void *arg)
  * order, the finish and [DONE]. mockprov's log shows them all completed
  * and, by their times, all 500 open at once.
  */
-Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
+/*
+ * Sends n streaming requests for alias through the gateway at once (one
+ * connection each, x-request-id PREFIX-i) and runs them to their ends
+ * within timeout_ms. Returns how many ended; each one's body, headers,
+ * status and curl result are in streams[i].
+ */
+static size_t run_streams(struct multi_stream *streams, size_t n, const char *alias,
+			  const char *prefix, double timeout_ms)
 {
-	static const char *const provs[] = { "primary", NULL };
-	static struct multi_stream streams[NCONCURRENT];
-	const struct csv_table *log;
 	char url[128];
 	char body[512];
 	CURLM *multi;
@@ -1366,28 +1370,17 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 	int running = 0;
 	size_t ndone = 0;
 	size_t i;
-	size_t j;
-	size_t most = 0;
-
-	start_mock("{'providers':[{'name':'primary','listen':'127.0.0.1:0','ttft_ms':50,"
-		   "'token_ms':50,'output_tokens':40}]}");
-	start_gw("{'request_deadline_ms':20000,"
-		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':20000}},"
-		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]}},"
-		 "'stream':{'first_token_timeout_ms':15000,'stall_timeout_ms':10000}}");
 
 	gw_url(&gw, CHAT_PATH, url, sizeof(url));
-	stream_body("chat", false, body, sizeof(body));
+	stream_body(alias, false, body, sizeof(body));
 	multi = curl_multi_init();
 	cr_assert_not_null(multi);
-	curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
-	curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
-	for (i = 0; i < NCONCURRENT; i++) {
+	for (i = 0; i < n; i++) {
 		struct multi_stream *s = &streams[i];
 		char h[64];
 
 		memset(s, 0, sizeof(*s));
-		snprintf(s->rid, sizeof(s->rid), "many-%zu", i);
+		snprintf(s->rid, sizeof(s->rid), "%s-%zu", prefix, i);
 		snprintf(h, sizeof(h), "x-request-id: %s", s->rid);
 		s->hdrs = curl_slist_append(s->hdrs, "Content-Type: application/json");
 		s->hdrs = curl_slist_append(s->hdrs, "Expect:");
@@ -1396,9 +1389,9 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 		cr_assert_not_null(s->h);
 		curl_easy_setopt(s->h, CURLOPT_URL, url);
 		curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, 30000L);
+		curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, s->hdrs);
-		curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(s->h, CURLOPT_COPYPOSTFIELDS, body);
 		curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, multi_on_body);
 		curl_easy_setopt(s->h, CURLOPT_WRITEDATA, s);
 		curl_easy_setopt(s->h, CURLOPT_HEADERFUNCTION, multi_on_header);
@@ -1407,7 +1400,7 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 		curl_easy_setopt(s->h, CURLOPT_FRESH_CONNECT, 1L);
 		curl_multi_add_handle(multi, s->h);
 	}
-	end = now_ms() + 40000;
+	end = now_ms() + timeout_ms + 5000;
 	do {
 		CURLMsg *msg;
 		int left;
@@ -1427,12 +1420,50 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 		if (running)
 			curl_multi_poll(multi, NULL, 0, 100, NULL);
 	} while (running && now_ms() < end);
+	for (i = 0; i < n; i++) {
+		curl_multi_remove_handle(multi, streams[i].h);
+		curl_easy_cleanup(streams[i].h);
+		curl_slist_free_all(streams[i].hdrs);
+		streams[i].h = NULL;
+		streams[i].hdrs = NULL;
+	}
+	curl_multi_cleanup(multi);
+	return ndone;
+}
 
+static void free_streams(struct multi_stream *streams, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		buf_free(&streams[i].body);
+		buf_free(&streams[i].head);
+	}
+}
+
+Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
+{
+	static const char *const provs[] = { "primary", NULL };
+	static struct multi_stream streams[NCONCURRENT];
+	const struct csv_table *log;
+	size_t ndone;
+	size_t i;
+	size_t j;
+	size_t most = 0;
+
+	start_mock("{'providers':[{'name':'primary','listen':'127.0.0.1:0','ttft_ms':50,"
+		   "'token_ms':50,'output_tokens':40}]}");
+	start_gw("{'request_deadline_ms':20000,"
+		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':20000}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]}},"
+		 "'stream':{'first_token_timeout_ms':15000,'stall_timeout_ms':10000}}");
+
+	ndone = run_streams(streams, NCONCURRENT, "chat", "many", 30000);
 	for (i = 0; i < NCONCURRENT; i++) {
 		struct multi_stream *s = &streams[i];
 		struct stream_view v;
 
-		cr_assert(s->done, "%s did not end within 40 s", s->rid);
+		cr_assert(s->done, "%s did not end within 30 s", s->rid);
 		cr_assert_eq(s->code, CURLE_OK, "%s: curl %d (%s)", s->rid, s->code,
 			     curl_easy_strerror(s->code));
 		cr_assert_eq(s->status, 200, "%s: status %ld, body %s", s->rid, s->status,
@@ -1443,14 +1474,7 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 		expect_clean_view(&v, s->rid, CONCURRENT_TOKENS, s->body.data);
 	}
 	cr_assert_eq(ndone, NCONCURRENT);
-	for (i = 0; i < NCONCURRENT; i++) {
-		curl_multi_remove_handle(multi, streams[i].h);
-		curl_easy_cleanup(streams[i].h);
-		curl_slist_free_all(streams[i].hdrs);
-		buf_free(&streams[i].body);
-		buf_free(&streams[i].head);
-	}
-	curl_multi_cleanup(multi);
+	free_streams(streams, NCONCURRENT);
 	expect_gateway_idle("after 500 streams");
 
 	/* All completed, and by mockprov's clock all open at once. */
@@ -1473,6 +1497,126 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 			most = open;
 	}
 	cr_assert_eq(most, NCONCURRENT, "at most %zu of the streams were open at once", most);
+}
+
+#define NFAULTED 300
+
+/*
+ * 300 streams at once through a primary that fails a share of them, by
+ * seeded probability, in each way mockprov can (silent before the first
+ * token, an error event or a cut before it; a cut or a reset after it):
+ * every client stream is either a clean stream with all its tokens
+ * (from the primary, or from the secondary after a failover) or ends with
+ * an error event and the end of the chunked answer — none is cut short
+ * without one, and no client transfer fails. The breaks each client saw
+ * add up to the gateway's truncation counts.
+ */
+Test(gateway_stream, streams_under_faults_never_end_silently, .timeout = 60)
+{
+	static struct multi_stream streams[NFAULTED];
+	size_t clean = 0;
+	size_t truncated = 0;
+	size_t reset = 0;
+	size_t from_secondary = 0;
+	const char *text;
+	size_t i;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0','ttft_ms':30,'token_ms':20,"
+		   "'output_tokens':20,'faults':["
+		   "{'kind':'stall','after_tokens':0,'probability':0.15," ALWAYS "},"
+		   "{'kind':'error_event','after_tokens':0,'probability':0.15," ALWAYS "},"
+		   "{'kind':'truncate','after_tokens':0,'probability':0.15," ALWAYS "},"
+		   "{'kind':'truncate','after_tokens':5,'probability':0.15," ALWAYS "},"
+		   "{'kind':'reset','after_bytes':1200,'probability':0.15," ALWAYS "}]},"
+		   "{'name':'secondary','listen':'127.0.0.1:0','ttft_ms':30,'token_ms':20,"
+		   "'output_tokens':20}]}");
+	start_gw("{'request_deadline_ms':20000,'breaker':{'enabled':false},"
+		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':10000},"
+		 "'secondary':{'base_url':'@secondary@','timeout_ms':10000}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}},"
+		 "'stream':{'first_token_timeout_ms':500,'stall_timeout_ms':2000}}");
+
+	cr_assert_eq(run_streams(streams, NFAULTED, "chat", "faulted", 30000), NFAULTED);
+	for (i = 0; i < NFAULTED; i++) {
+		struct multi_stream *s = &streams[i];
+		const char *body = s->body.data ? s->body.data : "";
+		struct stream_view v;
+
+		cr_assert_eq(s->code, CURLE_OK, "%s: curl %d (%s); body:\n%s", s->rid, s->code,
+			     curl_easy_strerror(s->code), body);
+		cr_assert_eq(s->status, 200, "%s: status %ld, body %s", s->rid, s->status, body);
+		view_body(body, s->body.len, &v);
+		cr_assert_eq(v.bad_token, -1, "%s: content chunk %ld is \"%s\"; body:\n%s", s->rid,
+			     v.bad_token, v.bad_text, body);
+		if (v.nerrors == 0) {
+			expect_clean_view(&v, s->rid, 20, body);
+			clean++;
+			if (strcasestr(s->head.data, "x-faultline-provider: secondary"))
+				from_secondary++;
+			continue;
+		}
+		/* Broken after the commit: an error event, last, and no [DONE]. */
+		cr_assert_eq(v.nerrors, 1, "%s: %zu error events; body:\n%s", s->rid, v.nerrors,
+			     body);
+		cr_assert_eq(v.error_at, (long)v.nevents - 1, "%s: events after the error;"
+			     " body:\n%s", s->rid, body);
+		cr_assert_eq(v.ndone, 0, "%s: [DONE] and an error event; body:\n%s", s->rid, body);
+		cr_assert_geq(v.ncontent, 1, "%s: an error event before any content; body:\n%s",
+			      s->rid, body);
+		if (strstr(v.error_data, "\"stream_truncated\""))
+			truncated++;
+		else if (strstr(v.error_data, "\"stream_reset\""))
+			reset++;
+		else
+			cr_assert_fail("%s: error event %s", s->rid, v.error_data);
+	}
+	free_streams(streams, NFAULTED);
+	cr_assert_eq(clean + truncated + reset, NFAULTED);
+	cr_assert_gt(from_secondary, 0, "no failover happened: the faults did not apply");
+	cr_assert_gt(truncated + reset, 0, "no stream broke: the faults did not apply");
+	expect_gateway_idle("after the faulted streams");
+	text = metrics();
+	cr_assert_eq(gw_metric_sum(text, "faultline_stream_truncations_total",
+				   "provider=primary,reason=truncated", NULL), truncated,
+		     "%zu clients saw stream_truncated; metrics:\n%s", truncated, text);
+	cr_assert_eq(gw_metric_sum(text, "faultline_stream_truncations_total",
+				   "provider=primary,reason=reset", NULL), reset,
+		     "%zu clients saw stream_reset; metrics:\n%s", reset, text);
+}
+
+/*
+ * A slow reader that leaves while its stream is held back (the upstream
+ * paused) cancels the upstream as any other: mockprov's request ends
+ * client_aborted and the gateway's gauges return to 0.
+ */
+Test(gateway_stream, slow_reader_leaving_cancels_upstream, .timeout = 30)
+{
+	static const char *const provs[] = { "primary", NULL };
+	const struct csv_table *log;
+	struct raw_http *c;
+	size_t one = 1;
+	size_t row;
+
+	start_mock("{'providers':[{'name':'primary','listen':'127.0.0.1:0','ttft_ms':20,"
+		   "'token_ms':0,'output_tokens':100000}]}");
+	start_gw("{'providers':{'primary':{'base_url':'@primary@'}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]}},"
+		 "'stream':{'stall_timeout_ms':5000}}");
+	c = send_stream(gw.addr, "chat", "slow-leave", false, 1, 16384);
+	cr_assert_eq(raw_read(c, raw_has_events, &one, 5000), 0, "the stream did not start");
+	/* Held back: mockprov is still sending, its queue full. */
+	cr_assert(gw_metric_wait(&gw, "faultline_streams_in_flight", "", 1, 2000) == 1);
+	cr_assert_eq(gw_mock_state(&mock, "primary", "in_flight"), 1);
+	raw_close(c);
+	cr_assert(gw_mock_wait(&mock, "primary", "in_flight", 0, 2000),
+		  "mockprov's request still open 2 s after the slow client left");
+	expect_gateway_idle("after a paused client left");
+	settle_mock(provs);
+	log = mock_rows("primary");
+	row = row_of(log, "primary", "slow-leave");
+	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 }
 
 #define SLOW_TOKENS 100000
