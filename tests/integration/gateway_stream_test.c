@@ -1188,6 +1188,109 @@ Test(gateway_stream, scripted_breaks_after_commit, .timeout = 20)
 	expect_gateway_idle("after the scripted breaks");
 }
 
+/* A chat chunk whose content is n 'x's, and a data: line of n bytes in all (heap; held). */
+static char *big_chunk(size_t n)
+{
+	static const char head[] = "data: {\"id\":\"chatcmpl-stub\",\"object\":"
+		"\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+		"\"delta\":{\"content\":\"";
+	static const char tail[] = "\"},\"finish_reason\":null}]}\n\n";
+	char *p = malloc(sizeof(head) + n + sizeof(tail));
+
+	cr_assert_not_null(p);
+	memcpy(p, head, sizeof(head) - 1);
+	memset(p + sizeof(head) - 1, 'x', n);
+	memcpy(p + sizeof(head) - 1 + n, tail, sizeof(tail));
+	return p;
+}
+
+static char *big_one;
+static char *huge_one;
+
+static void free_big(void)
+{
+	teardown();
+	free(big_one);
+	free(huge_one);
+	big_one = huge_one = NULL;
+}
+
+/*
+ * The relay's framing: events split across writes, with CRLF line ends,
+ * arrive whole; one event of 300,000 bytes (over the 64 KiB that pauses
+ * the upstream) goes through intact; a first data: line over 1 MiB is
+ * invalid_body, failed over to the secondary.
+ */
+Test(gateway_stream, scripted_framing, .timeout = 30, .fini = free_big)
+{
+	static const struct script_step split[] = {
+		{ 0, SSE_HEAD },
+		{ 0, "data: {\"id\":\"chatcmpl-stub\",\"object\":\"chat.completion.chunk\"," },
+		{ 30, "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":" },
+		{ 30, "{\"content\":\"Lorem\"},\"finish_reason\":null}]}\r" },
+		{ 30, "\n\r\n" },
+		{ 0, "data: {\"id\":\"chatcmpl-stub\",\"object\":\"chat.completion.chunk\","
+		      "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":"
+		      "{\"content\":\" ipsum\"},\"finish_reason\":null}]}\r\n\r\n" },
+		{ 0, "data: {\"id\":\"chatcmpl-stub\",\"object\":\"chat.completion.chunk\","
+		      "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},"
+		      "\"finish_reason\":\"stop\"}]}\r\n\r\n" },
+		{ 20, "data: [DONE]\r\n\r\n" },
+	};
+	static struct script_step big[] = {
+		{ 0, SSE_HEAD }, { 0, NULL }, { 0, FINISH_CHUNK }, { 0, "data: [DONE]\n\n" },
+	};
+	static struct script_step huge[] = { { 0, SSE_HEAD }, { 0, NULL } };
+	struct script_stub *a = start_stub(split, sizeof(split) / sizeof(split[0]), false);
+	struct script_stub *b;
+	struct script_stub *h;
+	const cJSON *content;
+	struct stream_view v;
+	struct raw_http *c;
+	char gcfg[2048];
+	char val[64];
+
+	big_one = big_chunk(300000);
+	huge_one = big_chunk(1200000);
+	big[1].bytes = big_one;
+	huge[1].bytes = huge_one;
+	b = start_stub(big, sizeof(big) / sizeof(big[0]), false);
+	h = start_stub(huge, sizeof(huge) / sizeof(huge[0]), true);
+	start_mock("{'providers':[{'name':'secondary','listen':'127.0.0.1:0','ttft_ms':20,"
+		   "'output_tokens':6}]}");
+	snprintf(gcfg, sizeof(gcfg), "{'providers':{'split':{'base_url':'http://%s/v1'},"
+		 "'big':{'base_url':'http://%s/v1'},'huge':{'base_url':'http://%s/v1'},"
+		 "'secondary':{'base_url':'@secondary@'}},"
+		 "'models':{'split':{'targets':[{'provider':'split','model':'m'}]},"
+		 "'big':{'targets':[{'provider':'big','model':'m'}]},"
+		 "'huge':{'targets':[{'provider':'huge','model':'m'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}", a->addr, b->addr, h->addr);
+	start_gw(gcfg);
+
+	c = gw_stream("split", "framing-split", false, 5000);
+	expect_clean(c, "events split across writes, CRLF line ends", 2);
+
+	c = gw_stream("big", "framing-big", false, 10000);
+	cr_assert_eq(c->status, 200);
+	cr_assert_eq(c->state, RAW_DONE, "the big event's stream did not end well; bytes:\n%s",
+		     raw_tail(c, 2000));
+	view_events(&c->sse, &v);
+	cr_assert(v.nevents == 3 && v.nerrors == 0 && v.done_at == 2, "%zu events, %zu errors;"
+		  " the end:\n%s", v.nevents, v.nerrors, raw_tail(c, 2000));
+	content = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+			hold(cJSON_Parse(c->sse.ev[0].data)), "choices"), 0), "delta"), "content");
+	cr_assert(cJSON_IsString(content) && strlen(content->valuestring) == 300000 &&
+		  strspn(content->valuestring, "x") == 300000, "the 300,000-byte content is not"
+		  " intact");
+
+	c = gw_stream("huge", "framing-huge", false, 10000);
+	expect_clean(c, "after a 1.2 MB first line", 6);
+	cr_assert_str_eq(hdr(c, "x-faultline-provider", val, sizeof(val)), "secondary");
+	cr_assert_eq(metric("faultline_attempts_total", "provider=huge,outcome=invalid_body"), 1,
+		     "metrics:\n%s", metrics());
+}
+
 /* ---- the client ---- */
 
 /*
