@@ -602,18 +602,27 @@ Test(chaos, a_setups_descendants_are_stopped_too, .timeout = 60)
 {
 	char out[600];
 	char err[8192];
+	char script[256];
+	char sleep_cmd[64];
 	int rc;
 
-	/* The wrapper starts a sleep that ignores SIGTERM, then becomes the "gateway". */
-	external_scenario("descendants", 1.5,
-			  "(trap '' TERM; exec sleep 299.123) & exec MOCKPROV --config CONFIG");
+	/*
+	 * The wrapper starts a sleep that ignores SIGTERM, then becomes the
+	 * "gateway". Its duration is this process's own, so a run of the same
+	 * test elsewhere on the machine (another checkout's make test) is not
+	 * counted: processes are looked for machine-wide.
+	 */
+	snprintf(sleep_cmd, sizeof(sleep_cmd), "sleep 299.%06d", (int)(getpid() % 1000000));
+	snprintf(script, sizeof(script), "(trap '' TERM; exec %s) & exec MOCKPROV --config CONFIG",
+		 sleep_cmd);
+	external_scenario("descendants", 1.5, script);
 	snprintf(out, sizeof(out), "%s/results", dir);
 	{
 		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
 
 		rc = run_program(argv, err, sizeof(err), 50);
 	}
-	cr_assert_eq(processes_with("sleep 299.123"), 0,
+	cr_assert_eq(processes_with(sleep_cmd), 0,
 		     "the setup's sleep outlived the run:\n%s", err);
 	cr_assert_eq(rc, 1, "a group that needed SIGKILL did not fail the run: %d\n%s", rc, err);
 	cr_assert(strstr(err, "the setup did not stop within 5000 ms of SIGTERM"), "%s", err);

@@ -1557,7 +1557,8 @@ Test(loadgen, stream_stalled_error_event_is_stalled, .timeout = 20)
 	all_rows(t, "error", "error event: upstream silent");
 	all_rows(t, "status", "200");
 	all_rows(t, "tokens_out", "1");
-	all_in_range(t, "max_gap_ms", 200, 1000);
+	/* the server's 200 ms pause, less however late loadgen read the token before it */
+	all_in_range(t, "max_gap_ms", 150, 1000);
 
 	cr_assert_eq(raw_start(&raw, cut, sizeof(cut) / sizeof(cut[0])), 0);
 	t = run_raw((const char *[]){ "--rate", "10", "--requests", "1", "--duration", "1s",
