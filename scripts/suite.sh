@@ -1,7 +1,8 @@
 #!/bin/sh
-# make suite: the classic outage suite through bin/chaos, each scenario's
-# results checked by chaos gate against its expect block (and, when
-# results/baselines/NAME.json exists, against that baseline). Exit status
+# make suite: the classic outage suite and stream-stall through bin/chaos,
+# each scenario's results checked by chaos gate against its expect block
+# (and, when results/baselines/NAME-SCALE.json exists, against that
+# baseline). Exit status
 # 1 when a run failed or a check broke. SCALE sets the time scale.
 set -eu
 cd "$(dirname "$0")/.."
@@ -11,8 +12,7 @@ scale=${SCALE:-0.2}
 out=${OUT:-results}
 status=0
 
-for s in kill hang 5xx; do
-	name="outage-$s"
+for name in outage-kill outage-hang outage-5xx stream-stall; do
 	log="$out/$name.suite.log"
 	mkdir -p "$out"
 	if ! "$bin/chaos" run "scenarios/$name.json" --time-scale "$scale" --out "$out" --quiet \
