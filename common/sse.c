@@ -55,6 +55,8 @@ static int field(struct sse_parser *p, const char *name, size_t name_len,
 
 	p->in_event = true;
 	if (name_len == 4 && memcmp(name, "data", 4) == 0) {
+		if (p->data.len + value_len + 1 > SSE_MAX_EVENT)
+			return -E2BIG;	/* an event that never ends would grow without bound */
 		if (p->has_data) {
 			rc = buf_append(&p->data, "\n", 1);
 			if (rc)

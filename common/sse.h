@@ -15,6 +15,9 @@
 /* Longest line accepted; a longer one makes sse_feed fail. */
 #define SSE_MAX_LINE (1u << 20)
 
+/* Most data one event may gather, its lines joined; more makes sse_feed fail. */
+#define SSE_MAX_EVENT (1u << 20)
+
 struct sse_event {
 	const char *event;	/* "event:" field, "" when absent (means "message") */
 	const char *data;	/* data lines joined with '\n', NUL-terminated */
@@ -60,7 +63,8 @@ void sse_init(struct sse_parser *p, sse_event_cb cb, void *ctx);
  * "field" without a colon is the field with an empty value; one leading
  * space after the colon is removed. Returns 0, the callback's nonzero value
  * when it stopped the parse (the rest of this call's bytes are dropped),
- * -ENOMEM, or -E2BIG for a line longer than SSE_MAX_LINE bytes. After an
+ * -ENOMEM, or -E2BIG for a line longer than SSE_MAX_LINE bytes or an
+ * event whose data outgrows SSE_MAX_EVENT. After an
  * error the stream is lost: sse_reset before feeding a new one.
  */
 int sse_feed(struct sse_parser *p, const char *data, size_t len);

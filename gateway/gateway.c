@@ -190,7 +190,7 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 {
 	struct http_server_config hc;
 	static const char *const base[] = {
-		"Content-Type: application/json", "Accept: application/json", "Expect:",
+		"Content-Type: application/json", "Expect:",	/* Accept: per request */
 	};
 	struct curl_slist *l;
 	size_t i;

@@ -31,6 +31,8 @@
 
 static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
 			       "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+static char accept_json[] = "Accept: application/json";
+static char accept_sse[] = "Accept: text/event-stream";
 static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not start an "
 				       "upstream transfer.\",\"type\":\"server_error\","
 				       "\"param\":null,\"code\":null}}";
@@ -120,6 +122,7 @@ struct greq {
 	struct curl_slist h_id;
 	struct curl_slist h_idem;
 	struct curl_slist h_auth;
+	struct curl_slist h_accept;
 	char id_line[MAX_ID_LEN + 32];
 	char idem_line[MAX_ID_LEN + 32];
 
@@ -138,6 +141,8 @@ struct greq {
 	bool ended;			/* the client's stream has ended */
 	double commit_ms;
 	double last_event_ms;		/* the last upstream event (or the resume) */
+	double stuck_since_ms;		/* paused, and the client took nothing since */
+	size_t stuck_queued;		/* what was queued for it then */
 	int64_t est_tokens_in;		/* the messages' text / 4: cost without usage */
 	struct relay relay;
 };
@@ -469,15 +474,48 @@ static void stream_write(struct greq *g)
 	buf_reset(&r->out);
 }
 
-/* After the commit: no event for stall_timeout_ms, unless the gateway paused the upstream. */
+/*
+ * While the upstream is paused for a slow client: whether the client has
+ * taken nothing for idle_timeout_ms (a reader that stopped, as the server
+ * judges a keep-alive connection's).
+ */
+static bool client_stuck(struct greq *g, double now)
+{
+	size_t queued = g->ex ? http_exchange_queued(g->ex) : 0;
+
+	if (!g->ex || queued < g->stuck_queued || g->stuck_since_ms == 0) {
+		g->stuck_since_ms = now;	/* it took some: count again */
+		g->stuck_queued = queued;
+		return false;
+	}
+	return now - g->stuck_since_ms >= g->gw->cfg->idle_timeout_ms;
+}
+
+/*
+ * After the commit: no event for stall_timeout_ms, unless the gateway
+ * paused the upstream — then a client that takes nothing for
+ * idle_timeout_ms is given up, as one that left.
+ */
 static void on_stall(uv_timer_t *t)
 {
 	struct greq *g = t->data;
-	double stall = g->gw->cfg->stall_timeout_ms;
-	double left = g->last_event_ms + stall - gw_now_ms();
+	struct gateway *gw = g->gw;
+	double stall = gw->cfg->stall_timeout_ms;
+	double now = gw_now_ms();
+	double left = g->last_event_ms + stall - now;
 
+	if (g->paused && client_stuck(g, now)) {
+		log_debug("request %s: the client took nothing for %.0f ms", g->id,
+			  gw->cfg->idle_timeout_ms);
+		http_exchange_close(g->ex, true);
+		g->ex = NULL;
+		proxy_cancel(g);
+		return;
+	}
 	if (g->paused || left >= 1) {
-		uv_timer_start(&g->timer, on_stall, (uint64_t)ceil(g->paused ? stall : left), 0);
+		uv_timer_start(&g->timer, on_stall,
+			       (uint64_t)ceil(g->paused ? fmin(stall, gw->cfg->idle_timeout_ms) : left),
+			       0);
 		return;
 	}
 	curl_uv_remove(&g->gw->cu, g->easy);
@@ -547,6 +585,7 @@ static size_t on_stream_body(struct greq *g, char *data, size_t len)
 		return len;	/* past [DONE]: not read */
 	if (g->committed && g->ex && http_exchange_queued(g->ex) > STREAM_QUEUE_HIGH) {
 		g->paused = true;	/* on_client_drain resumes it */
+		g->stuck_since_ms = 0;
 		return CURL_WRITEFUNC_PAUSE;
 	}
 	if (relay_feed(r, data, len)) {
@@ -619,6 +658,7 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 	struct buf ev = { 0 };
 	struct buf msg = { 0 };
 	char cost[32];
+	const struct http_kv tr = { "x-faultline-cost-usd", cost };
 
 	g->ended = true;
 	g->ex = NULL;
@@ -629,8 +669,6 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 			       now - g->start_ms);
 	record(g, f == ATTEMPT_FAIL_NONE, g->commit_ms - g->start_ms);
 	if (f == ATTEMPT_FAIL_NONE) {
-		const struct http_kv tr = { "x-faultline-cost-usd", cost };
-
 		cost_text(g, g->cur, cost, sizeof(cost));
 		log_debug("request %s: stream from %s/%s complete", g->id, g->cur->prov->name,
 			  g->cur->model);
@@ -655,9 +693,11 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 		buf_printf(&msg, "The upstream stream from %s broke off (%s).", g->cur->prov->name,
 			   g->errbuf[0] ? g->errbuf : attempt_failure_name(f));
 	log_debug("request %s: %s", g->id, msg.data ? msg.data : "");
+	/* The tokens that came were made, and billed: the trailer says so here too. */
+	cost_text(g, g->cur, cost, sizeof(cost));
 	if (relay_error_event(&ev, attempt_stream_code(f), msg.data ? msg.data : "") == 0 && ex &&
 	    http_stream_write(ex, ev.data, ev.len) == 0)
-		http_stream_end(ex);
+		http_stream_end_trailers(ex, &tr, 1);
 	else if (ex)
 		http_exchange_close(ex, true);
 	buf_free(&ev);
@@ -746,6 +786,8 @@ static void attempt_start(struct greq *g, struct gw_target *t)
 	g->errbuf[0] = '\0';
 	buf_reset(&g->resp);
 
+	g->h_accept = (struct curl_slist){ g->stream ? accept_sse : accept_json, head };
+	head = &g->h_accept;
 	if (p->auth_header) {
 		g->h_auth = (struct curl_slist){ p->auth_header, head };
 		head = &g->h_auth;
@@ -1023,7 +1065,8 @@ void proxy_cancel(struct greq *g)
 	}
 	if (ex)
 		http_exchange_close(ex, false);
-	finish(g, g->ended ? 200 : 499);
+	/* 499 is for a client that left first; a stream the gateway cut had its 200. */
+	finish(g, g->ended || (g->committed && ex) ? 200 : 499);
 }
 
 /* A printable value of 1–MAX_ID_LEN characters. */

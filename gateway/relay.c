@@ -49,7 +49,9 @@ static void take_chunk(struct relay *r, const cJSON *root)
 
 		if (non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "content")) ||
 		    (cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0) ||
-		    cJSON_IsObject(fn) || non_empty_string(refusal)) {
+		    cJSON_IsObject(fn) || non_empty_string(refusal) ||
+		    non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content")) ||
+		    non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "reasoning"))) {
 			r->content = true;
 			if (!counted)
 				r->content_chunks++;
@@ -60,15 +62,23 @@ static void take_chunk(struct relay *r, const cJSON *root)
 	}
 }
 
-/* The error event's message, cut to fit. */
-static void take_error(struct relay *r, const cJSON *root)
+/* Whether a chunk is an error, as the SDKs take it: an "error" member that is an object or text. */
+static bool is_error(const cJSON *root)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+
+	return cJSON_IsObject(err) || non_empty_string(err);
+}
+
+/* The error event's message (its data itself when that is not JSON), cut to fit. */
+static void take_error(struct relay *r, const cJSON *root, const char *data)
 {
 	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(err) ? err : root,
 							    "message");
-
 	const char *s = cJSON_IsString(msg) ? msg->valuestring
-		      : cJSON_IsString(err) ? err->valuestring : "";
+		      : cJSON_IsString(err) ? err->valuestring
+		      : root ? "" : data;
 	size_t n = strlen(s);
 
 	if (n >= sizeof(r->message)) {
@@ -116,15 +126,17 @@ static int on_event(void *ctx, const struct sse_event *ev)
 		r->content = true;
 		return reframe(r, ev) ? -ENOMEM : 1;
 	}
-	root = cJSON_ParseWithLength(ev->data, ev->data_len);
-	if (!root) {
-		r->brk = RELAY_INVALID;
+	/* One JSON value and nothing after it (cJSON alone takes trailing bytes). */
+	root = memchr(ev->data, '\0', ev->data_len)
+	       ? NULL : cJSON_ParseWithLengthOpts(ev->data, ev->data_len + 1, NULL, true);
+	if (strcmp(ev->event, "error") == 0 || (root && is_error(root))) {
+		r->brk = RELAY_ERROR_EVENT;
+		take_error(r, root, ev->data);
+		cJSON_Delete(root);
 		return 1;
 	}
-	if (strcmp(ev->event, "error") == 0 || cJSON_GetObjectItemCaseSensitive(root, "error")) {
-		r->brk = RELAY_ERROR_EVENT;
-		take_error(r, root);
-		cJSON_Delete(root);
+	if (!root) {
+		r->brk = RELAY_INVALID;
 		return 1;
 	}
 	take_chunk(r, root);

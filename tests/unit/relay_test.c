@@ -2,7 +2,8 @@
  * relay: the commit point (role-only and empty chunks held back; content,
  * tool calls, a finish, usage or [DONE] commit), re-framing (event names,
  * multi-line data, comments and ids dropped), breaks (error events, bad
- * JSON, an over-long line), usage and content counting, every split of a
+ * JSON or bytes after it, an over-long line or event; "error": null is
+ * none), usage and content counting, every split of a
  * stream giving the same output, and the error event's shape.
  */
 #include <cjson/cJSON.h>
@@ -47,6 +48,8 @@ Test(relay, each_kind_of_content_commits, .timeout = 10)
 		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0}]}}]}\n\n",
 		"data: {\"choices\":[{\"delta\":{\"function_call\":{\"name\":\"f\"}}}]}\n\n",
 		"data: {\"choices\":[{\"delta\":{\"refusal\":\"no\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"reasoning\":\"hm\"}}]}\n\n",
 	};
 	static const char *const holds[] = {
 		ROLE,
@@ -117,6 +120,14 @@ Test(relay, error_event_breaks_and_is_not_copied, .timeout = 10)
 	cr_assert_eq(r.brk, RELAY_ERROR_EVENT, "an error object without an event name");
 	cr_assert_str_eq(r.message, "quota");
 	cr_assert_not(r.content);
+	relay_reset(&r);
+	feed(&r, "event: error\ndata: upstream overloaded\n\n");
+	cr_assert_eq(r.brk, RELAY_ERROR_EVENT, "an error event whose data is not JSON");
+	cr_assert_str_eq(r.message, "upstream overloaded");
+	relay_reset(&r);
+	feed(&r, "data: {\"error\":null,\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n");
+	cr_assert_eq(r.brk, RELAY_OK, "\"error\": null is no error");
+	cr_assert(r.content);
 	relay_free(&r);
 }
 
@@ -130,10 +141,21 @@ Test(relay, bad_json_and_long_lines_are_invalid, .timeout = 10)
 	cr_assert_eq(r.brk, RELAY_INVALID);
 	cr_assert_str_eq(r.out.data, TOK("a"));
 	relay_reset(&r);
+	feed(&r, "data: {\"choices\":[]}xyz\n\n");
+	cr_assert_eq(r.brk, RELAY_INVALID, "bytes after the JSON value");
+	relay_reset(&r);
 	memcpy(line, "data: ", 6);
 	memset(line + 6, 'x', sizeof(line) - 6);
 	cr_assert_eq(relay_feed(&r, line, sizeof(line)), 0);
 	cr_assert_eq(r.brk, RELAY_INVALID);
+	/* An event that never ends: lines of 1000 bytes, no blank line. */
+	relay_reset(&r);
+	memset(line, 'y', 1000);
+	memcpy(line, "data: ", 6);
+	line[999] = '\n';
+	for (int i = 0; i < 2000 && r.brk == RELAY_OK; i++)
+		cr_assert_eq(relay_feed(&r, line, 1000), 0);
+	cr_assert_eq(r.brk, RELAY_INVALID, "an event past SSE_MAX_EVENT");
 	relay_free(&r);
 }
 

@@ -633,6 +633,38 @@ Test(sse, over_long_line_fails, .timeout = 10)
 	free(in);
 }
 
+Test(sse, event_data_is_bounded, .timeout = 10)
+{
+	static char line[1000];
+	struct got g = { 0 };
+	struct sse_parser p;
+	size_t fed = 0;
+	int rc = 0;
+
+	/* Many data lines and never a blank line: refused once past the cap. */
+	memset(line, 'z', sizeof(line));
+	memcpy(line, "data: ", 6);
+	line[sizeof(line) - 1] = '\n';
+	sse_init(&p, on_event, &g);
+	while (rc == 0 && fed < 4 * SSE_MAX_EVENT) {
+		rc = sse_feed(&p, line, sizeof(line));
+		fed += sizeof(line);
+	}
+	cr_assert_eq(rc, -E2BIG);
+	/* Each line brings 993 bytes of data (and its '\n' joint). */
+	cr_assert_leq(fed / sizeof(line), SSE_MAX_EVENT / 994 + 1, "refused at %zu bytes", fed);
+	cr_assert_eq(g.n, 0);
+
+	/* Just under the cap, the event is handed over whole. */
+	sse_reset(&p);
+	for (fed = 0; fed + 2 * sizeof(line) < SSE_MAX_EVENT; fed += sizeof(line))
+		cr_assert_eq(sse_feed(&p, line, sizeof(line)), 0);
+	cr_assert_eq(feed(&p, "\n"), 0);
+	cr_assert_eq(g.n, 1);
+	sse_free_parser(&p);
+	got_clear(&g);
+}
+
 Test(sse, pending_tells_a_stream_cut_mid_event, .timeout = 10)
 {
 	static const char *const cut[] = {
