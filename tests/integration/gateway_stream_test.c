@@ -838,6 +838,7 @@ Test(gateway_stream, stall_after_commit_ends_with_error_event, .timeout = 20)
 {
 	struct stream_view v;
 	struct raw_http *c;
+	char cost[64];
 	double gap;
 
 	start_mock("{'providers':["
@@ -845,7 +846,8 @@ Test(gateway_stream, stall_after_commit_ends_with_error_event, .timeout = 20)
 		   "'output_tokens':16,'faults':[{'kind':'stall','after_tokens':3," ALWAYS "}]},"
 		   "{'name':'secondary','listen':'127.0.0.1:0','ttft_ms':20,'output_tokens':8}]}");
 	start_gw("{'request_deadline_ms':5000,"
-		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':3000},"
+		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':3000,"
+		 "'price_per_1k':{'input':1,'output':2}},"
 		 "'secondary':{'base_url':'@secondary@','timeout_ms':3000}},"
 		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
 		 "{'provider':'secondary','model':'mock-small'}]}},"
@@ -853,6 +855,11 @@ Test(gateway_stream, stall_after_commit_ends_with_error_event, .timeout = 20)
 
 	c = gw_stream("chat", "stall-1", false, 5000);
 	expect_broken(c, "stall after 3 tokens", 3, "stream_stalled", &v);
+	/* The 3 tokens that came were made and billed: the trailer says so. */
+	cr_assert_not_null(raw_trailer(c, "x-faultline-cost-usd", cost, sizeof(cost)),
+			   "no cost trailer after the error event:\n%s", raw_tail(c, 2000));
+	cr_assert_float_eq(strtod(cost, NULL), (PROMPT_TOKENS * 1.0 + 3 * 2.0) / 1000, 1e-9,
+			   "cost %s", cost);
 	gap = v.error_ms - v.last_content_ms;
 	cr_assert_geq(gap, STALL_MS - 25, "the error event came %.0f ms after the 3rd token, before"
 		      " stall_timeout_ms %d", gap, STALL_MS);
@@ -1719,6 +1726,47 @@ Test(gateway_stream, slow_reader_leaving_cancels_upstream, .timeout = 30)
 	settle_mock(provs);
 	log = mock_rows("primary");
 	row = row_of(log, "primary", "slow-leave");
+	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
+}
+
+/*
+ * A client that stops reading for good: while the upstream is paused for
+ * it, the gateway gives it up once it has taken nothing for
+ * idle_timeout_ms — its connection reset, the upstream cancelled, counted
+ * as a client that left — so it cannot hold a stream (and a drain) open
+ * forever.
+ */
+Test(gateway_stream, stuck_reader_is_given_up_after_idle_timeout, .timeout = 30)
+{
+	static const char *const provs[] = { "primary", NULL };
+	const struct csv_table *log;
+	struct raw_http *c;
+	size_t one = 1;
+	size_t row;
+	double t0;
+	double waited;
+
+	start_mock("{'providers':[{'name':'primary','listen':'127.0.0.1:0','ttft_ms':20,"
+		   "'token_ms':0,'output_tokens':100000}]}");
+	start_gw("{'idle_timeout_ms':800,'providers':{'primary':{'base_url':'@primary@'}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]}},"
+		 "'stream':{'stall_timeout_ms':300}}");
+	c = send_stream(gw.addr, "chat", "stuck", false, 1, 16384);
+	cr_assert_eq(raw_read(c, raw_has_events, &one, 5000), 0, "the stream did not start");
+	t0 = now_ms();
+	cr_assert(gw_metric_wait(&gw, "faultline_streams_in_flight", "", 1, 2000) == 1);
+	/* Not a stall (300 ms), and not given up before 800 ms without progress. */
+	cr_assert(gw_mock_wait(&mock, "primary", "in_flight", 0, 5000),
+		  "mockprov's request still open 5 s after the client stopped reading");
+	waited = now_ms() - t0;
+	cr_assert_geq(waited, 700, "given up after %.0f ms, before idle_timeout_ms", waited);
+	expect_gateway_idle("after a stuck client was given up");
+	cr_assert_eq(metric("faultline_requests_total", "alias=chat,status=499"), 1);
+	cr_assert_eq(metric("faultline_stream_stalls_total", "provider=primary"), 0,
+		     "a client's silence is no stall of the provider's");
+	settle_mock(provs);
+	log = mock_rows("primary");
+	row = row_of(log, "primary", "stuck");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 }
 
