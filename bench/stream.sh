@@ -55,6 +55,7 @@ STREAMS=${STREAMS:-1000}
 STREAM_TOKENS=${STREAM_TOKENS:-200}
 TOKEN_MS=${TOKEN_MS:-20}
 TTFT_MS=${TTFT_MS:-20}
+JITTER_MS=${JITTER_MS:-0}
 ROUNDS=${ROUNDS:-4}
 WARMUP=${WARMUP:-1}
 STALL_TIMEOUT_MS=${STALL_TIMEOUT_MS:-30000}
@@ -98,8 +99,8 @@ start_stream_mockprov() {
 	local dir=$tmp/mockprov
 	mkdir -p "$dir"
 	printf '{"providers":[{"name":"bench","listen":"127.0.0.1:0","model":"mock-small",
-	 "ttft_ms":%s,"jitter_ms":0,"token_ms":%s,"output_tokens":%s}]}\n' \
-		"$TTFT_MS" "$TOKEN_MS" "$STREAM_TOKENS" >"$dir/config.json"
+	 "ttft_ms":%s,"jitter_ms":%s,"token_ms":%s,"output_tokens":%s}]}\n' \
+		"$TTFT_MS" "$JITTER_MS" "$TOKEN_MS" "$STREAM_TOKENS" >"$dir/config.json"
 	start_mockprov "$dir/config.json" "$dir"
 	MP_PORT=${MP_ADDR##*:}
 }
@@ -174,7 +175,7 @@ sample_connections() {
 # meanwhile (mp_ticks, gw_ticks, busy_ticks, total_ticks), and for the
 # gateway its connections and VmHWM and VmRSS after the run.
 stream_run() {
-	local who=$1 out=$2 url body rc=0 g0=0 g1=0 p0 p1 m0 m1 spid=""
+	local who=$1 out=$2 url body rc=0 g0=0 g1=0 p0 p1 m0 m1 spid="" others
 	case $who in
 	direct) url=http://$MP_ADDR$CHAT_PATH body=$DIRECT_BODY ;;
 	gateway) url=http://$GW_ADDR$CHAT_PATH body=$GW_BODY ;;
@@ -212,6 +213,15 @@ stream_run() {
 		echo "busy_ticks $((${m1% *} - ${m0% *}))"
 		echo "total_ticks $((${m1#* } - ${m0#* }))"
 	} >>"$out"
+	others=$(awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(nproc)" '
+		{ v[$1] = $2 }
+		END {
+			wall = v["total_ticks"] / ncpu / hz
+			cpu = v["cpu_user_s"] + v["cpu_sys_s"]
+			o = ((v["busy_ticks"] - v["mp_ticks"] - v["gw_ticks"]) / hz - cpu) / wall * 100
+			printf "%.0f", o < 0 ? 0 : o
+		}' "$out")
+	echo "others_pct $others" >>"$out"
 }
 
 # The median over files $2... of figure $1, with three decimals.
@@ -266,11 +276,16 @@ figure_row() {
 	row "$label" "$d" "$g" "$ADDED" "${limit:+<= $limit}" "$v"
 }
 
-# The rounds' differences gateway - direct of figure $1, one a round.
+# Figure $1 of target $2 in each round (printed with format $3, %.2f
+# by default), or with $2 = added the differences gateway - direct.
 by_round() {
 	local r s=""
 	for r in $(seq "$ROUNDS"); do
-		s="$s $(calc "$(get "$tmp/run-gateway.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" %+.2f)"
+		if [ "$2" = added ]; then
+			s="$s $(calc "$(get "$tmp/run-gateway.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" %+.2f)"
+		else
+			s="$s $(calc "$(get "$tmp/run-$2.$r" "$1")" "${3:-%.2f}")"
+		fi
 	done
 	echo "${s# }"
 }
@@ -306,7 +321,7 @@ mockprov_outcomes() {
 
 main() {
 	local r order who f hwm_kb start_kb end_kb failed=0 cd cg fd fg stamps hwms=""
-	local rss_verdict lat_added gap_added others="" conns_c conns_u
+	local rss_verdict lat_added gap_added others="" conns_c conns_u label
 	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
 	[ -x "$BIN/streamclient" ] || die "$BIN/streamclient is missing (make, or set FAULTLINE_BIN)"
 	[ "$ROUNDS" -ge 1 ] || die "ROUNDS must be at least 1"
@@ -393,14 +408,24 @@ main() {
 	figure_row "token lateness p99 (ms)" lateness_p99_ms "$ADDED_TARGET_MS"
 	lat_added=$ADDED
 	figure_row "token lateness p99.9 (ms)" lateness_p999_ms
-	# shellcheck disable=SC2046
-	row "worst gap / lateness (ms)" \
-		"$(largest gap_max_ms $(runs_of direct))/$(largest lateness_max_ms $(runs_of direct))" \
-		"$([ -n "$GW" ] && echo "$(largest gap_max_ms $(runs_of gateway))/$(largest lateness_max_ms $(runs_of gateway))")"
-	if [ -n "$GW" ]; then
-		echo "   added by round (gateway - direct, ms): gap p99 $(by_round gap_p99_ms);" \
-			"lateness p99 $(by_round lateness_p99_ms)"
-	fi
+	for f in gap lateness; do
+		# shellcheck disable=SC2046
+		row "worst $f, any round (ms)" "$(largest "${f}_max_ms" $(runs_of direct))" \
+			"$([ -n "$GW" ] && largest "${f}_max_ms" $(runs_of gateway))"
+	done
+	echo "   by round (round 1, 2, ...):"
+	for f in gap_p99_ms lateness_p99_ms others_pct; do
+		for who in direct ${GW:+gateway} ${GW:+added}; do
+			[ "$f/$who" = others_pct/added ] && continue
+			case $f in
+			gap_p99_ms) label="gap p99 (ms)" ;;
+			lateness_p99_ms) label="lateness p99 (ms)" ;;
+			others_pct) label="others' CPU (%)" ;;
+			esac
+			printf '   %-30s %s\n' "  $label, $who" \
+				"$(by_round "$f" "$who" "$([ "$f" = others_pct ] && echo %.0f)")"
+		done
+	done
 
 	echo
 	echo "   CPU (user + system), % of one core over the runs; per stream and token:" \
