@@ -93,6 +93,12 @@ proc_kb() {
 	awk -v k="$2:" '$1 == k { print $2; exit }' "/proc/$1/status"
 }
 
+# Nanoseconds the threads of process $1 have spent runnable, waiting for
+# a CPU (/proc/PID/task/*/schedstat, second field).
+sched_wait_ns() {
+	cat "/proc/$1/task/"*/schedstat 2>/dev/null | awk '{ s += $2 } END { printf "%.0f", s }'
+}
+
 # Starts mockprov: one provider on a free port with the stream's timing;
 # sets MP_PID, MP_ADDR and MP_PORT.
 start_stream_mockprov() {
@@ -175,7 +181,8 @@ sample_connections() {
 # meanwhile (mp_ticks, gw_ticks, busy_ticks, total_ticks), and for the
 # gateway its connections and VmHWM and VmRSS after the run.
 stream_run() {
-	local who=$1 out=$2 url body rc=0 g0=0 g1=0 p0 p1 m0 m1 spid="" others
+	local who=$1 out=$2 url body rc=0 g0=0 g1=0 gw0=0 gw1=0 p0 p1 pw0 pw1 m0 m1 spid=""
+	local others
 	case $who in
 	direct) url=http://$MP_ADDR$CHAT_PATH body=$DIRECT_BODY ;;
 	gateway) url=http://$GW_ADDR$CHAT_PATH body=$GW_BODY ;;
@@ -183,12 +190,14 @@ stream_run() {
 	if [ "$who" = gateway ]; then
 		gateway_alive "before a run"
 		g0=$(cpu_ticks "$GW_PID")
+		gw0=$(sched_wait_ns "$GW_PID")
 		echo "0 0" >"$out.conns"
 		sample_connections "$out.conns" &
 		spid=$!
 		pids="$pids $spid"
 	fi
 	p0=$(cpu_ticks "$MP_PID")
+	pw0=$(sched_wait_ns "$MP_PID")
 	m0=$(machine_ticks)
 	run_waited timeout $((STREAM_BOUND_S + 30)) nice -n "$CLIENT_NICE" "$BIN/streamclient" \
 		--url "$url" --streams "$STREAMS" --duration-bound "$STREAM_BOUND_S" \
@@ -196,10 +205,12 @@ stream_run() {
 		>"$out" 2>"$out.err" || rc=$?
 	m1=$(machine_ticks)
 	p1=$(cpu_ticks "$MP_PID")
+	pw1=$(sched_wait_ns "$MP_PID")
 	if [ "$who" = gateway ]; then
 		stop_pid "$spid"
 		gateway_alive "during a run of $STREAMS streams"
 		g1=$(cpu_ticks "$GW_PID")
+		gw1=$(sched_wait_ns "$GW_PID")
 		{
 			echo "gw_conns $(cat "$out.conns")"
 			echo "gw_hwm_kb $(proc_kb "$GW_PID" VmHWM)"
@@ -210,6 +221,8 @@ stream_run() {
 	{
 		echo "mp_ticks $((p1 - p0))"
 		echo "gw_ticks $((g1 - g0))"
+		echo "mp_wait_ms $(calc "($pw1 - $pw0) / 1e6" %.1f)"
+		echo "gw_wait_ms $(calc "($gw1 - $gw0) / 1e6" %.1f)"
 		echo "busy_ticks $((${m1% *} - ${m0% *}))"
 		echo "total_ticks $((${m1#* } - ${m0#* }))"
 	} >>"$out"
@@ -291,7 +304,8 @@ by_round() {
 }
 
 # CPU of target $1 over its rounds: "PCT_GW PCT_MP PCT_CLIENT PCT_OTHERS
-# GW_MS_PER_STREAM GW_US_PER_TOKEN MP_MS_PER_STREAM" (% of one core).
+# GW_MS_PER_STREAM GW_US_PER_TOKEN MP_MS_PER_STREAM GW_WAIT_PCT
+# MP_WAIT_PCT" (% of one core; the waits: of the time).
 cpu_figures() {
 	local who=$1 files
 	# shellcheck disable=SC2046
@@ -302,14 +316,16 @@ cpu_figures() {
 		-v gw="$(total gw_ticks $files)" -v mp="$(total mp_ticks $files)" \
 		-v cl="$(calc "$(total cpu_user_s $files) + $(total cpu_sys_s $files)" %.3f)" \
 		-v busy="$(total busy_ticks $files)" -v all="$(total total_ticks $files)" \
+		-v gwait="$(total gw_wait_ms $files)" -v mwait="$(total mp_wait_ms $files)" \
 		-v rounds="$ROUNDS" '
 		BEGIN {
 			wall = all / ncpu / hz
 			g = gw / hz; m = mp / hz
 			o = (busy / hz - g - m - cl) / wall * 100
-			printf "%.0f %.0f %.0f %.0f %.3f %.1f %.3f\n", g / wall * 100, m / wall * 100,
-				cl / wall * 100, o < 0 ? 0 : o, g * 1e3 / (rounds * streams),
-				tokens ? g * 1e6 / tokens : 0, m * 1e3 / (rounds * streams)
+			printf "%.0f %.0f %.0f %.0f %.3f %.1f %.3f %.1f %.1f\n", g / wall * 100,
+				m / wall * 100, cl / wall * 100, o < 0 ? 0 : o, g * 1e3 / (rounds * streams),
+				tokens ? g * 1e6 / tokens : 0, m * 1e3 / (rounds * streams),
+				gwait / 1e3 / wall * 100, mwait / 1e3 / wall * 100
 		}'
 }
 
@@ -321,7 +337,7 @@ mockprov_outcomes() {
 
 main() {
 	local r order who f hwm_kb start_kb end_kb failed=0 cd cg fd fg stamps hwms=""
-	local rss_verdict lat_added gap_added others="" conns_c conns_u label
+	local rss_verdict lat_added gap_added others="" conns_c conns_u label waits
 	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
 	[ -x "$BIN/streamclient" ] || die "$BIN/streamclient is missing (make, or set FAULTLINE_BIN)"
 	[ "$ROUNDS" -ge 1 ] || die "ROUNDS must be at least 1"
@@ -428,22 +444,25 @@ main() {
 	done
 
 	echo
-	echo "   CPU (user + system), % of one core over the runs; per stream and token:" \
-		"CPU time / streams, tokens"
-	printf '   %-30s %9s %9s %9s %9s %11s %11s %11s\n' "" "gateway" "mockprov" "client" \
+	echo "   CPU (user + system, /proc), % of one core over the rounds; per stream and" \
+		"token: CPU time / streams, tokens"
+	printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' "" "gateway" "mockprov" "client" \
 		"others'" "gw ms/strm" "gw us/tok" "mp ms/strm"
 	for who in direct ${GW:+gateway}; do
 		# shellcheck disable=SC2046
 		set -- $(cpu_figures "$who")
 		if [ "$who" = direct ]; then
-			printf '   %-30s %9s %9s %9s %9s %11s %11s %11s\n' direct "" "$2" "$3" "$4" "" "" "$7"
+			printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' direct "" "$2" "$3" "$4" "" "" "$7"
+			waits="direct: mockprov $9%"
 		else
-			printf '   %-30s %9s %9s %9s %9s %11s %11s %11s\n' "through the gateway" "$1" "$2" \
+			printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' "through the gateway" "$1" "$2" \
 				"$3" "$4" "$5" "$6" "$7"
 			GW_MS_PER_STREAM=$5
+			waits="$waits; through the gateway: gateway $8%, mockprov $9%"
 		fi
 		others="$others $4"
 	done
+	echo "   runnable but waiting for a CPU (schedstat), % of the time: $waits"
 
 	if [ -n "$GW" ]; then
 		for f in "$tmp/warmup-gateway" $(runs_of gateway); do
