@@ -806,14 +806,31 @@ int http_stream_write(struct http_exchange *ex, const void *data, size_t len)
 
 int http_stream_end(struct http_exchange *ex)
 {
+	return http_stream_end_trailers(ex, NULL, 0);
+}
+
+int http_stream_end_trailers(struct http_exchange *ex, const struct http_kv *trailers, size_t n)
+{
+	struct buf b = { 0 };
+	size_t i;
 	int rc = 0;
 
 	if (!ex->active)
 		return -EPIPE;
-	if (ex->mode == RESP_CHUNKED && !ex->head)
-		rc = exchange_write(ex, "0\r\n\r\n", 5);
-	else if (ex->mode != RESP_SIZED || ex->body_sent != ex->declared)
+	if (ex->mode == RESP_CHUNKED && !ex->head) {
+		rc = buf_puts(&b, "0\r\n");
+		for (i = 0; i < n; i++) {
+			rc |= buf_puts(&b, trailers[i].name);
+			rc |= buf_puts(&b, ": ");
+			rc |= buf_puts(&b, trailers[i].value);
+			rc |= buf_puts(&b, "\r\n");
+		}
+		rc |= buf_puts(&b, "\r\n");
+		rc = rc ? exchange_fail(ex, -ENOMEM) : exchange_write(ex, b.data, b.len);
+		buf_free(&b);
+	} else if (ex->mode != RESP_SIZED || ex->body_sent != ex->declared) {
 		ex->req.keep_alive = false;	/* the close is what ends the body */
+	}
 	if (!rc)
 		exchange_done(ex->conn);
 	return rc;

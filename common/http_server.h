@@ -223,6 +223,13 @@ int http_stream_write(struct http_exchange *ex, const void *data, size_t len);
 int http_stream_end(struct http_exchange *ex);
 
 /*
+ * http_stream_end with trailer fields (n of them) after a chunked stream's
+ * last chunk; a stream that is not chunked (HTTP/1.0) ends without them.
+ * Returns 0 or a negative errno.
+ */
+int http_stream_end_trailers(struct http_exchange *ex, const struct http_kv *trailers, size_t n);
+
+/*
  * Writes bytes exactly as given, with no framing (for faults: a truncated
  * body, a broken frame). Returns 0, or a negative errno when the exchange
  * has ended.

@@ -112,6 +112,32 @@ static int requests_of(struct buf *b, const char *alias, const struct status_cou
 	return rc;
 }
 
+/* The _bucket, _sum and _count lines of one provider's histogram h. */
+static int histogram(struct buf *b, const char *name, const char *provider,
+		     const struct latency_hist *h)
+{
+	uint64_t cum = 0;
+	size_t k;
+	int rc = 0;
+
+	for (k = 0; k <= LATENCY_BUCKETS; k++) {
+		cum += h->n[k];
+		rc |= buf_printf(b, "%s_bucket{provider=", name);
+		rc |= metrics_label(b, provider);
+		if (k < LATENCY_BUCKETS)
+			rc |= buf_printf(b, ",le=\"%g\"} %llu\n", metrics_latency_bounds[k],
+					 (unsigned long long)cum);
+		else
+			rc |= buf_printf(b, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	}
+	rc |= buf_printf(b, "%s_sum{provider=", name);
+	rc |= metrics_label(b, provider);
+	rc |= buf_printf(b, "} %.6f\n", h->sum_s);
+	rc |= buf_printf(b, "%s_count{provider=", name);
+	rc |= metrics_label(b, provider);
+	return rc | buf_printf(b, "} %llu\n", (unsigned long long)h->count);
+}
+
 static int attempts_and_latency(struct buf *b, const struct gateway *gw)
 {
 	const struct gw_config *cfg = gw->cfg;
@@ -131,26 +157,31 @@ static int attempts_and_latency(struct buf *b, const struct gateway *gw)
 	}
 	rc |= family(b, "faultline_upstream_latency_seconds", "histogram",
 		     "Duration of upstream attempts.");
+	for (i = 0; i < cfg->nproviders; i++)
+		rc |= histogram(b, "faultline_upstream_latency_seconds", cfg->providers[i].name,
+				&gw->pstats[i].latency);
+	rc |= family(b, "faultline_stream_ttft_seconds", "histogram",
+		     "Time from a streaming attempt's start to its first content.");
+	for (i = 0; i < cfg->nproviders; i++)
+		rc |= histogram(b, "faultline_stream_ttft_seconds", cfg->providers[i].name,
+				&gw->pstats[i].ttft);
+	rc |= family(b, "faultline_stream_stalls_total", "counter",
+		     "Committed streams ended by the stall timeout.");
 	for (i = 0; i < cfg->nproviders; i++) {
-		const struct provider_stats *s = &gw->pstats[i];
-		uint64_t cum = 0;
-
-		for (k = 0; k <= LATENCY_BUCKETS; k++) {
-			cum += s->latency[k];
-			rc |= buf_puts(b, "faultline_upstream_latency_seconds_bucket{provider=");
+		rc |= buf_puts(b, "faultline_stream_stalls_total{provider=");
+		rc |= metrics_label(b, cfg->providers[i].name);
+		rc |= buf_printf(b, "} %llu\n", (unsigned long long)gw->pstats[i].stalls);
+	}
+	rc |= family(b, "faultline_stream_truncations_total", "counter",
+		     "Committed streams that broke other than by a stall.");
+	for (i = 0; i < cfg->nproviders; i++) {
+		for (k = 0; k < TRUNC_KINDS; k++) {
+			rc |= buf_puts(b, "faultline_stream_truncations_total{provider=");
 			rc |= metrics_label(b, cfg->providers[i].name);
-			if (k < LATENCY_BUCKETS)
-				rc |= buf_printf(b, ",le=\"%g\"} %llu\n", metrics_latency_bounds[k],
-						 (unsigned long long)cum);
-			else
-				rc |= buf_printf(b, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+			rc |= buf_printf(b, ",reason=\"%s\"} %llu\n",
+					 metrics_trunc_name((enum stream_trunc)k),
+					 (unsigned long long)gw->pstats[i].truncations[k]);
 		}
-		rc |= buf_puts(b, "faultline_upstream_latency_seconds_sum{provider=");
-		rc |= metrics_label(b, cfg->providers[i].name);
-		rc |= buf_printf(b, "} %.6f\n", s->latency_sum_s);
-		rc |= buf_puts(b, "faultline_upstream_latency_seconds_count{provider=");
-		rc |= metrics_label(b, cfg->providers[i].name);
-		rc |= buf_printf(b, "} %llu\n", (unsigned long long)s->latency_count);
 	}
 	return rc;
 }
@@ -210,6 +241,10 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 		     "Chat completion requests being handled.");
 	rc |= buf_printf(b, "faultline_requests_in_flight %llu\n",
 			 (unsigned long long)gw->in_flight);
+	rc |= family(b, "faultline_streams_in_flight", "gauge",
+		     "Committed streams still being relayed.");
+	rc |= buf_printf(b, "faultline_streams_in_flight %llu\n",
+			 (unsigned long long)gw->streams_in_flight);
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
 	return rc ? -ENOMEM : 0;

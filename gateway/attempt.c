@@ -60,6 +60,51 @@ struct attempt_class attempt_classify(const struct upstream_facts *f)
 	return classify_status(f->status, f->body_valid);
 }
 
+struct attempt_class attempt_classify_stream(const struct upstream_facts *f,
+					     const struct stream_facts *s)
+{
+	struct upstream_facts plain = *f;
+
+	if (s->committed) {
+		if (s->done)
+			return verdict(ATTEMPT_SUCCESS);
+		if (s->stalled)
+			return failover(ATTEMPT_FAIL_STALL);
+		if (s->error_event)
+			return failover(ATTEMPT_FAIL_ERROR_EVENT);
+		if (s->invalid)
+			return failover(ATTEMPT_FAIL_INVALID_BODY);
+		return failover(f->curl_code == CURLE_OK ? ATTEMPT_FAIL_TRUNCATED : ATTEMPT_FAIL_RESET);
+	}
+	if (f->cut)
+		return failover(ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT);
+	if (s->error_event)
+		return failover(ATTEMPT_FAIL_ERROR_EVENT);
+	if (s->invalid)
+		return failover(ATTEMPT_FAIL_INVALID_BODY);
+	if (s->sse)
+		return f->curl_code == CURLE_OK ? failover(ATTEMPT_FAIL_TRUNCATED)
+						: classify_curl(f->curl_code, f->connected);
+	plain.body_valid = false;
+	return attempt_classify(&plain);
+}
+
+const char *attempt_stream_code(enum attempt_failure f)
+{
+	switch (f) {
+	case ATTEMPT_FAIL_STALL:
+		return "stream_stalled";
+	case ATTEMPT_FAIL_TRUNCATED:
+		return "stream_truncated";
+	case ATTEMPT_FAIL_ERROR_EVENT:
+		return "stream_error_event";
+	case ATTEMPT_FAIL_INVALID_BODY:
+		return "stream_invalid";
+	default:
+		return "stream_reset";
+	}
+}
+
 bool attempt_counts_as_failure(struct attempt_class c)
 {
 	return c.verdict == ATTEMPT_FAILOVER;
@@ -95,6 +140,16 @@ const char *attempt_failure_name(enum attempt_failure f)
 		return "bad_status";
 	case ATTEMPT_FAIL_TRANSPORT:
 		return "transport";
+	case ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT:
+		return "first_token_timeout";
+	case ATTEMPT_FAIL_ERROR_EVENT:
+		return "error_event";
+	case ATTEMPT_FAIL_TRUNCATED:
+		return "truncated";
+	case ATTEMPT_FAIL_STALL:
+		return "stall";
+	case ATTEMPT_NFAILURES:
+		break;
 	}
 	return "unknown";
 }

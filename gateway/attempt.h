@@ -37,6 +37,11 @@ enum attempt_failure {
 	ATTEMPT_FAIL_INVALID_BODY,	/* a 2xx that is not a chat completion */
 	ATTEMPT_FAIL_BAD_STATUS,	/* 1xx, 3xx or no valid status at all */
 	ATTEMPT_FAIL_TRANSPORT,		/* any other curl error */
+	ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT,	/* a stream: no content within its cap */
+	ATTEMPT_FAIL_ERROR_EVENT,	/* a stream: the upstream sent an error event */
+	ATTEMPT_FAIL_TRUNCATED,		/* a stream ended without [DONE] */
+	ATTEMPT_FAIL_STALL,		/* a committed stream went silent too long */
+	ATTEMPT_NFAILURES		/* how many kinds there are, NONE included */
 };
 
 /* The facts about one finished attempt, gathered by the caller. */
@@ -46,6 +51,16 @@ struct upstream_facts {
 	bool cut;		/* the gateway's own attempt timer ended it */
 	long status;		/* the HTTP status (read when curl_code is 0) */
 	bool body_valid;	/* a 2xx body parsed as a chat completion */
+};
+
+/* What the gateway saw of a streaming attempt's answer. */
+struct stream_facts {
+	bool sse;		/* a 2xx text/event-stream answer */
+	bool committed;		/* its first content arrived: the client has its headers */
+	bool done;		/* data: [DONE] arrived */
+	bool error_event;	/* an error event (or {"error":…} chunk) arrived */
+	bool invalid;		/* a data line that is not JSON, or a line too long */
+	bool stalled;		/* the stall timer ended it, after the commit */
 };
 
 /* attempt_classify()'s answer. */
@@ -89,6 +104,26 @@ struct attempt_final {
 struct attempt_class attempt_classify(const struct upstream_facts *f);
 
 /*
+ * Classifies a streaming attempt that ended. Before the commit, checking in
+ * this order: cut by the attempt timer → FAILOVER first_token_timeout; an
+ * error event → error_event; a bad frame → invalid_body; an event stream
+ * that ended cleanly without content → truncated, with a transfer error as
+ * attempt_classify says; not an event stream → attempt_classify, a 2xx
+ * being invalid_body (a stream was asked for). After the commit: [DONE] →
+ * SUCCESS; else the break: stall, error_event, invalid_body, truncated (a
+ * clean end), and reset for any transfer error.
+ */
+struct attempt_class attempt_classify_stream(const struct upstream_facts *f,
+					     const struct stream_facts *s);
+
+/*
+ * The error.code of the event that ends a committed stream broken by f:
+ * "stream_stalled", "stream_truncated", "stream_error_event",
+ * "stream_invalid", and "stream_reset" for any other failure.
+ */
+const char *attempt_stream_code(enum attempt_failure f);
+
+/*
  * Whether an attempt of this class counts as a failure of its target for
  * the breaker and the metrics: true exactly for ATTEMPT_FAILOVER. A passed
  * through 4xx is the request's fault, not the provider's.
@@ -105,7 +140,8 @@ bool attempt_failure_is_unavailable(enum attempt_failure f);
  * The short name of a failure kind, used as a metrics label and in the
  * per-attempt error message: "refused", "reset", "connect_timeout",
  * "timeout", "http_5xx", "http_429", "http_408", "invalid_body",
- * "bad_status", "transport"; "none" for ATTEMPT_FAIL_NONE; "unknown" else.
+ * "bad_status", "transport", "first_token_timeout", "error_event",
+ * "truncated", "stall"; "none" for ATTEMPT_FAIL_NONE; "unknown" else.
  */
 const char *attempt_failure_name(enum attempt_failure f);
 

@@ -69,8 +69,8 @@ struct gw_config {
 	unsigned max_connections;
 	struct breaker_config breaker;	/* the top level's, before provider overrides */
 	enum gw_all_open when_all_open;
-	double first_token_timeout_ms;	/* streaming (issue 6): checked, not yet used */
-	double stall_timeout_ms;
+	double first_token_timeout_ms;	/* a streaming attempt's cap until its first content */
+	double stall_timeout_ms;	/* the longest silence after a stream's commit */
 	struct gw_provider *providers;
 	size_t nproviders;
 	struct gw_alias *aliases;

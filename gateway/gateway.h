@@ -38,6 +38,7 @@ struct gateway {
 	FILE *events;			/* --events, or NULL */
 	struct greq *reqs;		/* chat requests in progress (a list) */
 	uint64_t in_flight;
+	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t next_id;		/* for generated request ids */
 	char id_prefix[24];
 	CURL **easy_pool;		/* idle easy handles, a stack */

@@ -48,18 +48,53 @@ const char *metrics_outcome_name(enum gw_outcome o)
 	}
 }
 
-void provider_stats_attempt(struct provider_stats *s, enum gw_outcome o, double latency_ms)
+void latency_hist_add(struct latency_hist *h, double ms)
 {
-	double sec = latency_ms > 0 ? latency_ms / 1000 : 0;
+	double sec = ms > 0 ? ms / 1000 : 0;
 	size_t i;
 
-	if ((unsigned)o < GW_NOUTCOMES)
-		s->outcomes[o]++;
 	for (i = 0; i < LATENCY_BUCKETS && sec > metrics_latency_bounds[i]; i++)
 		;
-	s->latency[i]++;
-	s->latency_count++;
-	s->latency_sum_s += sec;
+	h->n[i]++;
+	h->count++;
+	h->sum_s += sec;
+}
+
+void provider_stats_attempt(struct provider_stats *s, enum gw_outcome o, double latency_ms)
+{
+	if ((unsigned)o < GW_NOUTCOMES)
+		s->outcomes[o]++;
+	latency_hist_add(&s->latency, latency_ms);
+}
+
+void provider_stats_stream_break(struct provider_stats *s, enum attempt_failure f)
+{
+	switch (f) {
+	case ATTEMPT_FAIL_STALL:
+		s->stalls++;
+		break;
+	case ATTEMPT_FAIL_TRUNCATED:
+		s->truncations[TRUNC_TRUNCATED]++;
+		break;
+	case ATTEMPT_FAIL_ERROR_EVENT:
+		s->truncations[TRUNC_ERROR_EVENT]++;
+		break;
+	case ATTEMPT_FAIL_INVALID_BODY:
+		s->truncations[TRUNC_INVALID]++;
+		break;
+	default:
+		s->truncations[TRUNC_RESET]++;
+		break;
+	}
+}
+
+const char *metrics_trunc_name(enum stream_trunc k)
+{
+	static const char *const names[TRUNC_KINDS] = {
+		"truncated", "error_event", "reset", "invalid_body",
+	};
+
+	return (unsigned)k < TRUNC_KINDS ? names[k] : "unknown";
 }
 
 int metrics_label(struct buf *b, const char *s)

@@ -28,18 +28,35 @@ enum gw_outcome {
 	GW_OUT_PASS_THROUGH,
 	GW_OUT_CANCELLED,		/* the client left, or the gateway stopped */
 	GW_OUT_FAILURE,			/* + (attempt_failure − 1) for each failure kind */
-	GW_NOUTCOMES = GW_OUT_FAILURE + ATTEMPT_FAIL_TRANSPORT,
+	GW_NOUTCOMES = GW_OUT_FAILURE + ATTEMPT_NFAILURES - 1,
 };
 
 /* Upper bounds of the latency histogram's buckets, in seconds (+Inf after). */
 #define LATENCY_BUCKETS 12
 extern const double metrics_latency_bounds[LATENCY_BUCKETS];
 
+/* A histogram over metrics_latency_bounds. */
+struct latency_hist {
+	uint64_t n[LATENCY_BUCKETS + 1];	/* per bucket, not cumulative */
+	uint64_t count;
+	double sum_s;
+};
+
+/* Why a committed stream broke other than by a stall. */
+enum stream_trunc {
+	TRUNC_TRUNCATED,
+	TRUNC_ERROR_EVENT,
+	TRUNC_RESET,
+	TRUNC_INVALID,
+	TRUNC_KINDS,
+};
+
 struct provider_stats {
 	uint64_t outcomes[GW_NOUTCOMES];
-	uint64_t latency[LATENCY_BUCKETS + 1];	/* per bucket, not cumulative */
-	uint64_t latency_count;
-	double latency_sum_s;
+	struct latency_hist latency;	/* attempts' durations */
+	struct latency_hist ttft;	/* streaming attempts' time to first content */
+	uint64_t stalls;		/* committed streams ended by the stall timer */
+	uint64_t truncations[TRUNC_KINDS];
 };
 
 /* Counts one answer with this status. */
@@ -53,6 +70,15 @@ const char *metrics_outcome_name(enum gw_outcome o);
 
 /* Counts one attempt that ended so after latency_ms. */
 void provider_stats_attempt(struct provider_stats *s, enum gw_outcome o, double latency_ms);
+
+/* Adds one observation of ms to h. */
+void latency_hist_add(struct latency_hist *h, double ms);
+
+/* Counts the break of a committed stream (a failure kind from attempt_classify_stream). */
+void provider_stats_stream_break(struct provider_stats *s, enum attempt_failure f);
+
+/* The label of a truncation kind: "truncated", "error_event", "reset", "invalid_body". */
+const char *metrics_trunc_name(enum stream_trunc k);
 
 /*
  * Appends s as a Prometheus label value, quotes included, escaping '\',

@@ -24,6 +24,7 @@
 #include "gateway.h"
 #include "json.h"
 #include "log.h"
+#include "relay.h"
 
 /* An upstream answer larger than this is not a chat completion we relay. */
 #define MAX_UPSTREAM_BODY (16u << 20)
@@ -46,6 +47,9 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 
 /* x-request-id and idempotency-key values longer than this are not taken. */
 #define MAX_ID_LEN 128
+
+/* A committed stream with more than this queued for its client pauses its upstream. */
+#define STREAM_QUEUE_HIGH (64u * 1024)
 
 enum greq_state {
 	GREQ_ROUTING,		/* choosing a target */
@@ -119,12 +123,27 @@ struct greq {
 	struct note *notes;
 	size_t nnotes;
 	size_t capnotes;
+
+	/* Streaming ("stream": true). */
+	bool stream;
+	bool sse;			/* the current answer is a 2xx event stream */
+	bool committed;			/* the client has its headers: no failover now */
+	bool paused;			/* the transfer waits for a slow client */
+	bool settle;			/* the relay saw [DONE] or a break: end the client */
+	bool stalled;			/* the stall timer ended the transfer */
+	bool client_gone;		/* a write to the client failed */
+	bool ended;			/* the client's stream has ended */
+	double commit_ms;
+	double last_event_ms;		/* the last upstream event (or the resume) */
+	int64_t est_tokens_in;		/* the messages' text / 4: cost without usage */
+	struct relay relay;
 };
 
 static void next_target(struct greq *g);
 static void attempt_start(struct greq *g, struct gw_target *t);
 static void attempt_end(struct greq *g, CURLcode code);
 static void finish_error(struct greq *g);
+static void stream_over(struct greq *g, CURLcode code);
 
 static void set_state(struct greq *g, enum greq_state to)
 {
@@ -201,6 +220,7 @@ static void on_timer_closed(uv_handle_t *h)
 
 	buf_free(&g->up_body);
 	buf_free(&g->resp);
+	relay_free(&g->relay);
 	cJSON_Delete(g->root);
 	free(g->notes);
 	free(g);
@@ -227,6 +247,16 @@ static void finish(struct greq *g, int status)
 	uv_close((uv_handle_t *)&g->timer, on_timer_closed);
 }
 
+/* The cost of the tokens counted for the answer from t, as x-faultline-cost-usd's value. */
+static void cost_text(const struct greq *g, const struct gw_target *t, char *out, size_t len)
+{
+	const struct gw_provider *p = t->prov;
+	double usd = (double)g->tokens_in / 1000 * p->price_in_per_1k +
+		     (double)g->tokens_out / 1000 * p->price_out_per_1k;
+
+	snprintf(out, len, "%.9f", usd);
+}
+
 /*
  * Sends an answer with the gateway's headers (x-faultline-provider and
  * cost only when an upstream answered) and ends the request.
@@ -246,12 +276,8 @@ static void respond(struct greq *g, int status, const char *ctype, const char *b
 	h[n++] = (struct http_kv){ "x-faultline-attempts", attempts };
 	h[n++] = (struct http_kv){ "x-faultline-hedged", "0" };
 	if (answered) {
-		const struct gw_provider *p = answered->prov;
-		double usd = (double)g->tokens_in / 1000 * p->price_in_per_1k +
-			     (double)g->tokens_out / 1000 * p->price_out_per_1k;
-
-		snprintf(cost, sizeof(cost), "%.9f", usd);
-		h[n++] = (struct http_kv){ "x-faultline-provider", p->name };
+		cost_text(g, answered, cost, sizeof(cost));
+		h[n++] = (struct http_kv){ "x-faultline-provider", answered->prov->name };
 		h[n++] = (struct http_kv){ "x-faultline-cost-usd", cost };
 	}
 	/* The connection's next request may reuse ex as soon as this answer ends. */
@@ -359,6 +385,14 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		g->ctype[0] = '\0';
 		g->retry_after_ms = -1;
+		g->sse = false;
+	} else if (g->stream && (line[0] == '\r' || line[0] == '\n')) {
+		long status = 0;
+
+		/* The end of a response's headers: is it the stream asked for? */
+		curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &status);
+		g->sse = status >= 200 && status <= 299 &&
+			 strncasecmp(g->ctype, "text/event-stream", 17) == 0;
 	} else if (!curl_uv_header_split(line, len, &h)) {
 		return len;
 	} else if (curl_uv_header_is(&h, "content-type")) {
@@ -369,12 +403,16 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 	return len;
 }
 
-/* CURLOPT_WRITEFUNCTION: the answer's body, up to MAX_UPSTREAM_BODY. */
+static size_t on_stream_body(struct greq *g, char *data, size_t len);
+
+/* CURLOPT_WRITEFUNCTION: the answer's body, up to MAX_UPSTREAM_BODY; or an event stream. */
 static size_t on_body(char *data, size_t size, size_t n, void *userp)
 {
 	struct greq *g = userp;
 	size_t len = size * n;
 
+	if (g->sse)
+		return on_stream_body(g, data, len);
 	if (g->resp.len + len > MAX_UPSTREAM_BODY || buf_append(&g->resp, data, len)) {
 		g->too_big = true;
 		return 0;
@@ -414,6 +452,250 @@ static int build_body(struct greq *g, const struct gw_target *t)
 	return 0;
 }
 
+/* ---- streaming: the commit point, relaying, the end of a stream ---- */
+
+/* Writes the relay's re-framed events to the client. */
+static void stream_write(struct greq *g)
+{
+	struct relay *r = &g->relay;
+
+	if (g->ex && r->out.len && http_stream_write(g->ex, r->out.data, r->out.len)) {
+		g->ex = NULL;	/* the exchange has ended: the client is gone */
+		g->client_gone = true;
+	}
+	buf_reset(&r->out);
+}
+
+/* After the commit: no event for stall_timeout_ms, unless the gateway paused the upstream. */
+static void on_stall(uv_timer_t *t)
+{
+	struct greq *g = t->data;
+	double stall = g->gw->cfg->stall_timeout_ms;
+	double left = g->last_event_ms + stall - gw_now_ms();
+
+	if (g->paused || left >= 1) {
+		uv_timer_start(&g->timer, on_stall, (uint64_t)ceil(g->paused ? stall : left), 0);
+		return;
+	}
+	curl_uv_remove(&g->gw->cu, g->easy);
+	g->stalled = true;
+	stream_over(g, CURLE_OK);
+}
+
+/*
+ * The first content: the client gets its headers and the events held back
+ * until now; the attempt's timer becomes the stall timer.
+ */
+static void stream_commit(struct greq *g)
+{
+	const struct http_request *req = http_exchange_request(g->ex);
+	struct gateway *gw = g->gw;
+	struct http_kv h[8];
+	char attempts[16];
+	size_t n = 0;
+
+	snprintf(attempts, sizeof(attempts), "%u", g->budget.attempts);
+	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
+	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
+	h[n++] = (struct http_kv){ "x-request-id", g->id };
+	h[n++] = (struct http_kv){ "x-faultline-attempts", attempts };
+	h[n++] = (struct http_kv){ "x-faultline-hedged", "0" };
+	h[n++] = (struct http_kv){ "x-faultline-provider", g->cur->prov->name };
+	if (req->http_major > 1 || (req->http_major == 1 && req->http_minor >= 1))
+		h[n++] = (struct http_kv){ "Trailer", "x-faultline-cost-usd" };
+	g->committed = true;
+	g->commit_ms = g->last_event_ms = gw_now_ms();
+	gw->streams_in_flight++;
+	latency_hist_add(&gw->pstats[g->cur->provider].ttft, g->commit_ms - g->start_ms);
+	log_debug("request %s: stream committed to %s/%s after %.1f ms", g->id, g->cur->prov->name,
+		  g->cur->model, g->commit_ms - g->start_ms);
+	uv_timer_start(&g->timer, on_stall, (uint64_t)ceil(gw->cfg->stall_timeout_ms), 0);
+	if (http_stream_begin(g->ex, 200, h, n)) {
+		g->ex = NULL;
+		g->client_gone = true;
+	}
+	stream_write(g);
+}
+
+/* The relay saw the end, and curl did not end the transfer at once: take it back. */
+static void on_settle(uv_timer_t *t)
+{
+	struct greq *g = t->data;
+
+	curl_uv_remove(&g->gw->cu, g->easy);
+	stream_over(g, CURLE_OK);
+}
+
+/*
+ * CURLOPT_WRITEFUNCTION of a 2xx event stream. Before the commit, events
+ * are held back until one has content; a break ends the transfer for
+ * attempt_end to fail over. After it, events go to the client as they
+ * come. The client's stream is never ended from here (ending an exchange
+ * may start the connection's next request, and no transfer may be added
+ * from inside a libcurl callback): [DONE] or a break sets settle, and
+ * attempt_end — or on_settle, should the transfer linger — ends it.
+ */
+static size_t on_stream_body(struct greq *g, char *data, size_t len)
+{
+	struct relay *r = &g->relay;
+	uint64_t events = r->events;
+
+	if (g->settle)
+		return len;	/* past [DONE]: not read */
+	if (g->committed && g->ex && http_exchange_queued(g->ex) > STREAM_QUEUE_HIGH) {
+		g->paused = true;	/* on_client_drain resumes it */
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	if (relay_feed(r, data, len)) {
+		g->too_big = true;	/* out of memory: the answer cannot be relayed */
+		return 0;
+	}
+	if (r->events != events)
+		g->last_event_ms = gw_now_ms();
+	if (!g->committed) {
+		if (r->brk != RELAY_OK)
+			return 0;
+		if (!r->content)
+			return len;
+		stream_commit(g);
+	} else {
+		stream_write(g);
+	}
+	if (g->client_gone)
+		return 0;
+	if (relay_over(r)) {
+		g->settle = true;
+		uv_timer_start(&g->timer, on_settle, 0, 0);
+		return r->done ? len : 0;
+	}
+	return len;
+}
+
+/* The client took everything queued: a paused upstream goes on. */
+static void on_client_drain(struct http_exchange *ex, void *data)
+{
+	struct greq *g = data;
+
+	(void)ex;
+	if (!g->paused || g->state != GREQ_ATTEMPT || g->ended)
+		return;
+	g->paused = false;
+	g->last_event_ms = gw_now_ms();
+	curl_easy_pause(g->easy, CURLPAUSE_CONT);
+}
+
+/* The tokens of a stream: its usage, else its content chunks and the prompt's estimate. */
+static void stream_tokens(struct greq *g)
+{
+	const struct relay *r = &g->relay;
+
+	if (r->has_usage) {
+		g->tokens_in = r->tokens_in;
+		g->tokens_out = r->tokens_out;
+	} else {
+		g->tokens_in = g->est_tokens_in;
+		g->tokens_out = (int64_t)r->content_chunks;
+	}
+}
+
+/*
+ * Ends the client's committed stream: after [DONE] (f is ATTEMPT_FAIL_NONE)
+ * with the cost trailer, else with an error event saying why. The
+ * target's breaker and counters take the attempt's result.
+ */
+static void stream_end(struct greq *g, enum attempt_failure f)
+{
+	struct gateway *gw = g->gw;
+	struct provider_stats *ps = &gw->pstats[g->cur->provider];
+	struct http_exchange *ex = g->ex;
+	double now = gw_now_ms();
+	struct buf ev = { 0 };
+	struct buf msg = { 0 };
+	char cost[32];
+
+	g->ended = true;
+	g->ex = NULL;
+	gw->streams_in_flight--;
+	stream_tokens(g);
+	provider_stats_attempt(ps, f == ATTEMPT_FAIL_NONE ? GW_OUT_SUCCESS
+							  : metrics_failure_outcome(f),
+			       now - g->start_ms);
+	record(g, f == ATTEMPT_FAIL_NONE, g->commit_ms - g->start_ms);
+	if (f == ATTEMPT_FAIL_NONE) {
+		const struct http_kv tr = { "x-faultline-cost-usd", cost };
+
+		cost_text(g, g->cur, cost, sizeof(cost));
+		log_debug("request %s: stream from %s/%s complete", g->id, g->cur->prov->name,
+			  g->cur->model);
+		if (ex)
+			http_stream_end_trailers(ex, &tr, 1);
+		return;
+	}
+	provider_stats_stream_break(ps, f);
+	if (f == ATTEMPT_FAIL_STALL)
+		buf_printf(&msg, "The upstream stream from %s went silent for %.0f ms.",
+			   g->cur->prov->name, gw->cfg->stall_timeout_ms);
+	else if (f == ATTEMPT_FAIL_ERROR_EVENT)
+		buf_printf(&msg, "The upstream stream from %s sent an error: %s", g->cur->prov->name,
+			   g->relay.message[0] ? g->relay.message : "(no message)");
+	else if (f == ATTEMPT_FAIL_TRUNCATED)
+		buf_printf(&msg, "The upstream stream from %s ended without [DONE].",
+			   g->cur->prov->name);
+	else if (f == ATTEMPT_FAIL_INVALID_BODY)
+		buf_printf(&msg, "The upstream stream from %s sent an event that is not JSON.",
+			   g->cur->prov->name);
+	else
+		buf_printf(&msg, "The upstream stream from %s broke off (%s).", g->cur->prov->name,
+			   g->errbuf[0] ? g->errbuf : attempt_failure_name(f));
+	log_debug("request %s: %s", g->id, msg.data ? msg.data : "");
+	if (relay_error_event(&ev, attempt_stream_code(f), msg.data ? msg.data : "") == 0 && ex &&
+	    http_stream_write(ex, ev.data, ev.len) == 0)
+		http_stream_end(ex);
+	else if (ex)
+		http_exchange_close(ex, true);
+	buf_free(&ev);
+	buf_free(&msg);
+}
+
+/*
+ * A committed stream's transfer is over: curl ended it, or the gateway
+ * took it back (a stall, on_settle). Ends the client's stream if that is
+ * still to do, then the request.
+ */
+static void stream_over(struct greq *g, CURLcode code)
+{
+	const struct relay *r = &g->relay;
+	struct stream_facts s = {
+		.sse = true,
+		.committed = true,
+		.done = r->done,
+		.error_event = r->brk == RELAY_ERROR_EVENT,
+		.invalid = r->brk == RELAY_INVALID || g->too_big,
+		.stalled = g->stalled,
+	};
+	struct upstream_facts f = { .curl_code = (int)code };
+	struct attempt_class c;
+
+	uv_timer_stop(&g->timer);
+	if (g->ended) {
+		finish(g, 200);
+		return;
+	}
+	if (g->client_gone) {
+		/* A write to the client failed: it left, as in proxy_cancel. */
+		g->ended = true;
+		g->gw->streams_in_flight--;
+		provider_stats_attempt(&g->gw->pstats[g->cur->provider], GW_OUT_CANCELLED,
+				       gw_now_ms() - g->start_ms);
+		release_probe(g);
+		finish(g, 499);
+		return;
+	}
+	c = attempt_classify_stream(&f, &s);
+	stream_end(g, c.failure);
+	finish(g, 200);
+}
+
 static void on_watchdog(uv_timer_t *t)
 {
 	struct greq *g = t->data;
@@ -428,7 +710,9 @@ static void attempt_start(struct greq *g, struct gw_target *t)
 	struct gateway *gw = g->gw;
 	const struct gw_provider *p = t->prov;
 	double now = gw_now_ms();
-	double timeout = attempt_timeout_ms(&g->budget, p->timeout_ms, now);
+	/* A stream's cap holds until its first content: the commit point. */
+	double cap = g->stream ? fmin(p->timeout_ms, gw->cfg->first_token_timeout_ms) : p->timeout_ms;
+	double timeout = attempt_timeout_ms(&g->budget, cap, now);
 	struct curl_slist *head = gw->base_headers;
 	CURL *e;
 
@@ -441,8 +725,13 @@ static void attempt_start(struct greq *g, struct gw_target *t)
 	e = g->easy;
 	g->budget.attempts++;
 	g->start_ms = now;
-	g->capped = timeout < CAPPED_SHARE * p->timeout_ms;
+	g->capped = timeout < CAPPED_SHARE * cap;
 	g->cut = false;
+	g->sse = false;
+	g->paused = false;
+	g->settle = false;
+	g->stalled = false;
+	relay_reset(&g->relay);
 	g->too_big = false;
 	g->status = 0;
 	g->retry_after_ms = -1;
@@ -583,18 +872,27 @@ static void attempt_end(struct greq *g, CURLcode code)
 	double now = gw_now_ms();
 	double ms = now - g->start_ms;
 	struct upstream_facts f = { .curl_code = code, .cut = g->cut };
+	struct stream_facts sf = {
+		.sse = g->sse,
+		.error_event = g->relay.brk == RELAY_ERROR_EVENT,
+		.invalid = g->relay.brk == RELAY_INVALID,
+	};
 	curl_off_t connect_us = 0;
 	struct attempt_class c;
 	enum gw_outcome out;
 	const char *ctype;
 
+	if (g->committed) {
+		stream_over(g, code);
+		return;
+	}
 	curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &f.status);
 	curl_easy_getinfo(g->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	f.connected = connect_us > 0;
-	if (f.curl_code == CURLE_OK && f.status >= 200 && f.status <= 299)
+	if (!g->stream && f.curl_code == CURLE_OK && f.status >= 200 && f.status <= 299)
 		f.body_valid = check_completion(g);
 	g->status = f.status;
-	c = attempt_classify(&f);
+	c = g->stream ? attempt_classify_stream(&f, &sf) : attempt_classify(&f);
 	if (g->too_big && !g->cut)	/* an answer too large to relay, whatever its status */
 		c = (struct attempt_class){ ATTEMPT_FAILOVER, ATTEMPT_FAIL_INVALID_BODY };
 	out = c.verdict == ATTEMPT_SUCCESS ? GW_OUT_SUCCESS
@@ -678,6 +976,22 @@ static void on_client_abort(struct http_exchange *ex, void *data, enum http_abor
 	proxy_cancel(g);
 }
 
+/*
+ * A committed stream the gateway itself cuts (it is stopping): the client
+ * is told so, and its chunked answer ended, before the connection closes.
+ */
+static void stream_cut(struct http_exchange *ex)
+{
+	const struct http_request *req = http_exchange_request(ex);
+	bool chunked = req->http_major > 1 || (req->http_major == 1 && req->http_minor >= 1);
+	struct buf ev = { 0 };
+
+	if (relay_error_event(&ev, "gateway_stopping", "The gateway is stopping.") == 0 &&
+	    http_stream_write(ex, ev.data, ev.len) == 0 && chunked)
+		http_write_raw(ex, "0\r\n\r\n", 5);	/* the last chunk, then the close */
+	buf_free(&ev);
+}
+
 void proxy_cancel(struct greq *g)
 {
 	struct gateway *gw = g->gw;
@@ -688,15 +1002,21 @@ void proxy_cancel(struct greq *g)
 	uv_timer_stop(&g->timer);
 	if (g->state == GREQ_ATTEMPT) {
 		curl_uv_remove(&gw->cu, g->easy);
-		provider_stats_attempt(&gw->pstats[g->cur->provider], GW_OUT_CANCELLED,
-				       gw_now_ms() - g->start_ms);
+		if (!g->ended)
+			provider_stats_attempt(&gw->pstats[g->cur->provider], GW_OUT_CANCELLED,
+					       gw_now_ms() - g->start_ms);
 	}
 	release_probe(g);
 	log_debug("request %s: cancelled", g->id);
 	g->ex = NULL;
+	if (g->committed && !g->ended) {
+		gw->streams_in_flight--;
+		if (ex)
+			stream_cut(ex);
+	}
 	if (ex)
 		http_exchange_close(ex, false);
-	finish(g, 499);
+	finish(g, g->ended ? 200 : 499);
 }
 
 /* A printable value of 1–MAX_ID_LEN characters. */
@@ -725,8 +1045,8 @@ static void copy_cut(char *out, size_t len, const char *s, size_t max)
 }
 
 /*
- * Checks the body (one JSON object with a model string and a non-empty
- * messages array; not a stream); on a bad one answers 400 and returns
+ * Checks the body (one JSON object with a model string, a non-empty
+ * messages array, and stream a boolean if given); on a bad one answers 400 and returns
  * NULL, else returns the parsed body.
  */
 static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
@@ -747,16 +1067,41 @@ static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
 	} else if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
 		msg = "You must provide a non-empty messages array.";
 		param = "messages";
-	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"))) {
-		msg = "Streaming is not supported by this gateway yet.";
+	} else if (cJSON_GetObjectItemCaseSensitive(root, "stream") &&
+		   !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(root, "stream"))) {
+		msg = "The stream parameter must be a boolean.";
 		param = "stream";
-		code = "unsupported_parameter";
+		code = "invalid_type";
 	}
 	if (!msg)
 		return root;
 	refuse(gw, ex, NULL, id, 400, msg, param, code);
 	cJSON_Delete(root);
 	return NULL;
+}
+
+/* The prompt's tokens estimated as its messages' text in bytes / 4, rounded up. */
+static int64_t estimate_prompt_tokens(const cJSON *root)
+{
+	const cJSON *msg;
+	const cJSON *part;
+	size_t bytes = 0;
+
+	cJSON_ArrayForEach(msg, cJSON_GetObjectItemCaseSensitive(root, "messages")) {
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+
+		if (cJSON_IsString(content))
+			bytes += strlen(content->valuestring);
+		if (!cJSON_IsArray(content))
+			continue;
+		cJSON_ArrayForEach(part, content) {
+			const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+
+			if (cJSON_IsString(text))
+				bytes += strlen(text->valuestring);
+		}
+	}
+	return (int64_t)((bytes + 3) / 4);
 }
 
 void proxy_chat(struct gateway *gw, struct http_exchange *ex)
@@ -815,6 +1160,10 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	g->gw = gw;
 	g->ex = ex;
 	g->route = route;
+	g->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root ? root : g->root, "stream"));
+	if (g->stream)
+		g->est_tokens_in = estimate_prompt_tokens(root ? root : g->root);
+	relay_init(&g->relay);
 	g->body = req->body;
 	g->body_len = req->body_len;
 	snprintf(g->id, sizeof(g->id), "%s", id);
@@ -834,7 +1183,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		gw->reqs->prev = g;
 	gw->reqs = g;
 	gw->in_flight++;
-	http_exchange_set_data(ex, g, on_client_abort, NULL);
+	http_exchange_set_data(ex, g, on_client_abort, g->stream ? on_client_drain : NULL);
 	next_target(g);
 out_free_root:
 	cJSON_Delete(root);

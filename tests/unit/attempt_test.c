@@ -102,6 +102,80 @@ Test(attempt, classify_every_row, .timeout = 10)
 	}
 }
 
+struct stream_row {
+	struct upstream_facts facts;
+	struct stream_facts stream;
+	enum attempt_verdict verdict;
+	enum attempt_failure failure;
+};
+
+#define SSE_OK { .curl_code = CURLE_OK, .connected = true, .status = 200 }
+#define ABORTED { .curl_code = CURLE_WRITE_ERROR, .connected = true, .status = 200 }
+
+static const struct stream_row stream_rows[] = {
+	/* before the commit */
+	{ { .cut = true, .connected = true, .status = 200 }, { .sse = true },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT },
+	{ { .cut = true, .curl_code = CURLE_ABORTED_BY_CALLBACK }, { 0 },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT },
+	{ ABORTED, { .sse = true, .error_event = true }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_ERROR_EVENT },
+	{ ABORTED, { .sse = true, .invalid = true }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_INVALID_BODY },
+	{ SSE_OK, { .sse = true }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_TRUNCATED },
+	{ { .curl_code = CURLE_RECV_ERROR, .connected = true, .status = 200 }, { .sse = true },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_RESET },
+	{ { .curl_code = CURLE_PARTIAL_FILE, .connected = true, .status = 200 }, { .sse = true },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_RESET },
+	/* not an event stream: as a plain answer, a 2xx being no use */
+	{ { .curl_code = CURLE_OK, .connected = true, .status = 200, .body_valid = true }, { 0 },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_INVALID_BODY },
+	{ { .curl_code = CURLE_OK, .connected = true, .status = 503 }, { 0 },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_HTTP_5XX },
+	{ { .curl_code = CURLE_OK, .connected = true, .status = 400 }, { 0 },
+	  ATTEMPT_PASS_THROUGH, ATTEMPT_FAIL_NONE },
+	{ { .curl_code = CURLE_OK, .connected = true, .status = 429 }, { 0 },
+	  ATTEMPT_FAILOVER, ATTEMPT_FAIL_HTTP_429 },
+	{ { .curl_code = CURLE_COULDNT_CONNECT }, { 0 }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_REFUSED },
+	/* after the commit */
+	{ SSE_OK, { .sse = true, .committed = true, .done = true }, ATTEMPT_SUCCESS,
+	  ATTEMPT_FAIL_NONE },
+	{ { .curl_code = CURLE_RECV_ERROR, .connected = true, .status = 200 },
+	  { .sse = true, .committed = true, .done = true }, ATTEMPT_SUCCESS, ATTEMPT_FAIL_NONE },
+	{ SSE_OK, { .sse = true, .committed = true, .stalled = true }, ATTEMPT_FAILOVER,
+	  ATTEMPT_FAIL_STALL },
+	{ ABORTED, { .sse = true, .committed = true, .error_event = true }, ATTEMPT_FAILOVER,
+	  ATTEMPT_FAIL_ERROR_EVENT },
+	{ ABORTED, { .sse = true, .committed = true, .invalid = true }, ATTEMPT_FAILOVER,
+	  ATTEMPT_FAIL_INVALID_BODY },
+	{ SSE_OK, { .sse = true, .committed = true }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_TRUNCATED },
+	{ { .curl_code = CURLE_RECV_ERROR, .connected = true, .status = 200 },
+	  { .sse = true, .committed = true }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_RESET },
+	{ { .curl_code = CURLE_SSL_CONNECT_ERROR, .connected = true, .status = 200 },
+	  { .sse = true, .committed = true }, ATTEMPT_FAILOVER, ATTEMPT_FAIL_RESET },
+};
+
+Test(attempt, classify_stream_every_row, .timeout = 10)
+{
+	for (size_t i = 0; i < NA(stream_rows); i++) {
+		const struct stream_row *row = &stream_rows[i];
+		struct attempt_class c = attempt_classify_stream(&row->facts, &row->stream);
+
+		cr_assert_eq(c.verdict, row->verdict, "row %zu: verdict %s, want %s", i,
+			     attempt_verdict_name(c.verdict), attempt_verdict_name(row->verdict));
+		cr_assert_eq(c.failure, row->failure, "row %zu: failure %s, want %s", i,
+			     attempt_failure_name(c.failure), attempt_failure_name(row->failure));
+	}
+}
+
+Test(attempt, stream_codes, .timeout = 10)
+{
+	cr_assert_str_eq(attempt_stream_code(ATTEMPT_FAIL_STALL), "stream_stalled");
+	cr_assert_str_eq(attempt_stream_code(ATTEMPT_FAIL_TRUNCATED), "stream_truncated");
+	cr_assert_str_eq(attempt_stream_code(ATTEMPT_FAIL_ERROR_EVENT), "stream_error_event");
+	cr_assert_str_eq(attempt_stream_code(ATTEMPT_FAIL_INVALID_BODY), "stream_invalid");
+	cr_assert_str_eq(attempt_stream_code(ATTEMPT_FAIL_RESET), "stream_reset");
+	cr_assert_str_eq(attempt_stream_code(ATTEMPT_FAIL_TRANSPORT), "stream_reset");
+}
+
 Test(attempt, counts_as_failure, .timeout = 10)
 {
 	static const struct {
@@ -129,7 +203,7 @@ Test(attempt, counts_as_failure, .timeout = 10)
 
 Test(attempt, unavailable_is_refused_only, .timeout = 10)
 {
-	for (int f = ATTEMPT_FAIL_NONE; f <= ATTEMPT_FAIL_TRANSPORT; f++)
+	for (int f = ATTEMPT_FAIL_NONE; f < ATTEMPT_NFAILURES; f++)
 		cr_assert_eq(attempt_failure_is_unavailable((enum attempt_failure)f),
 			     f == ATTEMPT_FAIL_REFUSED, "%s",
 			     attempt_failure_name((enum attempt_failure)f));
@@ -152,6 +226,11 @@ Test(attempt, names, .timeout = 10)
 		{ ATTEMPT_FAIL_INVALID_BODY, "invalid_body" },
 		{ ATTEMPT_FAIL_BAD_STATUS, "bad_status" },
 		{ ATTEMPT_FAIL_TRANSPORT, "transport" },
+		{ ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT, "first_token_timeout" },
+		{ ATTEMPT_FAIL_ERROR_EVENT, "error_event" },
+		{ ATTEMPT_FAIL_TRUNCATED, "truncated" },
+		{ ATTEMPT_FAIL_STALL, "stall" },
+		{ ATTEMPT_NFAILURES, "unknown" },
 		{ (enum attempt_failure)99, "unknown" },
 	};
 

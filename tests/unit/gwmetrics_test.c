@@ -40,9 +40,34 @@ Test(gwmetrics, outcome_names, .timeout = 10)
 			 "refused");
 	cr_assert_str_eq(metrics_outcome_name(metrics_failure_outcome(ATTEMPT_FAIL_TRANSPORT)),
 			 "transport");
-	cr_assert_eq(metrics_failure_outcome(ATTEMPT_FAIL_TRANSPORT), GW_NOUTCOMES - 1,
+	cr_assert_str_eq(metrics_outcome_name(metrics_failure_outcome(ATTEMPT_FAIL_STALL)),
+			 "stall");
+	cr_assert_eq(metrics_failure_outcome(ATTEMPT_NFAILURES - 1), GW_NOUTCOMES - 1,
 		     "the last failure is the last outcome");
 	cr_assert_eq(metrics_failure_outcome(ATTEMPT_FAIL_NONE), GW_OUT_SUCCESS);
+}
+
+Test(gwmetrics, stream_breaks_by_kind, .timeout = 10)
+{
+	struct provider_stats s = { 0 };
+
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_STALL);
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_STALL);
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_TRUNCATED);
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_ERROR_EVENT);
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_INVALID_BODY);
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_RESET);
+	provider_stats_stream_break(&s, ATTEMPT_FAIL_TRANSPORT);
+	cr_assert_eq(s.stalls, 2);
+	cr_assert_eq(s.truncations[TRUNC_TRUNCATED], 1);
+	cr_assert_eq(s.truncations[TRUNC_ERROR_EVENT], 1);
+	cr_assert_eq(s.truncations[TRUNC_INVALID], 1);
+	cr_assert_eq(s.truncations[TRUNC_RESET], 2, "any transfer error is a reset");
+	cr_assert_str_eq(metrics_trunc_name(TRUNC_TRUNCATED), "truncated");
+	cr_assert_str_eq(metrics_trunc_name(TRUNC_ERROR_EVENT), "error_event");
+	cr_assert_str_eq(metrics_trunc_name(TRUNC_RESET), "reset");
+	cr_assert_str_eq(metrics_trunc_name(TRUNC_INVALID), "invalid_body");
+	cr_assert_str_eq(metrics_trunc_name(TRUNC_KINDS), "unknown");
 }
 
 Test(gwmetrics, latency_buckets_by_le, .timeout = 10)
@@ -53,12 +78,12 @@ Test(gwmetrics, latency_buckets_by_le, .timeout = 10)
 	provider_stats_attempt(&s, GW_OUT_SUCCESS, 5.001);	/* just over: the next */
 	provider_stats_attempt(&s, metrics_failure_outcome(ATTEMPT_FAIL_TIMEOUT), 1000);
 	provider_stats_attempt(&s, GW_OUT_CANCELLED, 60000);	/* past 30 s: +Inf */
-	cr_assert_eq(s.latency[0], 1);
-	cr_assert_eq(s.latency[1], 1);
-	cr_assert_eq(s.latency[7], 1, "1 s is le=\"1\"");
-	cr_assert_eq(s.latency[LATENCY_BUCKETS], 1);
-	cr_assert_eq(s.latency_count, 4);
-	cr_assert_float_eq(s.latency_sum_s, 0.005 + 0.005001 + 1 + 60, 1e-9);
+	cr_assert_eq(s.latency.n[0], 1);
+	cr_assert_eq(s.latency.n[1], 1);
+	cr_assert_eq(s.latency.n[7], 1, "1 s is le=\"1\"");
+	cr_assert_eq(s.latency.n[LATENCY_BUCKETS], 1);
+	cr_assert_eq(s.latency.count, 4);
+	cr_assert_float_eq(s.latency.sum_s, 0.005 + 0.005001 + 1 + 60, 1e-9);
 	cr_assert_eq(s.outcomes[GW_OUT_SUCCESS], 2);
 	cr_assert_eq(s.outcomes[GW_OUT_CANCELLED], 1);
 	cr_assert_eq(s.outcomes[metrics_failure_outcome(ATTEMPT_FAIL_TIMEOUT)], 1);

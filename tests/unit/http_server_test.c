@@ -591,6 +591,14 @@ static void on_stream(struct http_exchange *ex, void *data)
 		record_rc(http_stream_end(ex));
 		return;
 	}
+	if (strcmp(req->path, "/trailer") == 0) {
+		static const struct http_kv tr[] = { { "x-cost", "0.5" }, { "x-n", "2" } };
+
+		record_rc(http_stream_begin(ex, 200, h, 1));
+		record_rc(http_stream_write(ex, "hello", 5));
+		record_rc(http_stream_end_trailers(ex, tr, 2));
+		return;
+	}
 	s = must(calloc(1, sizeof(*s)));
 	s->ex = ex;
 	uv_timer_init(&fx.loop, &s->timer);
@@ -1735,6 +1743,54 @@ Test(http_server, stream_bytes_on_the_wire, .timeout = 10)
 
 	fx_lock();
 	cr_assert_eq(fx.nrcs, 15);	/* five calls for each of three answers */
+	for (i = 0; i < fx.nrcs; i++)
+		cr_assert_eq(fx.rcs[i], 0, "call %u returned %d", i, fx.rcs[i]);
+	fx_unlock();
+	buf_free(&out);
+	fx_stop();
+}
+
+Test(http_server, stream_trailers_follow_the_last_chunk, .timeout = 10)
+{
+	static const char chunked[] =
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n"
+		"5\r\nhello\r\n0\r\nx-cost: 0.5\r\nx-n: 2\r\n\r\n";
+	static const char delimited[] =
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+		"Connection: close\r\n\r\nhello";
+	static const char get11[] = "GET /trailer HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct http_server_config cfg;
+	struct buf out = { 0 };
+	unsigned i;
+	int fd;
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_stream);
+
+	/* HTTP/1.1: the trailer fields, and the connection kept for another. */
+	fd = tcp_connect();
+	send_str(fd, get11);
+	cr_assert_eq(recv_len(fd, &out, sizeof(chunked) - 1, WAIT_MS), 0, "%s", out.data);
+	cr_assert_str_eq(out.data, chunked);
+	buf_reset(&out);
+	send_str(fd, get11);
+	cr_assert_eq(recv_len(fd, &out, sizeof(chunked) - 1, WAIT_MS), 0, "%s", out.data);
+	cr_assert_str_eq(out.data, chunked);
+	close(fd);
+	buf_reset(&out);
+
+	/* HTTP/1.0: nowhere to put them; the close ends the body. */
+	fd = tcp_connect();
+	send_str(fd, "GET /trailer HTTP/1.0\r\n\r\n");
+	rc = recv_to_end(fd, &out, WAIT_MS);
+	cr_assert_eq(rc, 0, "not closed: %s", strerror(-rc));
+	cr_assert_str_eq(out.data, delimited);
+	close(fd);
+
+	fx_lock();
+	cr_assert_eq(fx.nrcs, 9);
 	for (i = 0; i < fx.nrcs; i++)
 		cr_assert_eq(fx.rcs[i], 0, "call %u returned %d", i, fx.rcs[i]);
 	fx_unlock();

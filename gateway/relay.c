@@ -1,0 +1,187 @@
+/*
+ * relay: parsing and re-framing an upstream event stream.
+ */
+#include "relay.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <string.h>
+
+#include "json.h"
+
+/* Token counts past this are taken as garbage (0). */
+#define MAX_TOKENS 1e15
+
+static int64_t tokens(const cJSON *usage, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(usage, key);
+
+	if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
+		return (int64_t)v->valuedouble;
+	return 0;
+}
+
+static bool non_empty_string(const cJSON *v)
+{
+	return cJSON_IsString(v) && v->valuestring[0];
+}
+
+/* Notes what one chunk carries: content, a finish, usage. */
+static void take_chunk(struct relay *r, const cJSON *root)
+{
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
+	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	const cJSON *choice;
+	bool counted = false;
+
+	if (cJSON_IsObject(usage)) {
+		r->has_usage = true;
+		r->tokens_in = tokens(usage, "prompt_tokens");
+		r->tokens_out = tokens(usage, "completion_tokens");
+		r->content = true;
+	}
+	cJSON_ArrayForEach(choice, choices) {
+		const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
+		const cJSON *fin = cJSON_GetObjectItemCaseSensitive(choice, "finish_reason");
+		const cJSON *tools = cJSON_GetObjectItemCaseSensitive(delta, "tool_calls");
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(delta, "function_call");
+		const cJSON *refusal = cJSON_GetObjectItemCaseSensitive(delta, "refusal");
+
+		if (non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "content")) ||
+		    (cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0) ||
+		    cJSON_IsObject(fn) || non_empty_string(refusal)) {
+			r->content = true;
+			if (!counted)
+				r->content_chunks++;
+			counted = true;
+		}
+		if (non_empty_string(fin))
+			r->content = true;
+	}
+}
+
+/* The error event's message, cut to fit. */
+static void take_error(struct relay *r, const cJSON *root)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(err) ? err : root,
+							    "message");
+
+	const char *s = cJSON_IsString(msg) ? msg->valuestring
+		      : cJSON_IsString(err) ? err->valuestring : "";
+	size_t n = strlen(s);
+
+	if (n >= sizeof(r->message)) {
+		n = sizeof(r->message) - 1;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;	/* not in the middle of a UTF-8 sequence */
+	}
+	memcpy(r->message, s, n);
+	r->message[n] = '\0';
+}
+
+/* Appends the event as the client gets it. */
+static int reframe(struct relay *r, const struct sse_event *ev)
+{
+	const char *p = ev->data;
+	const char *end = ev->data + ev->data_len;
+	const char *nl;
+	int rc = 0;
+
+	if (ev->event[0] && strcmp(ev->event, "message") != 0) {
+		rc |= buf_puts(&r->out, "event: ");
+		rc |= buf_puts(&r->out, ev->event);
+		rc |= buf_puts(&r->out, "\n");
+	}
+	for (;;) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		rc |= buf_puts(&r->out, "data: ");
+		rc |= buf_append(&r->out, p, (size_t)((nl ? nl : end) - p));
+		rc |= buf_puts(&r->out, "\n");
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return rc | buf_puts(&r->out, "\n");
+}
+
+static int on_event(void *ctx, const struct sse_event *ev)
+{
+	struct relay *r = ctx;
+	cJSON *root;
+
+	r->events++;
+	if (strcmp(ev->data, "[DONE]") == 0) {
+		r->done = true;
+		r->content = true;
+		return reframe(r, ev) ? -ENOMEM : 1;
+	}
+	root = cJSON_ParseWithLength(ev->data, ev->data_len);
+	if (!root) {
+		r->brk = RELAY_INVALID;
+		return 1;
+	}
+	if (strcmp(ev->event, "error") == 0 || cJSON_GetObjectItemCaseSensitive(root, "error")) {
+		r->brk = RELAY_ERROR_EVENT;
+		take_error(r, root);
+		cJSON_Delete(root);
+		return 1;
+	}
+	take_chunk(r, root);
+	cJSON_Delete(root);
+	return reframe(r, ev) ? -ENOMEM : 0;
+}
+
+void relay_init(struct relay *r)
+{
+	memset(r, 0, sizeof(*r));
+	sse_init(&r->parser, on_event, r);
+}
+
+void relay_reset(struct relay *r)
+{
+	sse_reset(&r->parser);
+	buf_reset(&r->out);
+	r->content = false;
+	r->done = false;
+	r->brk = RELAY_OK;
+	r->message[0] = '\0';
+	r->has_usage = false;
+	r->tokens_in = r->tokens_out = 0;
+	r->content_chunks = 0;
+	r->events = 0;
+}
+
+void relay_free(struct relay *r)
+{
+	sse_free_parser(&r->parser);
+	buf_free(&r->out);
+}
+
+bool relay_over(const struct relay *r)
+{
+	return r->done || r->brk != RELAY_OK;
+}
+
+int relay_feed(struct relay *r, const char *data, size_t len)
+{
+	int rc;
+
+	if (relay_over(r))
+		return 0;
+	rc = sse_feed(&r->parser, data, len);
+	if (rc == -E2BIG) {
+		r->brk = RELAY_INVALID;
+		return 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int relay_error_event(struct buf *b, const char *code, const char *message)
+{
+	int rc = buf_puts(b, "event: error\ndata: ");
+
+	rc |= json_openai_error(b, message, "server_error", NULL, code);
+	rc |= buf_puts(b, "\n\n");
+	return rc ? -ENOMEM : 0;
+}
