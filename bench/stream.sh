@@ -290,7 +290,8 @@ figure_row() {
 }
 
 # Figure $1 of target $2 in each round (printed with format $3, %.2f
-# by default), or with $2 = added the differences gateway - direct.
+# by default), or with $2 = added the differences gateway - direct, each
+# round's two runs one after the other, and their median.
 by_round() {
 	local r s=""
 	for r in $(seq "$ROUNDS"); do
@@ -300,6 +301,10 @@ by_round() {
 			s="$s $(calc "$(get "$tmp/run-$2.$r" "$1")" "${3:-%.2f}")"
 		fi
 	done
+	if [ "$2" = added ]; then
+		s="$s (median $(echo "$s" | tr ' ' '\n' | sed '/^$/d' | sort -g |
+			awk '{ v[NR] = $1 } END { printf "%+.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'))"
+	fi
 	echo "${s# }"
 }
 
