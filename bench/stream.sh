@@ -27,7 +27,7 @@
 #  - CPU (user + system, /proc): the gateway's per stream and per token,
 #    mockprov's, streamclient's and the rest of the machine's;
 #  - the gateway's RSS: after start, its peak (VmHWM) after every run,
-#    after the last; the connections it held (client / upstream, 1 s
+#    after the last; the connections it held (client / upstream, 0.5 s
 #    samples).
 # Targets: the added lateness p99 and the added gap p99 <= 2 ms; the
 # gateway's peak RSS <= 64 MB (64,000,000 bytes).
@@ -162,17 +162,17 @@ check_stream() {
 	grep -q '^data: \[DONE\]' "$out" || die "$url: the check stream has no [DONE]: $(head -c 300 "$out")"
 }
 
-# Samples, once a second until stopped, the most client and upstream
+# Samples, every 0.5 s until stopped, the most client and upstream
 # connections the gateway held; writes "CLIENTS UPSTREAM" to file $1.
 sample_connections() {
 	local out=$1 c u max_c=0 max_u=0
 	while :; do
+		sleep 0.5
 		c=$(established "$GW_PORT")
 		u=$(established "$MP_PORT" rem)
 		[ "$c" -gt "$max_c" ] && max_c=$c
 		[ "$u" -gt "$max_u" ] && max_u=$u
 		echo "$max_c $max_u" >"$out.tmp" && mv "$out.tmp" "$out"
-		sleep 1
 	done
 }
 
@@ -301,11 +301,17 @@ by_round() {
 			s="$s $(calc "$(get "$tmp/run-$2.$r" "$1")" "${3:-%.2f}")"
 		fi
 	done
-	if [ "$2" = added ]; then
-		s="$s (median $(echo "$s" | tr ' ' '\n' | sed '/^$/d' | sort -g |
-			awk '{ v[NR] = $1 } END { printf "%+.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'))"
-	fi
+	[ "$2" = added ] && s="$s (median $(paired_median "$1"))"
 	echo "${s# }"
+}
+
+# The median over the rounds of gateway - direct of figure $1.
+paired_median() {
+	local r
+	for r in $(seq "$ROUNDS"); do
+		calc "$(get "$tmp/run-gateway.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" '%.3f\n'
+	done | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%+.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # CPU of target $1 over its rounds: "PCT_GW PCT_MP PCT_CLIENT PCT_OTHERS
@@ -481,8 +487,8 @@ main() {
 		echo
 		echo "   gateway memory (MB = 10^6 bytes): RSS after start $(mb "$start_kb")," \
 			"after the last run $(mb "$end_kb");"
-		echo "   peak (VmHWM) after each run:$hwms"
-		echo "   connections seen (the most in 1 s samples): $conns_c client, $conns_u upstream;" \
+		echo "   peak (VmHWM) after each run ($([ "$WARMUP" != 0 ] && echo "warm-up, ")rounds 1...):$hwms"
+		echo "   connections seen (the most in 0.5 s samples): $conns_c client, $conns_u upstream;" \
 			"$GW_ERR_LINES lines on its stderr (--log-level warn)"
 		row "gateway peak RSS (MB)" "" "$(mb "$hwm_kb")" "" "<= $RSS_TARGET_MB" "$rss_verdict"
 	fi
@@ -508,7 +514,9 @@ main() {
 	if [ -n "$GW" ]; then
 		echo "   added inter-chunk p99 (gateway - direct): token lateness $lat_added ms" \
 			"(target <= $ADDED_TARGET_MS: $(verdict "$lat_added <= $ADDED_TARGET_MS")), gap" \
-			"$gap_added ms ($(verdict "$gap_added <= $ADDED_TARGET_MS"))"
+			"$gap_added ms ($(verdict "$gap_added <= $ADDED_TARGET_MS"));"
+		echo "   the rounds' paired differences, median: lateness $(paired_median lateness_p99_ms) ms," \
+			"gap $(paired_median gap_p99_ms) ms"
 		echo "   gateway peak RSS $(mb "$hwm_kb") MB (target <= $RSS_TARGET_MB: $rss_verdict);" \
 			"gateway CPU per stream $GW_MS_PER_STREAM ms"
 	fi
