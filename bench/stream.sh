@@ -348,7 +348,7 @@ mockprov_outcomes() {
 
 main() {
 	local r order who f hwm_kb start_kb end_kb failed=0 cd cg fd fg stamps hwms=""
-	local rss_verdict lat_added gap_added others="" conns_c conns_u label waits
+	local rss_verdict lat_added gap_added others="" conns_c conns_u label waits first
 	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
 	[ -x "$BIN/streamclient" ] || die "$BIN/streamclient is missing (make, or set FAULTLINE_BIN)"
 	[ "$ROUNDS" -ge 1 ] || die "ROUNDS must be at least 1"
@@ -501,11 +501,12 @@ main() {
 		[ -f "$f" ] || continue
 		if [ "$(get "$f" completed)" != "$STREAMS" ]; then
 			failed=1
+			first=$(get "$f" first_error)
 			echo "   $(basename "$f"): $(get "$f" completed) of $STREAMS ended with [DONE];" \
 				"failed $(get "$f" failed) (HTTP $(get "$f" http_errors), error event" \
 				"$(get "$f" error_events), malformed $(get "$f" malformed), no [DONE]" \
 				"$(get "$f" no_done), transport $(get "$f" transport_errors)), unfinished" \
-				"$(get "$f" unfinished); first: $(get "$f" first_error)"
+				"$(get "$f" unfinished)${first:+; first: $first}"
 		fi
 	done
 
