@@ -290,6 +290,10 @@ static void on_event(struct stream *s, const char *ev, size_t len, uint64_t arri
 	} else {
 		samples_add(&r->gaps, ms_between(s->last_arrive_ns, arrive_ns));
 		samples_add(&r->read_gaps, ms_between(s->last_read_ns, read_ns));
+		/* One read has one timestamp, its last segment's: a token that
+		 * waited unread for the next one is stamped with its time. */
+		if (read_ns == s->last_read_ns)
+			r->shared_stamps++;
 	}
 	if (r->token_ms > 0)
 		samples_add(&s->offsets, ms_between(s->start_ns, arrive_ns) -
@@ -533,6 +537,7 @@ static void report(const struct options *o, const struct run *r, double wall_s,
 		kv_dist("ttft", &r->ttft, false);
 		kv_dist("gap", &r->gaps, true);
 		kv_dist("read_gap", &r->read_gaps, true);
+		printf("shared_stamps %llu\n", (unsigned long long)r->shared_stamps);
 		if (r->token_ms > 0) {
 			printf("token_ms %.3f\n", r->token_ms);
 			kv_dist("lateness", &r->lateness, true);
@@ -558,8 +563,11 @@ static void report(const struct options *o, const struct run *r, double wall_s,
 	       r->ttft.n, percentile(&r->ttft, 50), percentile(&r->ttft, 99),
 	       percentile(&r->ttft, 100));
 	print_dist("inter-token (ms)", &r->gaps);
-	if (r->kernel_stamps)
+	if (r->kernel_stamps) {
 		print_dist("  by read time (ms)", &r->read_gaps);
+		printf("  tokens read with the one before (stamped as the later): %llu\n",
+		       (unsigned long long)r->shared_stamps);
+	}
 	if (r->token_ms > 0) {
 		print_dist("lateness (ms)", &r->lateness);
 		print_dist("|gap - token_ms| (ms)", &r->jitter);

@@ -68,6 +68,7 @@ struct run {
 	double token_ms;		/* the provider's token interval; 0: not given */
 	struct samples lateness;	/* with token_ms: each token's, ms (see --help) */
 	struct samples jitter;		/* with token_ms: |gap - token_ms|, ms */
+	uint64_t shared_stamps;		/* tokens that came in one read with the one before */
 	bool kernel_stamps;		/* arrival times are the kernel's */
 	struct event_log *events;	/* every token's times, or NULL */
 	int ncompleted;
