@@ -9,7 +9,7 @@
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
-#   make suite      the classic suite at SCALE (0.2), each result through chaos gate
+#   make suite      the classic suite and stream-stall at SCALE (0.2), each result through chaos gate
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make
@@ -112,9 +112,24 @@ bin/%: $(O)/rel/bin/%
 	@mkdir -p bin
 	cp $< $@.tmp && mv -f $@.tmp $@
 
-test: all $(O)/rel/test-unit $(O)/rel/test-integration
+# The official openai npm package, which the gateway_stream integration
+# suite runs as a real client (tests/node/openai_client.mjs): installed once
+# per build dir, the stamp naming the version. The tests find it through
+# FAULTLINE_NODE_PREFIX (ESM imports ignore NODE_PATH) and fail without it.
+OPENAI_NPM := openai@4.104.0
+NODE_PREFIX := $(abspath $(O)/node)
+NODE_STAMP := $(O)/node/.installed-$(OPENAI_NPM)
+
+$(NODE_STAMP):
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
+		{ echo "make: the integration tests need node and npm (Debian: nodejs npm)" >&2; exit 1; }
+	@mkdir -p $(O)/node
+	npm install --no-audit --no-fund --prefix $(O)/node $(OPENAI_NPM)
+	touch $@
+
+test: all $(O)/rel/test-unit $(O)/rel/test-integration $(NODE_STAMP)
 	$(O)/rel/test-unit $(CRITERION_FLAGS)
-	FAULTLINE_BIN=$(BIN_DIR) $(O)/rel/test-integration $(CRITERION_FLAGS)
+	FAULTLINE_BIN=$(BIN_DIR) FAULTLINE_NODE_PREFIX=$(NODE_PREFIX) $(O)/rel/test-integration $(CRITERION_FLAGS)
 
 asan-build: $(addprefix $(O)/asan/bin/,$(PROGRAMS)) $(O)/asan/test-unit $(O)/asan/test-integration
 
@@ -127,10 +142,11 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	FAULTLINE_WORKER_ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_path=$(abspath $(ASAN_LOGS))/asan \
 	UBSAN_OPTIONS=print_stacktrace=1
 
-asan: asan-build
+asan: asan-build $(NODE_STAMP)
 	rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS)
 	$(ASAN_ENV) $(O)/asan/test-unit $(CRITERION_FLAGS) || { cat $(ASAN_LOGS)/* 2>/dev/null; exit 1; }
-	$(ASAN_ENV) FAULTLINE_BIN=$(O)/asan/bin $(O)/asan/test-integration $(CRITERION_FLAGS) || \
+	$(ASAN_ENV) FAULTLINE_BIN=$(O)/asan/bin FAULTLINE_NODE_PREFIX=$(NODE_PREFIX) \
+		$(O)/asan/test-integration $(CRITERION_FLAGS) || \
 		{ cat $(ASAN_LOGS)/* 2>/dev/null; exit 1; }
 	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then \
 		cat $(ASAN_LOGS)/*; echo "make asan: sanitizer reports above" >&2; exit 1; fi

@@ -51,6 +51,9 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 /* A committed stream with more than this queued for its client pauses its upstream. */
 #define STREAM_QUEUE_HIGH (64u * 1024)
 
+/* Events held back before the commit past this: not a stream worth waiting on. */
+#define STREAM_HELD_MAX (1u << 20)
+
 enum greq_state {
 	GREQ_ROUTING,		/* choosing a target */
 	GREQ_ATTEMPT,		/* a transfer is with curl */
@@ -555,6 +558,10 @@ static size_t on_stream_body(struct greq *g, char *data, size_t len)
 	if (!g->committed) {
 		if (r->brk != RELAY_OK)
 			return 0;
+		if (!r->content && r->out.len > STREAM_HELD_MAX) {
+			g->too_big = true;	/* endless empty events: invalid_body */
+			return 0;
+		}
 		if (!r->content)
 			return len;
 		stream_commit(g);

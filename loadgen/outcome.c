@@ -44,7 +44,7 @@ static enum outcome from_curl(CURLcode code)
 	}
 }
 
-enum outcome outcome_classify(const struct attempt_facts *f)
+static enum outcome classify(const struct attempt_facts *f)
 {
 	if (f->cut == CUT_STALL)
 		return OUT_STALLED;
@@ -65,6 +65,16 @@ enum outcome outcome_classify(const struct attempt_facts *f)
 	if (f->error_event || !f->saw_done)
 		return OUT_TRUNCATED;
 	return OUT_OK;
+}
+
+enum outcome outcome_classify(const struct attempt_facts *f)
+{
+	enum outcome o = classify(f);
+
+	/* The server's own word for the cut: its upstream went silent. */
+	if (o == OUT_TRUNCATED && f->streaming && f->stall_event)
+		return OUT_STALLED;
+	return o;
 }
 
 bool outcome_retryable(enum outcome o, long status, bool content_seen)

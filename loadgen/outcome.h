@@ -39,6 +39,9 @@ struct attempt_facts {
 	bool sse;		/* streaming: the answer was text/event-stream */
 	bool saw_done;		/* streaming: "data: [DONE]" arrived */
 	bool error_event;	/* streaming: an error event arrived */
+	bool stall_event;	/* streaming: the first error event's error.code was
+				 * "stream_stalled" (a gateway's word for an upstream
+				 * that went silent mid-stream) */
 	bool bad_frame;		/* streaming: a data payload was not JSON */
 	bool content_seen;	/* streaming: a content token arrived */
 };
@@ -46,7 +49,11 @@ struct attempt_facts {
 /* The outcome's name as it appears in requests.csv. */
 const char *outcome_name(enum outcome o);
 
-/* Classifies an attempt (see the README's table of outcomes). */
+/*
+ * Classifies an attempt (see the README's table of outcomes). An attempt
+ * that would be truncated is stalled instead when the server said, with a
+ * "stream_stalled" error event, that the stream had gone silent.
+ */
 enum outcome outcome_classify(const struct attempt_facts *f);
 
 /*

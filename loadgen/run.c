@@ -38,7 +38,8 @@
 /*
  * After "data: [DONE]" a server normally ends the response at once; one
  * that holds the connection open is not waited for longer than this (the
- * request ends ok, at the [DONE]).
+ * request ends ok, at the [DONE]); a trailer (x-faultline-cost-usd) that
+ * comes later than this is not read.
  */
 #define DONE_GRACE_MS 100
 
@@ -88,6 +89,7 @@ struct req {
 	bool sse_type;			/* content-type text/event-stream */
 	bool saw_done;
 	bool error_event;
+	bool stall_event;		/* the first error event's code was "stream_stalled" */
 	bool bad_frame;
 	bool body_valid;
 	int64_t content_chunks;
@@ -180,7 +182,12 @@ static void set_state(struct req *q, enum req_state to)
 
 /* ---- response headers and body ---- */
 
-/* CURLOPT_HEADERFUNCTION: notes the headers a record or a retry needs. */
+/*
+ * CURLOPT_HEADERFUNCTION: notes the headers a record or a retry needs.
+ * libcurl also hands over a chunked answer's trailer here, after the body;
+ * its lines count as headers do (a gateway sends a stream's cost as a
+ * trailer, once the stream is over). Only a status line starts afresh.
+ */
 static size_t on_header(char *line, size_t size, size_t n, void *userp)
 {
 	struct req *q = userp;
@@ -254,6 +261,15 @@ static const char *error_message(const cJSON *root)
 	return cJSON_IsString(m) ? m->valuestring : NULL;
 }
 
+/* Whether an error object's code says the stream stalled (a gateway's watchdog). */
+static bool is_stall_error(const cJSON *root)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+
+	return cJSON_IsString(code) && strcmp(code->valuestring, "stream_stalled") == 0;
+}
+
 /* One SSE event of a streamed answer. */
 static int on_event(void *ctx, const struct sse_event *ev)
 {
@@ -290,8 +306,10 @@ static int on_event(void *ctx, const struct sse_event *ev)
 	}
 	if (strcmp(ev->event, "error") == 0 ||
 	    cJSON_GetObjectItemCaseSensitive(root, "error")) {
-		if (!q->error_event)
+		if (!q->error_event) {
 			copy_detail(q, "error event: ", error_message(root));
+			q->stall_event = is_stall_error(root);
+		}
 		q->error_event = true;
 		goto out;
 	}
@@ -476,6 +494,7 @@ static void attempt_start(struct req *q)
 	q->sse_type = false;
 	q->saw_done = false;
 	q->error_event = false;
+	q->stall_event = false;
 	q->bad_frame = false;
 	q->body_valid = false;
 	q->content_chunks = 0;
@@ -536,6 +555,8 @@ static void describe(struct req *q, enum outcome o, CURLcode code, char *out, si
 			snprintf(out, len, "%s", q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
 		return;
 	case OUT_STALLED:
+		if (q->cut != CUT_STALL)
+			break;	/* the server said so: its error event, below */
 		snprintf(out, len, "stream silent for %.0f ms after %lld tokens",
 			 cfg->stall_timeout_ms, (long long)q->content_chunks);
 		return;
@@ -643,6 +664,7 @@ static void attempt_end(struct req *q, CURLcode code)
 		.sse = q->sse_type,
 		.saw_done = q->saw_done,
 		.error_event = q->error_event,
+		.stall_event = q->stall_event,
 		.bad_frame = q->bad_frame,
 		.content_seen = q->first_token_ns != 0,
 	};

@@ -86,6 +86,11 @@ static const struct expect_bound expect_bounds[] = {
 	  "fallback_share", GATE_LE },
 	{ offsetof(struct sc_expect, fallback_share_min), "fallback_share", NULL,
 	  "fallback_share", GATE_GE },
+	{ offsetof(struct sc_expect, silent_breaks_max), "silent_breaks", NULL, "silent_breaks",
+	  GATE_LE },
+	{ offsetof(struct sc_expect, stalls_max), "stalls", NULL, "stalls", GATE_LE },
+	{ offsetof(struct sc_expect, max_gap_ms_max), "max_gap_ms", NULL, "max_gap_ms", GATE_LE },
+	{ offsetof(struct sc_expect, ttft_p95_ms_max), "ttft_ms", "p95", "ttft_ms.p95", GATE_LE },
 };
 
 enum base_rule { BASE_ABOVE, BASE_BELOW, BASE_RELATIVE, BASE_NEAR };

@@ -21,6 +21,10 @@
  *     time_to_primary_ms_max   time_to_primary_ms               its "max"
  *     fallback_share_max       fallback_share                   its "max"
  *     fallback_share_min       fallback_share                   its "min"
+ *     silent_breaks_max        silent_breaks                    its "max"
+ *     stalls_max               stalls                           its "max"
+ *     max_gap_ms_max           max_gap_ms                       its "max"
+ *     ttft_p95_ms_max          ttft_ms.p95                      its "max"
  *
  *   With repeats the worst run is judged: a _max bound against the largest
  *   value any run had, a _min bound against the smallest. A figure with no
@@ -28,7 +32,9 @@
  *   latencies and shares, no request for error_rate, no breaker opening for
  *   time_to_open_ms (so a breaker that never opened breaks
  *   time_to_open_ms_max), no answer from the primary for
- *   time_to_primary_ms. A figure some runs had and others did not fails
+ *   time_to_primary_ms, no streaming request for max_gap_ms (none with a
+ *   gap) and no ok stream for ttft_ms.p95. The stream counts
+ *   (silent_breaks, stalls) are 0 when there is no stream: they hold. A figure some runs had and others did not fails
  *   too ("no value in K of N runs"): the worst run is one without it.
  *
  *   A setup pattern that matches no setup of the summary is one failed
@@ -51,6 +57,11 @@
  *   errors. floor_ms is in measured milliseconds and is not scaled: it
  *   absorbs timer and scheduling noise, which does not shrink with the
  *   time scale.
+ *
+ *   The stream figures (streams, ttft_ms, stalls, truncations,
+ *   error_events, silent_breaks, max_gap_ms) are not compared with a
+ *   baseline: a stall's gap is the stall timeout, a count of breaks is
+ *   the fault's doing, and both are judged by expect bounds instead.
  *
  *   For every setup × phase of the baseline, the run's mean (over its
  *   repeats) against the baseline's mean:

@@ -65,62 +65,56 @@ static void put(struct buf *b, double v, const char *fmt)
 		buf_printf(b, fmt, v);
 }
 
-/* The columns, as (header, how to fill it). */
-enum col {
-	COL_REQUESTS, COL_ANSWERED, COL_ERRORS, COL_P50, COL_P95, COL_P99, COL_TPUT,
-	COL_FALLBACK, COL_OPEN, COL_PRIMARY, COL_DUP, COL_COST, NCOLS
+/*
+ * A column of a table: its header and the combined figure it shows,
+ * fig[key].mean or fig[key][sub].mean, times mul, printed with fmt (NULL:
+ * a count — whole, or with one decimal when a mean of repeats is not).
+ */
+struct column {
+	const char *name;
+	const char *key;
+	const char *sub;
+	double mul;
+	const char *fmt;
 };
 
-static const char *const col_names[NCOLS] = {
-	"requests", "answered", "errors", "p50 ms", "p95 ms", "p99 ms", "ok/s",
-	"fallback", "open after ms", "primary after ms", "dup. attempts", "cost USD",
+static const struct column phase_cols[] = {
+	{ "requests", "requests", NULL, 1, "%.0f" },
+	{ "answered", "answered_share", NULL, 100, "%.1f%%" },
+	{ "errors", "error_rate", NULL, 100, "%.1f%%" },
+	{ "p50 ms", "latency_ms", "p50", 1, "%.1f" },
+	{ "p95 ms", "latency_ms", "p95", 1, "%.1f" },
+	{ "p99 ms", "latency_ms", "p99", 1, "%.1f" },
+	{ "ok/s", "throughput_per_s", NULL, 1, "%.1f" },
+	{ "fallback", "fallback_share", NULL, 100, "%.1f%%" },
+	{ "open after ms", "time_to_open_ms", NULL, 1, "%.0f" },
+	{ "primary after ms", "time_to_primary_ms", NULL, 1, "%.0f" },
+	{ "dup. attempts", "duplicate_work", "attempts", 1, "%.0f" },
+	{ "cost USD", "cost_usd", "total", 1, "%.6f" },
 };
 
-static void cell(struct buf *b, const cJSON *fig, enum col c)
+static const struct column stream_cols[] = {
+	{ "streams", "streams", NULL, 1, NULL },
+	{ "stalls", "stalls", NULL, 1, NULL },
+	{ "truncations", "truncations", NULL, 1, NULL },
+	{ "silent breaks", "silent_breaks", NULL, 1, NULL },
+	{ "error events", "error_events", NULL, 1, NULL },
+	{ "TTFT p50 ms", "ttft_ms", "p50", 1, "%.1f" },
+	{ "TTFT p95 ms", "ttft_ms", "p95", 1, "%.1f" },
+	{ "max gap ms", "max_gap_ms", NULL, 1, "%.0f" },
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_COLS 16
+
+static void cell(struct buf *b, const cJSON *fig, const struct column *c)
 {
-	const cJSON *dup = cJSON_GetObjectItemCaseSensitive(fig, "duplicate_work");
-	const cJSON *cost = cJSON_GetObjectItemCaseSensitive(fig, "cost_usd");
+	double v = stats_mean(fig, c->key, c->sub) * c->mul;
 
-	switch (c) {
-	case COL_REQUESTS:
-		put(b, stats_mean(fig, "requests", NULL), "%.0f");
-		break;
-	case COL_ANSWERED:
-		put(b, stats_mean(fig, "answered_share", NULL) * 100, "%.1f%%");
-		break;
-	case COL_ERRORS:
-		put(b, stats_mean(fig, "error_rate", NULL) * 100, "%.1f%%");
-		break;
-	case COL_P50:
-		put(b, stats_mean(fig, "latency_ms", "p50"), "%.1f");
-		break;
-	case COL_P95:
-		put(b, stats_mean(fig, "latency_ms", "p95"), "%.1f");
-		break;
-	case COL_P99:
-		put(b, stats_mean(fig, "latency_ms", "p99"), "%.1f");
-		break;
-	case COL_TPUT:
-		put(b, stats_mean(fig, "throughput_per_s", NULL), "%.1f");
-		break;
-	case COL_FALLBACK:
-		put(b, stats_mean(fig, "fallback_share", NULL) * 100, "%.1f%%");
-		break;
-	case COL_OPEN:
-		put(b, stats_mean(fig, "time_to_open_ms", NULL), "%.0f");
-		break;
-	case COL_PRIMARY:
-		put(b, stats_mean(fig, "time_to_primary_ms", NULL), "%.0f");
-		break;
-	case COL_DUP:
-		put(b, stats_mean(dup, "attempts", NULL), "%.0f");
-		break;
-	case COL_COST:
-		put(b, stats_mean(cost, "total", NULL), "%.6f");
-		break;
-	case NCOLS:
-		break;
-	}
+	if (c->fmt)
+		put(b, v, c->fmt);
+	else
+		put(b, v, v == floor(v) ? "%.0f" : "%.1f");
 }
 
 /* Display width of a UTF-8 string (the dash counts as one). */
@@ -145,64 +139,87 @@ static void pad(FILE *fp, const char *s, size_t w, bool right)
 		fprintf(fp, "%s%*s", s, (int)(w > n ? w - n : 0), "");
 }
 
-void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
+/* Whether a setup × phase had streams (in any run). */
+static bool has_streams(const cJSON *fig)
+{
+	return stats_mean(fig, "streams", NULL) > 0;
+}
+
+/*
+ * Prints one row per setup × phase (only those with streams when
+ * streams_only) with the columns cols[0..ncols), after heading (may be
+ * NULL) when there is a row. Returns the rows printed.
+ */
+static size_t print_table(FILE *fp, const struct scenario *sc, const cJSON *summary,
+			  bool markdown, const struct column *cols, size_t ncols,
+			  bool streams_only, const char *heading)
 {
 	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
 	size_t nrows = 0;
 	size_t ncells;
 	struct buf *cells;
-	size_t w[NCOLS + 2] = { 5, 5 };
+	size_t w[MAX_COLS + 2];
 	const cJSON *st;
 	size_t r;
 	size_t i;
 	size_t c;
 
+	if (ncols > MAX_COLS)
+		return 0;
 	cJSON_ArrayForEach(st, setups)
 		nrows += sc->nphases;
-	ncells = nrows * (NCOLS + 2);
+	ncells = nrows * (ncols + 2);
 	cells = calloc(ncells ? ncells : 1, sizeof(*cells));
 	if (!cells)
-		return;
+		return 0;
 	r = 0;
 	cJSON_ArrayForEach(st, setups) {
 		const cJSON *phases = cJSON_GetObjectItemCaseSensitive(st, "phases");
 
-		for (i = 0; i < sc->nphases; i++, r++) {
+		for (i = 0; i < sc->nphases; i++) {
 			const cJSON *fig = cJSON_GetObjectItemCaseSensitive(phases, sc->phases[i].name);
-			struct buf *row = &cells[r * (NCOLS + 2)];
+			struct buf *row = &cells[r * (ncols + 2)];
 
+			if (streams_only && !has_streams(fig))
+				continue;
 			buf_puts(&row[0], st->string);
 			buf_puts(&row[1], sc->phases[i].name);
-			for (c = 0; c < NCOLS; c++)
-				cell(&row[c + 2], fig, (enum col)c);
+			for (c = 0; c < ncols; c++)
+				cell(&row[c + 2], fig, &cols[c]);
+			r++;
 		}
 	}
+	nrows = r;
+	if (!nrows)
+		goto out;
 	w[0] = width("setup");
 	w[1] = width("phase");
-	for (c = 0; c < NCOLS; c++)
-		w[c + 2] = width(col_names[c]);
+	for (c = 0; c < ncols; c++)
+		w[c + 2] = width(cols[c].name);
 	for (r = 0; r < nrows; r++) {
-		for (c = 0; c < NCOLS + 2; c++) {
-			const char *s = cells[r * (NCOLS + 2) + c].data;
+		for (c = 0; c < ncols + 2; c++) {
+			const char *s = cells[r * (ncols + 2) + c].data;
 
 			if (s && width(s) > w[c])
 				w[c] = width(s);
 		}
 	}
-	for (c = 0; c < NCOLS + 2; c++) {
+	if (heading)
+		fputs(heading, fp);
+	for (c = 0; c < ncols + 2; c++) {
 		fputs(markdown ? "| " : c ? "  " : "", fp);
-		pad(fp, c == 0 ? "setup" : c == 1 ? "phase" : col_names[c - 2], w[c], c >= 2);
+		pad(fp, c == 0 ? "setup" : c == 1 ? "phase" : cols[c - 2].name, w[c], c >= 2);
 		fputs(markdown ? " " : "", fp);
 	}
 	fputs(markdown ? "|\n" : "\n", fp);
 	if (markdown) {
-		for (c = 0; c < NCOLS + 2; c++)
+		for (c = 0; c < ncols + 2; c++)
 			fputs(c >= 2 ? "|---:" : "|---", fp);
 		fputs("|\n", fp);
 	}
 	for (r = 0; r < nrows; r++) {
-		for (c = 0; c < NCOLS + 2; c++) {
-			const char *s = cells[r * (NCOLS + 2) + c].data;
+		for (c = 0; c < ncols + 2; c++) {
+			const char *s = cells[r * (ncols + 2) + c].data;
 
 			fputs(markdown ? "| " : c ? "  " : "", fp);
 			pad(fp, s ? s : "", w[c], c >= 2);
@@ -210,9 +227,23 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 		}
 		fputs(markdown ? "|\n" : "\n", fp);
 	}
+out:
 	for (i = 0; i < ncells; i++)
 		buf_free(&cells[i]);
 	free(cells);
+	return nrows;
+}
+
+void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
+{
+	print_table(fp, sc, summary, markdown, phase_cols, NELEM(phase_cols), false, NULL);
+	print_table(fp, sc, summary, markdown, stream_cols, NELEM(stream_cols), true,
+		    markdown ? "\n## Streams\n\nThe setups × phases that had streaming requests, "
+			       "those alone: *silent breaks* are the stalls and truncations that "
+			       "came with no error event — silence, or a cut with no word from "
+			       "the server; TTFT is over answered streams, from the answering "
+			       "attempt's send; *max gap* is the longest silence any stream "
+			       "saw.\n\n" : "\nstreams:\n");
 }
 
 /* ---- report.md ---- */

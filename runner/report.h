@@ -3,7 +3,8 @@
  * × phase (requests, answered share, error rate, latency percentiles,
  * throughput, fallback share, time to the breaker opening and to the
  * primary's first answer, duplicate work, cost) and each gateway setup's
- * breaker transitions, as STAMP/report.md and on the terminal; and the
+ * breaker transitions, and for streams their breaks, TTFT and largest
+ * gap, as STAMP/report.md and on the terminal; and the
  * summaries behind it, computed from the per-request files alone, so
  * `chaos report STAMP` can redo them for an old run.
  */
@@ -31,7 +32,10 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 /*
  * Prints the phase table of a stamp's combined summary: plain columns for
  * a terminal (markdown false) or a markdown table. Figures are the runs'
- * means; "—" where there is none.
+ * means; "—" where there is none. When a setup × phase had streams, a
+ * second table follows (after "streams:", or a "## Streams" section in
+ * markdown) with those rows alone: streams, stalls, truncations, silent
+ * breaks, error events, TTFT p50/p95 and the largest gap.
  */
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown);
 

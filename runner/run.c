@@ -682,6 +682,7 @@ static void load_start(struct chaos *ch)
 	char t0[32];
 	char dur[48];
 	char timeout[48];
+	char stall[48];
 	char seed[32];
 	char rate[48];
 	char conc[32];
@@ -693,7 +694,7 @@ static void load_start(struct chaos *ch)
 	char backoff_max[48];
 	char prefix[96];
 	char mix[1300];
-	const char *argv[40];
+	const char *argv[48];
 	size_t n = 0;
 
 	if (clock_unix_ms() > ch->t0 - 50) {
@@ -719,6 +720,11 @@ static void load_start(struct chaos *ch)
 	argv[n++] = dur;
 	argv[n++] = "--timeout";
 	argv[n++] = timeout;
+	if (!isnan(l->stall_timeout_ms)) {
+		snprintf(stall, sizeof(stall), "%.3fms", l->stall_timeout_ms);
+		argv[n++] = "--stall-timeout";
+		argv[n++] = stall;
+	}
 	argv[n++] = "--seed";
 	argv[n++] = seed;
 	argv[n++] = "--model";

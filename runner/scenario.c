@@ -718,6 +718,7 @@ struct load_raw {
 	int arrival;
 	double stream;
 	double timeout_ms;
+	double stall_timeout_ms;
 	char *model;
 	int64_t prompt_tokens;
 	int64_t max_tokens;
@@ -734,6 +735,7 @@ static const struct cfg_key load_keys[] = {
 	LK("arrival", CFG_ENUM, arrival, 0, 0, 0, "constant", arrival_names),
 	LK("stream", CFG_NUM, stream, 0, 0, 1, NULL, NULL),
 	LK("timeout_ms", CFG_NUM, timeout_ms, 30000, 1, 3600000, NULL, NULL),
+	LK("stall_timeout_ms", CFG_NUM, stall_timeout_ms, NAN, 1, 3600000, NULL, NULL),
 	LK("model", CFG_STR, model, 0, 0, 0, "chat", NULL),
 	LK("prompt_tokens", CFG_INT, prompt_tokens, 16, 1, 1000000, NULL, NULL),
 	LK("max_tokens", CFG_INT, max_tokens, 16, 1, 1000000, NULL, NULL),
@@ -802,6 +804,7 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 	l->arrival = raw.arrival == 0 ? SC_ARRIVAL_CONSTANT : SC_ARRIVAL_POISSON;
 	l->stream_p = raw.stream;
 	l->timeout_ms = raw.timeout_ms;
+	l->stall_timeout_ms = raw.stall_timeout_ms;
 	l->model = raw.model;
 	raw.model = NULL;
 	l->prompt_tokens = raw.prompt_tokens;
@@ -1151,6 +1154,10 @@ static const struct cfg_key expect_keys[] = {
 	EK("time_to_primary_ms_max", time_to_primary_ms_max, 1e12),
 	EK("fallback_share_max", fallback_share_max, 1),
 	EK("fallback_share_min", fallback_share_min, 1),
+	EK("silent_breaks_max", silent_breaks_max, 1e12),
+	EK("stalls_max", stalls_max, 1e12),
+	EK("max_gap_ms_max", max_gap_ms_max, 1e12),
+	EK("ttft_p95_ms_max", ttft_p95_ms_max, 1e12),
 };
 
 static int check_expect(const struct scenario *sc, const struct sc_expect *e, const char *file,

@@ -79,6 +79,10 @@ struct sc_expect {
 	double time_to_primary_ms_max;
 	double fallback_share_max;
 	double fallback_share_min;
+	double silent_breaks_max;	/* streams: stalls and truncations without an error event */
+	double stalls_max;
+	double max_gap_ms_max;
+	double ttft_p95_ms_max;
 };
 
 enum sc_arrival { SC_ARRIVAL_CONSTANT, SC_ARRIVAL_POISSON };
@@ -94,6 +98,7 @@ struct sc_load {
 	enum sc_arrival arrival;
 	double stream_p;
 	double timeout_ms;		/* scaled */
+	double stall_timeout_ms;	/* scaled; NAN: loadgen's default (its --timeout) */
 	char *model;
 	int64_t prompt_tokens;
 	int64_t max_tokens;

@@ -22,7 +22,7 @@
 #define MAX_WINDOWS 1000000.0
 #define MAX_STATUS 999
 
-enum { OC_OK, OC_N = 8 };
+enum { OC_OK, OC_TRUNCATED = 5, OC_STALLED = 6, OC_N = 8 };
 static const char *const outcome_names[OC_N] = {
 	"ok", "http_error", "timeout", "refused", "reset", "truncated", "stalled", "invalid",
 };
@@ -47,6 +47,10 @@ struct req {
 	int status;		/* -1: none */
 	int outcome;
 	bool by_primary;	/* ok and answered by the primary */
+	bool streaming;		/* streaming = 1 */
+	bool error_event;	/* error starts with "error event" */
+	double ttft_ms;		/* NAN: none */
+	double max_gap_ms;	/* NAN: none */
 };
 
 /* One row of a mock-NAME.csv, already judged against requests.csv. */
@@ -443,6 +447,13 @@ static const char *const req_cols[RC_N] = {
 	"tenant", "feature", "cost_usd",
 };
 
+/*
+ * The stream columns: read when "streaming" is in the header, and then all
+ * of them must be (a requests.csv without it has no streams).
+ */
+enum { SCOL_STREAMING, SCOL_TTFT, SCOL_ERROR, SCOL_GAP, SCOL_N };
+static const char *const stream_cols[SCOL_N] = { "streaming", "ttft_ms", "error", "max_gap_ms" };
+
 static void req_free(struct req *r)
 {
 	free(r->id);
@@ -451,9 +462,30 @@ static void req_free(struct req *r)
 	free(r->feature);
 }
 
-/* Fills r from the current row of c. Returns 0 or a negative errno. */
-static int req_parse(struct req *r, const struct csv *c, const int *idx, const char *primary,
-		     char *err)
+/* Fills r's stream facts from the current row of c (sidx: stream_cols' columns). */
+static int req_parse_stream(struct req *r, const struct csv *c, const int *sidx, char *err)
+{
+	const char *streaming = csv_field(c, sidx[SCOL_STREAMING]);
+	const char *ttft = csv_field(c, sidx[SCOL_TTFT]);
+	const char *gap = csv_field(c, sidx[SCOL_GAP]);
+
+	if (strcmp(streaming, "0") != 0 && strcmp(streaming, "1") != 0)
+		return value_error(err, c, "streaming", "0 or 1", streaming);
+	r->streaming = streaming[0] == '1';
+	if (parse_num(ttft, &r->ttft_ms))
+		return value_error(err, c, "ttft_ms", "a number or nothing", ttft);
+	if (parse_num(gap, &r->max_gap_ms))
+		return value_error(err, c, "max_gap_ms", "a number or nothing", gap);
+	r->error_event = strncmp(csv_field(c, sidx[SCOL_ERROR]), "error event", 11) == 0;
+	return 0;
+}
+
+/*
+ * Fills r from the current row of c; sidx is NULL when the file has no
+ * stream columns. Returns 0 or a negative errno.
+ */
+static int req_parse(struct req *r, const struct csv *c, const int *idx, const int *sidx,
+		     const char *primary, char *err)
 {
 	const char *f[RC_N];
 	double status;
@@ -481,6 +513,14 @@ static int req_parse(struct req *r, const struct csv *c, const int *idx, const c
 		return value_error(err, c, "outcome",
 				   "ok, http_error, timeout, refused, reset, truncated, stalled or invalid",
 				   f[RC_OUTCOME]);
+	r->ttft_ms = NAN;
+	r->max_gap_ms = NAN;
+	if (sidx) {
+		int rc = req_parse_stream(r, c, sidx, err);
+
+		if (rc)
+			return rc;
+	}
 	r->id = dup_str(f[RC_ID], &oom);
 	r->tenant = dup_str(f[RC_TENANT], &oom);
 	r->feature = dup_str(f[RC_FEATURE], &oom);
@@ -511,11 +551,41 @@ static int req_cmp_id(const void *a, const void *b)
 	return strcmp((*x)->id, (*y)->id);
 }
 
+/* Index of column name in the header c has just read, or -1. */
+static int csv_column(const struct csv *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->nf; i++) {
+		if (strcmp(csv_field(c, (int)i), name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Finds the stream columns; *have false when the header has no "streaming". */
+static int stream_header(const struct csv *c, int *sidx, bool *have, char *err)
+{
+	int i;
+
+	*have = csv_column(c, stream_cols[SCOL_STREAMING]) >= 0;
+	for (i = 0; *have && i < SCOL_N; i++) {
+		sidx[i] = csv_column(c, stream_cols[i]);
+		if (sidx[i] < 0)
+			return file_error(err, c->path, c->rec_line,
+					  "no column \"%s\" in the header (it goes with \"streaming\")",
+					  stream_cols[i]);
+	}
+	return 0;
+}
+
 static int load_requests(struct data *d, const char *path, const char *primary, char *err)
 {
 	struct buf content = { 0 };
 	struct csv c;
 	int idx[RC_N];
+	int sidx[SCOL_N];
+	bool have_streams;
 	size_t cap = 0;
 	size_t width;
 	int rc;
@@ -531,6 +601,8 @@ static int load_requests(struct data *d, const char *path, const char *primary, 
 	}
 	csv_init(&c, path, &content);
 	rc = csv_header(&c, req_cols, RC_N, idx, err);
+	if (!rc)
+		rc = stream_header(&c, sidx, &have_streams, err);
 	if (rc)
 		goto out_free_csv;
 	width = c.nf;
@@ -547,7 +619,7 @@ static int load_requests(struct data *d, const char *path, const char *primary, 
 		memset(r, 0, sizeof(*r));
 		r->seq = d->nreqs;
 		r->line = c.rec_line;
-		rc = req_parse(r, &c, idx, primary, err);
+		rc = req_parse(r, &c, idx, have_streams ? sidx : NULL, primary, err);
 		if (rc)
 			break;
 	}
@@ -1011,6 +1083,7 @@ struct ctx {
 	const struct data *d;
 	double *lat_ok;
 	double *lat_all;
+	double *ttft;
 	size_t status_n[MAX_STATUS + 1];
 };
 
@@ -1243,6 +1316,42 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	return ok;
 }
 
+/* The streaming requests' figures of a span, added to o. */
+static bool stream_figures(struct ctx *x, const struct span *sp, cJSON *o)
+{
+	const struct data *d = x->d;
+	size_t streams = 0, stalls = 0, truncations = 0, error_events = 0, silent = 0;
+	size_t nttft = 0;
+	double max_gap = NAN;
+	bool ok = true;
+	size_t i;
+
+	for (i = sp->r0; i < sp->r1; i++) {
+		const struct req *r = &d->reqs[i];
+
+		if (!r->streaming)
+			continue;
+		streams++;
+		if (r->outcome == OC_OK && !isnan(r->ttft_ms))
+			x->ttft[nttft++] = r->ttft_ms;
+		stalls += r->outcome == OC_STALLED;
+		truncations += r->outcome == OC_TRUNCATED;
+		error_events += r->error_event;
+		silent += (r->outcome == OC_STALLED || r->outcome == OC_TRUNCATED) &&
+			  !r->error_event;
+		if (!isnan(r->max_gap_ms) && (isnan(max_gap) || r->max_gap_ms > max_gap))
+			max_gap = r->max_gap_ms;
+	}
+	ok &= put(o, "streams", cJSON_CreateNumber((double)streams));
+	ok &= put(o, "ttft_ms", latency_block(x->ttft, nttft));
+	ok &= put(o, "stalls", cJSON_CreateNumber((double)stalls));
+	ok &= put(o, "truncations", cJSON_CreateNumber((double)truncations));
+	ok &= put(o, "error_events", cJSON_CreateNumber((double)error_events));
+	ok &= put(o, "silent_breaks", cJSON_CreateNumber((double)silent));
+	ok &= put(o, "max_gap_ms", num(max_gap));
+	return ok;
+}
+
 /* FIGURES (stats.h) of a span, or NULL when out of memory. */
 static cJSON *figures(struct ctx *x, const struct span *sp)
 {
@@ -1253,6 +1362,7 @@ static cJSON *figures(struct ctx *x, const struct span *sp)
 	ok &= put(o, "to_ms", cJSON_CreateNumber(sp->to));
 	ok = ok && request_figures(x, sp, o);
 	ok = ok && other_figures(x, sp, o);
+	ok = ok && stream_figures(x, sp, o);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -1429,7 +1539,8 @@ int stats_compute(const struct stats_input *in, cJSON **out, char *err)
 	x->d = &d;
 	x->lat_ok = malloc((d.nreqs ? d.nreqs : 1) * sizeof(double));
 	x->lat_all = malloc((d.nreqs ? d.nreqs : 1) * sizeof(double));
-	if (!x->lat_ok || !x->lat_all)
+	x->ttft = malloc((d.nreqs ? d.nreqs : 1) * sizeof(double));
+	if (!x->lat_ok || !x->lat_all || !x->ttft)
 		goto out_free_ctx;
 	*out = summary(x, in);
 	if (*out)
@@ -1437,6 +1548,7 @@ int stats_compute(const struct stats_input *in, cJSON **out, char *err)
 out_free_ctx:
 	free(x->lat_ok);
 	free(x->lat_all);
+	free(x->ttft);
 	free(x);
 out_free_data:
 	if (rc == -ENOMEM && !err[0])

@@ -10,7 +10,11 @@
  *   RUN_DIR/requests.csv   required. Columns are found by header name (extra
  *                          columns are ignored); these must be present: id,
  *                          sched_ms, end_ms, latency_ms, status, outcome,
- *                          provider, tenant, feature, cost_usd.
+ *                          provider, tenant, feature, cost_usd. The stream
+ *                          columns streaming (0 or 1), ttft_ms, error and
+ *                          max_gap_ms are read when "streaming" is in the
+ *                          header, and then all four must be; without it
+ *                          no request counts as a stream.
  *   RUN_DIR/mock-NAME.csv  optional, any number; NAME is the provider.
  *                          Columns: t_ms, request_id, tokens_out, outcome.
  *   RUN_DIR/events.jsonl   optional: one JSON object a line with t_unix_ms
@@ -100,6 +104,21 @@
  *                           empty provider column meaning the primary) —
  *                           a row with no matching request counts too;
  *                           an empty tokens_out adds 0
+ *     — then the streams' figures, over the range's rows with streaming 1:
+ *     "streams":            streaming requests
+ *     "ttft_ms":            LATENCY over ok streaming requests' ttft_ms
+ *                           (empty ttft_ms fields are not taken)
+ *     "stalls":             streaming requests with outcome stalled
+ *     "truncations":        streaming requests with outcome truncated
+ *     "error_events":       streaming requests whose error starts with
+ *                           "error event" (the server ended the stream
+ *                           with an SSE error event, whatever the outcome)
+ *     "silent_breaks":      streaming requests stalled or truncated whose
+ *                           error does not start with "error event": the
+ *                           client got silence or a cut and no word from
+ *                           the server
+ *     "max_gap_ms":         the largest max_gap_ms of the streaming
+ *                           requests (null: none had one)
  *   }
  *   For "totals", time_to_open_ms and time_to_primary_ms are measured from
  *   0 (t0) and throughput_per_s over duration_ms.

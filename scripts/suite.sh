@@ -1,21 +1,27 @@
 #!/bin/sh
-# make suite: the classic outage suite through bin/chaos, each scenario's
-# results checked by chaos gate against its expect block (and, when
-# results/baselines/NAME.json exists, against that baseline). Exit status
-# 1 when a run failed or a check broke. SCALE sets the time scale.
+# make suite: the classic outage suite and stream-stall through bin/chaos,
+# each scenario's results checked by chaos gate against its expect block
+# (and, when results/baselines/NAME-SCALE.json exists, against that
+# baseline). Exit status
+# 1 when a run failed or a check broke. SCALE sets the time scale;
+# stream-stall runs at STREAM_SCALE (0.5): its bound on the silence before
+# an error event is the stall timeout + 100 ms, scaled like every bound, and
+# at 0.2 the 20 ms left is within a busy 2-core machine's scheduling noise.
 set -eu
 cd "$(dirname "$0")/.."
 
 bin=${FAULTLINE_BIN:-bin}
 scale=${SCALE:-0.2}
+stream_scale=${STREAM_SCALE:-0.5}
 out=${OUT:-results}
 status=0
 
-for s in kill hang 5xx; do
-	name="outage-$s"
+for name in outage-kill outage-hang outage-5xx stream-stall; do
 	log="$out/$name.suite.log"
+	at=$scale
+	[ "$name" = stream-stall ] && at=$stream_scale
 	mkdir -p "$out"
-	if ! "$bin/chaos" run "scenarios/$name.json" --time-scale "$scale" --out "$out" --quiet \
+	if ! "$bin/chaos" run "scenarios/$name.json" --time-scale "$at" --out "$out" --quiet \
 		> "$log" 2>&1; then
 		cat "$log"
 		status=1
@@ -24,7 +30,7 @@ for s in kill hang 5xx; do
 	cat "$log"
 	stamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$log")
 	echo "== chaos gate $stamp"
-	baseline="results/baselines/$name-$scale.json"
+	baseline="results/baselines/$name-$at.json"
 	if [ -f "$baseline" ]; then
 		"$bin/chaos" gate "$stamp" --baseline "$baseline" || status=1
 	else

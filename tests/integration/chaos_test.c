@@ -1,7 +1,8 @@
 /*
  * bin/chaos end to end: a short outage scenario through a direct setup and
  * a gateway setup, with a kill and a restart, checked by its result files
- * and exit status; a bad scenario; a setup that crashes; Ctrl-C in the
+ * and exit status; streams that stall, in the summary, report and gate; a
+ * bad scenario; a setup that crashes; Ctrl-C in the
  * middle of a run, after which no child of it is left.
  */
 #include <criterion/criterion.h>
@@ -247,6 +248,155 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 	cJSON_Delete(top);
 }
 
+/*
+ * Streams straight at a primary that stalls after 2 tokens from 0.9 s to
+ * 2.1 s (the phases keep 100 ms from its edges, so a request sent a little
+ * late still lands where its phase says): loadgen gets the scenario's stall_timeout_ms (300 ms), every stream
+ * of the stall phase is a silent break, the report gets its Streams table,
+ * the gate judges the streams' bounds, and chaos report computes the same.
+ */
+static const char stalls[] =
+	"{\"name\":\"short-stall\",\"duration_s\":3,"
+	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":30,\"token_ms\":10,"
+	"\"output_tokens\":5,\"faults\":[{\"kind\":\"stall\",\"after_tokens\":2,"
+	"\"from_s\":0.9,\"to_s\":2.1}]}],"
+	"\"phases\":[{\"name\":\"healthy\",\"from_s\":0,\"to_s\":0.8},"
+	"{\"name\":\"stall\",\"from_s\":1,\"to_s\":2},"
+	"{\"name\":\"after\",\"from_s\":2.2,\"to_s\":3}],"
+	"\"load\":{\"rate\":20,\"stream\":1,\"timeout_ms\":1500,\"stall_timeout_ms\":300},"
+	"\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}],"
+	"\"expect\":[{\"setup\":\"direct\",\"phase\":\"healthy\",\"silent_breaks_max\":0,"
+	"\"ttft_p95_ms_max\":500},"
+	"{\"setup\":\"direct\",\"phase\":\"stall\",\"silent_breaks_max\":0}]}";
+
+/* Whether a line of the gate's table starts with start and holds has (widths vary). */
+static bool gate_line(const char *table, const char *start, const char *has)
+{
+	const char *p = table;
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char line[512];
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, p);
+		if (strncmp(line, start, strlen(start)) == 0 && strstr(line, has))
+			return true;
+		p = eol ? eol + 1 : NULL;
+	}
+	return false;
+}
+
+Test(chaos, streams_stalled_straight_at_the_primary, .timeout = 60)
+{
+	char out[600];
+	char stamp[800];
+	char path[1000];
+	char err[8192];
+	cJSON *top;
+	cJSON *run;
+	struct csv_table t;
+	size_t i;
+	size_t nstall = 0;
+	int rc;
+
+	write_file(dir, "short-stall.json", stalls, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+		struct lg_proc p;
+
+		cr_assert_eq(lg_spawn(&p, argv), 0);
+		rc = lg_wait(&p, 50);
+		cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, p.err);
+		cr_assert(strstr(p.out, "\nstreams:\n"), "no streams table on the terminal:\n%s",
+			  p.out);
+	}
+	stamp_dir("short-stall", stamp, sizeof(stamp));
+
+	/* loadgen was given the stall timeout: the stall phase's streams stalled at 300 ms */
+	snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", stamp);
+	cr_assert_eq(csv_read(path, &t), 0);
+	for (i = 1; i < t.nrows; i++) {
+		double sched = lg_num(&t, i, "sched_ms");
+
+		if (sched < 1000 || sched >= 2000)
+			continue;
+		nstall++;
+		cr_assert_str_eq(csv_get(&t, i, "outcome"), "stalled", "row %zu: %s", i,
+				 csv_get(&t, i, "error"));
+		cr_assert_str_eq(csv_get(&t, i, "error"), "stream silent for 300 ms after 2 tokens");
+	}
+	csv_free(&t);
+	cr_assert_eq(nstall, 20);
+
+	snprintf(path, sizeof(path), "%s/direct/run-1/summary.json", stamp);
+	run = read_json(path);
+	cr_assert_float_eq(phase_num(run, "healthy", "streams"), 16, 1e-9);
+	cr_assert_float_eq(phase_num(run, "healthy", "stalls"), 0, 1e-9);
+	cr_assert_float_eq(phase_num(run, "healthy", "silent_breaks"), 0, 1e-9);
+	cr_assert_float_eq(phase_num(run, "stall", "streams"), 20, 1e-9);
+	cr_assert_float_eq(phase_num(run, "stall", "stalls"), 20, 1e-9);
+	cr_assert_float_eq(phase_num(run, "stall", "silent_breaks"), 20, 1e-9);
+	cr_assert_float_eq(phase_num(run, "stall", "error_events"), 0, 1e-9);
+	cr_assert_geq(phase_num(run, "stall", "max_gap_ms"), 300);
+	cr_assert_lt(phase_num(run, "stall", "max_gap_ms"), 600);
+	cr_assert_lt(phase_num(run, "healthy", "max_gap_ms"), 100);
+	cJSON_Delete(run);
+
+	/* report.md: the Streams table, the stall phase's row among its rows */
+	{
+		struct buf md = { 0 };
+		FILE *fp;
+		char chunk[4096];
+		size_t n;
+
+		snprintf(path, sizeof(path), "%s/report.md", stamp);
+		fp = fopen(path, "r");
+		cr_assert_not_null(fp, "no report.md");
+		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+			buf_append(&md, chunk, n);
+		fclose(fp);
+		cr_assert(strstr(md.data, "## Streams"), "%s", md.data);
+		cr_assert(strstr(md.data, "| silent breaks |"), "%s", md.data);
+		cr_assert(strstr(md.data, "| direct | stall   |      20 |     20 |"), "%s", md.data);
+		buf_free(&md);
+	}
+
+	/* the gate: the healthy phase's bounds hold, the stall's breaks */
+	{
+		const char *argv[] = { "chaos", "gate", stamp, NULL };
+		struct lg_proc g;
+
+		cr_assert_eq(lg_spawn(&g, argv), 0);
+		rc = lg_wait(&g, 30);
+		cr_assert_eq(rc, 1, "chaos gate exited %d:\n%s%s", rc, g.out, g.err);
+		cr_assert(gate_line(g.out, "PASS  expect  direct  healthy  silent_breaks", " 0  <=  0"),
+			  "%s", g.out);
+		cr_assert(gate_line(g.out, "PASS  expect  direct  healthy  ttft_ms.p95", "<=  500"),
+			  "%s", g.out);
+		cr_assert(gate_line(g.out, "FAIL  expect  direct  stall    silent_breaks", " 20  <=  0"),
+			  "%s", g.out);
+		cr_assert(strstr(g.out, "3 checks, 1 failed"), "%s", g.out);
+	}
+
+	/* chaos report recomputes the same */
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+	{
+		const char *argv[] = { "chaos", "report", stamp, NULL };
+		cJSON *again;
+
+		rc = run_program(argv, err, sizeof(err), 30);
+		cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
+		again = read_json(path);
+		cr_assert(cJSON_Compare(top, again, true),
+			  "chaos report computed another stamp summary than the run did");
+		cJSON_Delete(again);
+	}
+	cJSON_Delete(top);
+}
+
 Test(chaos, bad_scenario_exits_2_naming_the_key, .timeout = 20)
 {
 	static const char bad[] =
@@ -452,18 +602,27 @@ Test(chaos, a_setups_descendants_are_stopped_too, .timeout = 60)
 {
 	char out[600];
 	char err[8192];
+	char script[256];
+	char sleep_cmd[64];
 	int rc;
 
-	/* The wrapper starts a sleep that ignores SIGTERM, then becomes the "gateway". */
-	external_scenario("descendants", 1.5,
-			  "(trap '' TERM; exec sleep 299.123) & exec MOCKPROV --config CONFIG");
+	/*
+	 * The wrapper starts a sleep that ignores SIGTERM, then becomes the
+	 * "gateway". Its duration is this process's own, so a run of the same
+	 * test elsewhere on the machine (another checkout's make test) is not
+	 * counted: processes are looked for machine-wide.
+	 */
+	snprintf(sleep_cmd, sizeof(sleep_cmd), "sleep 299.%06d", (int)(getpid() % 1000000));
+	snprintf(script, sizeof(script), "(trap '' TERM; exec %s) & exec MOCKPROV --config CONFIG",
+		 sleep_cmd);
+	external_scenario("descendants", 1.5, script);
 	snprintf(out, sizeof(out), "%s/results", dir);
 	{
 		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
 
 		rc = run_program(argv, err, sizeof(err), 50);
 	}
-	cr_assert_eq(processes_with("sleep 299.123"), 0,
+	cr_assert_eq(processes_with(sleep_cmd), 0,
 		     "the setup's sleep outlived the run:\n%s", err);
 	cr_assert_eq(rc, 1, "a group that needed SIGKILL did not fail the run: %d\n%s", rc, err);
 	cr_assert(strstr(err, "the setup did not stop within 5000 ms of SIGTERM"), "%s", err);

@@ -44,6 +44,7 @@ static const char *const design_columns[] = {
 
 static struct mock_proc mock;
 static struct stub_server stub;
+static struct raw_server raw;
 
 /*
  * What a test read or allocated is held here and freed by teardown, so a
@@ -65,6 +66,8 @@ static void teardown(void)
 
 	if (stub.running)
 		stub_stop(&stub);
+	if (raw.running)
+		raw_stop(&raw);
 	mock_cleanup(&mock);
 	lg_cleanup();
 	for (i = 0; i < ntables; i++)
@@ -1446,6 +1449,124 @@ Test(loadgen, sse_comments_are_not_progress, .timeout = 20)
 	all_in_range(t, "service_ms", 500, 900);
 	/* The silence after the first token, comments and all. */
 	all_in_range(t, "max_gap_ms", 500, 900);
+}
+
+/* ---- what a gateway sends: a cost in a chunked trailer, a stall in words ---- */
+
+#define RAW_SSE_HEAD \
+	"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" \
+	"Transfer-Encoding: chunked\r\nx-faultline-provider: secondary\r\n"
+/* The content event "Hello". */
+#define RAW_CONTENT "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n"
+
+/* runs loadgen at the raw server with args; the rows it wrote. */
+static const struct csv_table *run_raw(const char *const args[], char *out, size_t len)
+{
+	char url[128];
+
+	snprintf(url, sizeof(url), "http://%s/v1", raw.addr);
+	return run_rows(url, args, out, len);
+}
+
+/*
+ * The gateway sends a stream's cost only once the stream is over, as a
+ * chunked trailer ("Trailer: x-faultline-cost-usd"): libcurl hands its
+ * lines to the header callback after the body, and they are read like
+ * headers — here 20 ms after [DONE], within loadgen's grace.
+ */
+Test(loadgen, stream_cost_in_a_chunked_trailer, .timeout = 20)
+{
+	static const struct raw_part parts[] = {
+		{ 0, false, RAW_SSE_HEAD "Trailer: x-faultline-cost-usd, x-faultline-attempts\r\n\r\n" },
+		{ 0, true, RAW_CONTENT },
+		{ 10, true, "data: [DONE]\n\n" },
+		{ 20, false, "0\r\nx-faultline-cost-usd: 0.000321\r\nx-faultline-attempts: 2\r\n\r\n" },
+	};
+	char out[128];
+	const struct csv_table *t;
+
+	cr_assert_eq(raw_start(&raw, parts, sizeof(parts) / sizeof(parts[0])), 0);
+	t = run_raw((const char *[]){ "--rate", "10", "--requests", "2", "--duration", "1s",
+				      "--stream", "1", "--timeout", "2s", NULL }, out, sizeof(out));
+	cr_assert_eq(raw_stop(&raw), 0);
+	cr_assert_eq(t->nrows - 1, 2);
+	all_rows(t, "outcome", "ok");
+	all_rows(t, "provider", "secondary");
+	all_rows(t, "cost_usd", "0.000321");
+	all_rows(t, "attempts", "2");
+	all_rows(t, "tokens_out", "1");
+}
+
+/* The same for a plain answer sent chunked: the trailer fills the record too. */
+Test(loadgen, plain_cost_in_a_chunked_trailer, .timeout = 20)
+{
+	static const struct raw_part parts[] = {
+		{ 0, false, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		     "Transfer-Encoding: chunked\r\nTrailer: x-faultline-cost-usd\r\n\r\n" },
+		{ 0, true, "{\"choices\":[{\"message\":{\"content\":\"a b c\"}}]," },
+		{ 10, true, "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}" },
+		{ 0, false, "0\r\nx-faultline-cost-usd: 0.5\r\n\r\n" },
+	};
+	char out[128];
+	const struct csv_table *t;
+
+	cr_assert_eq(raw_start(&raw, parts, sizeof(parts) / sizeof(parts[0])), 0);
+	t = run_raw((const char *[]){ "--rate", "10", "--requests", "1", "--duration", "1s",
+				      "--timeout", "2s", NULL }, out, sizeof(out));
+	cr_assert_eq(raw_stop(&raw), 0);
+	cr_assert_eq(t->nrows - 1, 1);
+	all_rows(t, "outcome", "ok");
+	all_rows(t, "cost_usd", "0.500000");
+	all_rows(t, "tokens_out", "3");
+}
+
+/*
+ * A gateway whose upstream went silent mid-stream ends the stream with an
+ * error event of code "stream_stalled": the client saw a stall, not a
+ * truncation, and the error column keeps the server's words. Another
+ * code is a truncation, as before.
+ */
+Test(loadgen, stream_stalled_error_event_is_stalled, .timeout = 20)
+{
+	static const struct raw_part stalled[] = {
+		{ 0, false, RAW_SSE_HEAD "\r\n" },
+		{ 0, true, RAW_CONTENT },
+		{ 200, true, "event: error\ndata: {\"error\":{\"message\":\"upstream silent\","
+		       "\"type\":\"server_error\",\"param\":null,\"code\":\"stream_stalled\"}}"
+		       "\n\n" },
+		{ 0, false, "0\r\n\r\n" },
+	};
+	static const struct raw_part cut[] = {
+		{ 0, false, RAW_SSE_HEAD "\r\n" },
+		{ 0, true, RAW_CONTENT },
+		{ 0, true, "data: {\"error\":{\"message\":\"upstream cut\","
+		     "\"type\":\"server_error\",\"param\":null,\"code\":\"stream_truncated\"}}"
+		     "\n\n" },
+		{ 0, false, "0\r\n\r\n" },
+	};
+	char out[128];
+	const struct csv_table *t;
+
+	cr_assert_eq(raw_start(&raw, stalled, sizeof(stalled) / sizeof(stalled[0])), 0);
+	/* loadgen's own stall timeout is far off: the server's word decides. */
+	t = run_raw((const char *[]){ "--rate", "10", "--requests", "2", "--duration", "1s",
+				      "--stream", "1", "--timeout", "5s", NULL }, out, sizeof(out));
+	cr_assert_eq(raw_stop(&raw), 0);
+	cr_assert_eq(t->nrows - 1, 2);
+	all_rows(t, "outcome", "stalled");
+	all_rows(t, "error", "error event: upstream silent");
+	all_rows(t, "status", "200");
+	all_rows(t, "tokens_out", "1");
+	/* the server's 200 ms pause, less however late loadgen read the token before it */
+	all_in_range(t, "max_gap_ms", 150, 1000);
+
+	cr_assert_eq(raw_start(&raw, cut, sizeof(cut) / sizeof(cut[0])), 0);
+	t = run_raw((const char *[]){ "--rate", "10", "--requests", "1", "--duration", "1s",
+				      "--stream", "1", "--timeout", "5s", NULL }, out, sizeof(out));
+	cr_assert_eq(raw_stop(&raw), 0);
+	cr_assert_eq(t->nrows - 1, 1);
+	all_rows(t, "outcome", "truncated");
+	all_rows(t, "error", "error event: upstream cut");
 }
 
 /* ---- 13. rate limits: 429 with retry-after ---- */

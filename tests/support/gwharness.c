@@ -665,6 +665,46 @@ cJSON *gw_events(const struct gw_proc *g)
 	return arr;
 }
 
+double gw_metric_wait(const struct gw_proc *g, const char *name, const char *labels,
+		      double want, double timeout_ms)
+{
+	double end = now_ms() + timeout_ms;
+	double v;
+
+	for (;;) {
+		struct http_result r;
+
+		v = NAN;
+		if (gw_get(g, "/metrics", &r) == 0 && r.status == 200)
+			v = gw_metric(r.body, name, labels);
+		http_result_free(&r);
+		if (v == want || now_ms() > end)
+			return v;
+		usleep(5000);	/* polling /metrics for the event */
+	}
+}
+
+long gw_rss_kb(const struct gw_proc *g)
+{
+	char path[64];
+	char line[256];
+	long kb = -1;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)g->pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp)) {
+		if (strncmp(line, "VmRSS:", 6) == 0) {
+			kb = strtol(line + 6, NULL, 10);
+			break;
+		}
+	}
+	fclose(fp);
+	return kb;
+}
+
 /* ---- mockprov's admin API ---- */
 
 double gw_mock_state(const struct mock_proc *m, const char *prov, const char *key)

@@ -151,6 +151,18 @@ double gw_metric_sum(const char *text, const char *name, const char *labels, siz
 size_t gw_metric_series(const char *text, const char *name, const char *labels,
 			const char *key, char (*keyvals)[32], double *vals, size_t cap);
 
+/*
+ * Polls the gateway's /metrics until the sample (name, exactly labels, as
+ * gw_metric reads it) equals want, or timeout_ms passed. Returns the last
+ * value read (NaN when the sample was absent), so a caller can say what it
+ * saw.
+ */
+double gw_metric_wait(const struct gw_proc *g, const char *name, const char *labels,
+		      double want, double timeout_ms);
+
+/* The gateway's resident set (VmRSS of /proc/PID/status) in KiB, or -1. */
+long gw_rss_kb(const struct gw_proc *g);
+
 /* GET /admin/breakers, parsed (delete it); NULL when not 200 JSON. */
 cJSON *gw_breakers(const struct gw_proc *g);
 

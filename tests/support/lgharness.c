@@ -1,10 +1,11 @@
 /*
- * lgharness: running loadgen, reading its results, and a stub chat server
- * for the loadgen integration tests.
+ * lgharness: running loadgen, reading its results, a stub chat server and
+ * a raw canned-bytes server for the loadgen integration tests.
  */
 #include "lgharness.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -537,4 +539,179 @@ const char *stub_header(struct stub_server *s, unsigned i, const char *name, cha
 	}
 	pthread_mutex_unlock(&s->mu);
 	return found;
+}
+
+/* ---- the raw server ---- */
+
+/* Waits up to ms (-1: no limit) for fd to be readable; false once told to stop. */
+static bool raw_wait(struct raw_server *s, int fd, int ms)
+{
+	struct pollfd p[2] = { { .fd = s->wake[0], .events = POLLIN },
+			       { .fd = fd, .events = POLLIN } };
+	int rc;
+
+	do
+		rc = poll(p, fd >= 0 ? 2 : 1, ms);
+	while (rc < 0 && errno == EINTR);
+	return rc >= 0 && !(p[0].revents & POLLIN);
+}
+
+/* The Content-Length of a request's head (head[0..len)), or 0. */
+static size_t raw_content_length(const char *head, size_t len)
+{
+	static const char name[] = "\r\ncontent-length:";
+	size_t i;
+
+	for (i = 0; i + sizeof(name) - 1 <= len; i++) {
+		if (strncasecmp(head + i, name, sizeof(name) - 1) == 0)
+			return strtoul(head + i + sizeof(name) - 1, NULL, 10);
+	}
+	return 0;
+}
+
+/* Reads one request: headers, then Content-Length bytes of body. */
+static bool raw_read_request(struct raw_server *s, int fd)
+{
+	char buf[65536];
+	size_t len = 0;
+	size_t want = 0;
+	const char *end = NULL;
+
+	for (;;) {
+		ssize_t n;
+
+		if (end && len >= want)
+			return true;
+		if (len == sizeof(buf) - 1 || !raw_wait(s, fd, -1))
+			return false;
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			return false;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (end)
+			continue;
+		end = strstr(buf, "\r\n\r\n");
+		if (end) {
+			want = (size_t)(end - buf);
+			want += 4 + raw_content_length(buf, want);
+		}
+	}
+}
+
+static bool raw_write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static bool raw_write_part(int fd, const struct raw_part *part)
+{
+	size_t n = strlen(part->bytes);
+	char size[32];
+
+	if (!part->chunk)
+		return raw_write_all(fd, part->bytes, n);
+	snprintf(size, sizeof(size), "%zx\r\n", n);
+	return raw_write_all(fd, size, strlen(size)) && raw_write_all(fd, part->bytes, n) &&
+	       raw_write_all(fd, "\r\n", 2);
+}
+
+static void *raw_main(void *arg)
+{
+	struct raw_server *s = arg;
+
+	while (raw_wait(s, s->listen_fd, -1)) {
+		int fd = accept(s->listen_fd, NULL, NULL);
+		bool ok;
+		size_t i;
+
+		if (fd < 0)
+			continue;
+		ok = raw_read_request(s, fd);
+		for (i = 0; ok && i < s->nparts; i++) {
+			if (s->parts[i].pause_ms && !raw_wait(s, -1, (int)s->parts[i].pause_ms))
+				ok = false;
+			else
+				ok = raw_write_part(fd, &s->parts[i]);
+		}
+		if (ok) {
+			pthread_mutex_lock(&s->mu);
+			s->requests++;
+			pthread_mutex_unlock(&s->mu);
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+int raw_start(struct raw_server *s, const struct raw_part *parts, size_t n)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+
+	memset(s, 0, sizeof(*s));
+	s->parts = parts;
+	s->nparts = n;
+	s->wake[0] = s->wake[1] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0 || pipe(s->wake))
+		goto fail;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(s->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(s->listen_fd, 16) ||
+	    getsockname(s->listen_fd, (struct sockaddr *)&sin, &sl))
+		goto fail;
+	snprintf(s->addr, sizeof(s->addr), "127.0.0.1:%u", (unsigned)ntohs(sin.sin_port));
+	if (pthread_create(&s->thread, NULL, raw_main, s))
+		goto fail;
+	s->running = true;
+	return 0;
+fail:
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->wake[0] >= 0) {
+		close(s->wake[0]);
+		close(s->wake[1]);
+	}
+	pthread_mutex_destroy(&s->mu);
+	return -1;
+}
+
+int raw_stop(struct raw_server *s)
+{
+	char c = 1;
+	int rc = 0;
+
+	if (!s->running)
+		return -1;
+	if (write(s->wake[1], &c, 1) != 1)
+		rc = -1;
+	pthread_join(s->thread, NULL);
+	s->running = false;
+	close(s->listen_fd);
+	close(s->wake[0]);
+	close(s->wake[1]);
+	pthread_mutex_destroy(&s->mu);
+	return rc;
+}
+
+unsigned raw_requests(struct raw_server *s)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->requests;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }

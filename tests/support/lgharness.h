@@ -7,7 +7,8 @@
  * process (its own libuv loop on a thread) that records the request headers
  * it receives and answers with the response headers a test chooses — a
  * whole chat completion, or an event stream that is never ended (after
- * [DONE], or with only comments after its first token).
+ * [DONE], or with only comments after its first token), and a raw TCP
+ * server that answers with the very bytes a test gives it.
  */
 #ifndef FAULTLINE_LGHARNESS_H
 #define FAULTLINE_LGHARNESS_H
@@ -181,5 +182,42 @@ int stub_stop(struct stub_server *s);
  */
 const char *stub_header(struct stub_server *s, unsigned i, const char *name, char *out,
 			size_t len);
+
+/* ---- a server that answers with bytes a test wrote, in this process ---- */
+
+/* One piece of a canned answer: written pause_ms after the one before. */
+struct raw_part {
+	unsigned pause_ms;
+	bool chunk;			/* framed as one HTTP/1.1 chunk (size line, CRLF) */
+	const char *bytes;		/* NUL-terminated; as they are unless chunk */
+};
+
+struct raw_server {
+	pthread_t thread;
+	int listen_fd;
+	int wake[2];			/* a byte on wake[1] stops the thread */
+	char addr[64];			/* 127.0.0.1:PORT */
+	const struct raw_part *parts;	/* kept, not copied */
+	size_t nparts;
+	bool running;
+	pthread_mutex_t mu;
+	unsigned requests;		/* requests answered; under mu */
+};
+
+/*
+ * Starts a blocking TCP server on 127.0.0.1 (a free port, in s->addr) on a
+ * thread of its own: for each connection it reads one request (its headers
+ * and a Content-Length body), writes the n parts — status line, headers,
+ * chunks, trailers: whatever the test spells out, a part marked chunk
+ * framed as one chunk — each after its pause, then closes the connection. For answers http_server
+ * does not write (a chunked trailer). Returns 0 or -1.
+ */
+int raw_start(struct raw_server *s, const struct raw_part *parts, size_t n);
+
+/* Stops the thread (mid-answer too) and closes the sockets. Returns 0 or -1. */
+int raw_stop(struct raw_server *s);
+
+/* Requests answered so far. */
+unsigned raw_requests(struct raw_server *s);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * chaos gate: every expect bound holds and breaks, judged on the worst of
- * the repeats; figures with no value fail; setup globs and "*" phases;
+ * chaos gate: every expect bound holds and breaks (the streams' too),
+ * judged on the worst of the repeats; figures with no value fail; setup globs and "*" phases;
  * a baseline compared at the edges of its tolerances, with setups or
  * phases missing and of another scenario or scale; and the command's exit
  * status, table and --save-baseline round trip. Summaries are built the
@@ -118,16 +118,17 @@ static void load_scenario(const char *expect, double scale, struct scenario *sc)
 /* One run's figures for a phase; NAN is null (no value). */
 struct pv {
 	double er, ans, p50, p95, p99, tto, ttp, fb;
+	double silent, stalls, gap, ttft95;	/* the streams' */
 };
 
 /* Healthy figures every bound below holds for. */
-static const struct pv good = { 0, 1, 200, 210, 220, 500, 100, 0 };
+static const struct pv good = { 0, 1, 200, 210, 220, 500, 100, 0, 0, 0, 60, 250 };
 
-/* Sets member k of v, in the struct's order (er = 0 … fb = 7). */
+/* Sets member k of v, in the struct's order (er = 0 … fb = 7 … ttft95 = 11). */
 static void set_field(struct pv *v, size_t k, double x)
 {
 	double *fields[] = { &v->er, &v->ans, &v->p50, &v->p95, &v->p99, &v->tto, &v->ttp,
-			     &v->fb };
+			     &v->fb, &v->silent, &v->stalls, &v->gap, &v->ttft95 };
 
 	cr_assert_lt(k, sizeof(fields) / sizeof(fields[0]));
 	*fields[k] = x;
@@ -143,6 +144,7 @@ static cJSON *figures(const struct pv *v)
 {
 	cJSON *f = cJSON_CreateObject();
 	cJSON *lat = cJSON_CreateObject();
+	cJSON *ttft = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(f, "from_ms", 15000);
 	cJSON_AddNumberToObject(f, "to_ms", 45000);
@@ -160,6 +162,20 @@ static cJSON *figures(const struct pv *v)
 	cJSON_AddItemToObject(f, "time_to_primary_ms", num(v->ttp));
 	cJSON_AddNumberToObject(f, "opens", isnan(v->tto) ? 0 : 1);
 	cJSON_AddItemToObject(f, "time_to_open_ms", num(v->tto));
+	cJSON_AddNumberToObject(f, "streams", 50);
+	cJSON_AddItemToObject(ttft, "count", cJSON_CreateNumber(isnan(v->ttft95) ? 0 : 40));
+	cJSON_AddItemToObject(ttft, "mean", num(v->ttft95));
+	cJSON_AddItemToObject(ttft, "p50", num(v->ttft95));
+	cJSON_AddItemToObject(ttft, "p95", num(v->ttft95));
+	cJSON_AddItemToObject(ttft, "p99", num(v->ttft95));
+	cJSON_AddItemToObject(ttft, "max", num(v->ttft95));
+	cJSON_AddItemToObject(f, "ttft_ms", ttft);
+	cJSON_AddNumberToObject(f, "stalls", v->stalls);
+	cJSON_AddNumberToObject(f, "truncations", 0);
+	cJSON_AddNumberToObject(f, "error_events", v->stalls - v->silent > 0 ?
+				v->stalls - v->silent : 0);
+	cJSON_AddNumberToObject(f, "silent_breaks", v->silent);
+	cJSON_AddItemToObject(f, "max_gap_ms", num(v->gap));
 	return f;
 }
 
@@ -276,6 +292,14 @@ Test(gate, every_bound_both_ways, .timeout = 10)
 		{ "\"fallback_share_max\":0.5", "fallback_share", GATE_LE, 0.5, 7, 0.6, false },
 		{ "\"fallback_share_min\":0.2", "fallback_share", GATE_GE, 0.2, 7, 0.2, true },
 		{ "\"fallback_share_min\":0.2", "fallback_share", GATE_GE, 0.2, 7, 0.1, false },
+		{ "\"silent_breaks_max\":0", "silent_breaks", GATE_LE, 0, 8, 0, true },
+		{ "\"silent_breaks_max\":0", "silent_breaks", GATE_LE, 0, 8, 1, false },
+		{ "\"stalls_max\":2", "stalls", GATE_LE, 2, 9, 2, true },
+		{ "\"stalls_max\":2", "stalls", GATE_LE, 2, 9, 3, false },
+		{ "\"max_gap_ms_max\":1100", "max_gap_ms", GATE_LE, 1100, 10, 1100, true },
+		{ "\"max_gap_ms_max\":1100", "max_gap_ms", GATE_LE, 1100, 10, 1100.5, false },
+		{ "\"ttft_p95_ms_max\":400", "ttft_ms.p95", GATE_LE, 400, 11, 399, true },
+		{ "\"ttft_p95_ms_max\":400", "ttft_ms.p95", GATE_LE, 400, 11, 401, false },
 	};
 	size_t i;
 
@@ -418,6 +442,68 @@ Test(gate, null_values_fail, .timeout = 10)
 	cr_expect(c->pass);
 	cr_expect_eq(r.failed, 5);
 	cr_expect_eq(count_failed(&r), r.failed);
+	gate_result_free(&r);
+	cJSON_Delete(sum);
+	scenario_free(&sc);
+}
+
+/*
+ * The streams' bounds follow the same rules: the worst run is judged, a
+ * gap or TTFT with no value fails (no stream, no ok stream), counts are
+ * never null; _ms_max bounds scale with the run, count bounds do not.
+ */
+Test(gate, stream_bounds_worst_run_no_value_and_scale, .timeout = 10)
+{
+	struct pv runs[3] = { good, good, good };
+	struct pv quiet = good;
+	struct scenario sc;
+	struct gate_result r;
+	const struct gate_check *c;
+	cJSON *sum = summary_new("gt", 0.2);
+
+	runs[1].silent = 2;	/* the mean (0.67) would hold */
+	runs[2].gap = 230;	/* over 1100 × 0.2 */
+	runs[0].ttft95 = NAN;	/* one run without an ok stream */
+	add_setup(sum, "breaker-on", 3, outage_only, 1, runs);
+	quiet.gap = NAN;
+	quiet.ttft95 = NAN;
+	add_setup(sum, "breaker-off", 1, outage_only, 1, &quiet);
+	load_scenario("[{\"setup\":\"breaker-*\",\"phase\":\"outage\",\"silent_breaks_max\":1,"
+		      "\"stalls_max\":0,\"max_gap_ms_max\":1100,\"ttft_p95_ms_max\":2000}]", 0.2, &sc);
+	cr_assert_eq(gate_evaluate(&sc, sum, NULL, &r, err), 0, "%s", err);
+	cr_assert_eq(r.n, 8);
+	c = find(&r, "expect", "breaker-on", "outage", "silent_breaks");
+	cr_assert_not_null(c);
+	cr_expect_float_eq(c->bound, 1, 0, "a count is not scaled");
+	cr_expect_float_eq(c->value, 2, 0);
+	cr_expect_not(c->pass);
+	cr_expect_str_eq(c->note, "worst of 3 runs");
+	c = find(&r, "expect", "breaker-on", "outage", "stalls");
+	cr_assert_not_null(c);
+	cr_expect(c->pass);
+	c = find(&r, "expect", "breaker-on", "outage", "max_gap_ms");
+	cr_assert_not_null(c);
+	cr_expect_float_eq(c->bound, 220, 1e-9, "1100 ms × 0.2");
+	cr_expect_float_eq(c->value, 230, 0);
+	cr_expect_not(c->pass);
+	c = find(&r, "expect", "breaker-on", "outage", "ttft_ms.p95");
+	cr_assert_not_null(c);
+	cr_expect_float_eq(c->bound, 400, 1e-9);
+	cr_expect_not(c->pass);
+	cr_expect_str_eq(c->note, "no value in 1 of 3 runs");
+	c = find(&r, "expect", "breaker-off", "outage", "max_gap_ms");
+	cr_assert_not_null(c);
+	cr_expect_not(c->pass);
+	cr_expect(isnan(c->value));
+	cr_expect_str_eq(c->note, "no value");
+	c = find(&r, "expect", "breaker-off", "outage", "ttft_ms.p95");
+	cr_assert_not_null(c);
+	cr_expect_not(c->pass);
+	cr_expect_str_eq(c->note, "no value");
+	c = find(&r, "expect", "breaker-off", "outage", "silent_breaks");
+	cr_assert_not_null(c);
+	cr_expect(c->pass);
+	cr_expect_eq(r.failed, 5);
 	gate_result_free(&r);
 	cJSON_Delete(sum);
 	scenario_free(&sc);
@@ -568,7 +654,7 @@ Test(gate, bad_summary_shapes, .timeout = 10)
 /* ---- the baseline ---- */
 
 /* The baseline's figures: 5% errors, p50 100 ms, opened after 1 s, 50% fallback. */
-static const struct pv base_v = { 0.02, 0.98, 100, 200, 400, 1000, 300, 0.5 };
+static const struct pv base_v = { 0.02, 0.98, 100, 200, 400, 1000, 300, 0.5, 0, 0, 60, 250 };
 
 static struct scenario no_expects;
 
@@ -703,6 +789,36 @@ Test(gate_baseline, run_mean_is_compared, .timeout = 10)
 	cr_expect_float_eq(c->bound, 130, 1e-12);
 	cr_expect(c->pass);
 	cr_expect_eq(r.failed, 0);
+	gate_result_free(&r);
+	cJSON_Delete(base);
+	cJSON_Delete(run);
+	scenario_free(&no_expects);
+}
+
+/* The streams' figures are left to expect bounds: a baseline never compares them. */
+Test(gate_baseline, stream_figures_are_not_compared, .timeout = 10)
+{
+	struct pv v = base_v;
+	struct gate_result r;
+	size_t i;
+	cJSON *base = summary_one("direct", &base_v);
+	cJSON *run;
+
+	v.silent = 40;
+	v.stalls = 50;
+	v.gap = 1e6;
+	v.ttft95 = 1e6;
+	run = summary_one("direct", &v);
+	load_no_expects();
+	cr_assert_eq(gate_evaluate(&no_expects, run, base, &r, err), 0, "%s", err);
+	cr_expect_eq(r.n, 7);
+	cr_expect_eq(r.failed, 0);
+	for (i = 0; i < r.n; i++) {
+		cr_expect_null(strstr(r.checks[i].figure, "ttft"), "%s", r.checks[i].figure);
+		cr_expect_neq(strcmp(r.checks[i].figure, "max_gap_ms"), 0);
+		cr_expect_neq(strcmp(r.checks[i].figure, "silent_breaks"), 0);
+		cr_expect_neq(strcmp(r.checks[i].figure, "stalls"), 0);
+	}
 	gate_result_free(&r);
 	cJSON_Delete(base);
 	cJSON_Delete(run);

@@ -2,7 +2,8 @@
  * outcome: the facts of an attempt decide its outcome — libcurl's error
  * first (after a cut by loadgen's own watchdog), then the HTTP status, then
  * the body (a chat completion) or the stream (an event stream, no broken
- * frame, no error event, [DONE]) — and a retrying client tries again only
+ * frame, no error event, [DONE]; a "stream_stalled" error event makes it a
+ * stall) — and a retrying client tries again only
  * after refused, reset, timeout and HTTP 408, 409, 429, 5xx, and never once
  * a stream has shown content.
  */
@@ -185,6 +186,58 @@ Test(outcome, streams, .timeout = 10)
 	};
 
 	check_classify(cases, N(cases));
+}
+
+/*
+ * A gateway that ends a stream because its upstream went silent says so
+ * with an error event whose code is "stream_stalled": the client saw a
+ * stall, not a truncation — whether or not content had come, and whatever
+ * else would have made it truncated (no [DONE], a short chunked body).
+ * Another code, or a cut by the transfer's own error, stays as it was.
+ */
+Test(outcome, stream_stalled_error_event_is_stalled, .timeout = 10)
+{
+	static const struct classify_case cases[] = {
+		{ "stream_stalled after content",
+		  { .status = 200, .streaming = true, .sse = true, .error_event = true,
+		    .stall_event = true, .content_seen = true }, OUT_STALLED },
+		{ "stream_stalled before any content",
+		  { .status = 200, .streaming = true, .sse = true, .error_event = true,
+		    .stall_event = true }, OUT_STALLED },
+		{ "stream_stalled, then a short chunked body",
+		  { .curl_code = CURLE_PARTIAL_FILE, .status = 200, .streaming = true,
+		    .sse = true, .error_event = true, .stall_event = true, .content_seen = true },
+		  OUT_STALLED },
+		{ "stream_stalled, even with [DONE]",
+		  { .status = 200, .streaming = true, .sse = true, .error_event = true,
+		    .stall_event = true, .saw_done = true }, OUT_STALLED },
+		{ "another error code",
+		  { .status = 200, .streaming = true, .sse = true, .error_event = true,
+		    .content_seen = true }, OUT_TRUNCATED },
+		{ "stream_stalled, then a reset",
+		  { .curl_code = CURLE_RECV_ERROR, .status = 200, .streaming = true, .sse = true,
+		    .error_event = true, .stall_event = true, .content_seen = true }, OUT_RESET },
+		{ "stream_stalled, then a broken frame",
+		  { .status = 200, .streaming = true, .sse = true, .error_event = true,
+		    .stall_event = true, .bad_frame = true }, OUT_INVALID },
+		{ "stream_stalled in a 503's body",
+		  { .status = 503, .streaming = true, .error_event = true, .stall_event = true },
+		  OUT_HTTP_ERROR },
+		/* loadgen's own watchdog: stalled as before */
+		{ "silent past --stall-timeout, no event",
+		  { .cut = CUT_STALL, .status = 200, .streaming = true, .sse = true,
+		    .content_seen = true }, OUT_STALLED },
+	};
+	size_t i;
+
+	check_classify(cases, N(cases));
+	for (i = 0; i < N(cases); i++) {
+		enum outcome o = outcome_classify(&cases[i].f);
+
+		if (o == OUT_STALLED)
+			cr_assert_not(outcome_retryable(o, 200, cases[i].f.content_seen),
+				      "%s: a stall is retried", cases[i].what);
+	}
 }
 
 /* One row of a retry table. */

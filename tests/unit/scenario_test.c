@@ -68,7 +68,7 @@ static const char full[] =
 	"            {\"name\":\"outage\",\"from_s\":15,\"to_s\":45},"
 	"            {\"name\":\"recovered\",\"from_s\":45,\"to_s\":60}],"
 	" \"load\":{\"rate\":10,\"arrival\":\"poisson\",\"stream\":0.25,\"timeout_ms\":30000,"
-	"          \"model\":\"chat\",\"prompt_tokens\":32,\"max_tokens\":8,"
+	"          \"stall_timeout_ms\":5000,\"model\":\"chat\",\"prompt_tokens\":32,\"max_tokens\":8,"
 	"          \"mix\":{\"streams\":[{\"name\":\"s\",\"share\":1,\"tenant\":\"acme\"}]}},"
 	" \"setups\":["
 	"  {\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"},"
@@ -91,7 +91,9 @@ static const char full[] =
 	"   \"latency_p50_ms_max\":230,\"time_to_open_ms_max\":2000},"
 	"  {\"setup\":\"*\",\"phase\":\"*\",\"answered_min\":0.5,\"latency_p95_ms_max\":900,"
 	"   \"latency_p99_ms_max\":1000,\"time_to_primary_ms_max\":3000,"
-	"   \"fallback_share_max\":0.9,\"fallback_share_min\":0.1}]}";
+	"   \"fallback_share_max\":0.9,\"fallback_share_min\":0.1},"
+	"  {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"silent_breaks_max\":0,"
+	"   \"stalls_max\":2,\"max_gap_ms_max\":1100,\"ttft_p95_ms_max\":400}]}";
 
 Test(scenario, full_scenario_every_field, .timeout = 10)
 {
@@ -138,6 +140,7 @@ Test(scenario, full_scenario_every_field, .timeout = 10)
 	cr_assert_eq(sc.load.arrival, SC_ARRIVAL_POISSON);
 	cr_assert_float_eq(sc.load.stream_p, 0.25, 0);
 	cr_assert_float_eq(sc.load.timeout_ms, 30000, 0);
+	cr_assert_float_eq(sc.load.stall_timeout_ms, 5000, 0);
 	cr_assert_str_eq(sc.load.model, "chat");
 	cr_assert_eq(sc.load.prompt_tokens, 32);
 	cr_assert_eq(sc.load.max_tokens, 8);
@@ -175,7 +178,7 @@ Test(scenario, full_scenario_every_field, .timeout = 10)
 	cr_assert_str_eq(cJSON_GetObjectItem(st->response_headers, "provider")->valuestring,
 			 "x-other-provider");
 
-	cr_assert_eq(sc.nexpects, 2);
+	cr_assert_eq(sc.nexpects, 3);
 	e = &sc.expects[0];
 	cr_assert_str_eq(e->setup, "breaker-*");
 	cr_assert_str_eq(e->phase, "outage");
@@ -188,6 +191,10 @@ Test(scenario, full_scenario_every_field, .timeout = 10)
 	cr_assert(isnan(e->time_to_primary_ms_max));
 	cr_assert(isnan(e->fallback_share_max));
 	cr_assert(isnan(e->fallback_share_min));
+	cr_assert(isnan(e->silent_breaks_max));
+	cr_assert(isnan(e->stalls_max));
+	cr_assert(isnan(e->max_gap_ms_max));
+	cr_assert(isnan(e->ttft_p95_ms_max));
 	e = &sc.expects[1];
 	cr_assert_float_eq(e->answered_min, 0.5, 0);
 	cr_assert_float_eq(e->latency_p95_ms_max, 900, 0);
@@ -196,6 +203,15 @@ Test(scenario, full_scenario_every_field, .timeout = 10)
 	cr_assert_float_eq(e->fallback_share_max, 0.9, 0);
 	cr_assert_float_eq(e->fallback_share_min, 0.1, 0);
 	cr_assert(isnan(e->error_rate_max));
+	/* the streams' bounds */
+	e = &sc.expects[2];
+	cr_assert_str_eq(e->setup, "breaker-on");
+	cr_assert_float_eq(e->silent_breaks_max, 0, 0);
+	cr_assert_float_eq(e->stalls_max, 2, 0);
+	cr_assert_float_eq(e->max_gap_ms_max, 1100, 0);
+	cr_assert_float_eq(e->ttft_p95_ms_max, 400, 0);
+	cr_assert(isnan(e->error_rate_max));
+	cr_assert(isnan(e->latency_p95_ms_max));
 
 	scenario_free(&sc);
 	cr_assert_null(sc.name);
@@ -229,6 +245,7 @@ Test(scenario, minimal_takes_every_default, .timeout = 10)
 	cr_assert_eq(sc.load.arrival, SC_ARRIVAL_CONSTANT);
 	cr_assert_float_eq(sc.load.stream_p, 0, 0);
 	cr_assert_float_eq(sc.load.timeout_ms, 30000, 0);
+	cr_assert(isnan(sc.load.stall_timeout_ms), "not given: loadgen's own default");
 	cr_assert_str_eq(sc.load.model, "chat");
 	cr_assert_eq(sc.load.prompt_tokens, 16);
 	cr_assert_eq(sc.load.max_tokens, 16);
@@ -426,6 +443,10 @@ static const struct bad_case bad_cases[] = {
 	  ": load.arrival: expected one of constant, poisson, got the string \"burst\"" },
 	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"stream\":1.5}," SETUP "}",
 	  ": load.stream: expected a number from 0 to 1, got 1.5" },
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"stall_timeout_ms\":0}," SETUP "}",
+	  ": load.stall_timeout_ms: expected a number from 1 to 3600000, got 0" },
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"stall_timeout_ms\":\"5s\"}," SETUP "}",
+	  ": load.stall_timeout_ms: expected a number from 1 to 3600000, got the string \"5s\"" },
 	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"timeout_ms\":0}," SETUP "}",
 	  ": load.timeout_ms: expected a number from 1 to 3600000, got 0" },
 	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"model\":\"\"}," SETUP "}",
@@ -559,6 +580,16 @@ static const struct bad_case bad_cases[] = {
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"time_to_open_ms_max\":\"1s\"}"),
 	  ": expect[0].time_to_open_ms_max: expected a number from 0" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"p99_ms\":1}"), ": expect[0].p99_ms: unknown key" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"silent_breaks_max\":-1}"),
+	  ": expect[0].silent_breaks_max: expected a number from 0" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"stalls_max\":null}"),
+	  ": expect[0].stalls_max: expected a number from 0" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"max_gap_ms_max\":-0.5}"),
+	  ": expect[0].max_gap_ms_max: expected a number from 0" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"ttft_p95_ms_max\":\"1s\"}"),
+	  ": expect[0].ttft_p95_ms_max: expected a number from 0" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"ttft_p99_ms_max\":1}"),
+	  ": expect[0].ttft_p99_ms_max: unknown key" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"fallback_share_min\":0.5,"
 		 "\"fallback_share_max\":0.2}"),
 	  ": expect[0].fallback_share_min: expected at most fallback_share_max (0.2), got 0.5" },
@@ -648,7 +679,9 @@ Test(scenario_scale, one_rule_over_the_tree, .timeout = 10)
 		"                  \"half_open_probes\":3,\"cooldown_multiplier\":2},"
 		"       \"models\":{\"c\":{\"max_attempts\":3}}},"
 		" \"e\":{\"latency_p50_ms_max\":230,\"time_to_open_ms_max\":2000,\"x_s_min\":4,"
-		"       \"error_rate_max\":0.5,\"fallback_share_min\":0.25,\"retries\":2},"
+		"       \"error_rate_max\":0.5,\"fallback_share_min\":0.25,\"retries\":2,"
+		"       \"silent_breaks_max\":3,\"stalls_max\":4,\"max_gap_ms_max\":1100,"
+		"       \"ttft_p95_ms_max\":400,\"stall_timeout_ms\":5000},"
 		" \"odd\":{\"ms\":1,\"s\":1,\"items\":1,\"x_ms_maximum\":1,\"rates\":1,"
 		"         \"timeout_ms\":\"100\",\"nested_ms\":{\"v\":7}}}";
 	cJSON *root = cJSON_Parse(json);
@@ -706,6 +739,11 @@ Test(scenario_scale, one_rule_over_the_tree, .timeout = 10)
 	cr_assert_float_eq(num(o, "error_rate_max"), 0.5, 0);
 	cr_assert_float_eq(num(o, "fallback_share_min"), 0.25, 0);
 	cr_assert_float_eq(num(o, "retries"), 2, 0);
+	cr_assert_float_eq(num(o, "silent_breaks_max"), 3, 0, "a count bound stays");
+	cr_assert_float_eq(num(o, "stalls_max"), 4, 0);
+	cr_assert_float_eq(num(o, "max_gap_ms_max"), 110, 1e-9, "…_ms_max scales");
+	cr_assert_float_eq(num(o, "ttft_p95_ms_max"), 40, 1e-9);
+	cr_assert_float_eq(num(o, "stall_timeout_ms"), 500, 1e-9);
 	o = cJSON_GetObjectItem(root, "odd");
 	cr_assert_float_eq(num(o, "ms"), 1, 0, "no underscore: not a duration");
 	cr_assert_float_eq(num(o, "s"), 1, 0);
@@ -757,6 +795,7 @@ Test(scenario_scale, load_scales_every_part, .timeout = 10)
 	cr_assert_float_eq(sc.phases[0].to_ms, sc.phases[1].from_ms, 0);
 	cr_assert_float_eq(sc.load.rate, 100, 1e-9, "the same requests per phase");
 	cr_assert_float_eq(sc.load.timeout_ms, 3000, 1e-6);
+	cr_assert_float_eq(sc.load.stall_timeout_ms, 500, 1e-6);
 	cr_assert_eq(sc.load.max_tokens, 8);
 	cr_assert_float_eq(sc.setups[1].retry_backoff_ms, 25, 1e-9);
 	cr_assert_eq(sc.setups[1].retries, 3);
@@ -771,6 +810,10 @@ Test(scenario_scale, load_scales_every_part, .timeout = 10)
 	cr_assert_float_eq(sc.expects[1].time_to_primary_ms_max, 300, 1e-9);
 	cr_assert_float_eq(sc.expects[1].answered_min, 0.5, 0);
 	cr_assert_float_eq(sc.expects[1].fallback_share_max, 0.9, 0);
+	cr_assert_float_eq(sc.expects[2].max_gap_ms_max, 110, 1e-9);
+	cr_assert_float_eq(sc.expects[2].ttft_p95_ms_max, 40, 1e-9);
+	cr_assert_float_eq(sc.expects[2].silent_breaks_max, 0, 0, "counts do not scale");
+	cr_assert_float_eq(sc.expects[2].stalls_max, 2, 0);
 	f = cJSON_GetArrayItem(sc.providers, 0);
 	cr_assert_float_eq(num(f, "ttft_ms"), 20, 1e-9);
 	cr_assert_float_eq(num(f, "output_tokens"), 16, 0);

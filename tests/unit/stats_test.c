@@ -2,7 +2,9 @@
  * runner stats: hand-made result files with answers worked out by hand —
  * phase and window membership at the edges, nearest-rank percentiles,
  * fallback share, time to open and to the primary, duplicate work joined
- * on request ids, cost by tenant and feature, RFC 4180 reading, every kind
+ * on request ids, cost by tenant and feature, the streams' figures (TTFT,
+ * stalls, truncations, error events, silent breaks, largest gap), RFC 4180
+ * reading, every kind
  * of malformed file refused naming the file and line, and stats_combine's
  * mean, stddev, min and max over repeats.
  */
@@ -57,10 +59,11 @@ static void write_file(const char *name, const char *text)
 	write_file_len(name, text, 0);
 }
 
-/* One requests.csv row: the fields stats reads (NULL: empty). */
+/* One requests.csv row: the fields stats reads (NULL: empty; streaming NULL: 0). */
 struct rq {
 	const char *id, *sched, *end, *lat, *status, *outcome, *provider, *tenant, *feature,
 		*cost;
+	const char *streaming, *ttft, *error, *gap;
 };
 
 static const char *or_empty(const char *s)
@@ -84,10 +87,13 @@ static void write_requests(const struct rq *rows, size_t n)
 	for (i = 0; i < n; i++) {
 		const struct rq *r = &rows[i];
 
-		fprintf(fp, "%s,default,interactive,%s,%s,0,%s,%s,,%s,%s,%s,%s,%s,,%s,1,0,0,16,16,,%s\n",
-			or_empty(r->id), or_empty(r->tenant), or_empty(r->feature), r->sched,
-			r->sched, or_empty(r->end), or_empty(r->lat), or_empty(r->lat),
-			or_empty(r->status), r->outcome, or_empty(r->provider), or_empty(r->cost));
+		fprintf(fp, "%s,default,interactive,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,\"%s\",%s,1,0,0,"
+			"16,16,%s,%s\n",
+			or_empty(r->id), or_empty(r->tenant), or_empty(r->feature),
+			r->streaming ? r->streaming : "0", r->sched, r->sched, or_empty(r->ttft),
+			or_empty(r->end), or_empty(r->lat), or_empty(r->lat), or_empty(r->status),
+			r->outcome, or_empty(r->error), or_empty(r->provider), or_empty(r->gap),
+			or_empty(r->cost));
 	}
 	cr_assert_eq(fclose(fp), 0);
 }
@@ -526,6 +532,99 @@ Test(stats, windows_cover_the_duration)
 	cJSON_Delete(s);
 }
 
+/*
+ * Stream figures over the rows with streaming 1: TTFT percentiles over the
+ * ok ones, stalls and truncations by outcome, error events by the error's
+ * words, silent breaks (stalled or truncated with no error event), the
+ * largest gap; plain requests count in none of them.
+ */
+Test(stats, stream_figures_over_streaming_rows)
+{
+	static const struct rq rows[] = {
+		/* healthy: three ok streams, one that timed out, a plain answer */
+		{ .id = "s1", .sched = "10", .outcome = "ok", .streaming = "1", .ttft = "100",
+		  .gap = "20" },
+		{ .id = "s2", .sched = "20", .outcome = "ok", .streaming = "1", .ttft = "300",
+		  .gap = "25" },
+		{ .id = "s3", .sched = "30", .outcome = "ok", .streaming = "1", .ttft = "200",
+		  .gap = "30" },
+		{ .id = "s4", .sched = "40", .outcome = "timeout", .streaming = "1",
+		  .error = "no first token within 1000 ms" },
+		{ .id = "p1", .sched = "50", .outcome = "ok", .ttft = "5", .gap = "9999" },
+		/* outage: every way a stream breaks */
+		{ .id = "s5", .sched = "1000", .outcome = "stalled", .streaming = "1", .ttft = "90",
+		  .error = "stream silent for 500 ms after 3 tokens", .gap = "500" },
+		{ .id = "s6", .sched = "1100", .outcome = "stalled", .streaming = "1", .ttft = "95",
+		  .error = "error event: upstream silent", .gap = "1000" },
+		{ .id = "s7", .sched = "1200", .outcome = "truncated", .streaming = "1",
+		  .error = "stream ended without [DONE] after 2 tokens", .gap = "40" },
+		{ .id = "s8", .sched = "1300", .outcome = "truncated", .streaming = "1",
+		  .error = "error event: boom, twice", .gap = "45" },
+		{ .id = "s9", .sched = "1400", .outcome = "http_error", .status = "503",
+		  .streaming = "1", .error = "HTTP 503: busy" },
+		{ .id = "p2", .sched = "1500", .outcome = "truncated", .error = "short body" },
+		/* recovered: plain requests only */
+		{ .id = "p3", .sched = "2500", .outcome = "ok" },
+	};
+	static const char *const ttft_keys[] = { "count", "mean", "p50", "p95", "p99", "max",
+						 NULL };
+	cJSON *s;
+	cJSON *c;
+	cJSON *runs[2];
+
+	write_requests(rows, sizeof(rows) / sizeof(rows[0]));
+	s = compute(three, 3, 3000, 1000);
+	expect_num(s, "phases.healthy.streams", 4);
+	expect_keys(s, "phases.healthy.ttft_ms", ttft_keys);
+	expect_num(s, "phases.healthy.ttft_ms.count", 3);
+	expect_num(s, "phases.healthy.ttft_ms.mean", 200);
+	expect_num(s, "phases.healthy.ttft_ms.p50", 200);	/* rank ceil(1.5) */
+	expect_num(s, "phases.healthy.ttft_ms.p95", 300);	/* rank ceil(2.85) */
+	expect_num(s, "phases.healthy.ttft_ms.p99", 300);
+	expect_num(s, "phases.healthy.stalls", 0);
+	expect_num(s, "phases.healthy.truncations", 0);
+	expect_num(s, "phases.healthy.error_events", 0);
+	expect_num(s, "phases.healthy.silent_breaks", 0);
+	expect_num(s, "phases.healthy.max_gap_ms", 30);	/* not the plain row's */
+
+	expect_num(s, "phases.outage.streams", 5);
+	expect_num(s, "phases.outage.ttft_ms.count", 0);	/* no ok stream */
+	expect_num(s, "phases.outage.ttft_ms.p50", NAN);
+	expect_num(s, "phases.outage.ttft_ms.p95", NAN);
+	expect_num(s, "phases.outage.stalls", 2);
+	expect_num(s, "phases.outage.truncations", 2);	/* not the plain p2 */
+	expect_num(s, "phases.outage.error_events", 2);
+	expect_num(s, "phases.outage.silent_breaks", 2);	/* s5 and s7 */
+	expect_num(s, "phases.outage.max_gap_ms", 1000);
+
+	expect_num(s, "phases.recovered.streams", 0);
+	expect_num(s, "phases.recovered.ttft_ms.count", 0);
+	expect_num(s, "phases.recovered.stalls", 0);
+	expect_num(s, "phases.recovered.silent_breaks", 0);
+	expect_num(s, "phases.recovered.max_gap_ms", NAN);
+
+	expect_num(s, "windows.1.silent_breaks", 2);	/* the same ranges */
+	expect_num(s, "windows.0.ttft_ms.p95", 300);
+	expect_num(s, "totals.streams", 9);
+	expect_num(s, "totals.ttft_ms.count", 3);
+	expect_num(s, "totals.error_events", 2);
+	expect_num(s, "totals.max_gap_ms", 1000);
+
+	/* combined like every other figure; a null stays out */
+	runs[0] = runs[1] = s;
+	c = stats_combine(runs, 2);
+	cr_assert_not_null(c);
+	expect_num(c, "phases.outage.silent_breaks.mean", 2);
+	expect_num(c, "phases.outage.silent_breaks.max", 2);
+	expect_num(c, "phases.healthy.ttft_ms.p95.max", 300);
+	cr_assert(cJSON_IsNull(jget(c, "phases.outage.ttft_ms.p95")));
+	expect_num(c, "phases.outage.max_gap_ms.max", 1000);
+	cr_assert(cJSON_IsNull(jget(c, "phases.recovered.max_gap_ms")));
+	expect_num(c, "phases.recovered.streams.mean", 0);
+	cJSON_Delete(c);
+	cJSON_Delete(s);
+}
+
 Test(stats, csv_by_header_name_with_rfc4180_quoting)
 {
 	cJSON *s;
@@ -556,6 +655,11 @@ Test(stats, csv_by_header_name_with_rfc4180_quoting)
 	cr_assert(cJSON_IsNumber(t), "tenant a,\"b\" not read back");
 	t = cJSON_GetObjectItemCaseSensitive(jget(s, "totals.cost_usd.by_feature"), "f,1");
 	cr_assert(cJSON_IsNumber(t), "feature f,1 not read back");
+	/* no streaming column: no streams */
+	expect_num(s, "totals.streams", 0);
+	expect_num(s, "totals.stalls", 0);
+	expect_num(s, "totals.ttft_ms.count", 0);
+	expect_num(s, "totals.max_gap_ms", NAN);
 	cJSON_Delete(s);
 }
 
@@ -623,6 +727,8 @@ struct bad_case {
 
 #define REQ_HEADER "id,sched_ms,end_ms,latency_ms,status,outcome,provider,tenant,feature,cost_usd\n"
 #define REQ_OK "r1,10,20,10,200,ok,,,,\n"
+#define REQ_HEADER_S "id,sched_ms,end_ms,latency_ms,status,outcome,provider,tenant,feature," \
+	"cost_usd,streaming,ttft_ms,error,max_gap_ms\n"
 
 static const struct bad_case bad_cases[] = {
 	{ "missing column", "id,sched_ms,end_ms,latency_ms,status,outcome,provider,tenant,feature\n",
@@ -668,6 +774,18 @@ static const struct bad_case bad_cases[] = {
 	  "column sched_ms" },
 	{ "id twice", REQ_HEADER REQ_OK "r2,1,20,1,200,ok,,,,\n" REQ_OK, 0, NULL, NULL, NULL,
 	  -EINVAL, "requests.csv:4: ", "request id \"r1\" already on line 2" },
+	{ "streaming without ttft_ms", "id,sched_ms,end_ms,latency_ms,status,outcome,provider,"
+	  "tenant,feature,cost_usd,streaming,error,max_gap_ms\n", 0, NULL, NULL, NULL, -EINVAL,
+	  "requests.csv:1: ", "no column \"ttft_ms\" in the header (it goes with \"streaming\")" },
+	{ "streaming not 0 or 1", REQ_HEADER_S "r1,10,20,10,200,ok,,,,,1,5,,3\n"
+	  "r2,10,20,10,200,ok,,,,,yes,5,,3\n", 0, NULL, NULL, NULL, -EINVAL, "requests.csv:3: ",
+	  "column streaming: expected 0 or 1, got \"yes\"" },
+	{ "streaming empty", REQ_HEADER_S "r1,10,20,10,200,ok,,,,,,5,,3\n", 0, NULL, NULL, NULL,
+	  -EINVAL, "requests.csv:2: ", "column streaming: expected 0 or 1" },
+	{ "bad ttft_ms", REQ_HEADER_S "r1,10,20,10,200,ok,,,,,1,5ms,,3\n", 0, NULL, NULL, NULL,
+	  -EINVAL, "requests.csv:2: ", "column ttft_ms: expected a number or nothing" },
+	{ "bad max_gap_ms", REQ_HEADER_S "r1,10,20,10,200,ok,,,,,1,5,,inf\n", 0, NULL, NULL,
+	  NULL, -EINVAL, "requests.csv:2: ", "column max_gap_ms" },
 	{ "no requests.csv", NULL, 0, NULL, NULL, NULL, -ENOENT, "requests.csv: ",
 	  "no such file" },
 	{ "unfinished requests", REQ_HEADER, 0, NULL, NULL, "requests.csv.tmp", -EINVAL,
