@@ -6,6 +6,7 @@
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
+#   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make suite      the classic suite and stream-stall at SCALE (0.2), each result through chaos gate
@@ -52,7 +53,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway demo demo-walkthrough suite clean deps
+.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite clean deps
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -158,6 +159,9 @@ bench-loadgen: all
 
 bench-gateway: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/gateway.sh
+
+bench-stream: all
+	FAULTLINE_BIN=$(BIN_DIR) bench/stream.sh
 
 demo: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/demo.sh

@@ -59,23 +59,13 @@ BENCH_NAME=bench-gateway
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-# Raises the open-files limit (inherited by every process started here) so
+# The open-files limit (inherited by every process started here) raised so
 # that RSS_CONNS connections fit at both ends and upstream, and HAProxy's
 # HA_MAXCONN (two descriptors each).
-raise_fd_limit() {
-	local want=$((RSS_CONNS * 2 + 1024)) cur hard
+gateway_fd_limit() {
+	local want=$((RSS_CONNS * 2 + 1024))
 	[ "$want" -ge $((HA_MAXCONN * 2 + 256)) ] || want=$((HA_MAXCONN * 2 + 256))
-	cur=$(ulimit -n)
-	[ "$cur" = unlimited ] && return 0
-	[ "$cur" -ge "$want" ] && return 0
-	hard=$(ulimit -Hn)
-	if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then
-		ulimit -n "$hard"
-	else
-		ulimit -n "$want"
-	fi
-	[ "$(ulimit -n)" -ge "$want" ] ||
-		die "the open-files limit is $(ulimit -n) (hard $hard); $want are needed for RSS_CONNS=$RSS_CONNS"
+	raise_fd_limit "$want" "RSS_CONNS=$RSS_CONNS"
 }
 
 # Starts mockprov (one provider on a free port, no latency); sets MP_PID,
@@ -367,22 +357,6 @@ throughput_bench() {
 		"$(get "$g" cpu_other_pct)"
 }
 
-# ESTABLISHED TCP sockets whose local port is $1 (with $2 = rem: whose
-# remote port is $1), from ss (netlink) or else /proc/net/tcp (which can
-# count a socket twice while others come and go).
-established() {
-	local hex col=2 dir=sport
-	if command -v ss >/dev/null 2>&1; then
-		[ "${2-}" = rem ] && dir=dport
-		ss -Htn state established "( $dir = :$1 )" | wc -l
-		return 0
-	fi
-	hex=$(printf '%04X' "$1")
-	[ "${2-}" = rem ] && col=3
-	awk -v p=":$hex" -v c="$col" 'FNR > 1 && $4 == "01" && substr($c, length($c) - 4) == p { n++ }
-		END { print n + 0 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
 # Samples the gateway $1 times, every 0.2 s, while process $2 (when given)
 # runs: the most VmRSS (kB), client and upstream connections seen, as
 # "RSS CLIENTS UPSTREAM".
@@ -590,7 +564,7 @@ rss_bench() {
 main() {
 	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
 	[ -x "$BIN/gateway" ] || die "$BIN/gateway is missing (make, or set FAULTLINE_BIN)"
-	raise_fd_limit
+	gateway_fd_limit
 	bench_start wrk haproxy curl jq
 	echo "   mockprov, the proxies and wrk share these cores; \"others' CPU\" is the" \
 		"process time (user + system) the rest of the machine used meanwhile"

@@ -18,7 +18,8 @@
 #    process, the whole machine and a command used, and rounds of figures
 #    summed up; label, the name of such a figure in a table;
 #  - port_used, nginx_quote and start_nginx: nginx (bench/nginx.conf.in)
-#    answering one static body on a free port;
+#    answering one static body on a free port; established, the TCP
+#    connections on a port; raise_fd_limit, room for many of them;
 #  - capture_body, get and busy_warning: a POST of $REQUEST, a figure from
 #    a "flbench_KEY VALUE" file, the note on a busy machine;
 #  - await_ready and start_mockprov: a program's "ready" line waited for;
@@ -225,6 +226,40 @@ port_used() {
 	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
 		awk -v p=":$hex" 'NR > 1 && substr($2, length($2) - 4) == p { f = 1 }
 			END { exit !f }'
+}
+
+# ESTABLISHED TCP sockets whose local port is $1 (with $2 = rem: whose
+# remote port is $1), from ss (netlink) or else /proc/net/tcp (which can
+# count a socket twice while others come and go).
+established() {
+	local hex col=2 dir=sport
+	if command -v ss >/dev/null 2>&1; then
+		[ "${2-}" = rem ] && dir=dport
+		ss -Htn state established "( $dir = :$1 )" | wc -l
+		return 0
+	fi
+	hex=$(printf '%04X' "$1")
+	[ "${2-}" = rem ] && col=3
+	awk -v p=":$hex" -v c="$col" 'FNR > 1 && $4 == "01" && substr($c, length($c) - 4) == p { n++ }
+		END { print n + 0 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# Raises the open-files limit (inherited by every process started after)
+# to $1 descriptors, or to the hard limit when that is lower; ends the
+# script when fewer than $1 are allowed then ($2 says what needs them).
+raise_fd_limit() {
+	local want=$1 cur hard
+	cur=$(ulimit -n)
+	[ "$cur" = unlimited ] && return 0
+	[ "$cur" -ge "$want" ] && return 0
+	hard=$(ulimit -Hn)
+	if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then
+		ulimit -n "$hard"
+	else
+		ulimit -n "$want"
+	fi
+	[ "$(ulimit -n)" -ge "$want" ] ||
+		die "the open-files limit is $(ulimit -n) (hard $hard); $want are needed for $2"
 }
 
 # Escapes stdin for an nginx single-quoted string.

@@ -2,7 +2,9 @@
  * streamclient: opens N concurrent streaming chat completions against one
  * URL, times every SSE token event as it arrives, and prints the
  * distribution of the gaps between tokens and of the time to first token,
- * with how many streams ended with [DONE] and how many failed.
+ * with how many streams ended with [DONE] and how many failed. Told the
+ * provider's token interval, it also prints how late each token came
+ * against its stream's schedule.
  *
  * The bytes are moved by an engine (streamclient.h): raw libuv sockets with
  * http-parser by default, or libcurl's multi interface. This file holds the
@@ -27,7 +29,8 @@
 
 static const char usage_text[] =
 	"usage: streamclient --url URL [--streams N] [--duration-bound S]\n"
-	"                    [--engine raw|curl] [--body JSON] [--events-csv FILE] [--kv]\n"
+	"                    [--engine raw|curl] [--body JSON] [--token-ms MS]\n"
+	"                    [--events-csv FILE] [--kv]\n"
 	"\n"
 	"Opens N concurrent streaming chat completions (\"stream\": true) against\n"
 	"URL, records when each SSE token event arrives, and prints the gaps\n"
@@ -39,6 +42,14 @@ static const char usage_text[] =
 	"the gaps by read time are printed as well. The curl engine has only\n"
 	"the read time.\n"
 	"\n"
+	"With --token-ms MS (the provider sends token k at a fixed time\n"
+	"ttft + k x MS after the request, as mockprov does), each token's\n"
+	"lateness is printed too: its arrival - k x MS, less the least such\n"
+	"value in its stream (so the stream's most punctual token is 0 late and\n"
+	"a constant delay, like a proxy's first-token cost, cancels out). Unlike\n"
+	"a gap, one late token counts once, not as a long gap then a short one.\n"
+	"The jitter |gap - MS| is printed as well.\n"
+	"\n"
 	"  --url URL             http://HOST:PORT/PATH of a chat completions endpoint\n"
 	"  --streams N           concurrent streams, 1 to 50000 (default 1000)\n"
 	"  --duration-bound S    hard time limit; streams still open then are\n"
@@ -48,6 +59,8 @@ static const char usage_text[] =
 	"                        http://NUMERIC-HOST:PORT URLs)\n"
 	"  --body JSON           the request body (default: a one-message chat\n"
 	"                        request for model mock-small with \"stream\": true)\n"
+	"  --token-ms MS         the provider's interval between tokens (ms, above 0):\n"
+	"                        adds the lateness and jitter distributions\n"
 	"  --events-csv FILE     write every token's times to FILE (stream, token,\n"
 	"                        arrive_ms, read_ms from the start of the run)\n"
 	"  --kv                  print the figures as 'key value' lines\n"
@@ -67,6 +80,7 @@ struct options {
 	const struct engine *engine;
 	const char *body;
 	const char *events_csv;
+	double token_ms;	/* 0: not given */
 	bool kv;
 };
 
@@ -93,6 +107,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "engine", required_argument, NULL, 'e' },
 		{ "body", required_argument, NULL, 'b' },
 		{ "events-csv", required_argument, NULL, 'c' },
+		{ "token-ms", required_argument, NULL, 't' },
 		{ "kv", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -132,6 +147,11 @@ static void parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'c':
 			o->events_csv = val;
+			break;
+		case 't':
+			if (opt_parse_double(val, 0, 600000, &o->token_ms) || o->token_ms <= 0)
+				opt_usage_error("streamclient", "--token-ms: expected a number of "
+					    "milliseconds above 0 (e.g. 20), got \"%s\"", val);
 			break;
 		case 'k':
 			o->kv = true;
@@ -270,7 +290,14 @@ static void on_event(struct stream *s, const char *ev, size_t len, uint64_t arri
 	} else {
 		samples_add(&r->gaps, ms_between(s->last_arrive_ns, arrive_ns));
 		samples_add(&r->read_gaps, ms_between(s->last_read_ns, read_ns));
+		/* One read has one timestamp, its last segment's: a token that
+		 * waited unread for the next one is stamped with its time. */
+		if (read_ns == s->last_read_ns)
+			r->shared_stamps++;
 	}
+	if (r->token_ms > 0)
+		samples_add(&s->offsets, ms_between(s->start_ns, arrive_ns) -
+			    (double)s->tokens * r->token_ms);
 	if (r->events)
 		event_log_add(r->events, s, arrive_ns, read_ns);
 	s->last_arrive_ns = arrive_ns;
@@ -441,6 +468,33 @@ static void on_sigint(uv_signal_t *h, int signum)
 	stop_run(h->data);
 }
 
+/*
+ * With --token-ms: each token's lateness (its offset from the schedule less
+ * its stream's least), and each gap's distance from the interval.
+ */
+static void schedule_figures(struct run *r)
+{
+	size_t k;
+	int i;
+
+	if (r->token_ms <= 0)
+		return;
+	for (i = 0; i < r->nstreams; i++) {
+		const struct samples *off = &r->streams[i].offsets;
+		double least;
+
+		if (off->n == 0)
+			continue;
+		least = off->v[0];
+		for (k = 1; k < off->n; k++)
+			least = fmin(least, off->v[k]);
+		for (k = 0; k < off->n; k++)
+			samples_add(&r->lateness, off->v[k] - least);
+	}
+	for (k = 0; k < r->gaps.n; k++)
+		samples_add(&r->jitter, fabs(r->gaps.v[k] - r->token_ms));
+}
+
 static double cpu_s(const struct timeval *tv)
 {
 	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
@@ -483,6 +537,12 @@ static void report(const struct options *o, const struct run *r, double wall_s,
 		kv_dist("ttft", &r->ttft, false);
 		kv_dist("gap", &r->gaps, true);
 		kv_dist("read_gap", &r->read_gaps, true);
+		printf("shared_stamps %llu\n", (unsigned long long)r->shared_stamps);
+		if (r->token_ms > 0) {
+			printf("token_ms %.3f\n", r->token_ms);
+			kv_dist("lateness", &r->lateness, true);
+			kv_dist("jitter", &r->jitter, true);
+		}
 		printf("wall_s %.3f\ncpu_user_s %.3f\ncpu_sys_s %.3f\ncpu_pct %.1f\n"
 		       "bytes_in %llu\n", wall_s, user, sys, share,
 		       (unsigned long long)r->bytes_in);
@@ -503,8 +563,15 @@ static void report(const struct options *o, const struct run *r, double wall_s,
 	       r->ttft.n, percentile(&r->ttft, 50), percentile(&r->ttft, 99),
 	       percentile(&r->ttft, 100));
 	print_dist("inter-token (ms)", &r->gaps);
-	if (r->kernel_stamps)
+	if (r->kernel_stamps) {
 		print_dist("  by read time (ms)", &r->read_gaps);
+		printf("  tokens read with the one before (stamped as the later): %llu\n",
+		       (unsigned long long)r->shared_stamps);
+	}
+	if (r->token_ms > 0) {
+		print_dist("lateness (ms)", &r->lateness);
+		print_dist("|gap - token_ms| (ms)", &r->jitter);
+	}
 	printf("  client                 wall %.2f s, cpu user %.2f s + sys %.2f s = %.0f%% "
 	       "of one core, %.1f MB in\n", wall_s, user, sys, share,
 	       (double)r->bytes_in / 1e6);
@@ -535,12 +602,16 @@ static void free_run(struct run *r)
 {
 	int i;
 
-	for (i = 0; i < r->nstreams; i++)
+	for (i = 0; i < r->nstreams; i++) {
 		buf_free(&r->streams[i].pending);
+		free(r->streams[i].offsets.v);
+	}
 	free(r->streams);
 	free(r->gaps.v);
 	free(r->read_gaps.v);
 	free(r->ttft.v);
+	free(r->lateness.v);
+	free(r->jitter.v);
 	if (r->events)
 		free(r->events->v);
 }
@@ -573,6 +644,7 @@ int main(int argc, char **argv)
 	r->body = o.body;
 	r->body_len = strlen(o.body);
 	r->nstreams = (int)o.streams;
+	r->token_ms = o.token_ms;
 	r->all_done = on_all_done;
 	r->all_done_data = &ms;
 	if (o.events_csv)
@@ -614,6 +686,9 @@ int main(int argc, char **argv)
 		return 3;
 	}
 	getrusage(RUSAGE_SELF, &ru);
+	schedule_figures(r);
+	samples_sort(&r->lateness);
+	samples_sort(&r->jitter);
 	samples_sort(&r->gaps);
 	samples_sort(&r->read_gaps);
 	samples_sort(&r->ttft);

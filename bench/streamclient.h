@@ -44,6 +44,7 @@ struct stream {
 	bool saw_error_event;
 	bool saw_malformed;		/* a data event that is not one whole object */
 	struct buf pending;		/* the part of an SSE event not yet ended */
+	struct samples offsets;		/* with --token-ms: arrival - start - k x token_ms */
 	void *conn;			/* the engine's per-stream state */
 };
 
@@ -64,6 +65,10 @@ struct run {
 	struct samples gaps;		/* inter-token gaps by arrival, ms */
 	struct samples read_gaps;	/* the same by when the client read them */
 	struct samples ttft;		/* time to first token (arrival), ms */
+	double token_ms;		/* the provider's token interval; 0: not given */
+	struct samples lateness;	/* with token_ms: each token's, ms (see --help) */
+	struct samples jitter;		/* with token_ms: |gap - token_ms|, ms */
+	uint64_t shared_stamps;		/* tokens that came in one read with the one before */
 	bool kernel_stamps;		/* arrival times are the kernel's */
 	struct event_log *events;	/* every token's times, or NULL */
 	int ncompleted;
