@@ -224,6 +224,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	if (rc)
 		goto out_nomem;
 	gw->cu.data = gw;
+	uv_check_init(loop, &gw->flush);
+	gw->flush.data = gw;
 	/* Keep an idle upstream connection for every client that may want one. */
 	curl_multi_setopt(gw->cu.multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections);
 	http_server_config_default(&hc);
@@ -233,6 +235,7 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	hc.max_conns = cfg->max_connections;
 	gw->srv = http_server_new(loop, &hc, on_request, gw);
 	if (!gw->srv) {
+		uv_close((uv_handle_t *)&gw->flush, NULL);
 		curl_uv_close(&gw->cu, NULL);
 		goto out_nomem;
 	}
@@ -279,6 +282,7 @@ void gateway_close(struct gateway *gw)
 	gateway_cancel_all(gw);
 	http_server_free(gw->srv, NULL, NULL);
 	gw->srv = NULL;
+	uv_close((uv_handle_t *)&gw->flush, NULL);
 	curl_uv_close(&gw->cu, NULL);
 	for (i = 0; i < gw->npool; i++)
 		curl_easy_cleanup(gw->easy_pool[i]);

@@ -37,6 +37,8 @@ struct gateway {
 	struct rng rng_breaker;		/* cooldown jitter */
 	FILE *events;			/* --events, or NULL */
 	struct greq *reqs;		/* chat requests in progress (a list) */
+	struct greq *dirty;		/* streams with relayed events not yet written */
+	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t next_id;		/* for generated request ids */
@@ -97,6 +99,9 @@ void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
 
 /* Ends a request in flight without answering (its client is told nothing more). */
 void proxy_cancel(struct greq *g);
+
+/* gw->flush's callback: writes every stream's relayed events to its client. */
+void proxy_flush(uv_check_t *h);
 
 /* ---- admin.c ---- */
 

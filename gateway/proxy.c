@@ -139,6 +139,9 @@ struct greq {
 	bool stalled;			/* the stall timer ended the transfer */
 	bool client_gone;		/* a write to the client failed */
 	bool ended;			/* the client's stream has ended */
+	bool dirty;			/* on gw->dirty: relayed events wait for the flush */
+	struct greq *dirty_prev;
+	struct greq *dirty_next;
 	double commit_ms;
 	double last_event_ms;		/* the last upstream event (or the resume) */
 	double stuck_since_ms;		/* paused, and the client took nothing since */
@@ -152,6 +155,7 @@ static void attempt_start(struct greq *g, struct gw_target *t);
 static void attempt_end(struct greq *g, CURLcode code);
 static void finish_error(struct greq *g);
 static void stream_over(struct greq *g, CURLcode code);
+static void stream_unmark(struct greq *g);
 
 static void set_state(struct greq *g, enum greq_state to)
 {
@@ -240,6 +244,7 @@ static void finish(struct greq *g, int status)
 	struct gateway *gw = g->gw;
 
 	status_counts_add(g->route ? &g->route->requests : &gw->unrouted, status);
+	stream_unmark(g);
 	if (g->easy) {
 		gateway_easy_put(gw, g->easy);
 		g->easy = NULL;
@@ -474,6 +479,62 @@ static void stream_write(struct greq *g)
 	buf_reset(&r->out);
 }
 
+/* Takes g off the list of streams waiting for the flush. */
+static void stream_unmark(struct greq *g)
+{
+	if (!g->dirty)
+		return;
+	if (g->dirty_prev)
+		g->dirty_prev->dirty_next = g->dirty_next;
+	else
+		g->gw->dirty = g->dirty_next;
+	if (g->dirty_next)
+		g->dirty_next->dirty_prev = g->dirty_prev;
+	g->dirty = false;
+	g->dirty_prev = g->dirty_next = NULL;
+}
+
+/*
+ * Leaves g's relayed events for the flush at the end of this loop
+ * iteration, so the events of every upstream read in it (libcurl hands
+ * over one HTTP chunk at a time) go to the client in one write.
+ */
+static void stream_mark(struct greq *g)
+{
+	struct gateway *gw = g->gw;
+
+	if (g->dirty)
+		return;
+	g->dirty = true;
+	g->dirty_prev = NULL;
+	g->dirty_next = gw->dirty;
+	if (gw->dirty)
+		gw->dirty->dirty_prev = g;
+	gw->dirty = g;
+	if (!uv_is_active((uv_handle_t *)&gw->flush))
+		uv_check_start(&gw->flush, proxy_flush);
+}
+
+/* Writes out what stream_mark left, now, before anything else goes to the client. */
+static void stream_flush(struct greq *g)
+{
+	stream_unmark(g);
+	stream_write(g);
+}
+
+void proxy_flush(uv_check_t *h)
+{
+	struct gateway *gw = h->data;
+	struct greq *g;
+
+	while ((g = gw->dirty)) {
+		stream_flush(g);
+		if (g->client_gone && !g->ended)
+			proxy_cancel(g);	/* outside libcurl: its transfer can go now */
+	}
+	uv_check_stop(h);
+}
+
 /*
  * While the upstream is paused for a slow client: whether the client has
  * taken nothing for idle_timeout_ms (a reader that stopped, as the server
@@ -583,6 +644,10 @@ static size_t on_stream_body(struct greq *g, char *data, size_t len)
 
 	if (g->settle)
 		return len;	/* past [DONE]: not read */
+	if (g->committed && g->ex && r->out.len >= STREAM_QUEUE_HIGH)
+		stream_flush(g);	/* a batch this big goes now, not at the flush */
+	if (g->client_gone)
+		return 0;
 	if (g->committed && g->ex && http_exchange_queued(g->ex) > STREAM_QUEUE_HIGH) {
 		g->paused = true;	/* on_client_drain resumes it */
 		g->stuck_since_ms = 0;
@@ -604,8 +669,8 @@ static size_t on_stream_body(struct greq *g, char *data, size_t len)
 		if (!r->content)
 			return len;
 		stream_commit(g);
-	} else {
-		stream_write(g);
+	} else if (r->out.len) {
+		stream_mark(g);
 	}
 	if (g->client_gone)
 		return 0;
@@ -660,6 +725,8 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 	char cost[32];
 	const struct http_kv tr = { "x-faultline-cost-usd", cost };
 
+	stream_flush(g);	/* the events before the end, first */
+	ex = g->ex;
 	g->ended = true;
 	g->ex = NULL;
 	gw->streams_in_flight--;
