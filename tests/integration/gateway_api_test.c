@@ -48,16 +48,10 @@ struct bg_request {
 
 static struct bg_request bg;
 
-#define MAX_HELD 64
-static struct http_result results[MAX_HELD];
-static size_t nresults;
-static cJSON *docs[MAX_HELD];
-static size_t ndocs;
+static struct gw_held held;
 
 static void teardown(void)
 {
-	size_t i;
-
 	gw_cleanup();	/* first: a request still running on bg's thread ends */
 	if (bg.started)
 		pthread_join(bg.thread, NULL);
@@ -67,11 +61,7 @@ static void teardown(void)
 	if (stub.running)
 		stub_stop(&stub);
 	mock_cleanup(&mock);
-	for (i = 0; i < nresults; i++)
-		http_result_free(&results[i]);
-	for (i = 0; i < ndocs; i++)
-		cJSON_Delete(docs[i]);
-	nresults = ndocs = 0;
+	gw_held_free(&held);
 }
 
 TestSuite(gateway_api, .fini = teardown);
@@ -80,20 +70,14 @@ TestSuite(gateway_api, .fini = teardown);
 
 static void start_mock(const char *tmpl)
 {
-	char cfg[4096];
-
-	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, NULL), "bad mock template");
-	cr_assert_eq(mock_start(&mock, cfg, 0), 0, "mockprov did not start on %s", cfg);
+	gw_mock_start_template(&mock, tmpl);
 }
 
 static void start_gw_env(const char *tmpl, const char *const *env)
 {
-	char cfg[4096];
 	const struct gw_opts o = { .env = env };
 
-	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, &mock),
-			   "bad gateway template %s", tmpl);
-	cr_assert_eq(gw_start(&gw, cfg, &o), 0, "the gateway did not start on %s", cfg);
+	gw_start_template(&gw, tmpl, &mock, &o);
 }
 
 static void start_gw(const char *tmpl)
@@ -101,24 +85,11 @@ static void start_gw(const char *tmpl)
 	start_gw_env(tmpl, NULL);
 }
 
-static struct http_result *new_result(void)
-{
-	cr_assert_lt(nresults, MAX_HELD);
-	return &results[nresults++];
-}
-
-static cJSON *hold(cJSON *doc)
-{
-	cr_assert_lt(ndocs, MAX_HELD);
-	docs[ndocs++] = doc;
-	return doc;
-}
-
 /* A request to the gateway: method (NULL: POST with a body, else GET), path, body, headers. */
 static struct http_result *request(const char *method, const char *path, const char *body,
 				   const char *const *headers)
 {
-	struct http_result *r = new_result();
+	struct http_result *r = gw_held_result(&held);
 	struct http_opts o = { .method = method, .body = body, .headers = headers,
 			       .timeout_ms = 5000 };
 	char url[512];
@@ -230,7 +201,7 @@ Test(gateway_api, bad_requests_get_openai_errors, .timeout = 20)
 		doc = gw_error_doc(r->body);
 		cr_assert_not_null(doc, "%s: not an OpenAI-style error (error.message, .type, "
 				   ".code): %s", c->what, r->body);
-		hold(doc);
+		gw_held_doc(&held, doc);
 		err = cJSON_GetObjectItemCaseSensitive(doc, "error");
 		if (c->type)
 			cr_assert_str_eq(gw_json_str(err, "type"), c->type, "%s: %s", c->what, r->body);
@@ -336,7 +307,7 @@ Test(gateway_api, models_and_healthz, .timeout = 20)
 
 		r = request("GET", paths[k], NULL, NULL);
 		cr_assert_eq(r->status, 200, "%s: %ld %s", paths[k], r->status, r->body);
-		doc = hold(cJSON_Parse(r->body));
+		doc = gw_held_doc(&held, cJSON_Parse(r->body));
 		cr_assert_str_eq(gw_json_str(doc, "object"), "list", "%s", r->body);
 		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "data")), 2,
 			     "%s", r->body);
@@ -353,7 +324,7 @@ Test(gateway_api, models_and_healthz, .timeout = 20)
 	}
 	r = request("GET", "/healthz", NULL, NULL);
 	cr_assert_eq(r->status, 200);
-	doc = hold(cJSON_Parse(r->body));
+	doc = gw_held_doc(&held, cJSON_Parse(r->body));
 	cr_assert_str_eq(gw_json_str(doc, "status"), "ok", "%s", r->body);
 	cr_assert_eq(gw_mock_state(&mock, "primary", "requests"), 0);
 }
@@ -463,7 +434,7 @@ Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 		     header(r, "x-faultline-cost-usd", v, sizeof(v)));
 
 	/* The stub's own answer, byte for byte. */
-	direct = new_result();
+	direct = gw_held_result(&held);
 	snprintf(url, sizeof(url), "http://%s/v1/chat/completions", stub.addr);
 	o.body = want;
 	cr_assert_eq(http_do(url, &o, direct), 0);
@@ -560,7 +531,7 @@ Test(gateway_api, metrics_count_requests_and_attempts, .timeout = 20)
 		 "{'provider':'secondary','model':'mock-small'}]},"
 		 "'slow':{'targets':[{'provider':'slowp','model':'mock-small'}]}}}");
 	for (i = 0; i < 3; i++) {
-		r = new_result();
+		r = gw_held_result(&held);
 		cr_assert_eq(gw_chat(&gw, "chat", NULL, 5000, r), 0);
 		cr_assert_eq(r->status, 200, "%ld %s", r->status, r->body);
 	}

@@ -57,12 +57,7 @@ static struct gw_proc gw;
 #define MAX_HELD 64
 static struct raw_http *conns[MAX_HELD];
 static size_t nconns;
-static struct http_result results[MAX_HELD];
-static size_t nresults;
-static cJSON *docs[MAX_HELD];
-static size_t ndocs;
-static struct csv_table tables[16];
-static size_t ntables;
+static struct gw_held held;
 static struct script_stub stubs[8];
 static size_t nstubs;
 
@@ -78,13 +73,8 @@ static void teardown(void)
 		raw_free(conns[i]);
 		free(conns[i]);
 	}
-	for (i = 0; i < nresults; i++)
-		http_result_free(&results[i]);
-	for (i = 0; i < ndocs; i++)
-		cJSON_Delete(docs[i]);
-	for (i = 0; i < ntables; i++)
-		csv_free(&tables[i]);
-	nconns = nresults = ndocs = ntables = nstubs = 0;
+	gw_held_free(&held);
+	nconns = nstubs = 0;
 }
 
 TestSuite(gateway_stream, .fini = teardown);
@@ -93,32 +83,12 @@ TestSuite(gateway_stream, .fini = teardown);
 
 static void start_mock(const char *tmpl)
 {
-	char cfg[8192];
-
-	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, NULL), "bad mock template");
-	cr_assert_eq(mock_start(&mock, cfg, 0), 0, "mockprov did not start on %s", cfg);
+	gw_mock_start_template(&mock, tmpl);
 }
 
 static void start_gw(const char *tmpl)
 {
-	char cfg[8192];
-
-	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, &mock),
-			   "bad gateway template %s", tmpl);
-	cr_assert_eq(gw_start(&gw, cfg, NULL), 0, "the gateway did not start on %s", cfg);
-}
-
-static struct http_result *new_result(void)
-{
-	cr_assert_lt(nresults, MAX_HELD);
-	return &results[nresults++];
-}
-
-static cJSON *hold(cJSON *doc)
-{
-	cr_assert_lt(ndocs, MAX_HELD);
-	docs[ndocs++] = doc;
-	return doc;
+	gw_start_template(&gw, tmpl, &mock, NULL);
 }
 
 /* ---- requests ---- */
@@ -389,7 +359,7 @@ static const char *expect_broken(const struct raw_http *c, const char *what, lon
 		     v->nerrors, raw_tail(c, 4000));
 	cr_assert_eq(v->error_at, (long)v->nevents - 1, "%s: the error event is not the last;"
 		     " bytes:\n%s", what, raw_tail(c, 4000));
-	doc = hold(gw_error_doc(v->error_data));
+	doc = gw_held_doc(&held, gw_error_doc(v->error_data));
 	cr_assert_not_null(doc, "%s: the error event's data is not an OpenAI error: %s", what,
 			   v->error_data);
 	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
@@ -406,11 +376,7 @@ static const char *expect_broken(const struct raw_http *c, const char *what, lon
 
 static const char *metrics(void)
 {
-	struct http_result *r = new_result();
-
-	cr_assert_eq(gw_get(&gw, "/metrics", r), 0);
-	cr_assert_eq(r->status, 200, "/metrics: %ld %s", r->status, r->body);
-	return r->body;
+	return gw_metrics_held(&gw, &held);
 }
 
 static double metric(const char *name, const char *labels)
@@ -421,12 +387,8 @@ static double metric(const char *name, const char *labels)
 /* A breaker's totals.KEY (requests, failures…), asserting the breaker exists. */
 static double breaker_total(const char *prov, const char *key)
 {
-	cJSON *doc = hold(gw_breakers(&gw));
-	const cJSON *b;
+	const cJSON *b = gw_breaker_must(gw_breakers_held(&gw, &held), prov, "mock-small");
 
-	cr_assert_not_null(doc, "GET /admin/breakers did not give JSON");
-	b = gw_breaker(doc, prov, "mock-small");
-	cr_assert_not_null(b, "no breaker for %s/mock-small", prov);
 	return gw_json_num(cJSON_GetObjectItemCaseSensitive(b, "totals"), key);
 }
 
@@ -438,47 +400,6 @@ static void expect_gateway_idle(const char *what)
 
 	cr_assert_eq(req, 0, "%s: faultline_requests_in_flight stays %g", what, req);
 	cr_assert_eq(str, 0, "%s: faultline_streams_in_flight stays %g", what, str);
-}
-
-/* Waits for every provider's requests to end, then stops mockprov (completing its logs). */
-static void settle_mock(const char *const *provs)
-{
-	size_t i;
-
-	for (i = 0; provs[i]; i++)
-		cr_assert(gw_mock_wait(&mock, provs[i], "in_flight", 0, 3000),
-			  "%s still has requests in flight", provs[i]);
-	cr_assert_eq(mock_stop(&mock, SIGTERM), 0, "mockprov did not exit 0");
-}
-
-static const struct csv_table *mock_rows(const char *prov)
-{
-	struct csv_table *t;
-
-	cr_assert_lt(ntables, sizeof(tables) / sizeof(tables[0]));
-	t = &tables[ntables++];
-	cr_assert_eq(mock_log(&mock, prov, t), 0, "no mock-%s.csv", prov);
-	cr_assert_geq(t->nrows, 1, "mock-%s.csv has no header", prov);
-	return t;
-}
-
-/* The only row of request rid in a mock log. */
-static size_t row_of(const struct csv_table *t, const char *prov, const char *rid)
-{
-	size_t row = 0;
-	size_t n = 0;
-	size_t i;
-
-	for (i = 1; i < t->nrows; i++) {
-		const char *v = csv_get(t, i, "request_id");
-
-		if (v && strcmp(v, rid) == 0) {
-			row = i;
-			n++;
-		}
-	}
-	cr_assert_eq(n, 1, "mock-%s.csv has %zu rows for %s, expected 1", prov, n, rid);
-	return row;
 }
 
 /* ---- a clean stream ---- */
@@ -543,8 +464,8 @@ Test(gateway_stream, healthy_stream_relayed, .timeout = 20)
 		     " from mockprov; gateway bytes:\n%s", gw_view.nevents, direct_view.nevents,
 		     raw_tail(c, 4000));
 	for (i = k = 0; i < c->sse.nev; i++) {
-		cJSON *a = hold(cJSON_Parse(direct->sse.ev[i].data));
-		cJSON *b = hold(cJSON_Parse(c->sse.ev[i].data));
+		cJSON *a = gw_held_doc(&held, cJSON_Parse(direct->sse.ev[i].data));
+		cJSON *b = gw_held_doc(&held, cJSON_Parse(c->sse.ev[i].data));
 		const cJSON *ca = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a, "choices"), 0),
 			"delta"), "content");
@@ -574,12 +495,12 @@ Test(gateway_stream, healthy_stream_relayed, .timeout = 20)
 		     "faultline_stream_ttft_seconds_count{%s}; metrics:\n%s", labels, metrics());
 	cr_assert_eq(breaker_total("primary", "failures"), 0);
 
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "healthy-1");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "healthy-1");
 	cr_assert_str_eq(csv_get(log, row, "streaming"), "1");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "completed");
-	cr_assert_eq(mock_rows("secondary")->nrows, 1, "the secondary was asked");
+	cr_assert_eq(gw_mock_rows(&held, &mock, "secondary")->nrows, 1, "the secondary was asked");
 }
 
 /* ---- before the commit ---- */
@@ -802,7 +723,7 @@ Test(gateway_stream, failing_before_commit_gets_json_error, .timeout = 20)
 	cr_assert_eq(c->status, 502, "status %d; bytes:\n%s", c->status, raw_tail(c, 4000));
 	cr_assert(strstr(hdr(c, "content-type", ct, sizeof(ct)), "application/json"),
 		  "content-type %s", ct);
-	doc = hold(gw_error_doc(c->body.data));
+	doc = gw_held_doc(&held, gw_error_doc(c->body.data));
 	cr_assert_not_null(doc, "not an OpenAI error: %s", c->body.data);
 	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
 	cr_assert_str_eq(gw_json_str(err, "code"), "upstream_error", "%s", c->body.data);
@@ -812,7 +733,7 @@ Test(gateway_stream, failing_before_commit_gets_json_error, .timeout = 20)
 
 	c = gw_stream("slow", "deadline-1", false, 5000);
 	cr_assert_eq(c->status, 504, "status %d; bytes:\n%s", c->status, raw_tail(c, 4000));
-	doc = hold(gw_error_doc(c->body.data));
+	doc = gw_held_doc(&held, gw_error_doc(c->body.data));
 	cr_assert_not_null(doc, "not an OpenAI error: %s", c->body.data);
 	cr_assert_str_eq(gw_json_str(cJSON_GetObjectItemCaseSensitive(doc, "error"), "code"),
 			 "deadline_exceeded", "%s", c->body.data);
@@ -1286,7 +1207,7 @@ Test(gateway_stream, scripted_framing, .timeout = 30, .fini = free_big)
 		  " the end:\n%s", v.nevents, v.nerrors, raw_tail(c, 2000));
 	content = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-			hold(cJSON_Parse(c->sse.ev[0].data)), "choices"), 0), "delta"), "content");
+			gw_held_doc(&held, cJSON_Parse(c->sse.ev[0].data)), "choices"), 0), "delta"), "content");
 	cr_assert(cJSON_IsString(content) && strlen(content->valuestring) == 300000 &&
 		  strspn(content->valuestring, "x") == 300000, "the 300,000-byte content is not"
 		  " intact");
@@ -1337,9 +1258,9 @@ Test(gateway_stream, client_leaving_cancels_upstream, .timeout = 20)
 	cr_assert_eq(breaker_total("primary", "failures"), 0, "the client's leaving was held"
 		     " against the provider");
 
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "leave-1");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "leave-1");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 	cr_assert_lt(strtod(csv_get(log, row, "dur_ms"), NULL), 3000,
 		     "mockprov's request lasted %s ms", csv_get(log, row, "dur_ms"));
@@ -1379,9 +1300,9 @@ Test(gateway_stream, client_leaving_before_commit_cancels_upstream, .timeout = 2
 	cr_assert_eq(breaker_total("primary", "failures"), 0);
 	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 0,
 		     "failed over for a client that had left");
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "leave-early");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "leave-early");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 }
 
@@ -1588,8 +1509,8 @@ Test(gateway_stream, five_hundred_concurrent_streams, .timeout = 60)
 	expect_gateway_idle("after 500 streams");
 
 	/* All completed, and by mockprov's clock all open at once. */
-	settle_mock(provs);
-	log = mock_rows("primary");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
 	cr_assert_eq(log->nrows - 1, NCONCURRENT, "mockprov saw %zu requests", log->nrows - 1);
 	for (i = 1; i < log->nrows; i++) {
 		double t = strtod(csv_get(log, i, "t_ms"), NULL);
@@ -1723,9 +1644,9 @@ Test(gateway_stream, slow_reader_leaving_cancels_upstream, .timeout = 30)
 	cr_assert(gw_mock_wait(&mock, "primary", "in_flight", 0, 2000),
 		  "mockprov's request still open 2 s after the slow client left");
 	expect_gateway_idle("after a paused client left");
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "slow-leave");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "slow-leave");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 }
 
@@ -1764,9 +1685,9 @@ Test(gateway_stream, stuck_reader_is_given_up_after_idle_timeout, .timeout = 30)
 	cr_assert_eq(metric("faultline_requests_total", "alias=chat,status=499"), 1);
 	cr_assert_eq(metric("faultline_stream_stalls_total", "provider=primary"), 0,
 		     "a client's silence is no stall of the provider's");
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "stuck");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "stuck");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 }
 
@@ -2059,7 +1980,7 @@ static int run_openai_client(const char *base_url, const char *model, bool strea
 /* The script's JSON output, held; asserts it is an object. */
 static cJSON *client_doc(const char *out, const char *err)
 {
-	cJSON *doc = hold(cJSON_Parse(out));
+	cJSON *doc = gw_held_doc(&held, cJSON_Parse(out));
 
 	cr_assert(cJSON_IsObject(doc), "openai_client.mjs printed no JSON object:\n%s\nstderr:\n%s",
 		  out, err);

@@ -41,27 +41,13 @@
 static struct mock_proc mock;
 static struct gw_proc gw;
 
-#define MAX_HELD 48
-static struct http_result results[MAX_HELD];
-static size_t nresults;
-static cJSON *docs[MAX_HELD];
-static size_t ndocs;
-static struct csv_table tables[16];
-static size_t ntables;
+static struct gw_held held;
 
 static void teardown(void)
 {
-	size_t i;
-
 	gw_cleanup();
 	mock_cleanup(&mock);
-	for (i = 0; i < nresults; i++)
-		http_result_free(&results[i]);
-	for (i = 0; i < ndocs; i++)
-		cJSON_Delete(docs[i]);
-	for (i = 0; i < ntables; i++)
-		csv_free(&tables[i]);
-	nresults = ndocs = ntables = 0;
+	gw_held_free(&held);
 }
 
 TestSuite(gateway, .fini = teardown);
@@ -71,35 +57,13 @@ TestSuite(gateway, .fini = teardown);
 /* Starts mockprov on a template of its config (single quotes). */
 static void start_mock(const char *tmpl)
 {
-	char cfg[8192];
-
-	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, NULL), "bad mock template");
-	cr_assert_eq(mock_start(&mock, cfg, 0), 0, "mockprov did not start on %s", cfg);
+	gw_mock_start_template(&mock, tmpl);
 }
 
 /* Starts the gateway on a template of its config, @NAME@ naming mock providers. */
 static void start_gw(const char *tmpl)
 {
-	char cfg[8192];
-
-	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, &mock),
-			   "bad gateway template %s", tmpl);
-	cr_assert_eq(gw_start(&gw, cfg, NULL), 0, "the gateway did not start on %s", cfg);
-}
-
-/* A result slot held until teardown. */
-static struct http_result *new_result(void)
-{
-	cr_assert_lt(nresults, MAX_HELD);
-	return &results[nresults++];
-}
-
-/* A JSON document held until teardown. */
-static cJSON *hold(cJSON *doc)
-{
-	cr_assert_lt(ndocs, MAX_HELD);
-	docs[ndocs++] = doc;
-	return doc;
+	gw_start_template(&gw, tmpl, &mock, NULL);
 }
 
 /*
@@ -113,7 +77,7 @@ static struct http_result *chat(const char *alias, const char *rid, const char *
 	char hrid[200];
 	const char *hdrs[3] = { NULL, NULL, NULL };
 	size_t n = 0;
-	struct http_result *r = new_result();
+	struct http_result *r = gw_held_result(&held);
 
 	if (rid) {
 		snprintf(hrid, sizeof(hrid), "x-request-id: %s", rid);
@@ -163,7 +127,7 @@ static cJSON *expect_error(const struct http_result *r, const char *what, long s
 		     r->status, status, r->body);
 	doc = gw_error_doc(r->body);
 	cr_assert_not_null(doc, "%s: not an OpenAI-style error: %s", what, r->body);
-	hold(doc);
+	gw_held_doc(&held, doc);
 	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
 	cr_assert_str_eq(gw_json_str(err, "type"), type, "%s: error.type in %s", what, r->body);
 	cr_assert_str_eq(gw_json_str(err, "code") ? gw_json_str(err, "code") : "(null)", code,
@@ -209,84 +173,19 @@ static const cJSON *expect_attempt(const cJSON *doc, int i, const char *prov, co
 /* GET /metrics, the text held until teardown. */
 static const char *metrics(void)
 {
-	struct http_result *r = new_result();
-
-	cr_assert_eq(gw_get(&gw, "/metrics", r), 0);
-	cr_assert_eq(r->status, 200, "/metrics: %ld %s", r->status, r->body);
-	return r->body;
+	return gw_metrics_held(&gw, &held);
 }
 
 /* /admin/breakers, held. */
 static const cJSON *breakers(void)
 {
-	cJSON *doc = gw_breakers(&gw);
-
-	cr_assert_not_null(doc, "GET /admin/breakers did not give JSON");
-	return hold(doc);
+	return gw_breakers_held(&gw, &held);
 }
 
 /* A breaker's number field, asserting the breaker exists. */
 static double breaker_num(const cJSON *doc, const char *prov, const char *key)
 {
-	const cJSON *b = gw_breaker(doc, prov, "mock-small");
-
-	cr_assert_not_null(b, "no breaker for %s/mock-small in /admin/breakers", prov);
-	return gw_json_num(b, key);
-}
-
-/*
- * Waits until none of the providers has a request in flight (each one the
- * gateway abandoned has been seen to end), then stops mockprov with SIGTERM,
- * which completes its logs.
- */
-static void settle_mock(const char *const *provs)
-{
-	size_t i;
-
-	for (i = 0; provs[i]; i++)
-		cr_assert(gw_mock_wait(&mock, provs[i], "in_flight", 0, 3000),
-			  "%s still has requests in flight", provs[i]);
-	cr_assert_eq(mock_stop(&mock, SIGTERM), 0, "mockprov did not exit 0");
-}
-
-/* mock-PROV.csv of the stopped mockprov (held). */
-static const struct csv_table *mock_rows(const char *prov)
-{
-	struct csv_table *t;
-
-	cr_assert_lt(ntables, sizeof(tables) / sizeof(tables[0]));
-	t = &tables[ntables++];
-	cr_assert_eq(mock_log(&mock, prov, t), 0, "no mock-%s.csv", prov);
-	cr_assert_geq(t->nrows, 1, "mock-%s.csv has no header", prov);
-	return t;
-}
-
-/* The data rows of request rid in a mock log, in order: their row numbers into rows. */
-static size_t rows_of(const struct csv_table *t, const char *rid, size_t *rows, size_t cap)
-{
-	size_t n = 0;
-	size_t i;
-
-	for (i = 1; i < t->nrows; i++) {
-		const char *v = csv_get(t, i, "request_id");
-
-		if (v && strcmp(v, rid) == 0) {
-			if (n < cap)
-				rows[n] = i;
-			n++;
-		}
-	}
-	return n;
-}
-
-/* The only row of rid in a mock log, asserted to be there once. */
-static size_t row_of(const struct csv_table *t, const char *prov, const char *rid)
-{
-	size_t row = 0;
-	size_t n = rows_of(t, rid, &row, 1);
-
-	cr_assert_eq(n, 1, "mock-%s.csv has %zu rows for %s, expected 1", prov, n, rid);
-	return row;
+	return gw_json_num(gw_breaker_must(doc, prov, "mock-small"), key);
 }
 
 static double row_num(const struct csv_table *t, size_t row, const char *col)
@@ -303,7 +202,7 @@ static double row_num(const struct csv_table *t, size_t row, const char *col)
  */
 static void expect_cost(const struct http_result *r, const char *what, double in, double out)
 {
-	cJSON *body = hold(cJSON_Parse(r->body));
+	cJSON *body = gw_held_doc(&held, cJSON_Parse(r->body));
 	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(body, "usage");
 	double pt = gw_json_num(usage, "prompt_tokens");
 	double ct = gw_json_num(usage, "completion_tokens");
@@ -360,7 +259,7 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 		  "content-type %s", v);
 	cr_assert_null(http_header(r, "x-mock-provider", v, sizeof(v)),
 		       "the upstream's x-mock-provider: %s was relayed", v);
-	body = hold(cJSON_Parse(r->body));
+	body = gw_held_doc(&held, cJSON_Parse(r->body));
 	cr_assert_not_null(body, "the answer is not JSON: %s", r->body);
 	cr_assert_gt(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body, "choices")), 0,
 		     "no choices: %s", r->body);
@@ -373,7 +272,7 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 	expect_cost(r, "healthy", 0.15, 0.6);
 
 	/* No /v1 prefix. */
-	r2 = new_result();
+	r2 = gw_held_result(&held);
 	{
 		const char *hdrs[] = { "x-request-id: client-id-2", NULL };
 		struct http_opts o = { .body = gw_chat_body("chat", req, sizeof(req)),
@@ -383,13 +282,13 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 	}
 	expect_answer(r2, "no /v1 prefix", "primary", 1);
 
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "client-id-1");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "client-id-1");
 	cr_assert_eq(row_num(log, row, "status"), 200);
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "completed");
-	row_of(log, "primary", "client-id-2");
-	log = mock_rows("secondary");
+	gw_row_of(log, "primary", "client-id-2");
+	log = gw_mock_rows(&held, &mock, "secondary");
 	cr_assert_eq(log->nrows, 1, "the secondary was asked %zu times", log->nrows - 1);
 }
 
@@ -485,18 +384,18 @@ Test(gateway, failover_on_upstream_failures, .timeout = 30)
 		provs[i] = failovers[i].alias;
 	provs[NFAILOVERS] = "secondary";
 	provs[NFAILOVERS + 1] = NULL;
-	settle_mock(provs);
-	sec_log = mock_rows("secondary");
+	gw_mock_settle(&mock, provs);
+	sec_log = gw_mock_rows(&held, &mock, "secondary");
 	for (i = 0; i < NFAILOVERS; i++) {
 		size_t row;
 
 		snprintf(rid, sizeof(rid), "fo-%s", failovers[i].alias);
-		row = row_of(sec_log, "secondary", rid);
+		row = gw_row_of(sec_log, "secondary", rid);
 		cr_assert_eq(row_num(sec_log, row, "status"), 200);
 		if (!failovers[i].log_fault)
 			continue;
-		log = mock_rows(failovers[i].alias);
-		row = row_of(log, failovers[i].alias, rid);
+		log = gw_mock_rows(&held, &mock, failovers[i].alias);
+		row = gw_row_of(log, failovers[i].alias, rid);
 		cr_assert_str_eq(csv_get(log, row, "fault"), failovers[i].log_fault, "%s",
 				 failovers[i].alias);
 	}
@@ -560,7 +459,7 @@ Test(gateway, upstream_4xx_is_passed_through, .timeout = 20)
 	start_gw(gcfg);
 
 	for (i = 0; i < NPASSTHROUGHS; i++) {
-		struct http_result *direct = new_result();
+		struct http_result *direct = gw_held_result(&held);
 		struct http_result *r;
 		struct http_opts o = { .body = gw_chat_body("mock-small", req, sizeof(req)),
 				       .timeout_ms = 3000 };
@@ -609,9 +508,9 @@ Test(gateway, upstream_4xx_is_passed_through, .timeout = 20)
 	{
 		static const char *const provs[] = { "secondary", NULL };
 
-		settle_mock(provs);
+		gw_mock_settle(&mock, provs);
 	}
-	cr_assert_eq(mock_rows("secondary")->nrows, 1, "the secondary's log has rows");
+	cr_assert_eq(gw_mock_rows(&held, &mock, "secondary")->nrows, 1, "the secondary's log has rows");
 }
 
 /* A slow upstream, cut at its provider's timeout. */
@@ -673,21 +572,21 @@ Test(gateway, slow_upstreams_are_cut_at_their_timeout, .timeout = 30)
 	cr_assert_eq(gw_metric(text, "faultline_attempts_total", "provider=stall,outcome=timeout"), 1,
 		     "metrics:\n%s", text);
 
-	settle_mock(provs);
-	sec_log = mock_rows("secondary");
+	gw_mock_settle(&mock, provs);
+	sec_log = gw_mock_rows(&held, &mock, "secondary");
 	for (i = 0; i < 2; i++) {
 		size_t srow;
 		size_t prow;
 		double gap;
 
 		snprintf(rid, sizeof(rid), "slow-%s", slows[i].alias);
-		slow_log = mock_rows(slows[i].alias);
-		prow = row_of(slow_log, slows[i].alias, rid);
+		slow_log = gw_mock_rows(&held, &mock, slows[i].alias);
+		prow = gw_row_of(slow_log, slows[i].alias, rid);
 		cr_assert_str_eq(csv_get(slow_log, prow, "fault"), slows[i].log_fault);
 		cr_assert_eq(row_num(slow_log, prow, "status"), slows[i].log_status,
 			     "%s: the mock sent status %s", rid, csv_get(slow_log, prow, "status"));
 		cr_assert_str_eq(csv_get(slow_log, prow, "outcome"), "faulted");
-		srow = row_of(sec_log, "secondary", rid);
+		srow = gw_row_of(sec_log, "secondary", rid);
 		gap = row_num(sec_log, srow, "t_ms") - row_num(slow_log, prow, "t_ms");
 		cr_assert(gap >= 950 && gap <= 1500,
 			  "%s: the secondary was asked %.0f ms after the primary (timeout 1000)",
@@ -726,9 +625,9 @@ Test(gateway, retry_after_is_waited_for_on_the_same_target, .timeout = 20)
 	cr_assert(r->total_ms >= 1000 && r->total_ms <= 1800,
 		  "answered after %.0f ms; expected Retry-After's 1000 + 20", r->total_ms);
 
-	settle_mock(provs);
-	log = mock_rows("primary");
-	n = rows_of(log, "ra-1", rows, 4);
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	n = gw_rows_of(log, "ra-1", rows, 4);
 	cr_assert_eq(n, 2, "the primary saw %zu requests for ra-1", n);
 	cr_assert_eq(row_num(log, rows[0], "status"), 503);
 	cr_assert_eq(row_num(log, rows[1], "status"), 200);
@@ -970,7 +869,7 @@ Test(gateway, unreachable_providers_answer_503_at_once, .timeout = 30)
 		br = breakers();
 		cr_assert_str_eq(gw_json_str(gw_breaker(br, "d1", "mock-small"), "state"), "open");
 		cr_assert_str_eq(gw_json_str(gw_breaker(br, "d2", "mock-small"), "state"), "open");
-		ev = hold(gw_events(&gw));
+		ev = gw_held_doc(&held, gw_events(&gw));
 		cr_assert_not_null(ev, "a line of the events file is not JSON");
 		cr_assert_geq(cJSON_GetArraySize(ev), 2, "%s: events %s", c->when_all_open,
 			      cJSON_PrintUnformatted(ev));
@@ -1122,11 +1021,11 @@ static void chat_seen(const char *alias, const char *rid, struct seen *s)
 static const cJSON *events_of(const char *prov)
 {
 	cJSON *all = gw_events(&gw);
-	cJSON *mine = hold(cJSON_CreateArray());
+	cJSON *mine = gw_held_doc(&held, cJSON_CreateArray());
 	const cJSON *e;
 
 	cr_assert_not_null(all, "a line of %s is not a JSON object", gw.events_path);
-	hold(all);
+	gw_held_doc(&held, all);
 	cJSON_ArrayForEach(e, all) {
 		const char *p = gw_json_str(e, "provider");
 
@@ -1288,8 +1187,8 @@ Test(gateway_breaker, opens_skips_and_closes_after_the_cooldown, .timeout = 30)
 	cr_assert_geq(gw_metric(text, "faultline_breaker_rejections_total",
 				"provider=primary,model=mock-small"), rejected);
 
-	settle_mock(provs);
-	log = mock_rows("primary");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
 	for (i = 1; i < (int)log->nrows; i++) {
 		double t = (double)mock.t0 + row_num(log, (size_t)i, "t_ms");
 
@@ -1703,9 +1602,9 @@ Test(gateway, client_leaving_cancels_the_upstream_attempt, .timeout = 20)
 	cr_assert_eq(gw_metric(text, "faultline_attempts_total", "provider=primary,outcome=cancelled"),
 		     1, "metrics:\n%s", text);
 	cr_assert_eq(gw_metric(text, "faultline_requests_in_flight", ""), 0);
-	settle_mock(provs);
-	log = mock_rows("primary");
-	row = row_of(log, "primary", "leaver-1");
+	gw_mock_settle(&mock, provs);
+	log = gw_mock_rows(&held, &mock, "primary");
+	row = gw_row_of(log, "primary", "leaver-1");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
 	cr_assert_lt(row_num(log, row, "dur_ms"), 1500, "the upstream request lasted %s ms",
 		     csv_get(log, row, "dur_ms"));

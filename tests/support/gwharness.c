@@ -1,9 +1,11 @@
 /*
  * gwharness: starting bin/gateway, talking to it and reading what it
- * exposes, for the gateway integration tests.
+ * exposes, for the gateway integration tests; and the fixtures their
+ * tests share, which assert.
  */
 #include "gwharness.h"
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -801,4 +803,123 @@ char *gw_template(char *out, size_t len, const char *tmpl, const struct mock_pro
 	}
 	out[used] = '\0';
 	return out;
+}
+
+/* ---- a test's fixtures ---- */
+
+void gw_held_free(struct gw_held *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->nresults; i++)
+		http_result_free(&h->results[i]);
+	for (i = 0; i < h->ndocs; i++)
+		cJSON_Delete(h->docs[i]);
+	for (i = 0; i < h->ntables; i++)
+		csv_free(&h->tables[i]);
+	h->nresults = h->ndocs = h->ntables = 0;
+}
+
+struct http_result *gw_held_result(struct gw_held *h)
+{
+	cr_assert_lt(h->nresults, GW_HELD_MAX);
+	return &h->results[h->nresults++];
+}
+
+cJSON *gw_held_doc(struct gw_held *h, cJSON *doc)
+{
+	cr_assert_lt(h->ndocs, GW_HELD_MAX);
+	h->docs[h->ndocs++] = doc;
+	return doc;
+}
+
+void gw_mock_start_template(struct mock_proc *m, const char *tmpl)
+{
+	char cfg[8192];
+
+	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, NULL), "bad mock template");
+	cr_assert_eq(mock_start(m, cfg, 0), 0, "mockprov did not start on %s", cfg);
+}
+
+void gw_start_template(struct gw_proc *g, const char *tmpl, const struct mock_proc *m,
+		       const struct gw_opts *o)
+{
+	char cfg[8192];
+
+	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, m),
+			   "bad gateway template %s", tmpl);
+	cr_assert_eq(gw_start(g, cfg, o), 0, "the gateway did not start on %s", cfg);
+}
+
+const char *gw_metrics_held(const struct gw_proc *g, struct gw_held *h)
+{
+	struct http_result *r = gw_held_result(h);
+
+	cr_assert_eq(gw_get(g, "/metrics", r), 0);
+	cr_assert_eq(r->status, 200, "/metrics: %ld %s", r->status, r->body);
+	return r->body;
+}
+
+const cJSON *gw_breakers_held(const struct gw_proc *g, struct gw_held *h)
+{
+	cJSON *doc = gw_held_doc(h, gw_breakers(g));
+
+	cr_assert_not_null(doc, "GET /admin/breakers did not give JSON");
+	return doc;
+}
+
+const cJSON *gw_breaker_must(const cJSON *doc, const char *prov, const char *model)
+{
+	const cJSON *b = gw_breaker(doc, prov, model);
+
+	cr_assert_not_null(b, "no breaker for %s/%s in /admin/breakers", prov, model);
+	return b;
+}
+
+void gw_mock_settle(struct mock_proc *m, const char *const *provs)
+{
+	size_t i;
+
+	for (i = 0; provs[i]; i++)
+		cr_assert(gw_mock_wait(m, provs[i], "in_flight", 0, 3000),
+			  "%s still has requests in flight", provs[i]);
+	cr_assert_eq(mock_stop(m, SIGTERM), 0, "mockprov did not exit 0");
+}
+
+const struct csv_table *gw_mock_rows(struct gw_held *h, const struct mock_proc *m,
+				     const char *prov)
+{
+	struct csv_table *t;
+
+	cr_assert_lt(h->ntables, GW_HELD_TABLES);
+	t = &h->tables[h->ntables++];
+	cr_assert_eq(mock_log(m, prov, t), 0, "no mock-%s.csv", prov);
+	cr_assert_geq(t->nrows, 1, "mock-%s.csv has no header", prov);
+	return t;
+}
+
+size_t gw_rows_of(const struct csv_table *t, const char *rid, size_t *rows, size_t cap)
+{
+	size_t n = 0;
+	size_t i;
+
+	for (i = 1; i < t->nrows; i++) {
+		const char *v = csv_get(t, i, "request_id");
+
+		if (v && strcmp(v, rid) == 0) {
+			if (n < cap)
+				rows[n] = i;
+			n++;
+		}
+	}
+	return n;
+}
+
+size_t gw_row_of(const struct csv_table *t, const char *prov, const char *rid)
+{
+	size_t row = 0;
+	size_t n = gw_rows_of(t, rid, &row, 1);
+
+	cr_assert_eq(n, 1, "mock-%s.csv has %zu rows for %s, expected 1", prov, n, rid);
+	return row;
 }

@@ -206,4 +206,75 @@ char *gw_mock_base(const struct mock_proc *m, const char *prov, char *out, size_
  */
 char *gw_template(char *out, size_t len, const char *tmpl, const struct mock_proc *m);
 
+/*
+ * ---- a test's fixtures ----
+ *
+ * What the gateway suites' tests share to start things and read them,
+ * asserting as they go (with Criterion: call these only from a test). A
+ * test file keeps its own struct gw_held, struct mock_proc and struct
+ * gw_proc and passes them in; its teardown calls gw_held_free.
+ */
+
+#define GW_HELD_MAX 64
+#define GW_HELD_TABLES 16
+
+/* What a test reads and holds until its suite's teardown. */
+struct gw_held {
+	struct http_result results[GW_HELD_MAX];
+	size_t nresults;
+	cJSON *docs[GW_HELD_MAX];
+	size_t ndocs;
+	struct csv_table tables[GW_HELD_TABLES];
+	size_t ntables;
+};
+
+/* Frees everything h holds and empties it. */
+void gw_held_free(struct gw_held *h);
+
+/* A result slot held until teardown (asserts there is room). */
+struct http_result *gw_held_result(struct gw_held *h);
+
+/* Holds doc (may be NULL) until teardown (asserts there is room). Returns doc. */
+cJSON *gw_held_doc(struct gw_held *h, cJSON *doc);
+
+/* Starts mockprov on a template of its config (gw_template, no @NAME@), asserting it started. */
+void gw_mock_start_template(struct mock_proc *m, const char *tmpl);
+
+/*
+ * Starts the gateway on a template of its config, @NAME@ naming mock
+ * providers of m, with o as gw_start takes it (may be NULL), asserting it
+ * started.
+ */
+void gw_start_template(struct gw_proc *g, const char *tmpl, const struct mock_proc *m,
+		       const struct gw_opts *o);
+
+/* GET /metrics, asserted 200. Returns the text, held until teardown. */
+const char *gw_metrics_held(const struct gw_proc *g, struct gw_held *h);
+
+/* GET /admin/breakers, asserted JSON. Returns the document, held until teardown. */
+const cJSON *gw_breakers_held(const struct gw_proc *g, struct gw_held *h);
+
+/* The breaker of (prov, model) in an /admin/breakers document, asserted present. */
+const cJSON *gw_breaker_must(const cJSON *doc, const char *prov, const char *model);
+
+/*
+ * Waits until none of provs (NULL-terminated) has a request in flight
+ * (each one the gateway abandoned has been seen to end), then stops
+ * mockprov with SIGTERM, which completes its logs; asserts both.
+ */
+void gw_mock_settle(struct mock_proc *m, const char *const *provs);
+
+/* mock-PROV.csv of a stopped mockprov, asserted to have its header. Held until teardown. */
+const struct csv_table *gw_mock_rows(struct gw_held *h, const struct mock_proc *m,
+				     const char *prov);
+
+/*
+ * The data rows of request rid in a mock log, in order: up to cap of
+ * their row numbers into rows. Returns how many there are.
+ */
+size_t gw_rows_of(const struct csv_table *t, const char *rid, size_t *rows, size_t cap);
+
+/* The only row of rid in mock-PROV.csv t, asserted to be there once. */
+size_t gw_row_of(const struct csv_table *t, const char *prov, const char *rid);
+
 #endif
