@@ -575,39 +575,20 @@ static const struct precommit_case precommits[] = {
  */
 Test(gateway_stream, failures_before_first_token_fail_over, .timeout = 30)
 {
-	char mcfg[4096];
-	char gcfg[8192];
+	struct gw_fallback cfg;
 	char rid[64];
 	char labels[128];
 	const char *text;
-	size_t used;
-	size_t gused;
 	size_t i;
 
-	used = (size_t)snprintf(mcfg, sizeof(mcfg), "{'providers':[{'name':'secondary',"
-				"'listen':'127.0.0.1:0','ttft_ms':20,'output_tokens':6}");
-	gused = (size_t)snprintf(gcfg, sizeof(gcfg), "{'request_deadline_ms':8000,"
-				 "'stream':{'first_token_timeout_ms':3000},"
-				 "'providers':{'secondary':{'base_url':'@secondary@'}");
-	for (i = 0; i < NPRECOMMITS; i++) {
-		used += (size_t)snprintf(mcfg + used, sizeof(mcfg) - used,
-					 ",{'name':'%s','listen':'127.0.0.1:0','ttft_ms':20,"
-					 "'output_tokens':6,'faults':[%s]}", precommits[i].name,
-					 precommits[i].fault);
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  ",'%s':{'base_url':'@%s@','timeout_ms':4000}",
-					  precommits[i].name, precommits[i].name);
-	}
-	snprintf(mcfg + used, sizeof(mcfg) - used, "]}");
-	gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused, "},'models':{");
+	gw_fallback_begin(&cfg, "'ttft_ms':20,'output_tokens':6",
+			  "'request_deadline_ms':8000,'stream':{'first_token_timeout_ms':3000},", "");
 	for (i = 0; i < NPRECOMMITS; i++)
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  "%s'%s':{'targets':[{'provider':'%s','model':'mock-small'},"
-					  "{'provider':'secondary','model':'mock-small'}]}",
-					  i ? "," : "", precommits[i].name, precommits[i].name);
-	snprintf(gcfg + gused, sizeof(gcfg) - gused, "}}");
-	start_mock(mcfg);
-	start_gw(gcfg);
+		gw_fallback_add(&cfg, precommits[i].name, "'ttft_ms':20,'output_tokens':6",
+				precommits[i].fault, ",'timeout_ms':4000");
+	cr_assert_eq(gw_fallback_end(&cfg, ""), 0, "the configs do not fit");
+	start_mock(cfg.mock);
+	start_gw(cfg.gw);
 
 	for (i = 0; i < NPRECOMMITS; i++) {
 		struct raw_http *c;
@@ -831,40 +812,21 @@ static const struct break_case breaks[] = {
  */
 Test(gateway_stream, breaks_after_commit_end_with_error_event, .timeout = 40)
 {
-	char mcfg[4096];
-	char gcfg[8192];
+	struct gw_fallback cfg;
 	char labels[128];
 	const char *text;
-	size_t used;
-	size_t gused;
 	size_t i;
 	int k;
 
-	used = (size_t)snprintf(mcfg, sizeof(mcfg), "{'providers':[{'name':'secondary',"
-				"'listen':'127.0.0.1:0','ttft_ms':20,'output_tokens':6}");
-	gused = (size_t)snprintf(gcfg, sizeof(gcfg), "{'request_deadline_ms':5000,"
-				 "'breaker':{'enabled':false},"
-				 "'stream':{'first_token_timeout_ms':1000,'stall_timeout_ms':2000},"
-				 "'providers':{'secondary':{'base_url':'@secondary@'}");
-	for (i = 0; i < NBREAKS; i++) {
-		used += (size_t)snprintf(mcfg + used, sizeof(mcfg) - used,
-					 ",{'name':'%s','listen':'127.0.0.1:0','ttft_ms':20,"
-					 "'token_ms':20,'output_tokens':16,'faults':[%s]}",
-					 breaks[i].name, breaks[i].fault);
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  ",'%s':{'base_url':'@%s@','timeout_ms':3000}",
-					  breaks[i].name, breaks[i].name);
-	}
-	snprintf(mcfg + used, sizeof(mcfg) - used, "]}");
-	gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused, "},'models':{");
+	gw_fallback_begin(&cfg, "'ttft_ms':20,'output_tokens':6",
+			  "'request_deadline_ms':5000,'breaker':{'enabled':false},"
+			  "'stream':{'first_token_timeout_ms':1000,'stall_timeout_ms':2000},", "");
 	for (i = 0; i < NBREAKS; i++)
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  "%s'%s':{'targets':[{'provider':'%s','model':'mock-small'},"
-					  "{'provider':'secondary','model':'mock-small'}]}",
-					  i ? "," : "", breaks[i].name, breaks[i].name);
-	snprintf(gcfg + gused, sizeof(gcfg) - gused, "}}");
-	start_mock(mcfg);
-	start_gw(gcfg);
+		gw_fallback_add(&cfg, breaks[i].name, "'ttft_ms':20,'token_ms':20,'output_tokens':16",
+				breaks[i].fault, ",'timeout_ms':3000");
+	cr_assert_eq(gw_fallback_end(&cfg, ""), 0, "the configs do not fit");
+	start_mock(cfg.mock);
+	start_gw(cfg.gw);
 
 	for (i = 0; i < NBREAKS; i++) {
 		for (k = 0; k < BREAK_REPEATS; k++) {

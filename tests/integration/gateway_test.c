@@ -322,41 +322,23 @@ static const struct failover_case failovers[] = {
  */
 Test(gateway, failover_on_upstream_failures, .timeout = 30)
 {
-	char mcfg[4096];
-	char gcfg[8192];
+	struct gw_fallback cfg;
 	char rid[64];
 	char labels[128];
 	const char *provs[NFAILOVERS + 2];
 	const char *text;
 	const struct csv_table *log;
 	const struct csv_table *sec_log;
-	size_t used;
-	size_t gused;
 	size_t i;
 
-	used = (size_t)snprintf(mcfg, sizeof(mcfg), "{'providers':[{'name':'secondary',"
-				"'listen':'127.0.0.1:0','ttft_ms':50,'output_tokens':4}");
-	gused = (size_t)snprintf(gcfg, sizeof(gcfg), "{'request_deadline_ms':5000,"
-				 "'providers':{'secondary':{'base_url':'@secondary@',"
-				 "'timeout_ms':2000,'price_per_1k':{'input':1,'output':2}}");
-	for (i = 0; i < NFAILOVERS; i++) {
-		used += (size_t)snprintf(mcfg + used, sizeof(mcfg) - used,
-					 ",{'name':'%s','listen':'127.0.0.1:0'," FAST
-					 ",'faults':[%s]}", failovers[i].alias, failovers[i].fault);
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  ",'%s':{'base_url':'@%s@','timeout_ms':2000}",
-					  failovers[i].alias, failovers[i].alias);
-	}
-	snprintf(mcfg + used, sizeof(mcfg) - used, "]}");
-	gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused, "},'models':{");
+	gw_fallback_begin(&cfg, "'ttft_ms':50,'output_tokens':4", "'request_deadline_ms':5000,",
+			  ",'timeout_ms':2000,'price_per_1k':{'input':1,'output':2}");
 	for (i = 0; i < NFAILOVERS; i++)
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  "%s'%s':{'targets':[{'provider':'%s','model':'mock-small'},"
-					  "{'provider':'secondary','model':'mock-small'}]}",
-					  i ? "," : "", failovers[i].alias, failovers[i].alias);
-	snprintf(gcfg + gused, sizeof(gcfg) - gused, "}}");
-	start_mock(mcfg);
-	start_gw(gcfg);
+		gw_fallback_add(&cfg, failovers[i].alias, FAST, failovers[i].fault,
+				",'timeout_ms':2000");
+	cr_assert_eq(gw_fallback_end(&cfg, ""), 0, "the configs do not fit");
+	start_mock(cfg.mock);
+	start_gw(cfg.gw);
 
 	for (i = 0; i < NFAILOVERS; i++) {
 		struct http_result *r;
@@ -420,8 +402,7 @@ static const struct passthrough_case passthroughs[] = {
  */
 Test(gateway, upstream_4xx_is_passed_through, .timeout = 20)
 {
-	char mcfg[4096];
-	char gcfg[8192];
+	struct gw_fallback cfg;
 	char rid[64];
 	char url[128];
 	char req[256];
@@ -429,34 +410,20 @@ Test(gateway, upstream_4xx_is_passed_through, .timeout = 20)
 	char labels[128];
 	const char *text;
 	const cJSON *br;
-	size_t used;
-	size_t gused;
 	size_t i;
 
-	used = (size_t)snprintf(mcfg, sizeof(mcfg), "{'providers':[{'name':'secondary',"
-				"'listen':'127.0.0.1:0'," FAST "}");
-	gused = (size_t)snprintf(gcfg, sizeof(gcfg), "{'request_deadline_ms':5000,"
-				 "'providers':{'secondary':{'base_url':'@secondary@'}");
+	gw_fallback_begin(&cfg, FAST, "'request_deadline_ms':5000,", "");
 	for (i = 0; i < NPASSTHROUGHS; i++) {
-		used += (size_t)snprintf(mcfg + used, sizeof(mcfg) - used,
-					 ",{'name':'%s','listen':'127.0.0.1:0'," FAST ",'faults':"
-					 "[{'kind':'status','status':%d," ALWAYS "}]}",
-					 passthroughs[i].alias, passthroughs[i].status);
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  ",'%s':{'base_url':'@%s@'}", passthroughs[i].alias,
-					  passthroughs[i].alias);
+		char fault[128];
+
+		snprintf(fault, sizeof(fault), "{'kind':'status','status':%d," ALWAYS "}",
+			 passthroughs[i].status);
+		gw_fallback_add(&cfg, passthroughs[i].alias, FAST, fault, "");
 	}
-	snprintf(mcfg + used, sizeof(mcfg) - used, "]}");
-	gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-				  "},'breaker':{'consecutive_failures':1},'models':{");
-	for (i = 0; i < NPASSTHROUGHS; i++)
-		gused += (size_t)snprintf(gcfg + gused, sizeof(gcfg) - gused,
-					  "%s'%s':{'targets':[{'provider':'%s','model':'mock-small'},"
-					  "{'provider':'secondary','model':'mock-small'}]}",
-					  i ? "," : "", passthroughs[i].alias, passthroughs[i].alias);
-	snprintf(gcfg + gused, sizeof(gcfg) - gused, "}}");
-	start_mock(mcfg);
-	start_gw(gcfg);
+	cr_assert_eq(gw_fallback_end(&cfg, ",'breaker':{'consecutive_failures':1}"), 0,
+		     "the configs do not fit");
+	start_mock(cfg.mock);
+	start_gw(cfg.gw);
 
 	for (i = 0; i < NPASSTHROUGHS; i++) {
 		struct http_result *direct = gw_held_result(&held);

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -803,6 +804,61 @@ char *gw_template(char *out, size_t len, const char *tmpl, const struct mock_pro
 	}
 	out[used] = '\0';
 	return out;
+}
+
+/* ---- configs ---- */
+
+/* Appends printf-style to out (of size len, used so far *n); notes an overflow in *overflow. */
+static void append(char *out, size_t len, size_t *n, bool *overflow, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void append(char *out, size_t len, size_t *n, bool *overflow, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*overflow)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(out + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= len - *n) {
+		*overflow = true;
+		return;
+	}
+	*n += (size_t)w;
+}
+
+void gw_fallback_begin(struct gw_fallback *f, const char *secondary_mock, const char *gw_head,
+		       const char *secondary_gw)
+{
+	memset(f, 0, sizeof(*f));
+	append(f->mock, sizeof(f->mock), &f->nmock, &f->overflow,
+	       "{'providers':[{'name':'secondary','listen':'127.0.0.1:0',%s}", secondary_mock);
+	append(f->gw, sizeof(f->gw), &f->ngw, &f->overflow,
+	       "{%s'providers':{'secondary':{'base_url':'@secondary@'%s}", gw_head, secondary_gw);
+}
+
+void gw_fallback_add(struct gw_fallback *f, const char *name, const char *mock_fields,
+		     const char *faults, const char *gw_fields)
+{
+	append(f->mock, sizeof(f->mock), &f->nmock, &f->overflow,
+	       ",{'name':'%s','listen':'127.0.0.1:0',%s,'faults':[%s]}", name, mock_fields,
+	       faults);
+	append(f->gw, sizeof(f->gw), &f->ngw, &f->overflow, ",'%s':{'base_url':'@%s@'%s}", name,
+	       name, gw_fields);
+	append(f->models, sizeof(f->models), &f->nmodels, &f->overflow,
+	       "%s'%s':{'targets':[{'provider':'%s','model':'mock-small'},"
+	       "{'provider':'secondary','model':'mock-small'}]}", f->nprov ? "," : "", name, name);
+	f->nprov++;
+}
+
+int gw_fallback_end(struct gw_fallback *f, const char *gw_extra)
+{
+	append(f->mock, sizeof(f->mock), &f->nmock, &f->overflow, "]}");
+	append(f->gw, sizeof(f->gw), &f->ngw, &f->overflow, "}%s,'models':{%s}}", gw_extra,
+	       f->models);
+	return f->overflow ? -1 : 0;
 }
 
 /* ---- a test's fixtures ---- */

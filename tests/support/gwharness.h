@@ -206,6 +206,50 @@ char *gw_mock_base(const struct mock_proc *m, const char *prov, char *out, size_
  */
 char *gw_template(char *out, size_t len, const char *tmpl, const struct mock_proc *m);
 
+/* ---- configs ---- */
+
+/*
+ * The configs of a fallback fixture: mockprov with a healthy provider
+ * "secondary" and one faulty provider per gw_fallback_add, and a gateway
+ * whose alias NAME sends to provider NAME, then to the secondary. Built
+ * with gw_fallback_begin, gw_fallback_add for each provider, then
+ * gw_fallback_end; mock and gw are then templates for gw_template.
+ */
+struct gw_fallback {
+	char mock[4096];
+	char gw[8192];
+	char models[4096];	/* the "models" entries so far */
+	size_t nmock, ngw, nmodels;
+	size_t nprov;
+	bool overflow;
+};
+
+/*
+ * Starts a fallback fixture: secondary_mock is the secondary's mockprov
+ * fields after its name and listen ("'ttft_ms':20,…"), gw_head the
+ * gateway's keys before "providers", each with a comma after it ("" for
+ * none), secondary_gw the secondary's provider fields after base_url, each
+ * with a comma before it ("" for none).
+ */
+void gw_fallback_begin(struct gw_fallback *f, const char *secondary_mock, const char *gw_head,
+		       const char *secondary_gw);
+
+/*
+ * Adds provider (and alias) name: its mockprov fields after name and
+ * listen, its faults (the inside of mockprov's "faults" array) and its
+ * gateway provider fields after base_url, each with a comma before it
+ * ("" for none).
+ */
+void gw_fallback_add(struct gw_fallback *f, const char *name, const char *mock_fields,
+		     const char *faults, const char *gw_fields);
+
+/*
+ * Ends the fixture: gw_extra is the gateway's keys between "providers" and
+ * "models", each with a comma before it ("" for none). Returns 0, or -1
+ * when a config did not fit.
+ */
+int gw_fallback_end(struct gw_fallback *f, const char *gw_extra);
+
 /*
  * ---- a test's fixtures ----
  *
