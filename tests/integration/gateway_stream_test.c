@@ -582,7 +582,8 @@ Test(gateway_stream, failures_before_first_token_fail_over, .timeout = 30)
 	size_t i;
 
 	gw_fallback_begin(&cfg, "'ttft_ms':20,'output_tokens':6",
-			  "'request_deadline_ms':8000,'stream':{'first_token_timeout_ms':3000},", "");
+			  "'request_deadline_ms':8000,'stream':{'first_token_timeout_ms':3000},",
+			  "");
 	for (i = 0; i < NPRECOMMITS; i++)
 		gw_fallback_add(&cfg, precommits[i].name, "'ttft_ms':20,'output_tokens':6",
 				precommits[i].fault, ",'timeout_ms':4000");
@@ -822,8 +823,9 @@ Test(gateway_stream, breaks_after_commit_end_with_error_event, .timeout = 40)
 			  "'request_deadline_ms':5000,'breaker':{'enabled':false},"
 			  "'stream':{'first_token_timeout_ms':1000,'stall_timeout_ms':2000},", "");
 	for (i = 0; i < NBREAKS; i++)
-		gw_fallback_add(&cfg, breaks[i].name, "'ttft_ms':20,'token_ms':20,'output_tokens':16",
-				breaks[i].fault, ",'timeout_ms':3000");
+		gw_fallback_add(&cfg, breaks[i].name,
+				"'ttft_ms':20,'token_ms':20,'output_tokens':16", breaks[i].fault,
+				",'timeout_ms':3000");
 	cr_assert_eq(gw_fallback_end(&cfg, ""), 0, "the configs do not fit");
 	start_mock(cfg.mock);
 	start_gw(cfg.gw);
@@ -1169,7 +1171,8 @@ Test(gateway_stream, scripted_framing, .timeout = 30, .fini = free_big)
 		  " the end:\n%s", v.nevents, v.nerrors, raw_tail(c, 2000));
 	content = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-			gw_held_doc(&held, cJSON_Parse(c->sse.ev[0].data)), "choices"), 0), "delta"), "content");
+			gw_held_doc(&held, cJSON_Parse(c->sse.ev[0].data)), "choices"), 0),
+		"delta"), "content");
 	cr_assert(cJSON_IsString(content) && strlen(content->valuestring) == 300000 &&
 		  strspn(content->valuestring, "x") == 300000, "the 300,000-byte content is not"
 		  " intact");

@@ -477,7 +477,8 @@ Test(gateway, upstream_4xx_is_passed_through, .timeout = 20)
 
 		gw_mock_settle(&mock, provs);
 	}
-	cr_assert_eq(gw_mock_rows(&held, &mock, "secondary")->nrows, 1, "the secondary's log has rows");
+	cr_assert_eq(gw_mock_rows(&held, &mock, "secondary")->nrows, 1,
+		     "the secondary's log has rows");
 }
 
 /* A slow upstream, cut at its provider's timeout. */

@@ -490,11 +490,10 @@ int http_do(const char *url, const struct http_opts *o, struct http_result *r)
 	return 0;
 }
 
-const char *http_header(const struct http_result *r, const char *name,
-			char *out, size_t len)
+const char *header_field(const char *block, const char *name, char *out, size_t len)
 {
 	size_t nlen = strlen(name);
-	const char *p = r->headers;
+	const char *p = block;
 
 	while (p && *p) {
 		const char *eol = strstr(p, "\r\n");
@@ -504,9 +503,11 @@ const char *http_header(const struct http_result *r, const char *name,
 			const char *v = p + nlen + 1;
 			size_t vlen;
 
-			while (*v == ' ')
+			while (*v == ' ' || *v == '\t')
 				v++;
 			vlen = llen - (size_t)(v - p);
+			while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+				vlen--;
 			snprintf(out, len, "%.*s", (int)vlen, v);
 			return out;
 		}
@@ -515,6 +516,12 @@ const char *http_header(const struct http_result *r, const char *name,
 		p = eol + 2;
 	}
 	return NULL;
+}
+
+const char *http_header(const struct http_result *r, const char *name,
+			char *out, size_t len)
+{
+	return header_field(r->headers, name, out, len);
 }
 
 void http_result_free(struct http_result *r)

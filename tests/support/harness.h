@@ -116,6 +116,13 @@ struct http_opts {
 /* Performs one request with libcurl. Returns 0 when the call was made. */
 int http_do(const char *url, const struct http_opts *o, struct http_result *r);
 
+/*
+ * A header's value from a block of CRLF-terminated header lines (name
+ * case-insensitive, the spaces and tabs around the value left out),
+ * copied to out, or NULL when it is absent.
+ */
+const char *header_field(const char *block, const char *name, char *out, size_t len);
+
 /* A response header's value (case-insensitive name) copied to out, or NULL. */
 const char *http_header(const struct http_result *r, const char *name,
 			char *out, size_t len);

@@ -213,35 +213,6 @@ static const char *line_end(const struct raw_http *c)
 	return memmem(p, c->raw.len - c->pos, "\r\n", 2);
 }
 
-/* A header's value from a header block (CRLF lines), copied to out, or NULL. */
-static const char *field_in(const char *block, const char *name, char *out, size_t len)
-{
-	size_t nlen = strlen(name);
-	const char *p = block;
-
-	while (p && *p) {
-		const char *eol = strstr(p, "\r\n");
-		size_t llen = eol ? (size_t)(eol - p) : strlen(p);
-
-		if (llen > nlen && strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
-			const char *v = p + nlen + 1;
-			size_t vlen;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			vlen = llen - (size_t)(v - p);
-			while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-				vlen--;
-			snprintf(out, len, "%.*s", (int)vlen, v);
-			return out;
-		}
-		if (!eol)
-			break;
-		p = eol + 2;
-	}
-	return NULL;
-}
-
 static void parse_head(struct raw_http *c, double at)
 {
 	const char *p = c->raw.data + c->pos;
@@ -258,10 +229,11 @@ static void parse_head(struct raw_http *c, double at)
 		set_bad(c, "not an HTTP/1.x status line");
 		return;
 	}
-	if (field_in(c->head, "Transfer-Encoding", v, sizeof(v)) && strcasecmp(v, "chunked") == 0) {
+	if (header_field(c->head, "Transfer-Encoding", v, sizeof(v)) &&
+	    strcasecmp(v, "chunked") == 0) {
 		c->chunked = true;
 		c->state = RAW_CHUNK_SIZE;
-	} else if (field_in(c->head, "Content-Length", v, sizeof(v))) {
+	} else if (header_field(c->head, "Content-Length", v, sizeof(v))) {
 		c->left = (size_t)strtoull(v, NULL, 10);
 		c->state = c->left ? RAW_LENGTH : RAW_DONE;
 	} else {
@@ -433,12 +405,12 @@ const char *raw_header(const struct raw_http *c, const char *name, char *out, si
 {
 	const char *eol = c->head ? strstr(c->head, "\r\n") : NULL;
 
-	return eol ? field_in(eol + 2, name, out, len) : NULL;
+	return eol ? header_field(eol + 2, name, out, len) : NULL;
 }
 
 const char *raw_trailer(const struct raw_http *c, const char *name, char *out, size_t len)
 {
-	return c->trailer ? field_in(c->trailer, name, out, len) : NULL;
+	return c->trailer ? header_field(c->trailer, name, out, len) : NULL;
 }
 
 const char *raw_tail(const struct raw_http *c, size_t max)
