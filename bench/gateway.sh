@@ -71,13 +71,7 @@ gateway_fd_limit() {
 # Starts mockprov (one provider on a free port, no latency); sets MP_PID,
 # MP_ADDR and MP_PORT.
 start_bench_mockprov() {
-	local dir=$tmp/mockprov
-	mkdir -p "$dir"
-	printf '{"providers":[{"name":"bench","listen":"127.0.0.1:0","model":"mock-small",
-	 "ttft_ms":0,"jitter_ms":0,"token_ms":0,"output_tokens":%s}]}\n' "$PLAIN_TOKENS" \
-		>"$dir/config.json"
-	start_mockprov "$dir/config.json" "$dir"
-	MP_PORT=${MP_ADDR##*:}
+	start_one_mockprov 0 0 0 "$PLAIN_TOKENS"
 }
 
 # Writes HAProxy's config for port $2 to file $1: one thread, no logging,
@@ -157,14 +151,7 @@ start_gateway() {
   "breaker": {"enabled": true}
 }
 EOF
-	"$BIN/gateway" --config "$dir/config.json" --listen 127.0.0.1:0 --log-level warn \
-		>"$dir/gateway.out" 2>"$dir/gateway.err" &
-	GW_PID=$!
-	pids="$pids $GW_PID"
-	await_ready "the gateway" "$GW_PID" "$dir/gateway.out" "$dir/gateway.err"
-	GW_ADDR=$(awk '$1 == "listening" { print $2; exit }' "$dir/gateway.out")
-	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
-	GW_PORT=${GW_ADDR##*:}
+	start_gateway_on "$dir/config.json" "$dir"
 }
 
 # POSTs body $2 to $1 and checks for a 200 chat completion from mock-small.
@@ -222,16 +209,6 @@ errors() {
 # "met" when awk expression $1 holds, else "missed".
 verdict() {
 	awk "BEGIN { exit !($1) }" && echo met || echo missed
-}
-
-# awk's value of expression $1, printed with format $2.
-calc() {
-	awk "BEGIN { printf \"$2\", $1 }"
-}
-
-# kB ($1, KiB as /proc gives them) in MB (10^6 bytes).
-mb() {
-	calc "$1 * 1024 / 1e6" %.1f
 }
 
 # The name of target $1 in the tables.

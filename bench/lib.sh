@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # bench/lib.sh — what the benchmark scripts (bench/mockprov.sh,
-# bench/loadgen.sh, bench/gateway.sh) share; they source it
-# (`. "$here/lib.sh"`) after setting BENCH_NAME, the prefix of their
+# bench/loadgen.sh, bench/gateway.sh, bench/stream.sh) share; they source
+# it (`. "$here/lib.sh"`) after setting BENCH_NAME, the prefix of their
 # messages and of the temp dir (bench-mockprov, bench-loadgen,
-# bench-gateway).
+# bench-gateway, bench-stream).
 #
 # It offers:
 #  - the globals tmp (the temp dir, "" until bench_start makes it) and pids
@@ -16,14 +16,18 @@
 #    temp dir and the report's first line;
 #  - cpu_ticks, machine_ticks, measured and combine: the CPU time a
 #    process, the whole machine and a command used, and rounds of figures
-#    summed up; label, the name of such a figure in a table;
+#    summed up; label, the name of such a figure in a table; calc and mb,
+#    an awk expression's value and kB in MB;
 #  - port_used, nginx_quote and start_nginx: nginx (bench/nginx.conf.in)
 #    answering one static body on a free port; established, the TCP
 #    connections on a port; raise_fd_limit, room for many of them;
 #  - capture_body, get and busy_warning: a POST of $REQUEST, a figure from
 #    a "flbench_KEY VALUE" file, the note on a busy machine;
-#  - await_ready and start_mockprov: a program's "ready" line waited for;
-#    bin/mockprov on a config, its address in MP_ADDR and pid in MP_PID.
+#  - await_ready, start_mockprov, start_one_mockprov and start_gateway_on: a
+#    program's "ready" line waited for; bin/mockprov on a config, or on one
+#    provider "bench" with the timing given, its address in MP_ADDR (port
+#    MP_PORT) and pid in MP_PID; bin/gateway on a config, the same in
+#    GW_ADDR, GW_PORT and GW_PID.
 
 tmp=""
 pids=""
@@ -219,6 +223,16 @@ label() {
 	esac
 }
 
+# awk's value of expression $1, printed with format $2.
+calc() {
+	awk "BEGIN { printf \"$2\", $1 }"
+}
+
+# kB ($1, KiB as /proc gives them) in MB (10^6 bytes).
+mb() {
+	calc "$1 * 1024 / 1e6" %.1f
+}
+
 # True when something on this machine uses TCP port $1 (any address).
 port_used() {
 	local hex
@@ -372,4 +386,33 @@ start_mockprov() {
 	await_ready mockprov "$MP_PID" "$dir/mockprov.out" "$dir/mockprov.err"
 	MP_ADDR=$(awk '$1 == "listening" { print $3; exit }' "$dir/mockprov.out")
 	[ -n "$MP_ADDR" ] || die "mockprov printed no 'listening' line"
+	# shellcheck disable=SC2034 # the scripts read it
+	MP_PORT=${MP_ADDR##*:}
+}
+
+# Starts mockprov with one provider, "bench" (model mock-small), on a free
+# port, its files in $tmp/mockprov: ttft_ms $1, jitter_ms $2, token_ms $3,
+# output_tokens $4. Sets MP_PID, MP_ADDR and MP_PORT.
+start_one_mockprov() {
+	local dir=$tmp/mockprov
+	mkdir -p "$dir"
+	printf '{"providers":[{"name":"bench","listen":"127.0.0.1:0","model":"mock-small",
+	 "ttft_ms":%s,"jitter_ms":%s,"token_ms":%s,"output_tokens":%s}]}\n' \
+		"$1" "$2" "$3" "$4" >"$dir/config.json"
+	start_mockprov "$dir/config.json" "$dir"
+}
+
+# Starts $BIN/gateway on config file $1 with its output in dir $2 and waits
+# for its "ready" line; sets GW_PID, GW_ADDR (HOST:PORT) and GW_PORT.
+start_gateway_on() {
+	local config=$1 dir=$2
+	"$BIN/gateway" --config "$config" --listen 127.0.0.1:0 --log-level warn \
+		>"$dir/gateway.out" 2>"$dir/gateway.err" &
+	GW_PID=$!
+	pids="$pids $GW_PID"
+	await_ready "the gateway" "$GW_PID" "$dir/gateway.out" "$dir/gateway.err"
+	GW_ADDR=$(awk '$1 == "listening" { print $2; exit }' "$dir/gateway.out")
+	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
+	# shellcheck disable=SC2034 # the scripts read it
+	GW_PORT=${GW_ADDR##*:}
 }

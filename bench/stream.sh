@@ -80,19 +80,9 @@ BENCH_NAME=bench-stream
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-# awk's value of expression $1, printed with format $2.
-calc() {
-	awk "BEGIN { printf \"$2\", $1 }"
-}
-
 # "met" when awk expression $1 holds, else "missed".
 verdict() {
 	awk "BEGIN { exit !($1) }" && echo met || echo missed
-}
-
-# kB ($1, KiB as /proc gives them) in MB (10^6 bytes).
-mb() {
-	calc "$1 * 1024 / 1e6" %.1f
 }
 
 # The field $2 (VmRSS, VmHWM) of /proc/PID/status for pid $1, in kB.
@@ -109,13 +99,7 @@ sched_wait_ns() {
 # Starts mockprov: one provider on a free port with the stream's timing;
 # sets MP_PID, MP_ADDR and MP_PORT.
 start_stream_mockprov() {
-	local dir=$tmp/mockprov
-	mkdir -p "$dir"
-	printf '{"providers":[{"name":"bench","listen":"127.0.0.1:0","model":"mock-small",
-	 "ttft_ms":%s,"jitter_ms":%s,"token_ms":%s,"output_tokens":%s}]}\n' \
-		"$TTFT_MS" "$JITTER_MS" "$TOKEN_MS" "$STREAM_TOKENS" >"$dir/config.json"
-	start_mockprov "$dir/config.json" "$dir"
-	MP_PORT=${MP_ADDR##*:}
+	start_one_mockprov "$TTFT_MS" "$JITTER_MS" "$TOKEN_MS" "$STREAM_TOKENS"
 }
 
 # Starts the gateway in front of mockprov; sets GW_PID, GW_ADDR, GW_PORT.
@@ -136,14 +120,7 @@ start_stream_gateway() {
   "stream": {"first_token_timeout_ms": 10000, "stall_timeout_ms": $STALL_TIMEOUT_MS}
 }
 EOF
-	"$BIN/gateway" --config "$dir/config.json" --listen 127.0.0.1:0 --log-level warn \
-		>"$dir/gateway.out" 2>"$dir/gateway.err" &
-	GW_PID=$!
-	pids="$pids $GW_PID"
-	await_ready "the gateway" "$GW_PID" "$dir/gateway.out" "$dir/gateway.err"
-	GW_ADDR=$(awk '$1 == "listening" { print $2; exit }' "$dir/gateway.out")
-	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
-	GW_PORT=${GW_ADDR##*:}
+	start_gateway_on "$dir/config.json" "$dir"
 }
 
 # Ends the script when the gateway is gone, with the end of its stderr.
