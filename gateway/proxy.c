@@ -102,6 +102,8 @@ struct greq {
 	bool forced;			/* the every-target-open fallback was used */
 	bool deadline_hit;		/* an attempt was cut by the deadline, or none fit */
 	bool reached;			/* some upstream answered or timed out */
+	bool no_reroute;		/* x-faultline-no-reroute: side effects, one delivery at most */
+	bool delivered;			/* an attempt connected: the upstream may have acted on it */
 	unsigned skipped;
 
 	/* The current attempt. */
@@ -968,6 +970,12 @@ static void after_failure(struct greq *g)
 		finish_error(g);
 		return;
 	}
+	if (g->no_reroute && g->delivered) {
+		/* It may have been acted on: not sent again, here or elsewhere. */
+		log_debug("request %s: no reroute after a delivered attempt", g->id);
+		finish_error(g);
+		return;
+	}
 	if (g->retries_here < rt->max_retries &&
 	    attempt_retry_delay(&g->budget, &bo, g->retries_here, g->retry_after_ms, now,
 				rt->min_attempt_ms, &g->gw->rng_retry, &wait)) {
@@ -1005,6 +1013,7 @@ static void attempt_end(struct greq *g, CURLcode code)
 	curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &f.status);
 	curl_easy_getinfo(g->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	f.connected = connect_us > 0;
+	g->delivered |= f.connected;
 	if (!g->stream && f.curl_code == CURLE_OK && f.status >= 200 && f.status <= 299)
 		f.body_valid = check_completion(g);
 	g->status = f.status;
@@ -1227,6 +1236,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	const char *only = http_request_header(req, "x-faultline-provider");
 	const char *rid = http_request_header(req, "x-request-id");
 	const char *idem = http_request_header(req, "idempotency-key");
+	const char *no_reroute = http_request_header(req, "x-faultline-no-reroute");
 	char id[MAX_ID_LEN + 1];
 	struct gw_route *route;
 	struct greq *g;
@@ -1289,6 +1299,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		snprintf(g->idem_line, sizeof(g->idem_line), "Idempotency-Key: %s", idem);
 	if (only)
 		snprintf(g->only, sizeof(g->only), "%s", only);
+	g->no_reroute = no_reroute && (strcmp(no_reroute, "1") == 0 ||
+				       strcasecmp(no_reroute, "true") == 0);
 	g->budget = (struct attempt_budget){
 		.deadline_ms = (double)req->recv_ns / 1e6 + gw->cfg->deadline_ms,
 		.max_attempts = route->alias->max_attempts,

@@ -935,6 +935,66 @@ Test(gateway, provider_header_forces_a_provider, .timeout = 20)
 	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 1);
 }
 
+/*
+ * x-faultline-no-reroute: 1, a request with side effects. Once an attempt
+ * has reached an upstream (connected) it is neither retried nor failed
+ * over: a 503 from the primary comes back as the gateway's 502 after one
+ * attempt, though a retry and a healthy secondary were there, and the
+ * secondary never sees it; a hung primary is not re-sent either (504
+ * within the deadline). A primary that refuses the connection never got
+ * the request, so the secondary may take it. Without the header the same
+ * 503 fails over as usual.
+ */
+Test(gateway, no_reroute_sends_a_request_once, .timeout = 30)
+{
+	static const char *const nr = "x-faultline-no-reroute: 1";
+	struct http_result *r;
+	cJSON *doc;
+
+	start_mock("{'providers':["
+		   "{'name':'fails','listen':'127.0.0.1:0'," FAST ","
+		   "'faults':[{'kind':'status','status':503," ALWAYS "}]},"
+		   "{'name':'hangs','listen':'127.0.0.1:0'," FAST ","
+		   "'faults':[{'kind':'hang'," ALWAYS "}]},"
+		   "{'name':'refuses','listen':'127.0.0.1:0'," FAST ","
+		   "'faults':[{'kind':'down'," ALWAYS "}]},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'request_deadline_ms':3000,'breaker':{'enabled':false},"
+		 "'providers':{'fails':{'base_url':'@fails@','timeout_ms':500},"
+		 "'hangs':{'base_url':'@hangs@','timeout_ms':500},"
+		 "'refuses':{'base_url':'@refuses@','timeout_ms':500},"
+		 "'secondary':{'base_url':'@secondary@','timeout_ms':500}},"
+		 "'models':{"
+		 "'a':{'targets':[{'provider':'fails','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}],'max_attempts':3,"
+		 "'retry':{'max_retries':1,'base_ms':1,'cap_ms':5}},"
+		 "'b':{'targets':[{'provider':'hangs','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]},"
+		 "'c':{'targets':[{'provider':'refuses','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}");
+
+	r = chat("a", "nr-503", nr, 5000);
+	doc = expect_error(r, "no reroute after a 503", 502, "bad_gateway", "upstream_error");
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			     cJSON_GetObjectItemCaseSensitive(doc, "error"), "attempts")), 1,
+		     "not one attempt: %s", r->body);
+	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 1);
+	cr_assert_eq(gw_mock_state(&mock, "fails", "requests"), 1, "retried on the same target");
+	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 0, "failed over");
+
+	r = chat("b", "nr-hang", nr, 5000);
+	expect_error(r, "no reroute after a hang", 502, "bad_gateway", "upstream_error");
+	cr_assert(r->total_ms < 1500, "answered after %.0f ms: the attempt's 500 ms, then at once",
+		  r->total_ms);
+	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 0, "a hung request re-sent");
+
+	r = chat("c", "nr-refused", nr, 5000);
+	expect_answer(r, "refused: never delivered", "secondary", 2);
+
+	r = chat("a", "rr-503", NULL, 5000);
+	expect_answer(r, "without the header", "secondary", 3);
+}
+
 /* ---- circuit breakers ---- */
 
 TestSuite(gateway_breaker, .fini = teardown);
