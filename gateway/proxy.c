@@ -103,6 +103,7 @@ struct greq {
 	bool deadline_hit;		/* an attempt was cut by the deadline, or none fit */
 	bool reached;			/* some upstream answered or timed out */
 	bool no_reroute;		/* x-faultline-no-reroute: side effects, one delivery at most */
+	char retry_after[16];		/* Retry-After of an error answer; "" for none */
 	bool delivered;			/* an attempt connected: the upstream may have acted on it */
 	unsigned skipped;
 
@@ -280,13 +281,15 @@ static void respond(struct greq *g, int status, const char *ctype, const char *b
 		    const struct gw_target *answered)
 {
 	struct http_exchange *ex = g->ex;
-	struct http_kv h[7];
+	struct http_kv h[8];
 	char attempts[16];
 	char cost[32];
 	size_t n = 0;
 
 	snprintf(attempts, sizeof(attempts), "%u", g->budget.attempts);
 	h[n++] = (struct http_kv){ "Content-Type", ctype };
+	if (g->retry_after[0])
+		h[n++] = (struct http_kv){ "Retry-After", g->retry_after };
 	h[n++] = (struct http_kv){ "x-request-id", g->id };
 	h[n++] = (struct http_kv){ "x-faultline-attempts", attempts };
 	h[n++] = (struct http_kv){ "x-faultline-hedged", "0" };
@@ -330,6 +333,34 @@ static void note_text(struct buf *b, const struct note *n)
 		buf_printf(b, " (%.0f ms)", n->ms);
 }
 
+/*
+ * When every target of the request was skipped as open: the seconds until
+ * the first of them goes half-open (at least 1), as Retry-After's value.
+ */
+static void open_retry_after(struct greq *g)
+{
+	const struct gw_route *rt = g->route;
+	const char *only = g->only[0] ? g->only : NULL;
+	double now = gw_now_ms();
+	double soonest = INFINITY;
+	size_t i;
+
+	if (g->budget.attempts)
+		return;
+	for (i = 0; i < rt->ntargets; i++) {
+		const struct gw_target *t = rt->targets[i];
+
+		if (!router_target_allowed(t, only))
+			continue;
+		if (t->br.state != BREAKER_OPEN)
+			return;		/* skipped for another reason: no promise to make */
+		soonest = fmin(soonest, t->br.open_until_ms - now);
+	}
+	if (isfinite(soonest))
+		snprintf(g->retry_after, sizeof(g->retry_after), "%.0f",
+			 fmax(1, ceil(soonest / 1000)));
+}
+
 /* The error body: OpenAI's four fields, and every attempt under error.attempts. */
 static void finish_error(struct greq *g)
 {
@@ -341,6 +372,8 @@ static void finish_error(struct greq *g)
 	char *text = NULL;
 	size_t i;
 
+	if (fin.status == 503)
+		open_retry_after(g);
 	if (fin.status == 504)
 		buf_printf(&msg, "The request deadline (%.0f ms) ran out", g->gw->cfg->deadline_ms);
 	else if (fin.status == 503)

@@ -765,7 +765,8 @@ static const struct unreachable_case unreachables[] = {
  * breakers open (refusals fail fast) and after (consecutive_failures 2
  * opens both after two requests, as the events file and /admin/breakers
  * show). Once both are open, least_recently_failed still tries one target
- * and lists the other as breaker_open; fail_fast tries none.
+ * and lists the other as breaker_open; fail_fast tries none, and says in
+ * Retry-After when the first breaker goes half-open.
  */
 Test(gateway, unreachable_providers_answer_503_at_once, .timeout = 30)
 {
@@ -832,6 +833,23 @@ Test(gateway, unreachable_providers_answer_503_at_once, .timeout = 30)
 				cr_assert_eq(gw_header_num(r, "x-faultline-attempts"),
 					     c->attempts_when_open, "%s, request %d",
 					     c->when_all_open, i + 1);
+			}
+			/*
+			 * Retry-After only when nothing was tried because every
+			 * target is open: the seconds until the first goes
+			 * half-open (cooldown 10 s).
+			 */
+			if (i >= 2 && c->attempts_when_open == 0) {
+				double ra = gw_header_num(r, "Retry-After");
+
+				cr_assert(ra >= 9 && ra <= 10, "%s, request %d: Retry-After %.0f",
+					  c->when_all_open, i + 1, ra);
+			} else {
+				char v[32];
+
+				cr_assert_null(http_header(r, "Retry-After", v, sizeof(v)),
+					       "%s, request %d: Retry-After %s", c->when_all_open,
+					       i + 1, v);
 			}
 		}
 		br = breakers();
