@@ -226,6 +226,46 @@ static int breakers(struct buf *b, const struct gateway *gw)
 	return rc;
 }
 
+/* `{provider="P",tenant="T",feature="F"` of a cost row (no closing brace). */
+static int cost_labels(struct buf *b, const struct gateway *gw, const struct cost_row *r)
+{
+	int rc = buf_puts(b, "{provider=");
+
+	rc |= metrics_label(b, r->provider == COST_OTHER ? "other"
+							  : gw->cfg->providers[r->provider].name);
+	rc |= buf_puts(b, ",tenant=");
+	rc |= metrics_label(b, r->tenant);
+	rc |= buf_puts(b, ",feature=");
+	return rc | metrics_label(b, r->feature);
+}
+
+static int spend(struct buf *b, const struct gateway *gw)
+{
+	const struct cost_table *t = gw->costs;
+	size_t i;
+	int rc = family(b, "faultline_cost_usd_total", "counter",
+			"Spend on answers, by provider, tenant and feature (price table x usage).");
+
+	for (i = 0; i < t->used; i++) {
+		rc |= buf_puts(b, "faultline_cost_usd_total");
+		rc |= cost_labels(b, gw, &t->row[i]);
+		rc |= buf_printf(b, "} %.9f\n", t->row[i].usd);
+	}
+	rc |= family(b, "faultline_tokens_total", "counter",
+		     "Tokens of answers, by provider, tenant, feature and direction.");
+	for (i = 0; i < t->used; i++) {
+		rc |= buf_puts(b, "faultline_tokens_total");
+		rc |= cost_labels(b, gw, &t->row[i]);
+		rc |= buf_printf(b, ",direction=\"input\"} %llu\n",
+				 (unsigned long long)t->row[i].tokens_in);
+		rc |= buf_puts(b, "faultline_tokens_total");
+		rc |= cost_labels(b, gw, &t->row[i]);
+		rc |= buf_printf(b, ",direction=\"output\"} %llu\n",
+				 (unsigned long long)t->row[i].tokens_out);
+	}
+	return rc;
+}
+
 int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 {
 	size_t i;
@@ -247,5 +287,6 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 			 (unsigned long long)gw->streams_in_flight);
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
+	rc |= spend(b, gw);
 	return rc ? -ENOMEM : 0;
 }

@@ -203,8 +203,9 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	rng_seed_stream(&gw->rng_breaker, seed, RNG_BREAKER);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
 	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
+	gw->costs = calloc(1, sizeof(*gw->costs));
 	gw->easy_pool = calloc(EASY_POOL_MAX, sizeof(*gw->easy_pool));
-	if (!gw->pstats || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
+	if (!gw->pstats || !gw->costs || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
 		goto out_nomem;
 	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
 		l = curl_slist_append(gw->base_headers, base[i]);
@@ -250,6 +251,7 @@ out_free:
 	curl_slist_free_all(gw->base_headers);
 	router_free(&gw->router);
 	free(gw->pstats);
+	free(gw->costs);
 	free(gw->easy_pool);
 	return rc;
 }
@@ -300,5 +302,6 @@ void gateway_free(struct gateway *gw)
 {
 	router_free(&gw->router);
 	free(gw->pstats);
+	free(gw->costs);
 	gw->pstats = NULL;
 }

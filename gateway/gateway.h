@@ -30,6 +30,7 @@ struct gateway {
 	struct router router;
 	struct provider_stats *pstats;	/* one per provider, by config index */
 	struct status_counts unrouted;	/* answers to requests with no known alias */
+	struct cost_table *costs;	/* spend by provider, tenant and feature */
 	struct curl_uv cu;
 	struct http_server *srv;
 	struct curl_slist *base_headers;	/* sent upstream on every attempt */

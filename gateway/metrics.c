@@ -4,6 +4,9 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 const double metrics_latency_bounds[LATENCY_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
@@ -112,4 +115,38 @@ int metrics_label(struct buf *b, const char *s)
 			rc = buf_append(b, s, 1);
 	}
 	return rc ? rc : buf_puts(b, "\"");
+}
+
+void cost_table_add(struct cost_table *t, size_t provider, const char *tenant,
+		    const char *feature, int64_t tokens_in, int64_t tokens_out, double usd)
+{
+	struct cost_row *r = NULL;
+	size_t i;
+
+	for (i = 0; i < t->used; i++) {
+		if (t->row[i].provider == provider && strcmp(t->row[i].tenant, tenant) == 0 &&
+		    strcmp(t->row[i].feature, feature) == 0) {
+			r = &t->row[i];
+			break;
+		}
+	}
+	if (!r && t->used < COST_ROWS - 1) {
+		r = &t->row[t->used++];
+		r->provider = provider;
+		snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
+		snprintf(r->feature, sizeof(r->feature), "%s", feature);
+	}
+	if (!r) {
+		/* Past the table: one row for the rest, whatever their provider. */
+		r = &t->row[COST_ROWS - 1];
+		if (t->used < COST_ROWS) {
+			t->used = COST_ROWS;
+			r->provider = COST_OTHER;
+			snprintf(r->tenant, sizeof(r->tenant), "other");
+			snprintf(r->feature, sizeof(r->feature), "other");
+		}
+	}
+	r->usd += usd;
+	r->tokens_in += tokens_in > 0 ? (uint64_t)tokens_in : 0;
+	r->tokens_out += tokens_out > 0 ? (uint64_t)tokens_out : 0;
 }

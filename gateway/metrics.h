@@ -59,6 +59,39 @@ struct provider_stats {
 	uint64_t truncations[TRUNC_KINDS];
 };
 
+/* Tenant and feature labels longer than this are cut. */
+#define COST_LABEL_MAX 64
+
+/* Distinct provider × tenant × feature rows kept; more go to the "other" row. */
+#define COST_ROWS 128
+
+/* The provider of the overflow row. */
+#define COST_OTHER SIZE_MAX
+
+/* Money and tokens spent on one provider for one tenant and feature. */
+struct cost_row {
+	size_t provider;		/* config index; COST_OTHER for the overflow row */
+	char tenant[COST_LABEL_MAX + 1];
+	char feature[COST_LABEL_MAX + 1];
+	double usd;
+	uint64_t tokens_in;
+	uint64_t tokens_out;
+};
+
+struct cost_table {
+	struct cost_row row[COST_ROWS];
+	size_t used;			/* row[COST_ROWS - 1] is "other" once the rest are used */
+};
+
+/*
+ * Adds an answer's tokens and cost to the row of (provider, tenant,
+ * feature); when COST_ROWS − 1 rows are taken, a new combination goes to
+ * the last row, whose provider is COST_OTHER (labelled "other", as its
+ * tenant and feature are).
+ */
+void cost_table_add(struct cost_table *t, size_t provider, const char *tenant,
+		    const char *feature, int64_t tokens_in, int64_t tokens_out, double usd);
+
 /* Counts one answer with this status. */
 void status_counts_add(struct status_counts *c, int status);
 

@@ -82,6 +82,8 @@ struct greq {
 	enum greq_state state;
 	char id[MAX_ID_LEN + 1];
 	char only[MAX_ID_LEN + 1];	/* x-faultline-provider; "" for any */
+	char tenant[COST_LABEL_MAX + 1];	/* x-faultline-tenant; "" when not given */
+	char feature[COST_LABEL_MAX + 1];	/* x-faultline-feature */
 	struct gw_route *route;
 
 	/* The client's body, and where its model value is (end 0: re-print root). */
@@ -263,13 +265,19 @@ static void finish(struct greq *g, int status)
 	uv_close((uv_handle_t *)&g->timer, on_timer_closed);
 }
 
-/* The cost of the tokens counted for the answer from t, as x-faultline-cost-usd's value. */
+/*
+ * The cost of the tokens counted for the answer from t, as
+ * x-faultline-cost-usd's value; it is added to the spend by provider,
+ * tenant and feature.
+ */
 static void cost_text(const struct greq *g, const struct gw_target *t, char *out, size_t len)
 {
 	const struct gw_provider *p = t->prov;
 	double usd = (double)g->tokens_in / 1000 * p->price_in_per_1k +
 		     (double)g->tokens_out / 1000 * p->price_out_per_1k;
 
+	cost_table_add(g->gw->costs, t->provider, g->tenant, g->feature, g->tokens_in,
+		       g->tokens_out, usd);
 	snprintf(out, len, "%.9f", usd);
 }
 
@@ -1270,6 +1278,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	const char *rid = http_request_header(req, "x-request-id");
 	const char *idem = http_request_header(req, "idempotency-key");
 	const char *no_reroute = http_request_header(req, "x-faultline-no-reroute");
+	const char *tenant = http_request_header(req, "x-faultline-tenant");
+	const char *feature = http_request_header(req, "x-faultline-feature");
 	char id[MAX_ID_LEN + 1];
 	struct gw_route *route;
 	struct greq *g;
@@ -1332,6 +1342,10 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		snprintf(g->idem_line, sizeof(g->idem_line), "Idempotency-Key: %s", idem);
 	if (only)
 		snprintf(g->only, sizeof(g->only), "%s", only);
+	if (tenant && id_ok(tenant))
+		copy_cut(g->tenant, sizeof(g->tenant), tenant, COST_LABEL_MAX);
+	if (feature && id_ok(feature))
+		copy_cut(g->feature, sizeof(g->feature), feature, COST_LABEL_MAX);
 	g->no_reroute = no_reroute && (strcmp(no_reroute, "1") == 0 ||
 				       strcasecmp(no_reroute, "true") == 0);
 	g->budget = (struct attempt_budget){

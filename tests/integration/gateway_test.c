@@ -1013,6 +1013,72 @@ Test(gateway, no_reroute_sends_a_request_once, .timeout = 30)
 	expect_answer(r, "without the header", "secondary", 3);
 }
 
+/*
+ * Spend in /metrics: each answer's x-faultline-cost-usd, summed by
+ * provider, tenant and feature (x-faultline-tenant and -feature; "" when
+ * absent), with its tokens; a request that failed over is counted where it
+ * was answered.
+ */
+Test(gateway, spend_by_provider_tenant_and_feature, .timeout = 20)
+{
+	static const struct {
+		const char *tenant;
+		const char *feature;
+		const char *alias;
+	} reqs[] = {
+		{ "acme", "search", "chat" }, { "acme", "search", "chat" },
+		{ "acme", "summary", "chat" }, { "globex", "search", "fo" }, { NULL, NULL, "chat" },
+	};
+	double want[5] = { 0 };
+	double tokens = 0;
+	char th[96];
+	char fh[96];
+	char labels[160];
+	size_t i;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0'," FAST "},"
+		   "{'name':'down','listen':'127.0.0.1:0'," FAST ",'faults':[{'kind':'down'," ALWAYS "}]},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'providers':{"
+		 "'primary':{'base_url':'@primary@','price_per_1k':{'input':0.15,'output':0.6}},"
+		 "'down':{'base_url':'@down@'},"
+		 "'secondary':{'base_url':'@secondary@','price_per_1k':{'input':1,'output':2}}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]},"
+		 "'fo':{'targets':[{'provider':'down','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}");
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		const char *hdrs[3] = { NULL, NULL, NULL };
+		struct http_result *r = gw_held_result(&held);
+
+		if (reqs[i].tenant) {
+			snprintf(th, sizeof(th), "x-faultline-tenant: %s", reqs[i].tenant);
+			snprintf(fh, sizeof(fh), "x-faultline-feature: %s", reqs[i].feature);
+			hdrs[0] = th;
+			hdrs[1] = fh;
+		}
+		cr_assert_eq(gw_chat(&gw, reqs[i].alias, hdrs, 5000, r), 0);
+		cr_assert_eq(r->status, 200, "request %zu: %ld %s", i, r->status, r->body);
+		want[i] = gw_header_num(r, "x-faultline-cost-usd");
+		cr_assert_gt(want[i], 0, "request %zu: no cost", i);
+	}
+	cr_assert_float_eq(gw_metric(metrics(), "faultline_cost_usd_total",
+				     "provider=primary,tenant=acme,feature=search"),
+			   want[0] + want[1], 1e-9);
+	cr_assert_float_eq(gw_metric(metrics(), "faultline_cost_usd_total",
+				     "provider=primary,tenant=acme,feature=summary"), want[2], 1e-9);
+	cr_assert_float_eq(gw_metric(metrics(), "faultline_cost_usd_total",
+				     "provider=secondary,tenant=globex,feature=search"), want[3], 1e-9);
+	snprintf(labels, sizeof(labels), "provider=primary,tenant=,feature=");
+	cr_assert_float_eq(gw_metric(metrics(), "faultline_cost_usd_total", labels), want[4], 1e-9);
+	cr_assert(isnan(gw_metric(metrics(), "faultline_cost_usd_total",
+				  "provider=down,tenant=globex,feature=search")),
+		  "the provider that refused has a spend row");
+	tokens = gw_metric(metrics(), "faultline_tokens_total",
+			   "provider=primary,tenant=acme,feature=search,direction=output");
+	cr_assert_eq(tokens, 16, "two answers of 8 tokens: %g", tokens);
+}
+
 /* ---- circuit breakers ---- */
 
 TestSuite(gateway_breaker, .fini = teardown);

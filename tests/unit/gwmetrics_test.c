@@ -4,6 +4,7 @@
  * Prometheus's `le` says, outcome names, and label escaping.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../gateway/metrics.h"
@@ -96,4 +97,33 @@ Test(gwmetrics, label_escaping, .timeout = 10)
 	cr_assert_eq(metrics_label(&b, "a\"b\\c\nd"), 0);
 	cr_assert_str_eq(b.data, "\"a\\\"b\\\\c\\nd\"");
 	buf_free(&b);
+}
+
+Test(gwmetrics, cost_rows_by_provider_tenant_feature, .timeout = 10)
+{
+	static struct cost_table t;
+	char name[16];
+	size_t i;
+
+	cost_table_add(&t, 0, "acme", "chat", 10, 20, 0.5);
+	cost_table_add(&t, 0, "acme", "chat", 1, 2, 0.25);
+	cost_table_add(&t, 1, "acme", "chat", 3, 4, 1);
+	cost_table_add(&t, 0, "", "", 5, -1, 0);
+	cr_assert_eq(t.used, 3);
+	cr_assert_float_eq(t.row[0].usd, 0.75, 1e-12);
+	cr_assert_eq(t.row[0].tokens_in, 11);
+	cr_assert_eq(t.row[0].tokens_out, 22);
+	cr_assert_eq(t.row[1].provider, 1);
+	cr_assert_eq(t.row[2].tokens_out, 0, "a negative count adds nothing");
+	/* Fill the table: new combinations then share the overflow row. */
+	for (i = t.used; i < COST_ROWS + 10; i++) {
+		snprintf(name, sizeof(name), "t%zu", i);
+		cost_table_add(&t, 0, name, "f", 1, 1, 1);
+	}
+	cr_assert_eq(t.used, COST_ROWS);
+	cr_assert_eq(t.row[COST_ROWS - 1].provider, COST_OTHER);
+	cr_assert_str_eq(t.row[COST_ROWS - 1].tenant, "other");
+	cr_assert_float_eq(t.row[COST_ROWS - 1].usd, 11, 1e-9, "%g", t.row[COST_ROWS - 1].usd);
+	cost_table_add(&t, 0, "acme", "chat", 0, 0, 1);
+	cr_assert_float_eq(t.row[0].usd, 1.75, 1e-12, "a known row still counts alone");
 }
