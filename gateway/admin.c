@@ -239,6 +239,35 @@ static int cost_labels(struct buf *b, const struct gateway *gw, const struct cos
 	return rc | metrics_label(b, r->feature);
 }
 
+static int health(struct buf *b, const struct gateway *gw)
+{
+	const struct gw_config *cfg = gw->cfg;
+	size_t i;
+	int rc = family(b, "faultline_provider_healthy", "gauge",
+			"Active health check verdict: 1 healthy, 0 not (providers with checks).");
+
+	for (i = 0; i < gw->nprobes; i++) {
+		rc |= buf_puts(b, "faultline_provider_healthy{provider=");
+		rc |= metrics_label(b, cfg->providers[probe_provider(gw->probes[i])].name);
+		rc |= buf_printf(b, "} %d\n", probe_healthy(gw->probes[i]) ? 1 : 0);
+	}
+	rc |= family(b, "faultline_health_checks_total", "counter",
+		     "Active health checks by provider and result.");
+	for (i = 0; i < gw->nprobes; i++) {
+		size_t prov = probe_provider(gw->probes[i]);
+
+		rc |= buf_puts(b, "faultline_health_checks_total{provider=");
+		rc |= metrics_label(b, cfg->providers[prov].name);
+		rc |= buf_printf(b, ",result=\"pass\"} %llu\n",
+				 (unsigned long long)gw->pstats[prov].health_checks[1]);
+		rc |= buf_puts(b, "faultline_health_checks_total{provider=");
+		rc |= metrics_label(b, cfg->providers[prov].name);
+		rc |= buf_printf(b, ",result=\"fail\"} %llu\n",
+				 (unsigned long long)gw->pstats[prov].health_checks[0]);
+	}
+	return rc;
+}
+
 static int spend(struct buf *b, const struct gateway *gw)
 {
 	const struct cost_table *t = gw->costs;
@@ -287,6 +316,7 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 			 (unsigned long long)gw->streams_in_flight);
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
+	rc |= health(b, gw);
 	rc |= spend(b, gw);
 	return rc ? -ENOMEM : 0;
 }

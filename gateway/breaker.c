@@ -369,6 +369,25 @@ void breaker_record(struct breaker *b, double now_ms, bool success, double laten
 		close_breaker(b, now_ms, chg);
 }
 
+void breaker_trip(struct breaker *b, double now_ms, const char *reason, struct rng *r,
+		  struct breaker_change *chg)
+{
+	change_clear(chg);
+	if (!b->cfg.enabled || b->state == BREAKER_OPEN)
+		return;
+	trip(b, now_ms, r, chg, reason);
+}
+
+void breaker_wake(struct breaker *b, double now_ms, const char *reason,
+		  struct breaker_change *chg)
+{
+	change_clear(chg);
+	if (!b->cfg.enabled || b->state != BREAKER_OPEN)
+		return;
+	set_state(b, BREAKER_HALF_OPEN, now_ms, chg, "%s", reason);
+	b->round++;
+}
+
 void breaker_release_probe(struct breaker *b, uint64_t probe)
 {
 	if (b->state == BREAKER_HALF_OPEN && probe != 0 && probe == b->round &&

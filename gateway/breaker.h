@@ -193,4 +193,20 @@ struct breaker_counts breaker_window(const struct breaker *b, double now_ms);
 /* "closed", "open" or "half_open" (the events file's names); "unknown" else. */
 const char *breaker_state_name(enum breaker_state s);
 
+/*
+ * Opens b now, for the next cooldown (a trip like any other), whatever its
+ * state — unless it is disabled or open already: an outside verdict (an
+ * active health check) that the target is down. reason is the change's.
+ */
+void breaker_trip(struct breaker *b, double now_ms, const char *reason, struct rng *r,
+		  struct breaker_change *chg);
+
+/*
+ * An open b goes half-open now, before its cooldown is over (a health
+ * check saw the target back): its probes decide, as after a cooldown.
+ * Nothing happens when it is not open, or disabled.
+ */
+void breaker_wake(struct breaker *b, double now_ms, const char *reason,
+		  struct breaker_change *chg);
+
 #endif

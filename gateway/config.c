@@ -138,8 +138,35 @@ static const struct cfg_key provider_keys[] = {
 	PK("connect_timeout_ms", CFG_NUM, connect_timeout_ms, false, 2000, 1, 600000),
 	{ "price_per_1k", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "breaker", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "health_check", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 #define NPROVIDER_KEYS (sizeof(provider_keys) / sizeof(provider_keys[0]))
+
+struct health_raw {
+	bool enabled;
+	double interval_ms;
+	double unhealthy_interval_ms;
+	double timeout_ms;
+	int64_t fall;
+	int64_t rise;
+	int request;
+};
+
+static const char *const health_request_names[] = { "models", "completion", NULL };
+
+#define HK(name, type, field, def, min, max) \
+	{ name, type, offsetof(struct health_raw, field), false, def, min, max, NULL, NULL }
+
+static const struct cfg_key health_keys[] = {
+	HK("enabled", CFG_BOOL, enabled, 1, 0, 1),
+	HK("interval_ms", CFG_NUM, interval_ms, 5000, 10, 3600000),
+	HK("unhealthy_interval_ms", CFG_NUM, unhealthy_interval_ms, 1000, 10, 3600000),
+	HK("timeout_ms", CFG_NUM, timeout_ms, 1000, 1, 600000),
+	HK("fall", CFG_INT, fall, 2, 1, 100),
+	HK("rise", CFG_INT, rise, 2, 1, 100),
+	{ "request", CFG_ENUM, offsetof(struct health_raw, request), false, 0, 0, 0, "models",
+	  health_request_names },
+};
 
 struct price_raw {
 	double input;
@@ -436,6 +463,7 @@ static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker
 {
 	struct provider_raw raw = { 0 };
 	struct price_raw price = { 0 };
+	struct health_raw hr = { 0 };
 	struct breaker_raw br = *top_breaker;
 	char path[192];
 	char sub[224];
@@ -472,6 +500,22 @@ static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker
 		goto out;
 	p->breaker = breaker_from_raw(&br);
 	rc = check_breaker(&p->breaker, file, sub, err);
+	if (rc || !cJSON_GetObjectItemCaseSensitive(obj, "health_check"))
+		goto out;
+	snprintf(sub, sizeof(sub), "%s.health_check", path);
+	rc = apply_section(health_keys, NELEM(health_keys), obj, "health_check", &hr, file, sub,
+			   err);
+	if (rc)
+		goto out;
+	p->health = (struct health_config){
+		.enabled = hr.enabled,
+		.interval_ms = hr.interval_ms,
+		.unhealthy_interval_ms = hr.unhealthy_interval_ms,
+		.timeout_ms = hr.timeout_ms,
+		.fall = (unsigned)hr.fall,
+		.rise = (unsigned)hr.rise,
+		.request = (enum health_request)hr.request,
+	};
 out:
 	cfg_free(provider_keys, NPROVIDER_KEYS, &raw);
 	return rc;

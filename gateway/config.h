@@ -14,6 +14,7 @@
 
 #include "breaker.h"
 #include "cfg.h"
+#include "health.h"
 
 /* Limits of a chain. */
 #define GW_MAX_TARGETS 16
@@ -43,6 +44,7 @@ struct gw_provider {
 	double price_in_per_1k;		/* USD per 1,000 prompt tokens */
 	double price_out_per_1k;	/* USD per 1,000 completion tokens */
 	struct breaker_config breaker;
+	struct health_config health;	/* health_check; enabled only when given */
 };
 
 /* One entry of an alias's chain. */

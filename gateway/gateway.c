@@ -204,8 +204,9 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
 	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
 	gw->costs = calloc(1, sizeof(*gw->costs));
+	gw->probes = calloc(cfg->nproviders, sizeof(*gw->probes));
 	gw->easy_pool = calloc(EASY_POOL_MAX, sizeof(*gw->easy_pool));
-	if (!gw->pstats || !gw->costs || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
+	if (!gw->pstats || !gw->costs || !gw->probes || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
 		goto out_nomem;
 	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
 		l = curl_slist_append(gw->base_headers, base[i]);
@@ -227,6 +228,13 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->cu.data = gw;
 	uv_check_init(loop, &gw->flush);
 	gw->flush.data = gw;
+	rc = curl_uv_init(&gw->hcu, loop, probe_on_done);
+	if (rc) {
+		uv_close((uv_handle_t *)&gw->flush, NULL);
+		curl_uv_close(&gw->cu, NULL);
+		goto out_nomem;
+	}
+	gw->hcu.data = gw;
 	/* Keep an idle upstream connection for every client that may want one. */
 	curl_multi_setopt(gw->cu.multi, CURLMOPT_MAXCONNECTS, (long)cfg->max_connections);
 	http_server_config_default(&hc);
@@ -235,9 +243,14 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	hc.idle_timeout_ms = (uint64_t)cfg->idle_timeout_ms;
 	hc.max_conns = cfg->max_connections;
 	gw->srv = http_server_new(loop, &hc, on_request, gw);
-	if (!gw->srv) {
+	if (!gw->srv || probe_start_all(gw)) {
+		if (gw->srv)
+			http_server_free(gw->srv, NULL, NULL);
+		gw->srv = NULL;
+		probe_close_all(gw);
 		uv_close((uv_handle_t *)&gw->flush, NULL);
 		curl_uv_close(&gw->cu, NULL);
+		curl_uv_close(&gw->hcu, NULL);
 		goto out_nomem;
 	}
 	return 0;
@@ -252,6 +265,7 @@ out_free:
 	router_free(&gw->router);
 	free(gw->pstats);
 	free(gw->costs);
+	free(gw->probes);
 	free(gw->easy_pool);
 	return rc;
 }
@@ -285,7 +299,9 @@ void gateway_close(struct gateway *gw)
 	http_server_free(gw->srv, NULL, NULL);
 	gw->srv = NULL;
 	uv_close((uv_handle_t *)&gw->flush, NULL);
+	probe_close_all(gw);
 	curl_uv_close(&gw->cu, NULL);
+	curl_uv_close(&gw->hcu, NULL);
 	for (i = 0; i < gw->npool; i++)
 		curl_easy_cleanup(gw->easy_pool[i]);
 	gw->npool = 0;
@@ -303,5 +319,6 @@ void gateway_free(struct gateway *gw)
 	router_free(&gw->router);
 	free(gw->pstats);
 	free(gw->costs);
+	free(gw->probes);
 	gw->pstats = NULL;
 }

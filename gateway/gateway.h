@@ -23,6 +23,7 @@
 #include "router.h"
 
 struct greq;
+struct probe;
 
 struct gateway {
 	uv_loop_t *loop;
@@ -32,6 +33,9 @@ struct gateway {
 	struct status_counts unrouted;	/* answers to requests with no known alias */
 	struct cost_table *costs;	/* spend by provider, tenant and feature */
 	struct curl_uv cu;
+	struct curl_uv hcu;		/* the health checks' transfers */
+	struct probe **probes;		/* one per provider with a health_check */
+	size_t nprobes;
 	struct http_server *srv;
 	struct curl_slist *base_headers;	/* sent upstream on every attempt */
 	struct rng rng_retry;		/* backoff jitter */
@@ -103,6 +107,21 @@ void proxy_cancel(struct greq *g);
 
 /* gw->flush's callback: writes every stream's relayed events to its client. */
 void proxy_flush(uv_check_t *h);
+
+/* ---- probe.c ---- */
+
+/* Starts a health check timer for every provider that has one. Returns 0 or -ENOMEM. */
+int probe_start_all(struct gateway *gw);
+
+/* hcu's on_done: a health check ended. */
+void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
+
+/* Stops every check (its transfer taken back) and closes the timers. */
+void probe_close_all(struct gateway *gw);
+
+/* Whether the probe's provider is healthy now, and which provider it is. */
+bool probe_healthy(const struct probe *p);
+size_t probe_provider(const struct probe *p);
 
 /* ---- admin.c ---- */
 

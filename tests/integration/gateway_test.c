@@ -1079,6 +1079,50 @@ Test(gateway, spend_by_provider_tenant_and_feature, .timeout = 20)
 	cr_assert_eq(tokens, 16, "two answers of 8 tokens: %g", tokens);
 }
 
+/*
+ * Active health checks (GET /models every 100 ms, fall 2, rise 2) feed the
+ * breaker with no traffic at all: the primary goes down while idle, and
+ * its breaker opens (within a few checks) before any request comes, so the
+ * first request goes to the secondary in one attempt; once the primary is
+ * back the breaker goes half-open long before its 30 s cooldown, still
+ * with no traffic, and the next request is answered by the primary.
+ */
+Test(gateway, health_checks_open_and_wake_the_breaker, .timeout = 30)
+{
+	static const char *const open_st = "provider=primary,model=mock-small";
+	struct http_result *r;
+	double v;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0'," FAST "},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'breaker':{'cooldown_ms':30000,'cooldown_jitter':0},"
+		 "'providers':{'primary':{'base_url':'@primary@',"
+		 "'health_check':{'interval_ms':100,'unhealthy_interval_ms':100,"
+		 "'timeout_ms':300,'fall':2,'rise':2}},"
+		 "'secondary':{'base_url':'@secondary@'}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}");
+	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 1, 2000);
+	cr_assert_eq(v, 1, "the primary is not healthy at the start: %g", v);
+	cr_assert_eq(gw_mock_inject(&mock, "{\"provider\":\"primary\",\"kind\":\"down\","
+				    "\"duration_s\":1.5}"), 201);
+	v = gw_metric_wait(&gw, "faultline_breaker_state", open_st, 1, 1200);
+	cr_assert_eq(v, 1, "the breaker did not open from the health checks: state %g", v);
+	cr_assert_eq(gw_metric(metrics(), "faultline_provider_healthy", "provider=primary"), 0);
+	r = chat("chat", "after-down", NULL, 5000);
+	expect_answer(r, "the first request after the checks saw it down", "secondary", 1);
+
+	v = gw_metric_wait(&gw, "faultline_breaker_state", open_st, 2, 4000);
+	cr_assert_eq(v, 2, "the breaker did not go half-open when the checks passed: state %g", v);
+	r = chat("chat", "after-up", NULL, 5000);
+	expect_answer(r, "the probe after the checks saw it back", "primary", 1);
+	cr_assert_geq(gw_metric(metrics(), "faultline_health_checks_total",
+				"provider=primary,result=fail"), 2);
+	cr_assert_geq(gw_metric(metrics(), "faultline_health_checks_total",
+				"provider=primary,result=pass"), 3);
+}
+
 /* ---- circuit breakers ---- */
 
 TestSuite(gateway_breaker, .fini = teardown);

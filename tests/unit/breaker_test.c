@@ -975,3 +975,44 @@ Test(breaker, init_clamps_buckets, .timeout = 10)
 	cr_assert_eq(breaker_window(&b, 9999).failures, 1);
 	cr_assert_eq(breaker_window(&b, 10000).failures, 0);
 }
+
+/*
+ * breaker_trip (a health check's verdict): opens a closed or half-open
+ * breaker for the next cooldown, leaves an open one be, and does nothing
+ * when disabled; breaker_wake: an open breaker goes half-open at once, and
+ * its probes decide as after a cooldown.
+ */
+Test(breaker, trip_and_wake_from_outside, .timeout = 10)
+{
+	struct breaker_config cfg = quiet_config();
+	struct breaker_change chg;
+	struct breaker b;
+	struct rng r;
+	uint64_t probe;
+
+	rng_seed(&r, 1);
+	breaker_init(&b, &cfg, 0);
+	breaker_wake(&b, 10, "health check passed", &chg);
+	cr_assert_not(chg.changed, "waking a closed breaker changed it");
+	breaker_trip(&b, 100, "health check failed 2 times", &r, &chg);
+	assert_change(&chg, BREAKER_CLOSED, BREAKER_OPEN, "health check failed 2 times");
+	cr_assert_float_eq(b.open_until_ms, 1100, 1e-9);
+	cr_assert_eq(breaker_admit(&b, 200, &probe, &chg), BREAKER_REJECT);
+	breaker_trip(&b, 300, "again", &r, &chg);
+	cr_assert_not(chg.changed, "tripping an open breaker changed it");
+	cr_assert_float_eq(b.open_until_ms, 1100, 1e-9, "its cooldown moved");
+
+	breaker_wake(&b, 400, "health check passed 2 times", &chg);
+	assert_change(&chg, BREAKER_OPEN, BREAKER_HALF_OPEN, "health check passed 2 times");
+	cr_assert_eq(breaker_admit(&b, 410, &probe, &chg), BREAKER_ADMIT_PROBE,
+		     "no probe before the cooldown's end");
+	breaker_trip(&b, 420, "health check failed", &r, &chg);
+	assert_change(&chg, BREAKER_HALF_OPEN, BREAKER_OPEN, "health check failed");
+	cr_assert_float_eq(b.open_until_ms, 420 + 2000, 1e-9, "the second trip's cooldown");
+
+	cfg.enabled = false;
+	breaker_init(&b, &cfg, 0);
+	breaker_trip(&b, 100, "down", &r, &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.state, BREAKER_CLOSED);
+}

@@ -201,6 +201,14 @@ struct bad_case {
 
 static const struct bad_case bad_cases[] = {
 	{ "{" P_OK "," M_OK ",\"colour\":1}", ": colour: unknown key" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+	  "\"health_check\":{\"fall\":0}}}," M_OK "}", "providers.p.health_check.fall: expected a whole number from 1 to 100" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+	  "\"health_check\":{\"request\":\"ping\"}}}," M_OK "}",
+	  "providers.p.health_check.request:" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+	  "\"health_check\":{\"every\":1}}}," M_OK "}",
+	  "providers.p.health_check.every: unknown key" },
 	{ "{" P_OK "}", ": models: missing (required)" },
 	{ "{" M_OK "}", ": providers: missing (required)" },
 	{ "{\"providers\":{}," M_OK "}", ": providers: expected a non-empty object" },
@@ -274,6 +282,25 @@ static const struct bad_case bad_cases[] = {
 	  ": models.a \"b\": expected an alias" },
 	{ "[1,2]", "expected an object, got an array" },
 };
+
+Test(gwconfig, health_check_defaults_and_off_when_absent, .timeout = 10)
+{
+	struct gw_config c;
+
+	cr_assert_eq(load("{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+			  "\"health_check\":{\"request\":\"completion\"}},"
+			  "\"q\":{\"base_url\":\"http://127.0.0.1:9002/v1\"}}," M_OK "}", &c), 0,
+		     "%s", err);
+	cr_assert(c.providers[0].health.enabled);
+	cr_assert_eq(c.providers[0].health.interval_ms, 5000);
+	cr_assert_eq(c.providers[0].health.unhealthy_interval_ms, 1000);
+	cr_assert_eq(c.providers[0].health.timeout_ms, 1000);
+	cr_assert_eq(c.providers[0].health.fall, 2);
+	cr_assert_eq(c.providers[0].health.rise, 2);
+	cr_assert_eq(c.providers[0].health.request, HEALTH_COMPLETION);
+	cr_assert_not(c.providers[1].health.enabled, "on without a health_check");
+	gw_config_free(&c);
+}
 
 Test(gwconfig, bad_configs, .timeout = 10)
 {

@@ -1,0 +1,50 @@
+/*
+ * health: a provider's active health check as a state machine — fall
+ * failed checks in a row make it unhealthy, rise passed checks in a row
+ * healthy again — and how soon the next check is due (faster while
+ * unhealthy). Pure: the caller runs the checks and feeds their results.
+ */
+#ifndef FAULTLINE_GATEWAY_HEALTH_H
+#define FAULTLINE_GATEWAY_HEALTH_H
+
+#include <stdbool.h>
+
+/* What a check asks. */
+enum health_request {
+	HEALTH_MODELS,		/* GET BASE_URL/models */
+	HEALTH_COMPLETION,	/* POST BASE_URL/chat/completions, max_tokens 1 */
+};
+
+struct health_config {
+	bool enabled;
+	double interval_ms;		/* between checks while healthy */
+	double unhealthy_interval_ms;	/* between checks while unhealthy */
+	double timeout_ms;		/* one check's whole time */
+	unsigned fall;			/* failed checks in a row that make it unhealthy */
+	unsigned rise;			/* passed checks in a row that make it healthy */
+	enum health_request request;
+};
+
+struct health {
+	bool healthy;			/* it starts healthy */
+	unsigned fails;			/* failed checks in a row */
+	unsigned passes;		/* passed checks in a row */
+};
+
+/* What one check's result changed. */
+enum health_change {
+	HEALTH_SAME,
+	HEALTH_DOWN,		/* it just became unhealthy */
+	HEALTH_UP,		/* it just became healthy again */
+};
+
+/* Starts h healthy. */
+void health_init(struct health *h);
+
+/* Takes one check's result (ok: it passed). */
+enum health_change health_result(struct health *h, const struct health_config *c, bool ok);
+
+/* The wait before the next check: interval_ms, or unhealthy_interval_ms while unhealthy. */
+double health_next_ms(const struct health *h, const struct health_config *c);
+
+#endif

@@ -1,0 +1,251 @@
+/*
+ * probe: the providers' active health checks. Each provider with a
+ * health_check has a timer and at most one check in flight, on a curl_uv
+ * of their own (so request transfers and checks never share a done
+ * callback): GET BASE_URL/models, or a 1-token chat completion, within
+ * timeout_ms. health.c counts the results; when a provider turns
+ * unhealthy its targets' breakers are opened, while it stays unhealthy
+ * they are kept open, and when it is healthy again the open ones go
+ * half-open, so neither waits for traffic to find out.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "gateway.h"
+#include "json.h"
+#include "log.h"
+
+struct probe {
+	uv_timer_t timer;		/* first: the struct is freed with the handle */
+	struct gateway *gw;
+	size_t provider;
+	const struct health_config *cfg;
+	struct health st;
+	CURL *easy;
+	bool busy;			/* a check is in flight */
+	char *url;
+	char *body;			/* a completion check's request; NULL for GET */
+	struct curl_slist h_type;
+	struct curl_slist h_auth;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+static char content_type[] = "Content-Type: application/json";
+
+/* CURLOPT_WRITEFUNCTION: a check's answer is not kept. */
+static size_t discard(char *data, size_t size, size_t n, void *userp)
+{
+	(void)data;
+	(void)userp;
+	return size * n;
+}
+
+/* Sets every target of the probe's provider after a check's result. */
+static void apply(struct probe *p, enum health_change ch, bool ok)
+{
+	struct gateway *gw = p->gw;
+	double now = gw_now_ms();
+	struct breaker_change chg;
+	char reason[96];
+	size_t i;
+
+	if (ok && ch != HEALTH_UP)
+		return;
+	if (ok)
+		snprintf(reason, sizeof(reason), "health check passed %u time%s", p->st.passes,
+			 p->st.passes == 1 ? "" : "s");
+	else
+		snprintf(reason, sizeof(reason), "health check failed %u time%s", p->st.fails,
+			 p->st.fails == 1 ? "" : "s");
+	if (p->st.healthy && !ok)
+		return;		/* not yet fall failures */
+	for (i = 0; i < gw->router.ntargets; i++) {
+		struct gw_target *t = &gw->router.targets[i];
+
+		if (t->provider != p->provider)
+			continue;
+		if (ok)
+			breaker_wake(&t->br, now, reason, &chg);
+		else
+			breaker_trip(&t->br, now, reason, &gw->rng_breaker, &chg);
+		gateway_breaker_changed(gw, t, &chg);
+	}
+}
+
+static void on_probe_timer(uv_timer_t *t);
+
+static void probe_again(struct probe *p)
+{
+	uv_timer_start(&p->timer, on_probe_timer, (uint64_t)ceil(health_next_ms(&p->st, p->cfg)),
+		       0);
+}
+
+void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
+{
+	struct probe *p = NULL;
+	long status = 0;
+	enum health_change ch;
+	bool ok;
+
+	(void)cu;
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&p);
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	p->busy = false;
+	ok = result == CURLE_OK && status >= 200 && status <= 299;
+	p->gw->pstats[p->provider].health_checks[ok]++;
+	ch = health_result(&p->st, p->cfg, ok);
+	if (ch == HEALTH_DOWN)
+		log_info("provider %s: unhealthy after %u failed health checks (last: %s)",
+			 p->gw->cfg->providers[p->provider].name, p->st.fails,
+			 result != CURLE_OK ? (p->errbuf[0] ? p->errbuf : curl_easy_strerror(result))
+					    : "a non-2xx answer");
+	else if (ch == HEALTH_UP)
+		log_info("provider %s: healthy after %u passed health checks",
+			 p->gw->cfg->providers[p->provider].name, p->st.passes);
+	apply(p, ch, ok);
+	probe_again(p);
+}
+
+static void on_probe_timer(uv_timer_t *t)
+{
+	struct probe *p = (struct probe *)t;
+	const struct gw_provider *prov = &p->gw->cfg->providers[p->provider];
+	struct curl_slist *head = NULL;
+	CURL *e = p->easy;
+
+	p->errbuf[0] = '\0';
+	curl_easy_setopt(e, CURLOPT_URL, p->url);
+	if (p->body) {
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, p->body);
+		p->h_type = (struct curl_slist){ content_type, NULL };
+		head = &p->h_type;
+	} else {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	}
+	if (prov->auth_header) {
+		p->h_auth = (struct curl_slist){ prov->auth_header, head };
+		head = &p->h_auth;
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, head);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)fmax(1, ceil(p->cfg->timeout_ms)));
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)fmax(1, ceil(fmin(prov->connect_timeout_ms, p->cfg->timeout_ms))));
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->errbuf);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, p);
+	if (curl_uv_add(&p->gw->hcu, e)) {
+		log_warn("provider %s: cannot start a health check", prov->name);
+		probe_again(p);
+		return;
+	}
+	p->busy = true;
+}
+
+/* The first upstream model of the provider's targets, for a completion check. */
+static const char *first_model(const struct gateway *gw, size_t provider)
+{
+	size_t i;
+
+	for (i = 0; i < gw->router.ntargets; i++)
+		if (gw->router.targets[i].provider == provider)
+			return gw->router.targets[i].model;
+	return NULL;
+}
+
+static struct probe *probe_new(struct gateway *gw, size_t provider)
+{
+	const struct gw_provider *prov = &gw->cfg->providers[provider];
+	struct probe *p = calloc(1, sizeof(*p));
+	struct buf b = { 0 };
+	const char *model;
+
+	if (!p)
+		return NULL;
+	p->gw = gw;
+	p->provider = provider;
+	p->cfg = &prov->health;
+	health_init(&p->st);
+	p->easy = gateway_easy_get(gw);
+	if (p->cfg->request == HEALTH_COMPLETION) {
+		model = first_model(gw, provider);
+		buf_puts(&b, "{\"model\":");
+		json_escape(&b, model ? model : "");
+		buf_puts(&b, ",\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}],"
+			     "\"max_tokens\":1}");
+		p->body = buf_steal(&b);
+		p->url = strdup(prov->chat_url);
+	} else {
+		buf_printf(&b, "%s/models", prov->base_url);
+		p->url = buf_steal(&b);
+	}
+	if (!p->easy || !p->url || (p->cfg->request == HEALTH_COMPLETION && !p->body)) {
+		if (p->easy)
+			curl_easy_cleanup(p->easy);
+		free(p->url);
+		free(p->body);
+		free(p);
+		return NULL;
+	}
+	uv_timer_init(gw->loop, &p->timer);
+	return p;
+}
+
+int probe_start_all(struct gateway *gw)
+{
+	size_t i;
+
+	for (i = 0; i < gw->cfg->nproviders; i++) {
+		struct probe *p;
+
+		if (!gw->cfg->providers[i].health.enabled)
+			continue;
+		p = probe_new(gw, i);
+		if (!p)
+			return -ENOMEM;
+		gw->probes[gw->nprobes++] = p;
+		uv_timer_start(&p->timer, on_probe_timer, 0, 0);	/* the first check at once */
+	}
+	return 0;
+}
+
+bool probe_healthy(const struct probe *p)
+{
+	return p->st.healthy;
+}
+
+size_t probe_provider(const struct probe *p)
+{
+	return p->provider;
+}
+
+static void on_probe_closed(uv_handle_t *h)
+{
+	struct probe *p = (struct probe *)h;
+
+	curl_easy_cleanup(p->easy);
+	free(p->url);
+	free(p->body);
+	free(p);
+}
+
+void probe_close_all(struct gateway *gw)
+{
+	size_t i;
+
+	for (i = 0; i < gw->nprobes; i++) {
+		struct probe *p = gw->probes[i];
+
+		uv_timer_stop(&p->timer);
+		if (p->busy)
+			curl_uv_remove(&gw->hcu, p->easy);
+		p->busy = false;
+		uv_close((uv_handle_t *)&p->timer, on_probe_closed);
+	}
+	gw->nprobes = 0;
+}
