@@ -738,11 +738,15 @@ int http_respond_head(struct http_exchange *ex, int status,
 	return write_head(ex, status, headers, n, (long long)content_length, NULL);
 }
 
+bool http_stream_chunked(const struct http_exchange *ex)
+{
+	return ex->req.http_major > 1 || (ex->req.http_major == 1 && ex->req.http_minor >= 1);
+}
+
 int http_stream_begin(struct http_exchange *ex, int status,
 		      const struct http_kv *headers, size_t n)
 {
-	bool chunked = ex->req.http_major > 1 ||
-		       (ex->req.http_major == 1 && ex->req.http_minor >= 1);
+	bool chunked = http_stream_chunked(ex);
 
 	if (!ex->active)
 		return -EPIPE;

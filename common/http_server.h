@@ -211,6 +211,12 @@ int http_respond_head(struct http_exchange *ex, int status,
 int http_stream_begin(struct http_exchange *ex, int status,
 		      const struct http_kv *headers, size_t n);
 
+/*
+ * Whether a stream on ex is (or would be) chunked — the client speaks
+ * HTTP/1.1 or later — and so can end with trailers.
+ */
+bool http_stream_chunked(const struct http_exchange *ex);
+
 /* Sends one chunk. Returns 0, or a negative errno when the exchange ended. */
 int http_stream_write(struct http_exchange *ex, const void *data, size_t len);
 

@@ -131,6 +131,25 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
 	return rc ? -ENOMEM : 0;
 }
 
+cJSON *json_parse_whole(const char *text, size_t len)
+{
+	if (memchr(text, '\0', len))
+		return NULL;
+	return cJSON_ParseWithLengthOpts(text, len + 1, NULL, true);
+}
+
+void json_copy_cut(char *out, size_t len, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	snprintf(out, len, "%.*s", (int)n, s);
+}
+
 const char *json_get_string(const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

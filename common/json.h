@@ -34,6 +34,19 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
  */
 int json_write_file(const char *path, const cJSON *root);
 
+/*
+ * Parses a NUL-terminated text of len bytes as one JSON value with nothing
+ * but white space after it (cJSON alone takes trailing bytes). NULL when it
+ * is not, or has a NUL inside.
+ */
+cJSON *json_parse_whole(const char *text, size_t len);
+
+/*
+ * Copies at most max bytes of s into out (len bytes, max < len), cutting
+ * before a UTF-8 sequence rather than inside it, so the copy stays text.
+ */
+void json_copy_cut(char *out, size_t len, const char *s, size_t max);
+
 /* The string value of key in obj, or NULL when absent or not a string. */
 const char *json_get_string(const cJSON *obj, const char *key);
 

@@ -45,25 +45,24 @@ static size_t discard(char *data, size_t size, size_t n, void *userp)
 	return size * n;
 }
 
-/* Sets every target of the probe's provider after a check's result. */
+/*
+ * After a check, the breakers of the probe's provider's targets: opened
+ * while it is unhealthy (a no-op on one open already), woken to half-open
+ * when it has just turned healthy.
+ */
 static void apply(struct probe *p, enum health_change ch, bool ok)
 {
 	struct gateway *gw = p->gw;
 	double now = gw_now_ms();
+	unsigned n = ok ? p->st.passes : p->st.fails;
 	struct breaker_change chg;
 	char reason[96];
 	size_t i;
 
-	if (ok && ch != HEALTH_UP)
+	if (ok ? ch != HEALTH_UP : p->st.healthy)
 		return;
-	if (ok)
-		snprintf(reason, sizeof(reason), "health check passed %u time%s", p->st.passes,
-			 p->st.passes == 1 ? "" : "s");
-	else
-		snprintf(reason, sizeof(reason), "health check failed %u time%s", p->st.fails,
-			 p->st.fails == 1 ? "" : "s");
-	if (p->st.healthy && !ok)
-		return;		/* not yet fall failures */
+	snprintf(reason, sizeof(reason), "health check %s %u time%s", ok ? "passed" : "failed", n,
+		 n == 1 ? "" : "s");
 	for (i = 0; i < gw->router.ntargets; i++) {
 		struct gw_target *t = &gw->router.targets[i];
 

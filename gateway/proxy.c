@@ -44,9 +44,6 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
  */
 #define CAPPED_SHARE 0.9
 
-/* Token counts past this are taken as garbage (0), not cast into overflow. */
-#define MAX_TOKENS 1e15
-
 /* x-request-id and idempotency-key values longer than this are not taken. */
 #define MAX_ID_LEN 128
 
@@ -282,6 +279,20 @@ static void cost_text(const struct greq *g, const struct gw_target *t, char *out
 }
 
 /*
+ * Puts the headers every chat answer carries into h — x-request-id,
+ * x-faultline-attempts (written into attempts, 16 bytes) and -hedged — and
+ * returns how many.
+ */
+static size_t answer_headers(const struct greq *g, struct http_kv *h, char *attempts)
+{
+	snprintf(attempts, 16, "%u", g->budget.attempts);
+	h[0] = (struct http_kv){ "x-request-id", g->id };
+	h[1] = (struct http_kv){ "x-faultline-attempts", attempts };
+	h[2] = (struct http_kv){ "x-faultline-hedged", "0" };
+	return 3;
+}
+
+/*
  * Sends an answer with the gateway's headers (x-faultline-provider and
  * cost only when an upstream answered) and ends the request.
  */
@@ -294,13 +305,10 @@ static void respond(struct greq *g, int status, const char *ctype, const char *b
 	char cost[32];
 	size_t n = 0;
 
-	snprintf(attempts, sizeof(attempts), "%u", g->budget.attempts);
 	h[n++] = (struct http_kv){ "Content-Type", ctype };
 	if (g->retry_after[0])
 		h[n++] = (struct http_kv){ "Retry-After", g->retry_after };
-	h[n++] = (struct http_kv){ "x-request-id", g->id };
-	h[n++] = (struct http_kv){ "x-faultline-attempts", attempts };
-	h[n++] = (struct http_kv){ "x-faultline-hedged", "0" };
+	n += answer_headers(g, h + n, attempts);
 	if (answered) {
 		cost_text(g, answered, cost, sizeof(cost));
 		h[n++] = (struct http_kv){ "x-faultline-provider", answered->prov->name };
@@ -633,20 +641,16 @@ static void on_stall(uv_timer_t *t)
  */
 static void stream_commit(struct greq *g)
 {
-	const struct http_request *req = http_exchange_request(g->ex);
 	struct gateway *gw = g->gw;
 	struct http_kv h[8];
 	char attempts[16];
 	size_t n = 0;
 
-	snprintf(attempts, sizeof(attempts), "%u", g->budget.attempts);
 	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
-	h[n++] = (struct http_kv){ "x-request-id", g->id };
-	h[n++] = (struct http_kv){ "x-faultline-attempts", attempts };
-	h[n++] = (struct http_kv){ "x-faultline-hedged", "0" };
+	n += answer_headers(g, h + n, attempts);
 	h[n++] = (struct http_kv){ "x-faultline-provider", g->cur->prov->name };
-	if (req->http_major > 1 || (req->http_major == 1 && req->http_minor >= 1))
+	if (http_stream_chunked(g->ex))
 		h[n++] = (struct http_kv){ "Trailer", "x-faultline-cost-usd" };
 	g->committed = true;
 	g->commit_ms = g->last_event_ms = gw_now_ms();
@@ -945,36 +949,17 @@ void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 	attempt_end(g, result);
 }
 
-/*
- * Parses a NUL-terminated body of len bytes as one JSON value with nothing
- * but white space after it (cJSON alone takes trailing bytes). NULL when it
- * is not, or has a NUL inside.
- */
-static cJSON *parse_whole(const char *body, size_t len)
-{
-	if (memchr(body, '\0', len))
-		return NULL;
-	return cJSON_ParseWithLengthOpts(body, len + 1, NULL, true);
-}
-
 /* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
 static bool check_completion(struct greq *g)
 {
-	cJSON *root = parse_whole(g->resp.data ? g->resp.data : "", g->resp.len);
+	cJSON *root = json_parse_whole(g->resp.data ? g->resp.data : "", g->resp.len);
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
-	const cJSON *v;
 	bool ok = cJSON_IsObject(root) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
 
 	g->tokens_in = g->tokens_out = 0;
-	if (ok && cJSON_IsObject(usage)) {
-		v = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
-		if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
-			g->tokens_in = (int64_t)v->valuedouble;
-		v = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
-		if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
-			g->tokens_out = (int64_t)v->valuedouble;
-	}
+	if (ok)
+		relay_usage_tokens(cJSON_GetObjectItemCaseSensitive(root, "usage"), &g->tokens_in,
+				   &g->tokens_out);
 	cJSON_Delete(root);
 	return ok;
 }
@@ -1148,8 +1133,7 @@ static void on_client_abort(struct http_exchange *ex, void *data, enum http_abor
  */
 static void stream_cut(struct http_exchange *ex)
 {
-	const struct http_request *req = http_exchange_request(ex);
-	bool chunked = req->http_major > 1 || (req->http_major == 1 && req->http_minor >= 1);
+	bool chunked = http_stream_chunked(ex);
 	struct buf ev = { 0 };
 
 	if (relay_error_event(&ev, "gateway_stopping", "The gateway is stopping.") == 0 &&
@@ -1198,19 +1182,6 @@ static bool id_ok(const char *v)
 	return i > 0;
 }
 
-/* Copies at most max bytes of s into out (max < len), not cutting a UTF-8 sequence. */
-static void copy_cut(char *out, size_t len, const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	snprintf(out, len, "%.*s", (int)n, s);
-}
-
 /*
  * Checks the body (one JSON object with a model string, a non-empty
  * messages array, and stream a boolean if given); on a bad one answers 400 and returns
@@ -1219,7 +1190,7 @@ static void copy_cut(char *out, size_t len, const char *s, size_t max)
 static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
 			    const struct http_request *req, const char *id)
 {
-	cJSON *root = parse_whole(req->body, req->body_len);
+	cJSON *root = json_parse_whole(req->body, req->body_len);
 	const cJSON *messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
 	const char *msg = NULL;
@@ -1297,13 +1268,13 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		return;
 	route = router_find(&gw->router, json_get_string(root, "model"));
 	if (!route) {
-		copy_cut(name, sizeof(name), json_get_string(root, "model"), 128);
+		json_copy_cut(name, sizeof(name), json_get_string(root, "model"), 128);
 		snprintf(msg, sizeof(msg), "The model '%s' does not exist.", name);
 		refuse(gw, ex, NULL, id, 404, msg, "model", "model_not_found");
 		goto out_free_root;
 	}
 	if (only && (!id_ok(only) || !router_route_allows(route, only))) {
-		copy_cut(name, sizeof(name), only, 64);
+		json_copy_cut(name, sizeof(name), only, 64);
 		snprintf(msg, sizeof(msg), "Provider '%s' (x-faultline-provider) serves no target "
 			 "of model '%s'.", name, route->alias->name);
 		refuse(gw, ex, route, id, 400, msg, NULL, "unknown_provider");
@@ -1343,9 +1314,9 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	if (only)
 		snprintf(g->only, sizeof(g->only), "%s", only);
 	if (tenant && id_ok(tenant))
-		copy_cut(g->tenant, sizeof(g->tenant), tenant, COST_LABEL_MAX);
+		json_copy_cut(g->tenant, sizeof(g->tenant), tenant, COST_LABEL_MAX);
 	if (feature && id_ok(feature))
-		copy_cut(g->feature, sizeof(g->feature), feature, COST_LABEL_MAX);
+		json_copy_cut(g->feature, sizeof(g->feature), feature, COST_LABEL_MAX);
 	g->no_reroute = no_reroute && (strcmp(no_reroute, "1") == 0 ||
 				       strcasecmp(no_reroute, "true") == 0);
 	g->budget = (struct attempt_budget){

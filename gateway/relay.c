@@ -21,6 +21,12 @@ static int64_t tokens(const cJSON *usage, const char *key)
 	return 0;
 }
 
+void relay_usage_tokens(const cJSON *usage, int64_t *in, int64_t *out)
+{
+	*in = tokens(usage, "prompt_tokens");
+	*out = tokens(usage, "completion_tokens");
+}
+
 static bool non_empty_string(const cJSON *v)
 {
 	return cJSON_IsString(v) && v->valuestring[0];
@@ -36,8 +42,7 @@ static void take_chunk(struct relay *r, const cJSON *root)
 
 	if (cJSON_IsObject(usage)) {
 		r->has_usage = true;
-		r->tokens_in = tokens(usage, "prompt_tokens");
-		r->tokens_out = tokens(usage, "completion_tokens");
+		relay_usage_tokens(usage, &r->tokens_in, &r->tokens_out);
 		r->content = true;
 	}
 	cJSON_ArrayForEach(choice, choices) {
@@ -79,15 +84,8 @@ static void take_error(struct relay *r, const cJSON *root, const char *data)
 	const char *s = cJSON_IsString(msg) ? msg->valuestring
 		      : cJSON_IsString(err) ? err->valuestring
 		      : root ? "" : data;
-	size_t n = strlen(s);
 
-	if (n >= sizeof(r->message)) {
-		n = sizeof(r->message) - 1;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;	/* not in the middle of a UTF-8 sequence */
-	}
-	memcpy(r->message, s, n);
-	r->message[n] = '\0';
+	json_copy_cut(r->message, sizeof(r->message), s, sizeof(r->message) - 1);
 }
 
 /* Appends the event as the client gets it. */
@@ -126,9 +124,7 @@ static int on_event(void *ctx, const struct sse_event *ev)
 		r->content = true;
 		return reframe(r, ev) ? -ENOMEM : 1;
 	}
-	/* One JSON value and nothing after it (cJSON alone takes trailing bytes). */
-	root = memchr(ev->data, '\0', ev->data_len)
-	       ? NULL : cJSON_ParseWithLengthOpts(ev->data, ev->data_len + 1, NULL, true);
+	root = json_parse_whole(ev->data, ev->data_len);
 	if (strcmp(ev->event, "error") == 0 || (root && is_error(root))) {
 		r->brk = RELAY_ERROR_EVENT;
 		take_error(r, root, ev->data);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "buf.h"
 #include "sse.h"
 
@@ -36,6 +38,13 @@ struct relay {
 	uint64_t content_chunks;	/* chunks whose delta carried content */
 	uint64_t events;	/* events taken so far (a stall is none for a while) */
 };
+
+/*
+ * The prompt and completion token counts of a usage object (0 for one
+ * absent, not a number, not positive, or past 1e15: garbage, not cast into
+ * an overflow).
+ */
+void relay_usage_tokens(const cJSON *usage, int64_t *in, int64_t *out);
 
 /* Sets up an empty relay. */
 void relay_init(struct relay *r);
