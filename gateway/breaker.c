@@ -431,6 +431,15 @@ void breaker_wake(struct breaker *b, double now_ms, const char *reason,
 	b->round++;
 }
 
+bool breaker_would_admit(const struct breaker *b, double now_ms)
+{
+	if (!b->cfg.enabled || b->state == BREAKER_CLOSED)
+		return true;
+	if (b->state == BREAKER_OPEN)
+		return now_ms >= b->open_until_ms;
+	return b->probes_in_flight + b->probes_succeeded < b->cfg.half_open_probes;
+}
+
 void breaker_release_probe(struct breaker *b, uint64_t probe)
 {
 	if (b->state == BREAKER_HALF_OPEN && probe != 0 && probe == b->round &&
