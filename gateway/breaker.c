@@ -326,7 +326,7 @@ static bool rule_holds(const struct breaker *b, double now_ms, char *reason, siz
 	if (cfg->latency_budget_ms > 0 &&
 	    late_share_over(w.late, w.requests, cfg->latency_percentile)) {
 		snprintf(reason, len, "p%g latency over the %g ms budget over %g s "
-			 "(%llu of %llu requests later)", cfg->latency_percentile,
+			 "(%llu of %llu requests late)", cfg->latency_percentile,
 			 cfg->latency_budget_ms, cfg->window_ms / 1000, (unsigned long long)w.late,
 			 (unsigned long long)w.requests);
 		return true;
