@@ -288,6 +288,7 @@ static void on_drained(void *arg)
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
 	gw->on_idle = on_idle;
+	proxy_queue_stop(gw);
 	http_server_drain(gw->srv, on_drained, gw);
 }
 

@@ -113,6 +113,9 @@ void proxy_flush(uv_check_t *h);
 /* A breaker closed or went half-open: the batch queues are drained at the next loop turn. */
 void proxy_queue_wake(struct gateway *gw);
 
+/* The gateway is stopping: every queued batch request gets a 503 at once. */
+void proxy_queue_stop(struct gateway *gw);
+
 /* ---- probe.c ---- */
 
 /* Starts a health check timer for every provider that has one. Returns 0 or -ENOMEM. */

@@ -1558,6 +1558,23 @@ static void queue_kick(struct gateway *gw)
 		uv_timer_start(&gw->qtimer, on_queue_timer, (uint64_t)ceil(fmax(0, next - now)), 0);
 }
 
+void proxy_queue_stop(struct gateway *gw)
+{
+	size_t i;
+	struct greq *g;
+
+	for (i = 0; i < gw->router.nroutes; i++) {
+		while ((g = gw->router.routes[i].qhead)) {
+			queue_unlink(g);
+			g->route->queue[QUEUE_EXPIRED]++;
+			snprintf(g->retry_after, sizeof(g->retry_after), "1");
+			respond_own_error(g, 503, "service_unavailable", "gateway_stopping",
+					  "The gateway is stopping; the batch request was not sent.");
+		}
+	}
+	uv_timer_stop(&gw->qtimer);
+}
+
 void proxy_queue_wake(struct gateway *gw)
 {
 	if (gw->queued)
