@@ -391,8 +391,10 @@ static void finish(struct greq *g, int status)
 	g->open_handles = 2 + MAX_LEGS;
 	uv_close((uv_handle_t *)&g->timer, on_handle_closed);
 	uv_close((uv_handle_t *)&g->htimer, on_handle_closed);
-	for (i = 0; i < MAX_LEGS; i++)
+	for (i = 0; i < MAX_LEGS; i++) {
+		g->legs[i].timer.data = g;	/* on_handle_closed counts on g */
 		uv_close((uv_handle_t *)&g->legs[i].timer, on_handle_closed);
+	}
 }
 
 /*
