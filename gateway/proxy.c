@@ -1619,10 +1619,10 @@ static void next_target(struct greq *g)
 		return;
 	}
 	if (!g->budget.attempts && g->skipped && !g->forced &&
-	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED) {
+	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED &&
+	    (t = router_least_recently_failed(rt, only, g->gw->pstats))) {
 		/* Every target is open: the one that failed longest ago, anyway. */
 		g->forced = true;
-		t = router_least_recently_failed(rt, only);
 		note_unskip(g, t);
 		log_debug("request %s: every target open; trying %s/%s", g->id, t->prov->name,
 			  t->model);

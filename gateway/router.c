@@ -101,7 +101,8 @@ bool router_route_allows(const struct gw_route *rt, const char *only)
 	return false;
 }
 
-struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only)
+struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
+					       const struct provider_stats *pstats)
 {
 	struct gw_target *best = NULL;
 	size_t i;
@@ -109,7 +110,7 @@ struct gw_target *router_least_recently_failed(const struct gw_route *rt, const 
 	for (i = 0; i < rt->ntargets; i++) {
 		struct gw_target *t = rt->targets[i];
 
-		if (!router_target_allowed(t, only))
+		if (!router_target_allowed(t, only) || (pstats && pstats[t->provider].unhealthy))
 			continue;
 		if (!best || t->br.last_failure_ms < best->br.last_failure_ms)
 			best = t;

@@ -88,11 +88,14 @@ bool router_target_allowed(const struct gw_target *t, const char *only);
 bool router_route_allows(const struct gw_route *rt, const char *only);
 
 /*
- * Among the route's targets allowed by only, the one whose last failure is
- * the oldest (a target that never failed first; ties go to the earlier
- * one in the chain), or NULL when none is allowed.
+ * Among the route's targets allowed by only and not of a provider whose
+ * health checks say it is down (pstats, by provider index; NULL: none
+ * checked), the one whose last failure is the oldest (a target that never
+ * failed first; ties go to the earlier one in the chain), or NULL when
+ * none is left.
  */
-struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only);
+struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
+					       const struct provider_stats *pstats);
 
 /* Whether some target of the route allowed by only would be admitted at now_ms. */
 bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms);
