@@ -163,6 +163,7 @@ struct greq {
 	struct greq *qprev;
 	struct greq *qnext;
 	double queued_ms;		/* when it first joined the queue; 0: never */
+	unsigned attempts_before;	/* attempts made before its last dequeue */
 
 	/* What it cost: every billed attempt. */
 	double cost_usd;
@@ -404,7 +405,7 @@ static void finish(struct greq *g, int status)
  */
 static size_t answer_headers(const struct greq *g, struct http_kv *h, char *attempts)
 {
-	snprintf(attempts, 16, "%u", g->budget.attempts);
+	snprintf(attempts, 16, "%u", g->attempts_before + g->budget.attempts);
 	h[0] = (struct http_kv){ "x-request-id", g->id };
 	h[1] = (struct http_kv){ "x-faultline-attempts", attempts };
 	h[2] = (struct http_kv){ "x-faultline-hedged", g->hedges ? "1" : "0" };
@@ -1491,6 +1492,7 @@ static void dequeue(struct greq *g)
 	g->deadline_hit = false;
 	g->retry_after[0] = '\0';
 	g->budget.deadline_ms = now + g->gw->cfg->deadline_ms;
+	g->attempts_before += g->budget.attempts;
 	g->budget.attempts = 0;
 	log_debug("request %s: dequeued after %.0f ms", g->id, now - g->queued_ms);
 	next_target(g);
