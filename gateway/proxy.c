@@ -325,6 +325,7 @@ static void queue_unlink(struct greq *g)
 	g->qprev = g->qnext = NULL;
 	rt->qdepth--;
 	g->gw->queued--;
+	set_state(g, GREQ_ROUTING);	/* off the queue: never unlinked twice */
 }
 
 /* A dequeued request no longer holds one of its route's drain slots. */
