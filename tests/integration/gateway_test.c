@@ -131,26 +131,6 @@ static double breaker_num(const cJSON *doc, const char *prov, const char *key)
 	return gw_json_num(gw_breaker_must(doc, prov, "mock-small"), key);
 }
 
-/*
- * Asserts x-faultline-cost-usd = the answer's usage × the answering
- * provider's price per 1k tokens (input, output).
- */
-static void expect_cost(const struct http_result *r, const char *what, double in, double out)
-{
-	cJSON *body = gw_held_doc(&held, cJSON_Parse(r->body));
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(body, "usage");
-	double pt = gw_json_num(usage, "prompt_tokens");
-	double ct = gw_json_num(usage, "completion_tokens");
-	double want = pt * in / 1000 + ct * out / 1000;
-	double cost = gw_header_num(r, "x-faultline-cost-usd");
-	char v[64];
-
-	cr_assert(pt > 0 && ct > 0, "%s: usage in %s", what, r->body);
-	cr_assert(fabs(cost - want) <= 1e-9 + want * 1e-4,
-		  "%s: x-faultline-cost-usd %s, expected %.9f (%.0f in × %g + %.0f out × %g per 1k)",
-		  what, gw_header_str(r, "x-faultline-cost-usd", v, sizeof(v)), want, pt, in, ct, out);
-}
-
 /* ---- a healthy answer ---- */
 
 /*
@@ -204,7 +184,7 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 	/* mockprov: ceil(14 characters / 4) in, output_tokens out. */
 	cr_assert(gw_json_num(usage, "prompt_tokens") == 4 &&
 		  gw_json_num(usage, "completion_tokens") == 8, "usage in %s", r->body);
-	expect_cost(r, "healthy", 0.15, 0.6);
+	gw_expect_cost(&held, r, "healthy", 0.15, 0.6, 0);
 
 	/* No /v1 prefix. */
 	r2 = gw_held_result(&held);
@@ -283,7 +263,7 @@ Test(gateway, failover_on_upstream_failures, .timeout = 30)
 		gw_expect_answer(r, failovers[i].alias, "secondary", 2);
 		cr_assert_lt(r->total_ms, 50 + 300, "%s: answered after %.0f ms (secondary: 50 ms)",
 			     failovers[i].alias, r->total_ms);
-		expect_cost(r, failovers[i].alias, 1, 2);
+		gw_expect_cost(&held, r, failovers[i].alias, 1, 2, 0);
 	}
 
 	text = metrics();

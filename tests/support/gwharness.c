@@ -1093,3 +1093,23 @@ double gw_row_num(const struct csv_table *t, size_t row, const char *col)
 	cr_assert(v && *v, "no %s in row %zu", col, row);
 	return strtod(v, NULL);
 }
+
+double gw_expect_cost(struct gw_held *h, const struct http_result *r, const char *what,
+		      double in, double out, double discarded)
+{
+	cJSON *body = gw_held_doc(h, cJSON_Parse(r->body));
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(body, "usage");
+	double pt = gw_json_num(usage, "prompt_tokens");
+	double ct = gw_json_num(usage, "completion_tokens");
+	double own = pt * in / 1000 + ct * out / 1000;
+	double want = own + discarded;
+	double cost = gw_header_num(r, "x-faultline-cost-usd");
+	char v[64];
+
+	cr_assert(pt > 0 && ct > 0, "%s: usage in %s", what, r->body);
+	cr_assert(fabs(cost - want) <= 1e-9 + want * 1e-4,
+		  "%s: x-faultline-cost-usd %s, expected %.9f (%.0f in × %g + %.0f out × %g per 1k"
+		  ", + %.9f discarded)", what, gw_header_str(r, "x-faultline-cost-usd", v, sizeof(v)),
+		  want, pt, in, ct, out, discarded);
+	return own;
+}

@@ -356,6 +356,15 @@ void gw_expect_answer(const struct http_result *r, const char *what, const char 
 cJSON *gw_expect_error(struct gw_held *h, const struct http_result *r, const char *what,
 		       long status, const char *type, const char *code);
 
+/*
+ * Asserts x-faultline-cost-usd = the answer's usage × the answering
+ * provider's price per 1k tokens (in, out), plus discarded (the billed
+ * estimate of attempts whose answers were discarded; 0 for none), to the
+ * header's printed precision. Returns the answer's own part.
+ */
+double gw_expect_cost(struct gw_held *h, const struct http_result *r, const char *what,
+		      double in, double out, double discarded);
+
 /* A mock log's number field (row, col), asserted present and non-empty. */
 double gw_row_num(const struct csv_table *t, size_t row, const char *col);
 
