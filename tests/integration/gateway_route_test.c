@@ -96,6 +96,31 @@ static const char *metrics(void)
 	return gw_metrics_held(&gw, &held);
 }
 
+/*
+ * The lines of /metrics that start with prefix (the samples a failure
+ * message shows, rather than the whole text), in a buffer of its own.
+ */
+static const char *metric_lines(const char *prefix)
+{
+	static char out[8192];
+	const char *p = metrics();
+	size_t n = 0;
+
+	out[0] = '\0';
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+
+		if (strncmp(p, prefix, strlen(prefix)) == 0 && n + len < sizeof(out)) {
+			memcpy(out + n, p, len);
+			n += len;
+			out[n] = '\0';
+		}
+		p += len;
+	}
+	return out;
+}
+
 /* A sample of /metrics, 0 when absent (a counter never incremented). */
 static double metric0(const char *name, const char *labels)
 {
@@ -115,7 +140,7 @@ static void expect_hedges(const char *alias, const char *event, double want)
 	if (isnan(v) && want == 0)
 		v = 0;
 	cr_assert_eq(v, want, "faultline_hedges_total{%s} %g, expected %g; metrics:\n%s", labels,
-		     v, want, metrics());
+		     v, want, metric_lines("faultline_hedges_total"));
 }
 
 /* Asserts x-faultline-hedged: want. */
@@ -235,10 +260,10 @@ Test(gateway_route, fixed_hedge_answers_from_the_secondary, .timeout = 20)
 	expect_hedges("chat", "cancelled", 1);
 	cr_assert(gw_metric_wait(&gw, "faultline_attempts_total", "provider=primary,outcome=cancelled",
 				 1, 2000) == 1, "the loser is not counted cancelled: metrics:\n%s",
-		  metrics());
+		  metric_lines("faultline_attempts_total"));
 	text = metrics();
 	cr_assert_eq(gw_metric(text, "faultline_attempts_total", "provider=secondary,outcome=success"),
-		     1, "metrics:\n%s", text);
+		     1, "metrics:\n%s", metric_lines("faultline_attempts_total"));
 	cr_assert_eq(gw_metric(text, "faultline_requests_total", "alias=chat,status=200"), 1);
 	expect_no_failure("primary");
 
@@ -315,7 +340,8 @@ Test(gateway_route, the_first_attempt_can_still_win, .timeout = 20)
 	expect_hedges("chat", "won", 0);
 	cr_assert_eq(gw_metric_wait(&gw, "faultline_attempts_total",
 				    "provider=secondary,outcome=cancelled", 1, 2000), 1,
-		     "the hedge is not counted cancelled: metrics:\n%s", metrics());
+		     "the hedge is not counted cancelled: metrics:\n%s",
+		     metric_lines("faultline_attempts_total"));
 	expect_no_failure("secondary");
 	gw_mock_settle(&mock, provs);
 	plog = gw_mock_rows(&held, &mock, "primary");
@@ -496,9 +522,9 @@ Test(gateway_route, a_failed_hedge_leaves_the_first_attempt_going, .timeout = 20
 	expect_hedges("chat", "cancelled", 0);
 	text = metrics();
 	cr_assert_eq(gw_metric(text, "faultline_attempts_total", "provider=secondary,outcome=http_5xx"),
-		     1, "metrics:\n%s", text);
+		     1, "metrics:\n%s", metric_lines("faultline_attempts_total"));
 	cr_assert_eq(gw_metric(text, "faultline_attempts_total", "provider=primary,outcome=success"),
-		     1, "metrics:\n%s", text);
+		     1, "metrics:\n%s", metric_lines("faultline_attempts_total"));
 	gw_mock_settle(&mock, provs);
 	slog = gw_mock_rows(&held, &mock, "secondary");
 	row = row_of(slog, "secondary", "hedge-503");
@@ -573,7 +599,8 @@ Test(gateway_route, the_budget_caps_hedges, .timeout = 20)
 	}
 	expect_hedges("chat", "started", 2);
 	cr_assert_eq(gw_metric(metrics(), "faultline_budget_exhausted_total",
-			       "alias=chat,kind=hedge"), 3, "metrics:\n%s", metrics());
+			       "alias=chat,kind=hedge"), 3, "metrics:\n%s",
+		     metric_lines("faultline_budget_exhausted_total"));
 	cr_assert_eq(metric0("faultline_budget_exhausted_total", "alias=chat,kind=retry"), 0);
 	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 2);
 }
@@ -610,7 +637,8 @@ Test(gateway_route, the_budget_caps_retries, .timeout = 20)
 	gw_expect_error(&held, r, "no retry", 502, "bad_gateway", "upstream_error");
 	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 1, "retry-2: %s", r->body);
 	cr_assert_eq(gw_metric(metrics(), "faultline_budget_exhausted_total", "alias=r,kind=retry"),
-		     2, "one retry refused per request; metrics:\n%s", metrics());
+		     2, "one retry refused per request; metrics:\n%s",
+		     metric_lines("faultline_budget_exhausted_total"));
 	cr_assert_eq(metric0("faultline_budget_exhausted_total", "alias=r,kind=hedge"), 0);
 	gw_mock_settle(&mock, provs);
 	log = gw_mock_rows(&held, &mock, "fails");
@@ -676,7 +704,7 @@ static void expect_depth(double want)
 	double v = gw_metric_wait(&gw, "faultline_batch_queue_depth", "alias=chat", want, 2000);
 
 	cr_assert_eq(v, want, "batch queue depth %g, expected %g; metrics:\n%s", v, want,
-		     metrics());
+		     metric_lines("faultline_batch_queue"));
 }
 
 /* Waits (up to 2 s) for faultline_batch_queue_total{alias="chat",result} to be want. */
@@ -690,7 +718,7 @@ static void expect_queue_total(const char *result, double want)
 	if (isnan(v) && want == 0)
 		v = 0;
 	cr_assert_eq(v, want, "faultline_batch_queue_total{%s} %g, expected %g; metrics:\n%s",
-		     labels, v, want, metrics());
+		     labels, v, want, metric_lines("faultline_batch_queue"));
 }
 
 /*
@@ -744,7 +772,8 @@ Test(gateway_route, batch_waits_while_every_target_is_open, .timeout = 30)
 	expect_depth(0);
 	expect_queue_total("dequeued", 1);
 	n = gw_metric(metrics(), "faultline_batch_queue_wait_seconds_count", "alias=chat");
-	cr_assert_eq(n, 1, "wait histogram count %g; metrics:\n%s", n, metrics());
+	cr_assert_eq(n, 1, "wait histogram count %g; metrics:\n%s", n,
+		     metric_lines("faultline_batch_queue"));
 	cr_assert_eq(gw_metric(metrics(), "faultline_requests_total", "alias=chat,status=200"), 1);
 	cr_assert_eq(gw_metric(metrics(), "faultline_requests_total", "alias=chat,status=503"), 2);
 }
@@ -776,7 +805,7 @@ Test(gateway_route, batch_queue_full_and_a_client_leaving, .timeout = 30)
 	expect_depth(0);
 	expect_queue_total("left", 1);
 	cr_assert_eq(gw_metric_wait(&gw, "faultline_requests_total", "alias=chat,status=499", 1,
-				    2000), 1, "metrics:\n%s", metrics());
+				    2000), 1, "metrics:\n%s", metric_lines("faultline_requests_total"));
 	cr_assert_eq(gw_metric(metrics(), "faultline_requests_in_flight", ""), 0);
 	expect_queue_total("dequeued", 0);
 }
@@ -1002,19 +1031,19 @@ Test(gateway_route, discarded_attempts_are_billed, .timeout = 20)
 
 	text = metrics();
 	cr_assert(fabs(gw_metric(text, "faultline_duplicate_cost_usd_total", "provider=primary") -
-		       loser) <= 1e-9, "metrics:\n%s", text);
+		       loser) <= 1e-9, "metrics:\n%s", metric_lines("faultline_duplicate_cost_usd_total"));
 	cr_assert_eq(metric0("faultline_duplicate_cost_usd_total", "provider=secondary"), 0);
 	cr_assert_eq(metric0("faultline_duplicate_cost_usd_total", "provider=fails"), 0);
 	cr_assert(fabs(gw_metric(text, "faultline_cost_usd_total",
 				 "provider=primary,tenant=,feature=") - (loser + answered)) <= 1e-9,
 		  "the primary's spend is not its discarded attempt plus its answer (%.9g); "
-		  "metrics:\n%s", loser + answered, text);
+		  "metrics:\n%s", loser + answered, metric_lines("faultline_cost_usd_total"));
 	cr_assert(fabs(gw_metric(text, "faultline_cost_usd_total",
 				 "provider=secondary,tenant=,feature=") - won) <= 1e-9,
-		  "metrics:\n%s", text);
+		  "metrics:\n%s", metric_lines("faultline_cost_usd_total"));
 	cr_assert_eq(gw_metric_sum(text, "faultline_cost_usd_total", "provider=fails", NULL), 0,
-		     "a 503 was billed; metrics:\n%s", text);
+		     "a 503 was billed; metrics:\n%s", metric_lines("faultline_cost_usd_total"));
 	cr_assert_eq(gw_metric(text, "faultline_tokens_total",
 			       "provider=primary,tenant=,feature=,direction=input"),
-		     2 * PROMPT_TOKENS, "metrics:\n%s", text);
+		     2 * PROMPT_TOKENS, "metrics:\n%s", metric_lines("faultline_tokens_total"));
 }
