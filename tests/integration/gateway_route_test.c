@@ -609,8 +609,9 @@ Test(gateway_route, the_budget_caps_hedges, .timeout = 20)
  * Same-target retries draw on the budget too: with max_retries 3 against
  * a provider that always answers 503, and a budget of one token, the first
  * request makes one retry (two attempts in the provider's log) and the
- * second none (one attempt); both end 502, and the three retries not made
- * are counted in faultline_budget_exhausted_total{kind="retry"}.
+ * second none (one attempt); both end 502, and each retry refused for
+ * want of a token (one per request, which then has no target left) is
+ * counted in faultline_budget_exhausted_total{kind="retry"}.
  */
 Test(gateway_route, the_budget_caps_retries, .timeout = 20)
 {
@@ -905,7 +906,7 @@ Test(gateway_route, batch_concurrency_dequeues_one_at_a_time, .timeout = 30)
  */
 Test(gateway_route, unknown_class_is_400, .timeout = 20)
 {
-	static const char *const bad[] = { "urgent", "", "batch,interactive" };
+	static const char *const bad[] = { "urgent", "low", "batch,interactive" };
 	struct http_result *r;
 	char v[64];
 	size_t i;
