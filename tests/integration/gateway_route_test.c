@@ -699,6 +699,28 @@ static void expect_retry_after(const struct http_result *r, const char *what, do
 		  what, gw_header_str(r, "retry-after", v, sizeof(v)), max);
 }
 
+/*
+ * Asserts a batch queue's refusal: status, and an OpenAI-style error with
+ * error.type and error.code. (README's error.attempts is for requests
+ * whose attempts ran out; a refused or expired queue entry made none.)
+ */
+static void expect_refusal(const struct http_result *r, const char *what, long status,
+			   const char *type, const char *code)
+{
+	const cJSON *err;
+	cJSON *doc;
+
+	cr_assert_eq(r->code, CURLE_OK, "%s: curl %d %s", what, r->code, r->errbuf);
+	cr_assert_eq(r->status, status, "%s: status %ld (expected %ld), body %s", what,
+		     r->status, status, r->body);
+	doc = gw_held_doc(&held, gw_error_doc(r->body));
+	cr_assert_not_null(doc, "%s: not an OpenAI-style error: %s", what, r->body);
+	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+	cr_assert_str_eq(gw_json_str(err, "type"), type, "%s: error.type in %s", what, r->body);
+	cr_assert_str_eq(gw_json_str(err, "code") ? gw_json_str(err, "code") : "(null)", code,
+			 "%s: error.code in %s", what, r->body);
+}
+
 /* Waits (up to 2 s) for faultline_batch_queue_depth{alias="chat"} to be want. */
 static void expect_depth(double want)
 {
@@ -794,7 +816,7 @@ Test(gateway_route, batch_queue_full_and_a_client_leaving, .timeout = 30)
 	b = chat_bg("chat", "batch-leaves", "x-faultline-class: batch", 1000);
 	expect_depth(1);
 	r = chat("chat", "batch-full", "x-faultline-class: batch", 5000);
-	gw_expect_error(&held, r, "queue full", 429, "rate_limit_error", "batch_queue_full");
+	expect_refusal(r, "queue full", 429, "rate_limit_error", "batch_queue_full");
 	expect_took(r, "queue full", 0, 300);
 	expect_retry_after(r, "queue full", 5);
 	expect_queue_total("full", 1);
@@ -822,8 +844,7 @@ Test(gateway_route, batch_wait_past_max_wait_is_503, .timeout = 30)
 
 	start_all_open(FAST, "{'batch':{'max_wait_ms':300}}");
 	r = chat("chat", "batch-expires", "x-faultline-class: batch", 5000);
-	gw_expect_error(&held, r, "wait exceeded", 503, "service_unavailable",
-			"batch_queue_timeout");
+	expect_refusal(r, "wait exceeded", 503, "service_unavailable", "batch_queue_timeout");
 	expect_took(r, "wait exceeded", 295, 300 + SLACK_MS);
 	expect_retry_after(r, "wait exceeded", 5);
 	expect_queue_total("expired", 1);
