@@ -253,6 +253,8 @@ static void record(struct leg *l, bool success, double latency_ms)
 		       &l->g->gw->rng_breaker, &chg);
 	l->probe = 0;
 	gateway_breaker_changed(l->g->gw, l->t, &chg);
+	if (l->t->br.state == BREAKER_HALF_OPEN)
+		proxy_queue_wake(l->g->gw);	/* a probe slot is free again */
 }
 
 static void release_probe(struct leg *l)
@@ -1517,7 +1519,7 @@ static void drain_route(struct gw_route *rt, double now, double max_wait)
 	bq = &rt->qhead->gw->cfg->batch;
 	/* Each request at most once a round: one that finds no target comes back to the head. */
 	while (n-- && (g = rt->qhead) && rt->qrunning < bq->concurrency &&
-	       router_route_may_admit(rt, g->only[0] ? g->only : NULL, now))
+	       router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
 		dequeue(g);
 }
 
@@ -1558,7 +1560,7 @@ static void queue_kick(struct gateway *gw)
 		next = fmin(next, g->queued_ms + gw->cfg->batch.max_wait_ms);
 		if (rt->qrunning >= gw->cfg->batch.concurrency)
 			continue;	/* a request finishing drains it */
-		if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now))
+		if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
 			next = now;
 		else
 			next = fmin(next, router_route_next_open_end(rt, g->only[0] ? g->only : NULL));

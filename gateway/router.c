@@ -123,13 +123,18 @@ struct gw_target *router_least_recently_failed(const struct gw_route *rt, const 
 	return best;
 }
 
-bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms)
+bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms,
+			    bool batch)
 {
 	size_t i;
 
 	for (i = 0; i < rt->ntargets; i++) {
-		if (router_target_allowed(rt->targets[i], only) &&
-		    breaker_would_admit(&rt->targets[i]->br, now_ms))
+		const struct breaker *b = &rt->targets[i]->br;
+
+		if (!router_target_allowed(rt->targets[i], only) || !breaker_would_admit(b, now_ms))
+			continue;
+		if (!batch || !b->cfg.enabled || b->state != BREAKER_HALF_OPEN ||
+		    b->probes_in_flight == 0)
 			return true;
 	}
 	return false;

@@ -101,8 +101,14 @@ struct gw_target *router_least_recently_failed(const struct gw_route *rt, const 
 					       const struct provider_stats *pstats,
 					       uint32_t tried, size_t *pos);
 
-/* Whether some target of the route allowed by only would be admitted at now_ms. */
-bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms);
+/*
+ * Whether some target of the route allowed by only would be admitted at
+ * now_ms — for a batch request, half-open only with no probe in flight,
+ * so that deferrable work takes one probe slot at a time and leaves the
+ * rest to interactive requests.
+ */
+bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms,
+			    bool batch);
 
 /*
  * The soonest time after now_ms at which an open target of the route
