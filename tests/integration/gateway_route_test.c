@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1068,4 +1069,64 @@ Test(gateway_route, discarded_attempts_are_billed, .timeout = 20)
 	cr_assert_eq(gw_metric(text, "faultline_tokens_total",
 			       "provider=primary,tenant=,feature=,direction=input"),
 		     2 * PROMPT_TOKENS, "metrics:\n%s", metric_lines("faultline_tokens_total"));
+}
+
+/* ---- every target open ---- */
+
+/*
+ * least_recently_failed tries every open target that fails fast: with
+ * both providers refusing, once both breakers are open a request still
+ * tries both (refused in no time), so the first request after a provider
+ * comes back is answered by it; with both hanging, a request made after
+ * both timed out tries neither and gets the 503 at once, Retry-After
+ * included: no timeout is burned.
+ */
+Test(gateway_route, every_target_open_tries_only_what_fails_fast, .timeout = 30)
+{
+	struct http_result *r;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0'," FAST "},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'request_deadline_ms':5000,"
+		 "'breaker':{'consecutive_failures':1,'cooldown_ms':20000,'cooldown_jitter':0},"
+		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':300},"
+		 "'secondary':{'base_url':'@secondary@','timeout_ms':300}},"
+		 "'models':{'chat':{" CHAIN "}}}");
+	inject("{'provider':'primary','kind':'down','duration_s':30}");
+	inject("{'provider':'secondary','kind':'down','duration_s':30}");
+	r = chat("chat", "refused-1", NULL, 5000);
+	gw_expect_error(&held, r, "both refusing", 503, "service_unavailable",
+			"all_providers_unavailable");
+	cr_assert_eq(gw_metric(metrics(), "faultline_breaker_state",
+			       "provider=secondary,model=mock-small"), 1, "both open now");
+	r = chat("chat", "refused-2", NULL, 5000);
+	gw_expect_error(&held, r, "both open, both refusing", 503, "service_unavailable",
+			"all_providers_unavailable");
+	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 2, "each refusing target tried");
+	expect_took(r, "both open, both refusing", 0, 200);
+	/* The secondary comes back: the next request finds it, breaker open or not. */
+	cr_assert_eq(gw_mock_clear(&mock, "secondary"), 200);
+	r = chat("chat", "back", NULL, 5000);
+	expect_routed(r, "the secondary came back", "secondary", 2, 0);
+
+	/* Both hang: after each has timed out once, nothing is tried. */
+	gw_mock_clear(&mock, NULL);
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 5000), 0, "the gateway did not exit 0");
+	start_gw("{'request_deadline_ms':5000,"
+		 "'breaker':{'consecutive_failures':1,'cooldown_ms':20000,'cooldown_jitter':0},"
+		 "'providers':{'primary':{'base_url':'@primary@','timeout_ms':300},"
+		 "'secondary':{'base_url':'@secondary@','timeout_ms':300}},"
+		 "'models':{'chat':{" CHAIN "}}}");
+	inject("{'provider':'primary','kind':'hang','duration_s':30}");
+	inject("{'provider':'secondary','kind':'hang','duration_s':30}");
+	r = chat("chat", "hang-1", NULL, 5000);
+	gw_expect_error(&held, r, "both hanging", 502, "bad_gateway", "upstream_error");
+	expect_took(r, "both hanging", 2 * 300 - 50, 2 * 300 + SLACK_MS);
+	r = chat("chat", "hang-2", NULL, 5000);
+	gw_expect_error(&held, r, "both open, both hung", 503, "service_unavailable",
+			"all_providers_unavailable");
+	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 0, "no hung target tried");
+	expect_took(r, "both open, both hung", 0, 100);
+	expect_retry_after(r, "both open, both hung", 20);
 }
