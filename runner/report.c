@@ -21,19 +21,35 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 char *err)
 {
 	struct stats_phase *ph = calloc(sc->nphases ? sc->nphases : 1, sizeof(*ph));
+	struct stats_price *pr = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*pr));
+	double *win = calloc(sc->nexpects ? sc->nexpects : 1, sizeof(*win));
 	struct stats_input in = { 0 };
 	cJSON *sum = NULL;
 	size_t i;
 	int rc;
 
 	*out = NULL;
-	if (!ph) {
+	if (!ph || !pr || !win) {
+		free(ph);
+		free(pr);
+		free(win);
 		snprintf(err, CFG_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < sc->nphases; i++)
 		ph[i] = (struct stats_phase){ sc->phases[i].name, sc->phases[i].from_ms,
 					      sc->phases[i].to_ms };
+	for (i = 0; i < sc->nproviders; i++) {
+		if (sc->prices[i].set)
+			pr[in.nprices++] = (struct stats_price){ sc->provider_names[i],
+								 sc->prices[i].input,
+								 sc->prices[i].output };
+	}
+	in.prices = pr;
+	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
+		in.provider = sc->provider_names[st->provider];
+	in.windows = win;
+	in.nwindows = scenario_windows(sc, win, sc->nexpects);
 	in.run_dir = run_dir;
 	in.phases = ph;
 	in.nphases = sc->nphases;
@@ -43,6 +59,8 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 	in.t0_unix_ms = t0_unix_ms;
 	rc = stats_compute(&in, &sum, err);
 	free(ph);
+	free(pr);
+	free(win);
 	if (rc)
 		return rc;
 	cJSON_AddStringToObject(sum, "scenario", sc->name);
