@@ -418,11 +418,21 @@ static int meta_faults(struct plot *pl)
 
 /* ---- answered share per window ---- */
 
+/* A window's answered share (%) over one class of requests (mean over runs). */
+static double class_answered(const cJSON *w, const char *cls)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w,
+								"classes"), cls);
+
+	return 100 * stats_mean(c, "answered_share", NULL);
+}
+
 static int write_answered(struct plot *pl)
 {
 	struct buf b = { 0 };
 	char path[PATH_LEN];
 	const cJSON *s;
+	bool batch = false;
 	int rc = 0;
 
 	for_each_setup(pl, s) {
@@ -431,7 +441,8 @@ static int write_answered(struct plot *pl)
 
 		buf_reset(&b);
 		buf_printf(&b, "# setup %s: answered share per window (mean over runs)\n"
-			   "# mid_s from_s to_s answered_pct requests\n", s->string);
+			   "# mid_s from_s to_s answered_pct requests interactive_pct batch_pct\n",
+			   s->string);
 		cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(s, "windows")) {
 			const cJSON *from = cJSON_GetObjectItemCaseSensitive(w, "from_ms");
 			const cJSON *to = cJSON_GetObjectItemCaseSensitive(w, "to_ms");
@@ -451,7 +462,13 @@ static int write_answered(struct plot *pl)
 			put_num(&b, 100 * stats_mean(w, "answered_share", NULL));
 			buf_puts(&b, " ");
 			put_num(&b, stats_mean(w, "requests", NULL));
+			buf_puts(&b, " ");
+			put_num(&b, class_answered(w, "interactive"));
+			buf_puts(&b, " ");
+			put_num(&b, class_answered(w, "batch"));
 			buf_puts(&b, "\n");
+			batch = batch || cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(w, "classes"), "batch");
 			k++;
 		}
 		rc = path_of(pl, path, "%s/answered-%s.dat", pl->data_dir, s->string);
@@ -460,6 +477,8 @@ static int write_answered(struct plot *pl)
 		if (rc)
 			goto out;
 	}
+	/* With batch requests, the lines are the interactive ones, batch apart. */
+	meta_num(pl, "answered_classes", batch);
 out:
 	buf_free(&b);
 	return rc;

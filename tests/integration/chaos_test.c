@@ -199,8 +199,9 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 		fclose(fp);
 		cr_assert(strstr(md.data, "| direct | healthy "), "%s", md.data);
 		cr_assert(strstr(md.data, "| gw     | outage "), "%s", md.data);
-		cr_assert(strstr(md.data, "### gw: breaker transitions (run 1)"), "%s", md.data);
-		cr_assert(strstr(md.data, "| closed | open |"), "%s", md.data);
+		cr_assert(strstr(md.data, "## Breaker transitions"), "%s", md.data);
+		cr_assert(strstr(md.data, "| gw | 1 | "), "%s", md.data);
+		cr_assert(strstr(md.data, "| primary | mock-small | closed → open |"), "%s", md.data);
 		buf_free(&md);
 	}
 

@@ -228,11 +228,44 @@ Test(plot, answered_share_per_window, .timeout = 30)
 {
 	make_stamp();
 	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
-	/* mid_s from_s to_s answered_pct requests; a window with no request is NaN. */
-	assert_has("plots/data/answered-direct.dat", "\n2.5 0 5 100 10\n");
-	assert_has("plots/data/answered-direct.dat", "\n7.5 5 10 25 4\n");
-	assert_has("plots/data/answered-direct.dat", "\n12.5 10 15 NaN 0\n");
-	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 90 10\n");
+	/*
+	 * mid_s from_s to_s answered_pct requests interactive_pct batch_pct; a
+	 * window with no request is NaN, and so are classes the summary lacks.
+	 */
+	assert_has("plots/data/answered-direct.dat", "\n2.5 0 5 100 10 NaN NaN\n");
+	assert_has("plots/data/answered-direct.dat", "\n7.5 5 10 25 4 NaN NaN\n");
+	assert_has("plots/data/answered-direct.dat", "\n12.5 10 15 NaN 0 NaN NaN\n");
+	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 90 10 NaN NaN\n");
+	assert_has("plots/data/meta.gp", "\nanswered_classes = 0\n");
+}
+
+/* With batch requests the interactive and batch shares are there apart. */
+Test(plot, answered_share_per_class, .timeout = 30)
+{
+	static const char cls[] =
+		"\"answered_share\": " C(0.75) ", \"classes\": {\"interactive\": {\"answered_share\": "
+		C(0.5) "}, \"batch\": {\"answered_share\": " C(1) "}}}";
+	char *text;
+	char *at;
+
+	make_stamp();
+	text = read_file("summary.json");
+	/* The gw setup's outage window gets classes. */
+	at = strstr(text, "\"answered_share\": {\"mean\": 0.9,");
+	cr_assert_not_null(at);
+	{
+		char out[16384];
+		char *end = strchr(at, '}');
+
+		end = strchr(end + 1, '}');
+		snprintf(out, sizeof(out), "%.*s%s%s", (int)(at - text), text, cls, end + 1);
+		write_file("summary.json", out);
+	}
+	free(text);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 75 10 50 100\n");
+	assert_has("plots/data/meta.gp", "\nanswered_classes = 1\n");
+	assert_png("answered");
 }
 
 Test(plot, breaker_steps_from_closed_to_the_end, .timeout = 30)
