@@ -420,11 +420,13 @@ static void cost_md(FILE *fp, const struct scenario *sc, const cJSON *setups)
 	cJSON_ArrayForEach(st, setups) {
 		const cJSON *tot = cJSON_GetObjectItemCaseSensitive(st, "totals");
 		double cpa = stats_mean(tot, "cost_per_answered", NULL);
+		double over;
 
 		fprintf(fp, "| %s", st->string);
 		cost_cell(fp, stats_mean(tot, "cost_usd", "total"), "%.6f");
 		cost_cell(fp, cpa, "%.8f");
-		cost_cell(fp, dcpa > 0 ? 100 * (cpa / dcpa - 1) : NAN, "%+.1f%%");
+		over = dcpa > 0 ? 100 * (cpa / dcpa - 1) : NAN;
+		cost_cell(fp, fabs(over) < 0.05 ? 0 : over, "%+.1f%%");	/* no "-0.0%" */
 		fputs(" |\n", fp);
 	}
 	cost_map_md(fp, setups, "by_tenant", "tenant");

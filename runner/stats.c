@@ -1447,7 +1447,7 @@ static cJSON *window_block(const struct ctx *x, const struct span *sp, double w)
 	double worst = NAN;
 	double worst_from = NAN;
 	size_t nwin = 0;
-	double k = ceil((sp->from - EDGE_SLACK_MS) / w);
+	double k = ceil((sp->from - EDGE_SLACK_MS) / w) + 0.0;	/* + 0.0: never −0 */
 	cJSON *o = cJSON_CreateObject();
 	bool ok = true;
 
