@@ -36,9 +36,10 @@ static int put_num(struct buf *b, const char *key, double v)
 static int put_counts(struct buf *b, const char *key, const struct breaker_counts *c,
 		      bool rejected)
 {
-	int rc = buf_printf(b, ",\"%s\":{\"requests\":%llu,\"failures\":%llu,\"slow\":%llu", key,
-			    (unsigned long long)c->requests, (unsigned long long)c->failures,
-			    (unsigned long long)c->slow);
+	int rc = buf_printf(b, ",\"%s\":{\"requests\":%llu,\"failures\":%llu,\"slow\":%llu,"
+			    "\"late\":%llu", key, (unsigned long long)c->requests,
+			    (unsigned long long)c->failures, (unsigned long long)c->slow,
+			    (unsigned long long)c->late);
 
 	if (rejected)
 		rc |= buf_printf(b, ",\"rejected\":%llu", (unsigned long long)c->rejected);

@@ -27,6 +27,8 @@ struct breaker_config breaker_config_default(void)
 		.min_requests = 20,
 		.slow_ms = 0,
 		.slow_ratio = 0.5,
+		.latency_budget_ms = 0,
+		.latency_percentile = 95,
 		.cooldown_ms = 5000,
 		.cooldown_multiplier = 2,
 		.cooldown_max_ms = 60000,
@@ -78,6 +80,14 @@ int breaker_config_check(const struct breaker_config *cfg, char *err, size_t err
 		return config_error(err, errlen,
 				    "slow_ratio: expected 0 (off) or a number in (0, 1], got %g",
 				    cfg->slow_ratio);
+	if (!(cfg->latency_budget_ms >= 0 && isfinite(cfg->latency_budget_ms)))
+		return config_error(err, errlen,
+				    "latency_budget_ms: expected 0 (off) or a finite number > 0, got %g",
+				    cfg->latency_budget_ms);
+	if (!(cfg->latency_percentile >= 50 && cfg->latency_percentile <= 99.9))
+		return config_error(err, errlen,
+				    "latency_percentile: expected a number in [50, 99.9], got %g",
+				    cfg->latency_percentile);
 	if (!(cfg->cooldown_ms > 0 && isfinite(cfg->cooldown_ms)))
 		return config_error(err, errlen,
 				    "cooldown_ms: expected a finite number > 0, got %g",
@@ -145,7 +155,7 @@ static bool bucket_live(const struct breaker *b, int64_t index, int64_t now)
 	return index <= now && index > now - (int64_t)b->cfg.buckets;
 }
 
-static void window_add(struct breaker *b, double now_ms, bool success, bool slow)
+static void window_add(struct breaker *b, double now_ms, bool success, bool slow, bool late)
 {
 	int64_t idx = bucket_index(b, now_ms);
 	int64_t n = b->cfg.buckets;
@@ -158,6 +168,7 @@ static void window_add(struct breaker *b, double now_ms, bool success, bool slow
 	bk->requests++;
 	bk->failures += !success;
 	bk->slow += slow;
+	bk->late += late;
 	b->latest_bucket = idx;
 }
 
@@ -173,6 +184,7 @@ struct breaker_counts breaker_window(const struct breaker *b, double now_ms)
 		c.requests += b->bucket[i].requests;
 		c.failures += b->bucket[i].failures;
 		c.slow += b->bucket[i].slow;
+		c.late += b->bucket[i].late;
 	}
 	return c;
 }
@@ -276,7 +288,8 @@ static bool rule_holds(const struct breaker *b, double now_ms, char *reason, siz
 			 b->consecutive_failures == 1 ? "" : "s");
 		return true;
 	}
-	if (cfg->failure_ratio <= 0 && !(cfg->slow_ms > 0 && cfg->slow_ratio > 0))
+	if (cfg->failure_ratio <= 0 && !(cfg->slow_ms > 0 && cfg->slow_ratio > 0) &&
+	    !(cfg->latency_budget_ms > 0))
 		return false;
 	w = breaker_window(b, now_ms);
 	if (w.requests < min_requests)
@@ -293,6 +306,14 @@ static bool rule_holds(const struct breaker *b, double now_ms, char *reason, siz
 		snprintf(reason, len,
 			 "slow calls %.2f >= %.2f (over %g ms) over %g s (%llu requests)",
 			 ratio, cfg->slow_ratio, cfg->slow_ms, cfg->window_ms / 1000,
+			 (unsigned long long)w.requests);
+		return true;
+	}
+	ratio = (double)w.late / (double)w.requests;
+	if (cfg->latency_budget_ms > 0 && ratio > 1 - cfg->latency_percentile / 100) {
+		snprintf(reason, len, "p%g latency over the %g ms budget over %g s "
+			 "(%llu of %llu requests later)", cfg->latency_percentile,
+			 cfg->latency_budget_ms, cfg->window_ms / 1000, (unsigned long long)w.late,
 			 (unsigned long long)w.requests);
 		return true;
 	}
@@ -325,10 +346,11 @@ enum breaker_verdict breaker_admit(struct breaker *b, double now_ms, uint64_t *p
 }
 
 /* Counts one result everywhere, whatever the state. */
-static void count_result(struct breaker *b, double now_ms, bool success, bool slow)
+static void count_result(struct breaker *b, double now_ms, bool success, bool slow, bool late)
 {
 	b->totals.requests++;
 	b->totals.slow += slow;
+	b->totals.late += late;
 	if (success) {
 		b->consecutive_failures = 0;
 	} else {
@@ -336,17 +358,18 @@ static void count_result(struct breaker *b, double now_ms, bool success, bool sl
 		b->consecutive_failures++;
 		b->last_failure_ms = now_ms;
 	}
-	window_add(b, now_ms, success, slow);
+	window_add(b, now_ms, success, slow, late);
 }
 
 void breaker_record(struct breaker *b, double now_ms, bool success, double latency_ms,
 		    uint64_t probe, struct rng *r, struct breaker_change *chg)
 {
 	bool slow = b->cfg.slow_ms > 0 && latency_ms > b->cfg.slow_ms;
+	bool late = b->cfg.latency_budget_ms > 0 && latency_ms > b->cfg.latency_budget_ms;
 	char reason[BREAKER_REASON_LEN];
 
 	change_clear(chg);
-	count_result(b, now_ms, success, slow);
+	count_result(b, now_ms, success, slow, late);
 	if (!b->cfg.enabled)
 		return;
 
@@ -367,6 +390,26 @@ void breaker_record(struct breaker *b, double now_ms, bool success, double laten
 	b->probes_succeeded++;
 	if (b->probes_succeeded >= b->cfg.half_open_probes)
 		close_breaker(b, now_ms, chg);
+}
+
+void breaker_record_slow(struct breaker *b, double now_ms, double latency_ms, uint64_t probe,
+			 struct rng *r, struct breaker_change *chg)
+{
+	bool slow = b->cfg.slow_ms > 0 && latency_ms > b->cfg.slow_ms;
+	bool late = b->cfg.latency_budget_ms > 0 && latency_ms > b->cfg.latency_budget_ms;
+	char reason[BREAKER_REASON_LEN];
+
+	change_clear(chg);
+	breaker_release_probe(b, probe);
+	if (!slow && !late)
+		return;
+	b->totals.requests++;
+	b->totals.slow += slow;
+	b->totals.late += late;
+	window_add(b, now_ms, true, slow, late);
+	if (b->cfg.enabled && b->state == BREAKER_CLOSED &&
+	    rule_holds(b, now_ms, reason, sizeof(reason)))
+		trip(b, now_ms, r, chg, reason);
 }
 
 void breaker_trip(struct breaker *b, double now_ms, const char *reason, struct rng *r,

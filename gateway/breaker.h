@@ -55,6 +55,11 @@ struct breaker_config {
 	double slow_ms;			/* a call taking longer than this is slow; 0: rule off */
 	double slow_ratio;		/* open when slow / requests ≥ this over the window;
 					 * 0: rule off */
+	double latency_budget_ms;	/* B: open when the window's latency_percentile
+					 * latency is over B, i.e. more than
+					 * 1 − percentile/100 of its results took longer
+					 * than B; 0: rule off */
+	double latency_percentile;	/* in [50, 99.9] */
 	double cooldown_ms;		/* how long the first trip keeps it open */
 	double cooldown_multiplier;	/* each further trip in a row multiplies it (≥ 1) */
 	double cooldown_max_ms;		/* no cooldown is longer */
@@ -69,6 +74,7 @@ struct breaker_counts {
 	uint64_t requests;	/* results recorded */
 	uint64_t failures;	/* of which failed */
 	uint64_t slow;		/* of which took longer than slow_ms */
+	uint64_t late;		/* of which took longer than latency_budget_ms */
 	uint64_t rejected;	/* admissions refused (totals only; 0 in a window) */
 };
 
@@ -78,6 +84,7 @@ struct breaker_bucket {
 	uint64_t requests;
 	uint64_t failures;
 	uint64_t slow;
+	uint64_t late;
 };
 
 /*
@@ -174,6 +181,17 @@ enum breaker_verdict breaker_admit(struct breaker *b, double now_ms, uint64_t *p
  */
 void breaker_record(struct breaker *b, double now_ms, bool success, double latency_ms,
 		    uint64_t probe, struct rng *r, struct breaker_change *chg);
+
+/*
+ * An attempt that was cancelled before it ended (another attempt of its
+ * request won) after latency_ms: it says nothing of success, but one that
+ * had already run past slow_ms or latency_budget_ms is known to be that
+ * slow, and is counted so (as a result that did not fail, leaving the
+ * consecutive count alone), which may open a closed breaker. Anything
+ * quicker is not counted. The probe's slot, if any, is given back.
+ */
+void breaker_record_slow(struct breaker *b, double now_ms, double latency_ms, uint64_t probe,
+			 struct rng *r, struct breaker_change *chg);
 
 /*
  * Gives back the slot of a probe that was admitted but never sent (the

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ static const struct cfg_key top_keys[] = {
 	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "breaker", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "stream", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "hedge", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "budget", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "classes", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 #define NTOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -79,6 +83,62 @@ static const struct cfg_key retry_keys[] = {
 };
 #define NRETRY_KEYS (sizeof(retry_keys) / sizeof(retry_keys[0]))
 
+struct hedge_raw {
+	bool enabled;
+	double after_ms;
+	double percentile;
+	double min_after_ms;
+	double max_after_ms;
+	int64_t min_samples;
+	int64_t max;
+};
+
+#define HGK(name, type, field, def, min, max) \
+	{ name, type, offsetof(struct hedge_raw, field), false, def, min, max, NULL, NULL }
+
+static const struct cfg_key hedge_keys[] = {
+	HGK("enabled", CFG_BOOL, enabled, 1, 0, 1),
+	HGK("after_ms", CFG_NUM, after_ms, NAN, 1, 600000),
+	HGK("percentile", CFG_NUM, percentile, 95, 50, 99.9),
+	HGK("min_after_ms", CFG_NUM, min_after_ms, 10, 1, 600000),
+	HGK("max_after_ms", CFG_NUM, max_after_ms, 1000, 1, 600000),
+	HGK("min_samples", CFG_INT, min_samples, 20, 1, 256),
+	HGK("max", CFG_INT, max, 1, 1, GW_MAX_HEDGES),
+};
+
+struct budget_raw {
+	double ratio;
+	double min_per_second;
+	double burst;
+};
+
+static const struct cfg_key budget_keys[] = {
+	{ "ratio", CFG_NUM, offsetof(struct budget_raw, ratio), false, 0.2, 0, 10, NULL, NULL },
+	{ "min_per_second", CFG_NUM, offsetof(struct budget_raw, min_per_second), false, 1, 0,
+	  100000, NULL, NULL },
+	{ "burst", CFG_NUM, offsetof(struct budget_raw, burst), false, 10, 1, 1000000, NULL,
+	  NULL },
+};
+
+struct batch_raw {
+	int64_t queue_max;
+	double max_wait_ms;
+	int64_t concurrency;
+};
+
+static const struct cfg_key batch_keys[] = {
+	{ "queue_max", CFG_INT, offsetof(struct batch_raw, queue_max), false, 1000, 0, 1000000,
+	  NULL, NULL },
+	{ "max_wait_ms", CFG_NUM, offsetof(struct batch_raw, max_wait_ms), false, 60000, 1,
+	  3600000, NULL, NULL },
+	{ "concurrency", CFG_INT, offsetof(struct batch_raw, concurrency), false, 4, 1, 10000,
+	  NULL, NULL },
+};
+
+static const struct cfg_key classes_keys[] = {
+	{ "batch", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+};
+
 struct breaker_raw {
 	bool enabled;
 	int64_t consecutive_failures;
@@ -88,6 +148,8 @@ struct breaker_raw {
 	int64_t min_requests;
 	double slow_ms;
 	double slow_ratio;
+	double latency_budget_ms;
+	double latency_percentile;
 	double cooldown_ms;
 	double cooldown_multiplier;
 	double cooldown_max_ms;
@@ -111,6 +173,8 @@ static const struct cfg_key breaker_keys[] = {
 	BK("min_requests", CFG_INT, min_requests, 20, 0, 1000000),
 	BK("slow_ms", CFG_NUM, slow_ms, 0, 0, 3600000),
 	BK("slow_ratio", CFG_NUM, slow_ratio, 0.5, 0, 1),
+	BK("latency_budget_ms", CFG_NUM, latency_budget_ms, 0, 0, 3600000),
+	BK("latency_percentile", CFG_NUM, latency_percentile, 95, 50, 99.9),
 	BK("cooldown_ms", CFG_NUM, cooldown_ms, 5000, 0.001, 3600000),
 	BK("cooldown_multiplier", CFG_NUM, cooldown_multiplier, 2, 1, 1000),
 	BK("cooldown_max_ms", CFG_NUM, cooldown_max_ms, 60000, 0.001, 86400000),
@@ -159,8 +223,8 @@ static const char *const health_request_names[] = { "models", "completion", NULL
 
 static const struct cfg_key health_keys[] = {
 	HK("enabled", CFG_BOOL, enabled, 1, 0, 1),
-	HK("interval_ms", CFG_NUM, interval_ms, 5000, 10, 3600000),
-	HK("unhealthy_interval_ms", CFG_NUM, unhealthy_interval_ms, 1000, 10, 3600000),
+	HK("interval_ms", CFG_NUM, interval_ms, 5000, 1, 3600000),
+	HK("unhealthy_interval_ms", CFG_NUM, unhealthy_interval_ms, 1000, 1, 3600000),
 	HK("timeout_ms", CFG_NUM, timeout_ms, 1000, 1, 600000),
 	HK("fall", CFG_INT, fall, 2, 1, 100),
 	HK("rise", CFG_INT, rise, 2, 1, 100),
@@ -187,6 +251,8 @@ static const struct cfg_key alias_keys[] = {
 	{ "max_attempts", CFG_INT, offsetof(struct alias_raw, max_attempts), false, 0, 1,
 	  GW_MAX_ATTEMPTS, NULL, NULL },
 	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "hedge", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "budget", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 struct target_raw {
@@ -274,6 +340,8 @@ static struct breaker_config breaker_from_raw(const struct breaker_raw *r)
 		.min_requests = (unsigned)r->min_requests,
 		.slow_ms = r->slow_ms,
 		.slow_ratio = r->slow_ratio,
+		.latency_budget_ms = r->latency_budget_ms,
+		.latency_percentile = r->latency_percentile,
 		.cooldown_ms = r->cooldown_ms,
 		.cooldown_multiplier = r->cooldown_multiplier,
 		.cooldown_max_ms = r->cooldown_max_ms,
@@ -581,11 +649,43 @@ static int load_targets(const cJSON *arr, struct gw_config *cfg, const char *fil
 	return 0;
 }
 
-static int load_alias(const cJSON *obj, struct gw_config *cfg, const struct retry_raw *top_retry,
+/* The sections every alias inherits from the top level. */
+struct alias_defaults {
+	struct retry_raw retry;
+	struct hedge_raw hedge;
+	struct budget_raw budget;
+};
+
+static int check_hedge(const struct hedge_raw *h, const char *file, const char *path, char *err)
+{
+	if (h->max_after_ms < h->min_after_ms)
+		return cfg_error(err, file, path, "max_after_ms",
+				 "expected at least min_after_ms (%g), got %g", h->min_after_ms,
+				 h->max_after_ms);
+	return 0;
+}
+
+static struct gw_hedge hedge_from_raw(const struct hedge_raw *h)
+{
+	return (struct gw_hedge){
+		.enabled = h->enabled,
+		.after_ms = h->after_ms,
+		.percentile = h->percentile,
+		.min_after_ms = h->min_after_ms,
+		.max_after_ms = h->max_after_ms,
+		.min_samples = (unsigned)h->min_samples,
+		.max = (unsigned)h->max,
+	};
+}
+
+static int load_alias(const cJSON *obj, struct gw_config *cfg, const struct alias_defaults *top,
 		      const char *file, struct gw_alias *a, char *err)
 {
 	struct alias_raw raw = { 0 };
-	struct retry_raw rr = *top_retry;
+	struct retry_raw rr = top->retry;
+	struct hedge_raw hr = top->hedge;
+	struct budget_raw bu = top->budget;
+	const cJSON *hedge = cJSON_GetObjectItemCaseSensitive(obj, "hedge");
 	char path[192];
 	char sub[224];
 	int rc;
@@ -611,6 +711,56 @@ static int load_alias(const cJSON *obj, struct gw_config *cfg, const struct retr
 		return rc;
 	a->retry = (struct gw_retry){ (unsigned)rr.max_retries, rr.base_ms, rr.cap_ms,
 				      rr.min_attempt_ms };
+	snprintf(sub, sizeof(sub), "%s.hedge", path);
+	if (hedge)
+		hr.enabled = true;	/* given the object, hedging is on unless it says not */
+	rc = apply_inherited(hedge_keys, NELEM(hedge_keys), hedge, &hr, file, sub, err);
+	if (!rc)
+		rc = check_hedge(&hr, file, sub, err);
+	if (rc)
+		return rc;
+	a->hedge = hedge_from_raw(&hr);
+	snprintf(sub, sizeof(sub), "%s.budget", path);
+	rc = apply_inherited(budget_keys, NELEM(budget_keys),
+			     cJSON_GetObjectItemCaseSensitive(obj, "budget"), &bu, file, sub, err);
+	if (rc)
+		return rc;
+	a->budget = (struct gw_budget){ bu.ratio, bu.min_per_second, bu.burst };
+	return 0;
+}
+
+/* The top level's hedge (off unless given), budget and classes. */
+static int load_routing(const cJSON *root, const char *file, struct gw_config *cfg,
+			struct alias_defaults *d, char *err)
+{
+	const cJSON *classes = cJSON_GetObjectItemCaseSensitive(root, "classes");
+	struct batch_raw bq = { 0 };
+	int rc;
+
+	rc = apply_section(hedge_keys, NELEM(hedge_keys), root, "hedge", &d->hedge, file, "hedge",
+			   err);
+	if (!rc)
+		rc = check_hedge(&d->hedge, file, "hedge", err);
+	if (rc)
+		return rc;
+	if (!cJSON_GetObjectItemCaseSensitive(root, "hedge"))
+		d->hedge.enabled = false;
+	rc = apply_section(budget_keys, NELEM(budget_keys), root, "budget", &d->budget, file,
+			   "budget", err);
+	if (rc)
+		return rc;
+	if (classes) {
+		rc = cfg_apply(classes_keys, NELEM(classes_keys), classes, &bq, file, "classes",
+			       err);
+		if (rc)
+			return rc;
+	}
+	rc = apply_section(batch_keys, NELEM(batch_keys), classes, "batch", &bq, file,
+			   "classes.batch", err);
+	if (rc)
+		return rc;
+	cfg->batch = (struct gw_batch){ (unsigned)bq.queue_max, bq.max_wait_ms,
+					(unsigned)bq.concurrency };
 	return 0;
 }
 
@@ -667,7 +817,7 @@ out:
 int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err)
 {
 	struct breaker_raw br = { 0 };
-	struct retry_raw rr = { 0 };
+	struct alias_defaults ad = { 0 };
 	const cJSON *providers;
 	const cJSON *models;
 	const cJSON *item;
@@ -690,7 +840,9 @@ int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, c
 	rc = check_breaker(&cfg->breaker, path, "breaker", err);
 	if (rc)
 		goto out;
-	rc = apply_section(retry_keys, NRETRY_KEYS, root, "retry", &rr, path, "retry", err);
+	rc = apply_section(retry_keys, NRETRY_KEYS, root, "retry", &ad.retry, path, "retry", err);
+	if (!rc)
+		rc = load_routing(root, path, cfg, &ad, err);
 	if (rc)
 		goto out;
 	rc = section(root, "providers", path, err, &providers);
@@ -714,7 +866,7 @@ int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, c
 	i = 0;
 	cJSON_ArrayForEach(item, models) {
 		cfg->naliases = i + 1;
-		rc = load_alias(item, cfg, &rr, path, &cfg->aliases[i++], err);
+		rc = load_alias(item, cfg, &ad, path, &cfg->aliases[i++], err);
 		if (rc)
 			goto out;
 	}

@@ -19,6 +19,7 @@
 /* Limits of a chain. */
 #define GW_MAX_TARGETS 16
 #define GW_MAX_ATTEMPTS 64
+#define GW_MAX_HEDGES 3
 
 /* What a request does when every target of its alias is open. */
 enum gw_all_open {
@@ -32,6 +33,31 @@ struct gw_retry {
 	double base_ms;			/* backoff ceiling of the first retry */
 	double cap_ms;			/* no backoff is longer */
 	double min_attempt_ms;		/* a retry must leave this much deadline */
+};
+
+/* Hedging of an alias's slow requests (README: Hedging). */
+struct gw_hedge {
+	bool enabled;
+	double after_ms;		/* a fixed delay; NAN: adaptive */
+	double percentile;		/* adaptive: of the first target's recent latencies */
+	double min_after_ms;
+	double max_after_ms;		/* also the delay before min_samples */
+	unsigned min_samples;
+	unsigned max;			/* hedges per request */
+};
+
+/* The retry and hedge token bucket of an alias. */
+struct gw_budget {
+	double ratio;			/* tokens per request */
+	double min_per_second;		/* tokens per second */
+	double burst;			/* tokens held at most */
+};
+
+/* The batch class's queue, per alias. */
+struct gw_batch {
+	unsigned queue_max;		/* 0: no queue */
+	double max_wait_ms;
+	unsigned concurrency;		/* dequeued requests in progress at once */
 };
 
 struct gw_provider {
@@ -59,6 +85,8 @@ struct gw_alias {
 	size_t ntargets;
 	unsigned max_attempts;
 	struct gw_retry retry;
+	struct gw_hedge hedge;
+	struct gw_budget budget;
 };
 
 struct gw_config {
@@ -73,6 +101,7 @@ struct gw_config {
 	enum gw_all_open when_all_open;
 	double first_token_timeout_ms;	/* a streaming attempt's cap until its first content */
 	double stall_timeout_ms;	/* the longest silence after a stream's commit */
+	struct gw_batch batch;
 	struct gw_provider *providers;
 	size_t nproviders;
 	struct gw_alias *aliases;

@@ -1,0 +1,83 @@
+/*
+ * hedge: latency percentiles, the hedge delay, the retry and hedge budget.
+ */
+#include "hedge.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lat_ring_add(struct lat_ring *r, double ms)
+{
+	r->v[r->next] = ms;
+	r->next = (r->next + 1) % LAT_RING_SIZE;
+	if (r->n < LAT_RING_SIZE)
+		r->n++;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a;
+	double y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double lat_ring_percentile(const struct lat_ring *r, double pct)
+{
+	double v[LAT_RING_SIZE];
+	double rank;
+	size_t k;
+
+	if (r->n == 0)
+		return NAN;
+	/* The ring's first n slots are the ones in use, whatever next is. */
+	memcpy(v, r->v, r->n * sizeof(v[0]));
+	qsort(v, r->n, sizeof(v[0]), cmp_double);
+	rank = ceil(pct / 100 * r->n);
+	k = rank < 1 ? 0 : (size_t)rank - 1;
+	return v[k < r->n ? k : r->n - 1];
+}
+
+double hedge_delay_ms(const struct gw_hedge *h, const struct lat_ring *r)
+{
+	double p;
+
+	if (!isnan(h->after_ms))
+		return h->after_ms;
+	if (!r || r->n < h->min_samples)
+		return h->max_after_ms;
+	p = lat_ring_percentile(r, h->percentile);
+	return fmin(h->max_after_ms, fmax(h->min_after_ms, p));
+}
+
+static void refill(struct budget *b, const struct gw_budget *cfg, double now_ms)
+{
+	if (now_ms > b->last_ms) {
+		b->tokens += cfg->min_per_second * (now_ms - b->last_ms) / 1000;
+		b->last_ms = now_ms;
+	}
+	if (b->tokens > cfg->burst)
+		b->tokens = cfg->burst;
+}
+
+void budget_init(struct budget *b, const struct gw_budget *cfg, double now_ms)
+{
+	b->tokens = cfg->burst;
+	b->last_ms = now_ms;
+}
+
+void budget_deposit(struct budget *b, const struct gw_budget *cfg, double now_ms)
+{
+	b->tokens += cfg->ratio;
+	refill(b, cfg, now_ms);
+}
+
+bool budget_take(struct budget *b, const struct gw_budget *cfg, double now_ms)
+{
+	refill(b, cfg, now_ms);
+	if (b->tokens < 1)
+		return false;
+	b->tokens -= 1;
+	return true;
+}
