@@ -106,6 +106,40 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* STAMP/report.md into md. */
+static void read_report(const char *stamp, struct buf *md)
+{
+	char path[1000];
+	char chunk[4096];
+	size_t n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/report.md", stamp);
+	fp = fopen(path, "r");
+	cr_assert_not_null(fp, "no report.md");
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(md, chunk, n);
+	fclose(fp);
+}
+
+/* chaos report STAMP recomputes the stamp summary top from the per-request files. */
+static void assert_report_reproduces(const char *stamp, const cJSON *top)
+{
+	const char *argv[] = { "chaos", "report", stamp, NULL };
+	char path[1000];
+	char err[8192];
+	cJSON *again;
+	int rc;
+
+	rc = run_program(argv, err, sizeof(err), 30);
+	cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	again = read_json(path);
+	cr_assert(cJSON_Compare(top, again, true),
+		  "chaos report computed another stamp summary than the run did");
+	cJSON_Delete(again);
+}
+
 static double phase_num(const cJSON *sum, const char *phase, const char *key)
 {
 	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(
@@ -187,16 +221,8 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 	/* report.md has a row per setup and phase, and the breaker's transitions. */
 	{
 		struct buf md = { 0 };
-		FILE *fp;
-		char chunk[4096];
-		size_t n;
 
-		snprintf(path, sizeof(path), "%s/report.md", stamp);
-		fp = fopen(path, "r");
-		cr_assert_not_null(fp, "no report.md");
-		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-			buf_append(&md, chunk, n);
-		fclose(fp);
+		read_report(stamp, &md);
 		cr_assert(strstr(md.data, "| direct | healthy "), "%s", md.data);
 		cr_assert(strstr(md.data, "| gw     | outage "), "%s", md.data);
 		cr_assert(strstr(md.data, "## Breaker transitions"), "%s", md.data);
@@ -234,18 +260,7 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 	}
 
 	/* chaos report recomputes the same summaries from the per-request files. */
-	{
-		const char *argv[] = { "chaos", "report", stamp, NULL };
-		cJSON *again;
-
-		rc = run_program(argv, err, sizeof(err), 30);
-		cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
-		snprintf(path, sizeof(path), "%s/summary.json", stamp);
-		again = read_json(path);
-		cr_assert(cJSON_Compare(top, again, true),
-			  "chaos report computed another stamp summary than the run did");
-		cJSON_Delete(again);
-	}
+	assert_report_reproduces(stamp, top);
 	cJSON_Delete(top);
 }
 
@@ -405,33 +420,17 @@ Test(chaos, classes_prices_and_relative_bounds, .timeout = 90)
 
 	/* report.md's cost tables; chaos report recomputes the same summary. */
 	{
-		const char *argv[] = { "chaos", "report", stamp, NULL };
 		struct buf md = { 0 };
-		char chunk[4096];
-		size_t n;
-		cJSON *again;
-		FILE *fp;
 
-		snprintf(path, sizeof(path), "%s/report.md", stamp);
-		fp = fopen(path, "r");
-		cr_assert_not_null(fp, "no report.md");
-		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-			buf_append(&md, chunk, n);
-		fclose(fp);
+		read_report(stamp, &md);
 		cr_assert(strstr(md.data, "## Cost"), "%s", md.data);
 		cr_assert(strstr(md.data, "| retry | "), "%s", md.data);
 		cr_assert(strstr(md.data, "### Cost by tenant (USD)\n\n| setup | acme | globex |"),
 			  "%s", md.data);
 		cr_assert(strstr(md.data, "| setup | chat | search | summaries |"), "%s", md.data);
 		buf_free(&md);
-		rc = run_program(argv, err, sizeof(err), 30);
-		cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
-		snprintf(path, sizeof(path), "%s/summary.json", stamp);
-		again = read_json(path);
-		cr_assert(cJSON_Compare(top, again, true),
-			  "chaos report computed another stamp summary than the run did");
-		cJSON_Delete(again);
 	}
+	assert_report_reproduces(stamp, top);
 	cJSON_Delete(top);
 }
 
@@ -495,16 +494,8 @@ Test(chaos, streams_stalled_straight_at_the_primary, .timeout = 60)
 	/* report.md: the Streams table, the stall phase's row among its rows */
 	{
 		struct buf md = { 0 };
-		FILE *fp;
-		char chunk[4096];
-		size_t n;
 
-		snprintf(path, sizeof(path), "%s/report.md", stamp);
-		fp = fopen(path, "r");
-		cr_assert_not_null(fp, "no report.md");
-		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-			buf_append(&md, chunk, n);
-		fclose(fp);
+		read_report(stamp, &md);
 		cr_assert(strstr(md.data, "## Streams"), "%s", md.data);
 		cr_assert(strstr(md.data, "| silent breaks |"), "%s", md.data);
 		cr_assert(strstr(md.data, "| direct | stall   |      20 |     20 |"), "%s", md.data);
