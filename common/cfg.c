@@ -51,11 +51,15 @@ void cfg_describe(const cJSON *v, char *out, size_t len)
 		snprintf(out, len, "an object");
 }
 
+/*
+ * The bounds are short decimals written in a table, so 15 digits show them
+ * as written (99.9, not 99.900000000000006) and every whole bound exactly.
+ */
 static void range_text(const struct cfg_key *k, char *out, size_t len)
 {
 	const char *what = k->type == CFG_INT ? "a whole number" : "a number";
 
-	snprintf(out, len, "%s from %.17g to %.17g", what, k->min, k->max);
+	snprintf(out, len, "%s from %.15g to %.15g", what, k->min, k->max);
 }
 
 static void choices_text(const char *const *choices, char *out, size_t len)

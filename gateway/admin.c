@@ -113,9 +113,9 @@ static int requests_of(struct buf *b, const char *alias, const struct status_cou
 	return rc;
 }
 
-/* The _bucket, _sum and _count lines of one provider's histogram h. */
-static int histogram(struct buf *b, const char *name, const char *provider,
-		     const struct latency_hist *h)
+/* The _bucket, _sum and _count lines of one histogram h, labelled key="value". */
+static int histogram_of(struct buf *b, const char *name, const char *key, const char *value,
+			const struct latency_hist *h)
 {
 	uint64_t cum = 0;
 	size_t k;
@@ -123,20 +123,27 @@ static int histogram(struct buf *b, const char *name, const char *provider,
 
 	for (k = 0; k <= LATENCY_BUCKETS; k++) {
 		cum += h->n[k];
-		rc |= buf_printf(b, "%s_bucket{provider=", name);
-		rc |= metrics_label(b, provider);
+		rc |= buf_printf(b, "%s_bucket{%s=", name, key);
+		rc |= metrics_label(b, value);
 		if (k < LATENCY_BUCKETS)
 			rc |= buf_printf(b, ",le=\"%g\"} %llu\n", metrics_latency_bounds[k],
 					 (unsigned long long)cum);
 		else
 			rc |= buf_printf(b, ",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
 	}
-	rc |= buf_printf(b, "%s_sum{provider=", name);
-	rc |= metrics_label(b, provider);
+	rc |= buf_printf(b, "%s_sum{%s=", name, key);
+	rc |= metrics_label(b, value);
 	rc |= buf_printf(b, "} %.6f\n", h->sum_s);
-	rc |= buf_printf(b, "%s_count{provider=", name);
-	rc |= metrics_label(b, provider);
+	rc |= buf_printf(b, "%s_count{%s=", name, key);
+	rc |= metrics_label(b, value);
 	return rc | buf_printf(b, "} %llu\n", (unsigned long long)h->count);
+}
+
+/* The histogram of one provider. */
+static int histogram(struct buf *b, const char *name, const char *provider,
+		     const struct latency_hist *h)
+{
+	return histogram_of(b, name, "provider", provider, h);
 }
 
 static int attempts_and_latency(struct buf *b, const struct gateway *gw)
@@ -274,15 +281,22 @@ static int spend(struct buf *b, const struct gateway *gw)
 	const struct cost_table *t = gw->costs;
 	size_t i;
 	int rc = family(b, "faultline_cost_usd_total", "counter",
-			"Spend on answers, by provider, tenant and feature (price table x usage).");
+			"Spend on attempts, by provider, tenant and feature (price table x usage).");
 
 	for (i = 0; i < t->used; i++) {
 		rc |= buf_puts(b, "faultline_cost_usd_total");
 		rc |= cost_labels(b, gw, &t->row[i]);
 		rc |= buf_printf(b, "} %.9f\n", t->row[i].usd);
 	}
+	rc |= family(b, "faultline_duplicate_cost_usd_total", "counter",
+		     "Spend on answers that were discarded (hedges and attempts that lost or broke).");
+	for (i = 0; i < gw->cfg->nproviders; i++) {
+		rc |= buf_puts(b, "faultline_duplicate_cost_usd_total{provider=");
+		rc |= metrics_label(b, gw->cfg->providers[i].name);
+		rc |= buf_printf(b, "} %.9f\n", gw->pstats[i].dup_usd);
+	}
 	rc |= family(b, "faultline_tokens_total", "counter",
-		     "Tokens of answers, by provider, tenant, feature and direction.");
+		     "Tokens billed, by provider, tenant, feature and direction.");
 	for (i = 0; i < t->used; i++) {
 		rc |= buf_puts(b, "faultline_tokens_total");
 		rc |= cost_labels(b, gw, &t->row[i]);
@@ -293,6 +307,66 @@ static int spend(struct buf *b, const struct gateway *gw)
 		rc |= buf_printf(b, ",direction=\"output\"} %llu\n",
 				 (unsigned long long)t->row[i].tokens_out);
 	}
+	return rc;
+}
+
+static const char *const hedge_event_names[HEDGE_NEVENTS] = { "started", "won", "cancelled" };
+static const char *const queue_result_names[QUEUE_NRESULTS] = {
+	"queued", "dequeued", "full", "expired", "left",
+};
+
+/* `NAME{alias="A"` (no closing brace). */
+static int alias_metric(struct buf *b, const char *name, const struct gw_route *rt)
+{
+	int rc = buf_printf(b, "%s{alias=", name);
+
+	return rc | metrics_label(b, rt->alias->name);
+}
+
+/* Hedges, the budget and the batch queues, per alias. */
+static int routing(struct buf *b, const struct gateway *gw)
+{
+	const struct router *r = &gw->router;
+	size_t i;
+	size_t k;
+	int rc = family(b, "faultline_hedges_total", "counter",
+			"Hedge attempts started, hedges that won, attempts cancelled as losers.");
+
+	for (i = 0; i < r->nroutes; i++) {
+		for (k = 0; k < HEDGE_NEVENTS; k++) {
+			rc |= alias_metric(b, "faultline_hedges_total", &r->routes[i]);
+			rc |= buf_printf(b, ",event=\"%s\"} %llu\n", hedge_event_names[k],
+					 (unsigned long long)r->routes[i].hedges[k]);
+		}
+	}
+	rc |= family(b, "faultline_budget_exhausted_total", "counter",
+		     "Retries and hedges not made for want of a budget token.");
+	for (i = 0; i < r->nroutes; i++) {
+		for (k = 0; k < 2; k++) {
+			rc |= alias_metric(b, "faultline_budget_exhausted_total", &r->routes[i]);
+			rc |= buf_printf(b, ",kind=\"%s\"} %llu\n", k ? "hedge" : "retry",
+					 (unsigned long long)r->routes[i].exhausted[k]);
+		}
+	}
+	rc |= family(b, "faultline_batch_queue_depth", "gauge", "Batch requests waiting.");
+	for (i = 0; i < r->nroutes; i++) {
+		rc |= alias_metric(b, "faultline_batch_queue_depth", &r->routes[i]);
+		rc |= buf_printf(b, "} %zu\n", r->routes[i].qdepth);
+	}
+	rc |= family(b, "faultline_batch_queue_total", "counter",
+		     "Batch requests queued, dequeued, refused as full, expired, or left.");
+	for (i = 0; i < r->nroutes; i++) {
+		for (k = 0; k < QUEUE_NRESULTS; k++) {
+			rc |= alias_metric(b, "faultline_batch_queue_total", &r->routes[i]);
+			rc |= buf_printf(b, ",result=\"%s\"} %llu\n", queue_result_names[k],
+					 (unsigned long long)r->routes[i].queue[k]);
+		}
+	}
+	rc |= family(b, "faultline_batch_queue_wait_seconds", "histogram",
+		     "Waits of dequeued batch requests.");
+	for (i = 0; i < r->nroutes; i++)
+		rc |= histogram_of(b, "faultline_batch_queue_wait_seconds", "alias",
+				   r->routes[i].alias->name, &r->routes[i].qwait);
 	return rc;
 }
 
@@ -319,5 +393,6 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 	rc |= breakers(b, gw);
 	rc |= health(b, gw);
 	rc |= spend(b, gw);
+	rc |= routing(b, gw);
 	return rc ? -ENOMEM : 0;
 }

@@ -271,6 +271,20 @@ static void close_breaker(struct breaker *b, double now_ms, struct breaker_chang
 }
 
 /*
+ * Whether more than 1 − pct/100 of requests were late. pct/100 is inexact
+ * in binary (1 − 90/100 is 0.09999999999999998, 100 − 99.9 is
+ * 0.09999999999999432), so a share exactly at the line, 2 late of 20 at
+ * p90, would count as over it: the line gets a relative slack of 1e-9, far
+ * below any real difference between whole counts.
+ */
+static bool late_share_over(uint64_t late, uint64_t requests, double pct)
+{
+	double line = (double)requests * (100 - pct) / 100;
+
+	return (double)late > line + 1e-9 * (line + 1);
+}
+
+/*
  * Closed: writes the first rule that holds into reason and returns true.
  * The ratio rules need min_requests results (at least one) in the window.
  */
@@ -309,10 +323,10 @@ static bool rule_holds(const struct breaker *b, double now_ms, char *reason, siz
 			 (unsigned long long)w.requests);
 		return true;
 	}
-	ratio = (double)w.late / (double)w.requests;
-	if (cfg->latency_budget_ms > 0 && ratio > 1 - cfg->latency_percentile / 100) {
+	if (cfg->latency_budget_ms > 0 &&
+	    late_share_over(w.late, w.requests, cfg->latency_percentile)) {
 		snprintf(reason, len, "p%g latency over the %g ms budget over %g s "
-			 "(%llu of %llu requests later)", cfg->latency_percentile,
+			 "(%llu of %llu requests late)", cfg->latency_percentile,
 			 cfg->latency_budget_ms, cfg->window_ms / 1000, (unsigned long long)w.late,
 			 (unsigned long long)w.requests);
 		return true;
@@ -429,6 +443,15 @@ void breaker_wake(struct breaker *b, double now_ms, const char *reason,
 		return;
 	set_state(b, BREAKER_HALF_OPEN, now_ms, chg, "%s", reason);
 	b->round++;
+}
+
+bool breaker_would_admit(const struct breaker *b, double now_ms)
+{
+	if (!b->cfg.enabled || b->state == BREAKER_CLOSED)
+		return true;
+	if (b->state == BREAKER_OPEN)
+		return now_ms >= b->open_until_ms;
+	return b->probes_in_flight + b->probes_succeeded < b->cfg.half_open_probes;
 }
 
 void breaker_release_probe(struct breaker *b, uint64_t probe)

@@ -208,6 +208,12 @@ void breaker_release_probe(struct breaker *b, uint64_t probe);
  */
 struct breaker_counts breaker_window(const struct breaker *b, double now_ms);
 
+/*
+ * Whether breaker_admit at now_ms would admit a request (as an ordinary
+ * request or a probe), without changing anything.
+ */
+bool breaker_would_admit(const struct breaker *b, double now_ms);
+
 /* "closed", "open" or "half_open" (the events file's names); "unknown" else. */
 const char *breaker_state_name(enum breaker_state s);
 

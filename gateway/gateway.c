@@ -59,6 +59,8 @@ void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 	if (!chg->changed)
 		return;
 	t->transitions[chg->from][chg->to]++;
+	if (chg->to != BREAKER_OPEN)
+		proxy_queue_wake(gw);
 	log_info("breaker %s/%s: %s -> %s (%s)", t->prov->name, t->model,
 		 breaker_state_name(chg->from), breaker_state_name(chg->to), chg->reason);
 	if (!gw->events)
@@ -228,9 +230,12 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->cu.data = gw;
 	uv_check_init(loop, &gw->flush);
 	gw->flush.data = gw;
+	uv_timer_init(loop, &gw->qtimer);
+	gw->qtimer.data = gw;
 	rc = curl_uv_init(&gw->hcu, loop, probe_on_done);
 	if (rc) {
 		uv_close((uv_handle_t *)&gw->flush, NULL);
+		uv_close((uv_handle_t *)&gw->qtimer, NULL);
 		curl_uv_close(&gw->cu, NULL);
 		goto out_nomem;
 	}
@@ -249,6 +254,7 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 		gw->srv = NULL;
 		probe_close_all(gw);
 		uv_close((uv_handle_t *)&gw->flush, NULL);
+		uv_close((uv_handle_t *)&gw->qtimer, NULL);
 		curl_uv_close(&gw->cu, NULL);
 		curl_uv_close(&gw->hcu, NULL);
 		goto out_nomem;
@@ -282,6 +288,7 @@ static void on_drained(void *arg)
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
 	gw->on_idle = on_idle;
+	proxy_queue_stop(gw);
 	http_server_drain(gw->srv, on_drained, gw);
 }
 
@@ -299,6 +306,7 @@ void gateway_close(struct gateway *gw)
 	http_server_free(gw->srv, NULL, NULL);
 	gw->srv = NULL;
 	uv_close((uv_handle_t *)&gw->flush, NULL);
+	uv_close((uv_handle_t *)&gw->qtimer, NULL);
 	probe_close_all(gw);
 	curl_uv_close(&gw->cu, NULL);
 	curl_uv_close(&gw->hcu, NULL);

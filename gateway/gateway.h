@@ -44,6 +44,8 @@ struct gateway {
 	struct greq *reqs;		/* chat requests in progress (a list) */
 	struct greq *dirty;		/* streams with relayed events not yet written */
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
+	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
+	size_t queued;			/* batch requests waiting, every route */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t next_id;		/* for generated request ids */
@@ -107,6 +109,12 @@ void proxy_cancel(struct greq *g);
 
 /* gw->flush's callback: writes every stream's relayed events to its client. */
 void proxy_flush(uv_check_t *h);
+
+/* A breaker closed or went half-open: the batch queues are drained at the next loop turn. */
+void proxy_queue_wake(struct gateway *gw);
+
+/* The gateway is stopping: every queued batch request gets a 503 at once. */
+void proxy_queue_stop(struct gateway *gw);
 
 /* ---- probe.c ---- */
 

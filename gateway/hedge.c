@@ -34,7 +34,12 @@ double lat_ring_percentile(const struct lat_ring *r, double pct)
 	/* The ring's first n slots are the ones in use, whatever next is. */
 	memcpy(v, r->v, r->n * sizeof(v[0]));
 	qsort(v, r->n, sizeof(v[0]), cmp_double);
-	rank = ceil(pct / 100 * r->n);
+	/*
+	 * pct/100 is inexact in binary (55/100 × 100 is 55.000000000000007),
+	 * so a whole rank would round up a place without the 1e-9 taken off,
+	 * far less than any real fraction of a rank among 256.
+	 */
+	rank = ceil(pct / 100 * r->n - 1e-9);
 	k = rank < 1 ? 0 : (size_t)rank - 1;
 	return v[k < r->n ? k : r->n - 1];
 }

@@ -1,12 +1,16 @@
 /*
  * proxy: the life of one chat completion request, reading straight down:
  * proxy_chat (validate, find the route) → next_target (the first target
- * whose breaker admits it) → attempt_start (the upstream transfer and its
+ * whose breaker admits it) → leg_start (an upstream transfer and its
  * watchdog, capped at min(provider timeout, deadline left)) → on_header /
- * on_body → attempt_end (curl finished, or the watchdog cut it: classify,
+ * on_body → leg_end (curl finished, or the watchdog cut it: classify,
  * record with the breaker) → answer, or a same-target retry after a wait
- * (on_backoff), or the next target → finish. A client that leaves ends it
- * in on_client_abort. Every answer goes out through respond(), every end
+ * (on_backoff), or the next target → finish. A request may have several
+ * legs in flight: on_hedge starts another on the next target when the
+ * first is slow, the first success wins and the others are cancelled
+ * (leg_cancel). A batch request that no target can take waits in its
+ * route's queue (enqueue → drain_route). A client that leaves ends it in
+ * on_client_abort. Every answer goes out through respond(), every end
  * through finish().
  */
 #include <cjson/cJSON.h>
@@ -22,6 +26,7 @@
 #include "backoff.h"
 #include "clock.h"
 #include "gateway.h"
+#include "hedge.h"
 #include "json.h"
 #include "log.h"
 #include "relay.h"
@@ -53,14 +58,18 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 /* Events held back before the commit past this: not a stream worth waiting on. */
 #define STREAM_HELD_MAX (1u << 20)
 
+/* Upstream transfers one request may have at once: the first and its hedges. */
+#define MAX_LEGS (1 + GW_MAX_HEDGES)
+
 enum greq_state {
 	GREQ_ROUTING,		/* choosing a target */
-	GREQ_ATTEMPT,		/* a transfer is with curl */
+	GREQ_ATTEMPT,		/* transfers are with curl */
 	GREQ_BACKOFF,		/* waiting to retry the same target */
-	GREQ_DONE,		/* finished; the timer is closing */
+	GREQ_QUEUED,		/* a batch request waiting for a target */
+	GREQ_DONE,		/* finished; the timers are closing */
 };
 
-static const char *const state_names[] = { "routing", "attempt", "backoff", "done" };
+static const char *const state_names[] = { "routing", "attempt", "backoff", "queued", "done" };
 
 /* One attempt or skipped target, for the error body and the log. */
 struct note {
@@ -70,8 +79,43 @@ struct note {
 	double ms;			/* the attempt's duration; NAN for a skip */
 };
 
+/* One upstream attempt: its transfer, watchdog and what came back. */
+struct leg {
+	uv_timer_t timer;		/* the watchdog; after the commit, the stall timer */
+	struct greq *g;
+	struct gw_target *t;
+	bool active;			/* its transfer is with curl */
+	bool hedge;			/* started as a hedge */
+	bool doomed;			/* lost to another leg: taken back at once */
+	uint64_t probe;			/* t's half-open ticket; 0: none */
+	CURL *easy;
+	double start_ms;
+	bool capped;			/* the deadline left it < CAPPED_SHARE of timeout_ms */
+	bool cut;			/* the watchdog ended it */
+	bool too_big;
+	bool sse;			/* the answer is a 2xx event stream */
+	bool paused;			/* the transfer waits for a slow client */
+	bool settle;			/* the relay saw [DONE] or a break: end the client */
+	bool stalled;			/* the stall timer ended the transfer */
+	long status;
+	double retry_after_ms;		/* from Retry-After; -1: none */
+	char ctype[128];
+	struct buf resp;
+	struct buf up_body;		/* the upstream body for up_model */
+	const char *up_model;
+	char errbuf[CURL_ERROR_SIZE];
+	/* Upstream headers: these nodes, then the gateway's base list. */
+	struct curl_slist h_id;
+	struct curl_slist h_idem;
+	struct curl_slist h_auth;
+	struct curl_slist h_accept;
+	struct relay relay;
+};
+
 struct greq {
-	uv_timer_t timer;		/* the attempt's watchdog, or the retry wait */
+	uv_timer_t timer;		/* the retry wait */
+	uv_timer_t htimer;		/* the next hedge */
+	unsigned open_handles;		/* timers not yet closed */
 	struct gateway *gw;
 	struct http_exchange *ex;	/* NULL once answered or the client left */
 	struct greq *prev;
@@ -89,15 +133,14 @@ struct greq {
 	size_t model_at;
 	size_t model_end;
 	cJSON *root;			/* kept only when the body must be re-printed */
-	struct buf up_body;		/* the upstream body for up_model */
-	const char *up_model;
+	int64_t est_tokens_in;		/* the messages' text / 4: cost without usage */
 
 	/* The budget and where the chain is. */
 	struct attempt_budget budget;
-	size_t pos;			/* the route's target being tried */
-	struct gw_target *cur;
+	size_t pos;			/* the next target of the chain to consider */
+	struct gw_target *cur;		/* the target of the last leg started or failed */
 	unsigned retries_here;		/* same-target retries of cur */
-	uint64_t probe;			/* cur's half-open ticket; 0: none */
+	double retry_after_ms;		/* the last failure's Retry-After; -1: none */
 	bool forced;			/* the every-target-open fallback was used */
 	bool deadline_hit;		/* an attempt was cut by the deadline, or none fit */
 	bool reached;			/* some upstream answered or timed out */
@@ -105,28 +148,26 @@ struct greq {
 	char retry_after[16];		/* Retry-After of an error answer; "" for none */
 	bool delivered;			/* an attempt connected: the upstream may have acted on it */
 	unsigned skipped;
-
-	/* The current attempt. */
-	CURL *easy;
-	double start_ms;
-	bool capped;			/* the deadline left it < CAPPED_SHARE of timeout_ms */
-	bool cut;			/* the watchdog ended it */
-	bool too_big;
-	long status;
-	double retry_after_ms;		/* from Retry-After; -1: none */
-	char ctype[128];
-	struct buf resp;
-	int64_t tokens_in;
-	int64_t tokens_out;
-	char errbuf[CURL_ERROR_SIZE];
-
-	/* Upstream headers: these nodes, then the gateway's base list. */
-	struct curl_slist h_id;
-	struct curl_slist h_idem;
-	struct curl_slist h_auth;
-	struct curl_slist h_accept;
 	char id_line[MAX_ID_LEN + 32];
 	char idem_line[MAX_ID_LEN + 32];
+
+	/* The legs, and hedging. */
+	struct leg legs[MAX_LEGS];
+	unsigned nactive;		/* legs with curl */
+	unsigned hedges;		/* hedges started */
+	struct leg *win;		/* the leg whose stream was committed */
+
+	/* The batch class and its queue. */
+	bool batch;
+	bool from_queue;		/* counted in its route's qrunning */
+	struct greq *qprev;
+	struct greq *qnext;
+	double queued_ms;		/* when it first joined the queue; 0: never */
+	unsigned attempts_before;	/* attempts made before its last dequeue */
+
+	/* What it cost: every billed attempt. */
+	double cost_usd;
+	bool billed;
 
 	struct note *notes;
 	size_t nnotes;
@@ -134,11 +175,7 @@ struct greq {
 
 	/* Streaming ("stream": true). */
 	bool stream;
-	bool sse;			/* the current answer is a 2xx event stream */
 	bool committed;			/* the client has its headers: no failover now */
-	bool paused;			/* the transfer waits for a slow client */
-	bool settle;			/* the relay saw [DONE] or a break: end the client */
-	bool stalled;			/* the stall timer ended the transfer */
 	bool client_gone;		/* a write to the client failed */
 	bool ended;			/* the client's stream has ended */
 	bool dirty;			/* on gw->dirty: relayed events wait for the flush */
@@ -148,16 +185,15 @@ struct greq {
 	double last_event_ms;		/* the last upstream event (or the resume) */
 	double stuck_since_ms;		/* paused, and the client took nothing since */
 	size_t stuck_queued;		/* what was queued for it then */
-	int64_t est_tokens_in;		/* the messages' text / 4: cost without usage */
-	struct relay relay;
 };
 
 static void next_target(struct greq *g);
-static void attempt_start(struct greq *g, struct gw_target *t);
-static void attempt_end(struct greq *g, CURLcode code);
+static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t probe);
+static void leg_end(struct leg *l, CURLcode code);
 static void finish_error(struct greq *g);
 static void stream_over(struct greq *g, CURLcode code);
 static void stream_unmark(struct greq *g);
+static void queue_kick(struct gateway *gw);
 
 static void set_state(struct greq *g, enum greq_state to)
 {
@@ -199,57 +235,151 @@ static void note_add(struct greq *g, const struct gw_target *t, const char *outc
 
 /* ---- breakers ---- */
 
-static enum breaker_verdict admit(struct greq *g, struct gw_target *t)
+static enum breaker_verdict admit(struct greq *g, struct gw_target *t, uint64_t *probe)
 {
 	struct breaker_change chg;
 	enum breaker_verdict v;
 
-	v = breaker_admit(&t->br, gw_now_ms(), &g->probe, &chg);
+	v = breaker_admit(&t->br, gw_now_ms(), probe, &chg);
 	gateway_breaker_changed(g->gw, t, &chg);
 	return v;
 }
 
-static void record(struct greq *g, bool success, double latency_ms)
+static void record(struct leg *l, bool success, double latency_ms)
 {
 	struct breaker_change chg;
 
-	breaker_record(&g->cur->br, gw_now_ms(), success, latency_ms, g->probe,
-		       &g->gw->rng_breaker, &chg);
-	g->probe = 0;
-	gateway_breaker_changed(g->gw, g->cur, &chg);
+	breaker_record(&l->t->br, gw_now_ms(), success, latency_ms, l->probe,
+		       &l->g->gw->rng_breaker, &chg);
+	l->probe = 0;
+	gateway_breaker_changed(l->g->gw, l->t, &chg);
 }
 
-static void release_probe(struct greq *g)
+static void release_probe(struct leg *l)
 {
-	if (g->probe && g->cur)
-		breaker_release_probe(&g->cur->br, g->probe);
-	g->probe = 0;
+	if (l->probe)
+		breaker_release_probe(&l->t->br, l->probe);
+	l->probe = 0;
 }
+
+/* ---- cost ---- */
+
+/*
+ * Bills tokens of an attempt on l's provider: added to the request's cost
+ * and to the spend by provider, tenant and feature (and to the duplicate
+ * spend when the answer was discarded).
+ */
+static void bill(struct greq *g, const struct leg *l, int64_t in, int64_t out, bool discarded)
+{
+	const struct gw_provider *p = l->t->prov;
+	double usd = (double)in / 1000 * p->price_in_per_1k + (double)out / 1000 * p->price_out_per_1k;
+
+	cost_table_add(g->gw->costs, l->t->provider, g->tenant, g->feature, in, out, usd);
+	g->cost_usd += usd;
+	g->billed = true;
+	if (discarded)
+		g->gw->pstats[l->t->provider].dup_usd += usd;
+}
+
+/*
+ * An attempt whose answer is thrown away: billed as the prompt's estimate
+ * and the content it sent, when the upstream took it on (it connected and
+ * answered no error status).
+ */
+static void bill_discarded(struct greq *g, const struct leg *l)
+{
+	curl_off_t connect_us = 0;
+	curl_off_t pre_us = 0;
+
+	if (l->status && (l->status < 200 || l->status > 299))
+		return;
+	curl_easy_getinfo(l->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
+	if (connect_us <= 0 && pre_us <= 0)
+		return;
+	bill(g, l, g->est_tokens_in, (int64_t)l->relay.content_chunks, true);
+}
+
+/* The request's cost as x-faultline-cost-usd's value. */
+static void cost_text(const struct greq *g, char *out, size_t len)
+{
+	snprintf(out, len, "%.9f", g->cost_usd);
+}
+
+/* ---- the batch queue ---- */
+
+static void queue_unlink(struct greq *g)
+{
+	struct gw_route *rt = g->route;
+
+	if (g->state != GREQ_QUEUED)
+		return;
+	if (g->qprev)
+		g->qprev->qnext = g->qnext;
+	else
+		rt->qhead = g->qnext;
+	if (g->qnext)
+		g->qnext->qprev = g->qprev;
+	else
+		rt->qtail = g->qprev;
+	g->qprev = g->qnext = NULL;
+	rt->qdepth--;
+	g->gw->queued--;
+}
+
+/* A dequeued request no longer holds one of its route's drain slots. */
+static void queue_release(struct greq *g)
+{
+	if (!g->from_queue)
+		return;
+	g->from_queue = false;
+	g->route->qrunning--;
+	queue_kick(g->gw);
+}
+
+static void leg_cancel(struct leg *l, bool lost);
 
 /* ---- the end ---- */
 
-static void on_timer_closed(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
 	struct greq *g = h->data;
+	size_t i;
 
-	buf_free(&g->up_body);
-	buf_free(&g->resp);
-	relay_free(&g->relay);
+	if (--g->open_handles)
+		return;
+	for (i = 0; i < MAX_LEGS; i++) {
+		buf_free(&g->legs[i].up_body);
+		buf_free(&g->legs[i].resp);
+		relay_free(&g->legs[i].relay);
+	}
 	cJSON_Delete(g->root);
 	free(g->notes);
 	free(g);
 }
 
-/* Counts the answer, unlinks the request and frees it once its timer has closed. */
+/* Gives a leg's easy handle back once its transfer is over. */
+static void leg_put(struct leg *l)
+{
+	if (l->easy) {
+		gateway_easy_put(l->g->gw, l->easy);
+		l->easy = NULL;
+	}
+}
+
+/* Counts the answer, unlinks the request and frees it once its timers have closed. */
 static void finish(struct greq *g, int status)
 {
 	struct gateway *gw = g->gw;
+	size_t i;
 
 	status_counts_add(g->route ? &g->route->requests : &gw->unrouted, status);
 	stream_unmark(g);
-	if (g->easy) {
-		gateway_easy_put(gw, g->easy);
-		g->easy = NULL;
+	queue_unlink(g);
+	queue_release(g);
+	for (i = 0; i < MAX_LEGS; i++) {
+		leg_cancel(&g->legs[i], true);	/* a loser whose cancel was still due */
+		leg_put(&g->legs[i]);
 	}
 	if (g->prev)
 		g->prev->next = g->next;
@@ -259,23 +389,13 @@ static void finish(struct greq *g, int status)
 		g->next->prev = g->prev;
 	gw->in_flight--;
 	set_state(g, GREQ_DONE);
-	uv_close((uv_handle_t *)&g->timer, on_timer_closed);
-}
-
-/*
- * The cost of the tokens counted for the answer from t, as
- * x-faultline-cost-usd's value; it is added to the spend by provider,
- * tenant and feature.
- */
-static void cost_text(const struct greq *g, const struct gw_target *t, char *out, size_t len)
-{
-	const struct gw_provider *p = t->prov;
-	double usd = (double)g->tokens_in / 1000 * p->price_in_per_1k +
-		     (double)g->tokens_out / 1000 * p->price_out_per_1k;
-
-	cost_table_add(g->gw->costs, t->provider, g->tenant, g->feature, g->tokens_in,
-		       g->tokens_out, usd);
-	snprintf(out, len, "%.9f", usd);
+	g->open_handles = 2 + MAX_LEGS;
+	uv_close((uv_handle_t *)&g->timer, on_handle_closed);
+	uv_close((uv_handle_t *)&g->htimer, on_handle_closed);
+	for (i = 0; i < MAX_LEGS; i++) {
+		g->legs[i].timer.data = g;	/* on_handle_closed counts on g */
+		uv_close((uv_handle_t *)&g->legs[i].timer, on_handle_closed);
+	}
 }
 
 /*
@@ -285,16 +405,17 @@ static void cost_text(const struct greq *g, const struct gw_target *t, char *out
  */
 static size_t answer_headers(const struct greq *g, struct http_kv *h, char *attempts)
 {
-	snprintf(attempts, 16, "%u", g->budget.attempts);
+	snprintf(attempts, 16, "%u", g->attempts_before + g->budget.attempts);
 	h[0] = (struct http_kv){ "x-request-id", g->id };
 	h[1] = (struct http_kv){ "x-faultline-attempts", attempts };
-	h[2] = (struct http_kv){ "x-faultline-hedged", "0" };
+	h[2] = (struct http_kv){ "x-faultline-hedged", g->hedges ? "1" : "0" };
 	return 3;
 }
 
 /*
- * Sends an answer with the gateway's headers (x-faultline-provider and
- * cost only when an upstream answered) and ends the request.
+ * Sends an answer with the gateway's headers (x-faultline-provider only
+ * when an upstream answered, the cost when some attempt was billed) and
+ * ends the request.
  */
 static void respond(struct greq *g, int status, const char *ctype, const char *body, size_t len,
 		    const struct gw_target *answered)
@@ -309,9 +430,10 @@ static void respond(struct greq *g, int status, const char *ctype, const char *b
 	if (g->retry_after[0])
 		h[n++] = (struct http_kv){ "Retry-After", g->retry_after };
 	n += answer_headers(g, h + n, attempts);
-	if (answered) {
-		cost_text(g, answered, cost, sizeof(cost));
+	if (answered)
 		h[n++] = (struct http_kv){ "x-faultline-provider", answered->prov->name };
+	if (answered || g->billed) {
+		cost_text(g, cost, sizeof(cost));
 		h[n++] = (struct http_kv){ "x-faultline-cost-usd", cost };
 	}
 	/* The connection's next request may reuse ex as soon as this answer ends. */
@@ -349,6 +471,15 @@ static void note_text(struct buf *b, const struct note *n)
 		buf_printf(b, " (%.0f ms)", n->ms);
 }
 
+/* Retry-After's value for the first of the route's open targets to go half-open (≥ 1 s). */
+static void retry_after_open_end(struct greq *g)
+{
+	double end = router_route_next_open_end(g->route, g->only[0] ? g->only : NULL);
+	double s = isfinite(end) ? ceil((end - gw_now_ms()) / 1000) : 1;
+
+	snprintf(g->retry_after, sizeof(g->retry_after), "%.0f", fmax(1, s));
+}
+
 /*
  * When every target of the request was skipped as open: the seconds until
  * the first of them goes half-open (at least 1), as Retry-After's value.
@@ -357,8 +488,6 @@ static void open_retry_after(struct greq *g)
 {
 	const struct gw_route *rt = g->route;
 	const char *only = g->only[0] ? g->only : NULL;
-	double now = gw_now_ms();
-	double soonest = INFINITY;
 	size_t i;
 
 	if (g->budget.attempts)
@@ -366,15 +495,31 @@ static void open_retry_after(struct greq *g)
 	for (i = 0; i < rt->ntargets; i++) {
 		const struct gw_target *t = rt->targets[i];
 
-		if (!router_target_allowed(t, only))
-			continue;
-		if (t->br.state != BREAKER_OPEN)
+		if (router_target_allowed(t, only) && t->br.state != BREAKER_OPEN)
 			return;		/* skipped for another reason: no promise to make */
-		soonest = fmin(soonest, t->br.open_until_ms - now);
 	}
-	if (isfinite(soonest))
-		snprintf(g->retry_after, sizeof(g->retry_after), "%.0f",
-			 fmax(1, ceil(soonest / 1000)));
+	retry_after_open_end(g);
+}
+
+/* An error body of the gateway's own: OpenAI's four fields. */
+static void respond_own_error(struct greq *g, int status, const char *type, const char *code,
+			      const char *msg)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *err = cJSON_AddObjectToObject(root, "error");
+	char *text;
+
+	cJSON_AddStringToObject(err, "message", msg);
+	cJSON_AddStringToObject(err, "type", type);
+	cJSON_AddNullToObject(err, "param");
+	cJSON_AddStringToObject(err, "code", code);
+	text = cJSON_PrintUnformatted(root);
+	if (text)
+		respond(g, status, "application/json", text, strlen(text), NULL);
+	else
+		respond(g, 500, "application/json", oom_body, sizeof(oom_body) - 1, NULL);
+	free(text);
+	cJSON_Delete(root);
 }
 
 /* The error body: OpenAI's four fields, and every attempt under error.attempts. */
@@ -442,63 +587,66 @@ static void finish_error(struct greq *g)
 /* CURLOPT_HEADERFUNCTION: the headers an answer or a retry needs. */
 static size_t on_header(char *line, size_t size, size_t n, void *userp)
 {
-	struct greq *g = userp;
+	struct leg *l = userp;
 	size_t len = size * n;
 	struct curl_uv_header h;
 
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-		g->ctype[0] = '\0';
-		g->retry_after_ms = -1;
-		g->sse = false;
-	} else if (g->stream && (line[0] == '\r' || line[0] == '\n')) {
+		l->ctype[0] = '\0';
+		l->retry_after_ms = -1;
+		l->sse = false;
+	} else if (l->g->stream && (line[0] == '\r' || line[0] == '\n')) {
 		long status = 0;
 
 		/* The end of a response's headers: is it the stream asked for? */
-		curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &status);
-		g->sse = status >= 200 && status <= 299 &&
-			 strncasecmp(g->ctype, "text/event-stream", 17) == 0;
+		curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+		l->sse = status >= 200 && status <= 299 &&
+			 strncasecmp(l->ctype, "text/event-stream", 17) == 0;
 	} else if (!curl_uv_header_split(line, len, &h)) {
 		return len;
 	} else if (curl_uv_header_is(&h, "content-type")) {
-		snprintf(g->ctype, sizeof(g->ctype), "%.*s", (int)sizeof(g->ctype) - 1, h.value);
+		snprintf(l->ctype, sizeof(l->ctype), "%.*s", (int)sizeof(l->ctype) - 1, h.value);
 	} else if (curl_uv_header_is(&h, "retry-after")) {
-		g->retry_after_ms = backoff_parse_retry_after(h.value, clock_unix_ms());
+		l->retry_after_ms = backoff_parse_retry_after(h.value, clock_unix_ms());
 	}
 	return len;
 }
 
-static size_t on_stream_body(struct greq *g, char *data, size_t len);
+static size_t on_stream_body(struct leg *l, char *data, size_t len);
 
 /* CURLOPT_WRITEFUNCTION: the answer's body, up to MAX_UPSTREAM_BODY; or an event stream. */
 static size_t on_body(char *data, size_t size, size_t n, void *userp)
 {
-	struct greq *g = userp;
+	struct leg *l = userp;
 	size_t len = size * n;
 
-	if (g->sse)
-		return on_stream_body(g, data, len);
-	if (g->resp.len + len > MAX_UPSTREAM_BODY || buf_append(&g->resp, data, len)) {
-		g->too_big = true;
+	if (l->doomed)
+		return 0;	/* another leg won: nothing more of this one */
+	if (l->sse)
+		return on_stream_body(l, data, len);
+	if (l->resp.len + len > MAX_UPSTREAM_BODY || buf_append(&l->resp, data, len)) {
+		l->too_big = true;
 		return 0;
 	}
 	return len;
 }
 
-/* The upstream body for target t: the client's with t's model in place. */
-static int build_body(struct greq *g, const struct gw_target *t)
+/* The upstream body for l's target: the client's with its model in place. */
+static int build_body(struct greq *g, struct leg *l)
 {
+	const struct gw_target *t = l->t;
 	cJSON *model;
 	char *text;
 	int rc = 0;
 
-	if (g->up_model == t->model)
+	if (l->up_model == t->model)
 		return 0;
-	buf_reset(&g->up_body);
-	g->up_model = NULL;
+	buf_reset(&l->up_body);
+	l->up_model = NULL;
 	if (g->model_end) {
-		rc |= buf_append(&g->up_body, g->body, g->model_at);
-		rc |= json_escape(&g->up_body, t->model);
-		rc |= buf_append(&g->up_body, g->body + g->model_end, g->body_len - g->model_end);
+		rc |= buf_append(&l->up_body, g->body, g->model_at);
+		rc |= json_escape(&l->up_body, t->model);
+		rc |= buf_append(&l->up_body, g->body + g->model_end, g->body_len - g->model_end);
 	} else {
 		/* A key spelt with escapes: the body is re-printed, one model member. */
 		while (cJSON_GetObjectItemCaseSensitive(g->root, "model"))
@@ -507,21 +655,21 @@ static int build_body(struct greq *g, const struct gw_target *t)
 		if (!model)
 			return -ENOMEM;
 		text = cJSON_PrintUnformatted(g->root);
-		rc = text ? buf_puts(&g->up_body, text) : -ENOMEM;
+		rc = text ? buf_puts(&l->up_body, text) : -ENOMEM;
 		free(text);
 	}
 	if (rc)
 		return -ENOMEM;
-	g->up_model = t->model;
+	l->up_model = t->model;
 	return 0;
 }
 
 /* ---- streaming: the commit point, relaying, the end of a stream ---- */
 
-/* Writes the relay's re-framed events to the client. */
+/* Writes the winning leg's re-framed events to the client. */
 static void stream_write(struct greq *g)
 {
-	struct relay *r = &g->relay;
+	struct relay *r = &g->win->relay;
 
 	if (g->ex && r->out.len && http_stream_write(g->ex, r->out.data, r->out.len)) {
 		g->ex = NULL;	/* the exchange has ended: the client is gone */
@@ -610,13 +758,14 @@ static bool client_stuck(struct greq *g, double now)
  */
 static void on_stall(uv_timer_t *t)
 {
-	struct greq *g = t->data;
+	struct leg *l = t->data;
+	struct greq *g = l->g;
 	struct gateway *gw = g->gw;
 	double stall = gw->cfg->stall_timeout_ms;
 	double now = gw_now_ms();
 	double left = g->last_event_ms + stall - now;
 
-	if (g->paused && client_stuck(g, now)) {
+	if (l->paused && client_stuck(g, now)) {
 		log_debug("request %s: the client took nothing for %.0f ms", g->id,
 			  gw->cfg->idle_timeout_ms);
 		http_exchange_close(g->ex, true);
@@ -624,41 +773,61 @@ static void on_stall(uv_timer_t *t)
 		proxy_cancel(g);
 		return;
 	}
-	if (g->paused || left >= 1) {
-		uv_timer_start(&g->timer, on_stall,
-			       (uint64_t)ceil(g->paused ? fmin(stall, gw->cfg->idle_timeout_ms) : left),
+	if (l->paused || left >= 1) {
+		uv_timer_start(&l->timer, on_stall,
+			       (uint64_t)ceil(l->paused ? fmin(stall, gw->cfg->idle_timeout_ms) : left),
 			       0);
 		return;
 	}
-	curl_uv_remove(&g->gw->cu, g->easy);
-	g->stalled = true;
+	curl_uv_remove(&gw->cu, l->easy);
+	l->active = false;
+	g->nactive--;
+	l->stalled = true;
 	stream_over(g, CURLE_OK);
 }
 
+/* A leg that lost: taken back now that no libcurl callback is running. */
+static void on_doomed(uv_timer_t *t);
+
 /*
  * The first content: the client gets its headers and the events held back
- * until now; the attempt's timer becomes the stall timer.
+ * until now; the leg's timer becomes the stall timer, and every other leg
+ * is cancelled (at the next loop turn: this runs inside libcurl).
  */
-static void stream_commit(struct greq *g)
+static void stream_commit(struct greq *g, struct leg *l)
 {
 	struct gateway *gw = g->gw;
 	struct http_kv h[8];
 	char attempts[16];
 	size_t n = 0;
+	size_t i;
 
+	g->win = l;
+	uv_timer_stop(&g->htimer);
+	for (i = 0; i < MAX_LEGS; i++) {
+		struct leg *o = &g->legs[i];
+
+		if (o != l && o->active && !o->doomed) {
+			o->doomed = true;
+			uv_timer_start(&o->timer, on_doomed, 0, 0);
+		}
+	}
+	if (l->hedge)
+		g->route->hedges[HEDGE_WON]++;
 	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
 	n += answer_headers(g, h + n, attempts);
-	h[n++] = (struct http_kv){ "x-faultline-provider", g->cur->prov->name };
+	h[n++] = (struct http_kv){ "x-faultline-provider", l->t->prov->name };
 	if (http_stream_chunked(g->ex))
 		h[n++] = (struct http_kv){ "Trailer", "x-faultline-cost-usd" };
 	g->committed = true;
 	g->commit_ms = g->last_event_ms = gw_now_ms();
 	gw->streams_in_flight++;
-	latency_hist_add(&gw->pstats[g->cur->provider].ttft, g->commit_ms - g->start_ms);
-	log_debug("request %s: stream committed to %s/%s after %.1f ms", g->id, g->cur->prov->name,
-		  g->cur->model, g->commit_ms - g->start_ms);
-	uv_timer_start(&g->timer, on_stall, (uint64_t)ceil(gw->cfg->stall_timeout_ms), 0);
+	latency_hist_add(&gw->pstats[l->t->provider].ttft, g->commit_ms - l->start_ms);
+	lat_ring_add(&l->t->lat, g->commit_ms - l->start_ms);
+	log_debug("request %s: stream committed to %s/%s after %.1f ms", g->id, l->t->prov->name,
+		  l->t->model, g->commit_ms - l->start_ms);
+	uv_timer_start(&l->timer, on_stall, (uint64_t)ceil(gw->cfg->stall_timeout_ms), 0);
 	if (http_stream_begin(g->ex, 200, h, n)) {
 		g->ex = NULL;
 		g->client_gone = true;
@@ -669,61 +838,64 @@ static void stream_commit(struct greq *g)
 /* The relay saw the end, and curl did not end the transfer at once: take it back. */
 static void on_settle(uv_timer_t *t)
 {
-	struct greq *g = t->data;
+	struct leg *l = t->data;
 
-	curl_uv_remove(&g->gw->cu, g->easy);
-	stream_over(g, CURLE_OK);
+	curl_uv_remove(&l->g->gw->cu, l->easy);
+	l->active = false;
+	l->g->nactive--;
+	stream_over(l->g, CURLE_OK);
 }
 
 /*
  * CURLOPT_WRITEFUNCTION of a 2xx event stream. Before the commit, events
  * are held back until one has content; a break ends the transfer for
- * attempt_end to fail over. After it, events go to the client as they
+ * leg_end to fail over. After it, events go to the client as they
  * come. The client's stream is never ended from here (ending an exchange
  * may start the connection's next request, and no transfer may be added
  * from inside a libcurl callback): [DONE] or a break sets settle, and
- * attempt_end — or on_settle, should the transfer linger — ends it.
+ * leg_end — or on_settle, should the transfer linger — ends it.
  */
-static size_t on_stream_body(struct greq *g, char *data, size_t len)
+static size_t on_stream_body(struct leg *l, char *data, size_t len)
 {
-	struct relay *r = &g->relay;
+	struct greq *g = l->g;
+	struct relay *r = &l->relay;
 	uint64_t events = r->events;
 
-	if (g->settle)
+	if (l->settle)
 		return len;	/* past [DONE]: not read */
 	if (g->committed && g->ex && r->out.len >= STREAM_QUEUE_HIGH)
 		stream_flush(g);	/* a batch this big goes now, not at the flush */
 	if (g->client_gone)
 		return 0;
 	if (g->committed && g->ex && http_exchange_queued(g->ex) > STREAM_QUEUE_HIGH) {
-		g->paused = true;	/* on_client_drain resumes it */
+		l->paused = true;	/* on_client_drain resumes it */
 		g->stuck_since_ms = 0;
 		return CURL_WRITEFUNC_PAUSE;
 	}
 	if (relay_feed(r, data, len)) {
-		g->too_big = true;	/* out of memory: the answer cannot be relayed */
+		l->too_big = true;	/* out of memory: the answer cannot be relayed */
 		return 0;
 	}
-	if (r->events != events)
+	if (r->events != events && g->committed)
 		g->last_event_ms = gw_now_ms();
 	if (!g->committed) {
 		if (r->brk != RELAY_OK)
 			return 0;
 		if (!r->content && r->out.len > STREAM_HELD_MAX) {
-			g->too_big = true;	/* endless empty events: invalid_body */
+			l->too_big = true;	/* endless empty events: invalid_body */
 			return 0;
 		}
 		if (!r->content)
 			return len;
-		stream_commit(g);
+		stream_commit(g, l);
 	} else if (r->out.len) {
 		stream_mark(g);
 	}
 	if (g->client_gone)
 		return 0;
 	if (relay_over(r)) {
-		g->settle = true;
-		uv_timer_start(&g->timer, on_settle, 0, 0);
+		l->settle = true;
+		uv_timer_start(&l->timer, on_settle, 0, 0);
 		return r->done ? len : 0;
 	}
 	return len;
@@ -733,27 +905,14 @@ static size_t on_stream_body(struct greq *g, char *data, size_t len)
 static void on_client_drain(struct http_exchange *ex, void *data)
 {
 	struct greq *g = data;
+	struct leg *l = g->win;
 
 	(void)ex;
-	if (!g->paused || g->state != GREQ_ATTEMPT || g->ended)
+	if (!l || !l->paused || !l->active || g->ended)
 		return;
-	g->paused = false;
+	l->paused = false;
 	g->last_event_ms = gw_now_ms();
-	curl_easy_pause(g->easy, CURLPAUSE_CONT);
-}
-
-/* The tokens of a stream: its usage, else its content chunks and the prompt's estimate. */
-static void stream_tokens(struct greq *g)
-{
-	const struct relay *r = &g->relay;
-
-	if (r->has_usage) {
-		g->tokens_in = r->tokens_in;
-		g->tokens_out = r->tokens_out;
-	} else {
-		g->tokens_in = g->est_tokens_in;
-		g->tokens_out = (int64_t)r->content_chunks;
-	}
+	curl_easy_pause(l->easy, CURLPAUSE_CONT);
 }
 
 /*
@@ -764,8 +923,10 @@ static void stream_tokens(struct greq *g)
 static void stream_end(struct greq *g, enum attempt_failure f)
 {
 	struct gateway *gw = g->gw;
-	struct provider_stats *ps = &gw->pstats[g->cur->provider];
-	struct http_exchange *ex = g->ex;
+	struct leg *l = g->win;
+	const struct relay *r = &l->relay;
+	struct provider_stats *ps = &gw->pstats[l->t->provider];
+	struct http_exchange *ex;
 	double now = gw_now_ms();
 	struct buf ev = { 0 };
 	struct buf msg = { 0 };
@@ -777,15 +938,19 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 	g->ended = true;
 	g->ex = NULL;
 	gw->streams_in_flight--;
-	stream_tokens(g);
+	/* Its usage, else its content chunks and the prompt's estimate. */
+	if (r->has_usage)
+		bill(g, l, r->tokens_in, r->tokens_out, false);
+	else
+		bill(g, l, g->est_tokens_in, (int64_t)r->content_chunks, false);
+	cost_text(g, cost, sizeof(cost));
 	provider_stats_attempt(ps, f == ATTEMPT_FAIL_NONE ? GW_OUT_SUCCESS
 							  : metrics_failure_outcome(f),
-			       now - g->start_ms);
-	record(g, f == ATTEMPT_FAIL_NONE, g->commit_ms - g->start_ms);
+			       now - l->start_ms);
+	record(l, f == ATTEMPT_FAIL_NONE, g->commit_ms - l->start_ms);
 	if (f == ATTEMPT_FAIL_NONE) {
-		cost_text(g, g->cur, cost, sizeof(cost));
-		log_debug("request %s: stream from %s/%s complete", g->id, g->cur->prov->name,
-			  g->cur->model);
+		log_debug("request %s: stream from %s/%s complete", g->id, l->t->prov->name,
+			  l->t->model);
 		if (ex)
 			http_stream_end_trailers(ex, &tr, 1);
 		return;
@@ -793,22 +958,21 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 	provider_stats_stream_break(ps, f);
 	if (f == ATTEMPT_FAIL_STALL)
 		buf_printf(&msg, "The upstream stream from %s went silent for %.0f ms.",
-			   g->cur->prov->name, gw->cfg->stall_timeout_ms);
+			   l->t->prov->name, gw->cfg->stall_timeout_ms);
 	else if (f == ATTEMPT_FAIL_ERROR_EVENT)
-		buf_printf(&msg, "The upstream stream from %s sent an error: %s", g->cur->prov->name,
-			   g->relay.message[0] ? g->relay.message : "(no message)");
+		buf_printf(&msg, "The upstream stream from %s sent an error: %s", l->t->prov->name,
+			   r->message[0] ? r->message : "(no message)");
 	else if (f == ATTEMPT_FAIL_TRUNCATED)
 		buf_printf(&msg, "The upstream stream from %s ended without [DONE].",
-			   g->cur->prov->name);
+			   l->t->prov->name);
 	else if (f == ATTEMPT_FAIL_INVALID_BODY)
 		buf_printf(&msg, "The upstream stream from %s sent an event that is not JSON.",
-			   g->cur->prov->name);
+			   l->t->prov->name);
 	else
-		buf_printf(&msg, "The upstream stream from %s broke off (%s).", g->cur->prov->name,
-			   g->errbuf[0] ? g->errbuf : attempt_failure_name(f));
+		buf_printf(&msg, "The upstream stream from %s broke off (%s).", l->t->prov->name,
+			   l->errbuf[0] ? l->errbuf : attempt_failure_name(f));
 	log_debug("request %s: %s", g->id, msg.data ? msg.data : "");
 	/* The tokens that came were made, and billed: the trailer says so here too. */
-	cost_text(g, g->cur, cost, sizeof(cost));
 	if (relay_error_event(&ev, attempt_stream_code(f), msg.data ? msg.data : "") == 0 && ex &&
 	    http_stream_write(ex, ev.data, ev.len) == 0)
 		http_stream_end_trailers(ex, &tr, 1);
@@ -825,19 +989,20 @@ static void stream_end(struct greq *g, enum attempt_failure f)
  */
 static void stream_over(struct greq *g, CURLcode code)
 {
-	const struct relay *r = &g->relay;
+	struct leg *l = g->win;
+	const struct relay *r = &l->relay;
 	struct stream_facts s = {
 		.sse = true,
 		.committed = true,
 		.done = r->done,
 		.error_event = r->brk == RELAY_ERROR_EVENT,
-		.invalid = r->brk == RELAY_INVALID || g->too_big,
-		.stalled = g->stalled,
+		.invalid = r->brk == RELAY_INVALID || l->too_big,
+		.stalled = l->stalled,
 	};
 	struct upstream_facts f = { .curl_code = (int)code };
 	struct attempt_class c;
 
-	uv_timer_stop(&g->timer);
+	uv_timer_stop(&l->timer);
 	if (g->ended) {
 		finish(g, 200);
 		return;
@@ -846,9 +1011,9 @@ static void stream_over(struct greq *g, CURLcode code)
 		/* A write to the client failed: it left, as in proxy_cancel. */
 		g->ended = true;
 		g->gw->streams_in_flight--;
-		provider_stats_attempt(&g->gw->pstats[g->cur->provider], GW_OUT_CANCELLED,
-				       gw_now_ms() - g->start_ms);
-		release_probe(g);
+		provider_stats_attempt(&g->gw->pstats[l->t->provider], GW_OUT_CANCELLED,
+				       gw_now_ms() - l->start_ms);
+		release_probe(l);
 		finish(g, 499);
 		return;
 	}
@@ -857,16 +1022,43 @@ static void stream_over(struct greq *g, CURLcode code)
 	finish(g, 200);
 }
 
+/* ---- legs ---- */
+
 static void on_watchdog(uv_timer_t *t)
 {
-	struct greq *g = t->data;
+	struct leg *l = t->data;
 
-	curl_uv_remove(&g->gw->cu, g->easy);
-	g->cut = true;
-	attempt_end(g, CURLE_OPERATION_TIMEDOUT);
+	curl_uv_remove(&l->g->gw->cu, l->easy);
+	l->cut = true;
+	leg_end(l, CURLE_OPERATION_TIMEDOUT);
 }
 
-static void attempt_start(struct greq *g, struct gw_target *t)
+static void on_hedge(uv_timer_t *t);
+
+/* Arms the hedge timer after a leg started, when another hedge may follow. */
+static void hedge_arm(struct greq *g, const struct leg *l)
+{
+	const struct gw_hedge *h = &g->route->alias->hedge;
+
+	if (!h->enabled || g->no_reroute || g->committed || g->hedges >= h->max)
+		return;
+	uv_timer_start(&g->htimer, on_hedge, (uint64_t)ceil(hedge_delay_ms(h, &l->t->lat)), 0);
+}
+
+/* A leg slot whose transfer is over. */
+static struct leg *leg_free_slot(struct greq *g)
+{
+	size_t i;
+
+	for (i = 0; i < MAX_LEGS; i++) {
+		if (!g->legs[i].active)
+			return &g->legs[i];
+	}
+	return NULL;
+}
+
+/* Starts an attempt on t in a free leg, holding the half-open probe admit() gave (0: none). */
+static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t probe)
 {
 	struct gateway *gw = g->gw;
 	const struct gw_provider *p = t->prov;
@@ -875,115 +1067,206 @@ static void attempt_start(struct greq *g, struct gw_target *t)
 	double cap = g->stream ? fmin(p->timeout_ms, gw->cfg->first_token_timeout_ms) : p->timeout_ms;
 	double timeout = attempt_timeout_ms(&g->budget, cap, now);
 	struct curl_slist *head = gw->base_headers;
+	struct leg *l = leg_free_slot(g);
 	CURL *e;
 
-	g->cur = t;
-	if (build_body(g, t) || (!g->easy && !(g->easy = gateway_easy_get(gw)))) {
-		release_probe(g);
-		respond(g, 500, "application/json", oom_body, sizeof(oom_body) - 1, NULL);
+	if (!l) {
+		/* Not reached: a hedge starts only while a slot is free. */
+		if (probe)
+			breaker_release_probe(&t->br, probe);
 		return;
 	}
-	e = g->easy;
+	l->t = t;
+	l->probe = probe;
+	l->hedge = hedge;
+	l->doomed = false;
+	g->cur = t;
+	if (build_body(g, l) || (!l->easy && !(l->easy = gateway_easy_get(gw)))) {
+		release_probe(l);
+		if (!g->nactive)
+			respond(g, 500, "application/json", oom_body, sizeof(oom_body) - 1, NULL);
+		return;
+	}
+	e = l->easy;
 	g->budget.attempts++;
-	g->start_ms = now;
-	g->capped = timeout < CAPPED_SHARE * cap;
-	g->cut = false;
-	g->sse = false;
-	g->paused = false;
-	g->settle = false;
-	g->stalled = false;
-	relay_reset(&g->relay);
-	g->too_big = false;
-	g->status = 0;
-	g->retry_after_ms = -1;
-	g->ctype[0] = '\0';
-	g->errbuf[0] = '\0';
-	buf_reset(&g->resp);
+	l->start_ms = now;
+	l->capped = timeout < CAPPED_SHARE * cap;
+	l->cut = false;
+	l->sse = false;
+	l->paused = false;
+	l->settle = false;
+	l->stalled = false;
+	relay_reset(&l->relay);
+	l->too_big = false;
+	l->status = 0;
+	l->retry_after_ms = -1;
+	l->ctype[0] = '\0';
+	l->errbuf[0] = '\0';
+	buf_reset(&l->resp);
 
-	g->h_accept = (struct curl_slist){ g->stream ? accept_sse : accept_json, head };
-	head = &g->h_accept;
+	l->h_accept = (struct curl_slist){ g->stream ? accept_sse : accept_json, head };
+	head = &l->h_accept;
 	if (p->auth_header) {
-		g->h_auth = (struct curl_slist){ p->auth_header, head };
-		head = &g->h_auth;
+		l->h_auth = (struct curl_slist){ p->auth_header, head };
+		head = &l->h_auth;
 	}
 	if (g->idem_line[0]) {
-		g->h_idem = (struct curl_slist){ g->idem_line, head };
-		head = &g->h_idem;
+		l->h_idem = (struct curl_slist){ g->idem_line, head };
+		head = &l->h_idem;
 	}
-	g->h_id = (struct curl_slist){ g->id_line, head };
+	l->h_id = (struct curl_slist){ g->id_line, head };
 
 	curl_easy_setopt(e, CURLOPT_URL, p->chat_url);
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, g->up_body.data);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)g->up_body.len);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, &g->h_id);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, l->up_body.data);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)l->up_body.len);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, &l->h_id);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)fmax(1, ceil(fmin(p->connect_timeout_ms, timeout))));
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, g);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, l);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, g->errbuf);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, g);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, l);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, l->errbuf);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, l);
 	if (curl_uv_add(&gw->cu, e)) {
 		/* The gateway's own trouble: not the provider's, not retried. */
 		g->budget.attempts--;
-		release_probe(g);
-		respond(g, 500, "application/json", no_transfer_body, sizeof(no_transfer_body) - 1,
-			NULL);
+		release_probe(l);
+		if (!g->nactive)
+			respond(g, 500, "application/json", no_transfer_body,
+				sizeof(no_transfer_body) - 1, NULL);
 		return;
 	}
-	log_debug("request %s: attempt %u to %s/%s, %.0f ms", g->id, g->budget.attempts, p->name,
-		  t->model, timeout);
+	l->active = true;
+	g->nactive++;
+	log_debug("request %s: %s %u to %s/%s, %.0f ms", g->id, hedge ? "hedge" : "attempt",
+		  g->budget.attempts, p->name, t->model, timeout);
 	set_state(g, GREQ_ATTEMPT);
-	uv_timer_start(&g->timer, on_watchdog, (uint64_t)fmax(1, ceil(timeout)), 0);
+	uv_timer_start(&l->timer, on_watchdog, (uint64_t)fmax(1, ceil(timeout)), 0);
+	hedge_arm(g, l);
 }
 
-void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
+/*
+ * Counts a leg whose transfer is over without a result of its own:
+ * cancelled. A loser (another leg won) is billed for what it had cost, and
+ * one already past its breaker's slow or latency budget is counted slow;
+ * the leg of a request that ended otherwise just gives its probe back.
+ */
+static void leg_cancelled(struct leg *l, bool lost)
 {
-	struct greq *g = NULL;
+	struct greq *g = l->g;
+	struct gateway *gw = g->gw;
+	double now = gw_now_ms();
+	struct breaker_change chg;
 
-	(void)cu;
-	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&g);
-	uv_timer_stop(&g->timer);
-	attempt_end(g, result);
+	provider_stats_attempt(&gw->pstats[l->t->provider], GW_OUT_CANCELLED, now - l->start_ms);
+	if (!lost) {
+		release_probe(l);
+		return;
+	}
+	g->route->hedges[HEDGE_CANCELLED]++;
+	bill_discarded(g, l);
+	breaker_record_slow(&l->t->br, now, now - l->start_ms, l->probe, &gw->rng_breaker, &chg);
+	l->probe = 0;
+	gateway_breaker_changed(gw, l->t, &chg);
+	log_debug("request %s: %s/%s cancelled after %.1f ms, another attempt won", g->id,
+		  l->t->prov->name, l->t->model, now - l->start_ms);
 }
 
-/* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
-static bool check_completion(struct greq *g)
+/* Takes back a leg still in flight (outside libcurl's callbacks), as leg_cancelled says. */
+static void leg_cancel(struct leg *l, bool lost)
 {
-	cJSON *root = json_parse_whole(g->resp.data ? g->resp.data : "", g->resp.len);
-	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	bool ok = cJSON_IsObject(root) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
+	if (!l->active)
+		return;
+	uv_timer_stop(&l->timer);
+	curl_uv_remove(&l->g->gw->cu, l->easy);
+	l->active = false;
+	l->g->nactive--;
+	leg_cancelled(l, lost);
+}
 
-	g->tokens_in = g->tokens_out = 0;
-	if (ok)
-		relay_usage_tokens(cJSON_GetObjectItemCaseSensitive(root, "usage"), &g->tokens_in,
-				   &g->tokens_out);
-	cJSON_Delete(root);
-	return ok;
+static void on_doomed(uv_timer_t *t)
+{
+	struct leg *l = t->data;
+
+	leg_cancel(l, true);
+}
+
+/* Cancels every leg but keep (NULL: all) that is still in flight, as losers. */
+static void cancel_others(struct greq *g, const struct leg *keep)
+{
+	size_t i;
+
+	uv_timer_stop(&g->htimer);
+	for (i = 0; i < MAX_LEGS; i++) {
+		if (&g->legs[i] != keep)
+			leg_cancel(&g->legs[i], true);
+	}
+}
+
+/* The hedge delay passed and no leg has answered: one more, on the next target that admits. */
+static void on_hedge(uv_timer_t *t)
+{
+	struct greq *g = t->data;
+	const struct gw_route *rt = g->route;
+	const char *only = g->only[0] ? g->only : NULL;
+	double now = gw_now_ms();
+	uint64_t probe = 0;
+	size_t i;
+	size_t k;
+
+	if (g->state != GREQ_ATTEMPT || g->committed || !g->nactive || !leg_free_slot(g) ||
+	    !attempt_may_start(&g->budget, now))
+		return;
+	for (i = g->pos; i < rt->ntargets; i++) {
+		struct gw_target *c = rt->targets[i];
+		bool busy = false;
+
+		if (!router_target_allowed(c, only))
+			continue;
+		for (k = 0; k < MAX_LEGS; k++)
+			busy |= g->legs[k].active && g->legs[k].t == c;
+		if (busy || !breaker_would_admit(&c->br, now))
+			continue;
+		if (!budget_take(&g->route->budget, &rt->alias->budget, now)) {
+			g->route->exhausted[1]++;
+			log_debug("request %s: no budget for a hedge", g->id);
+			return;
+		}
+		if (admit(g, c, &probe) == BREAKER_REJECT)
+			continue;
+		g->pos = i + 1;
+		g->hedges++;
+		g->route->hedges[HEDGE_STARTED]++;
+		leg_start(g, c, true, probe);
+		return;
+	}
 }
 
 static void on_backoff(uv_timer_t *t)
 {
 	struct greq *g = t->data;
+	uint64_t probe = 0;
 
 	if (!attempt_may_start(&g->budget, gw_now_ms())) {
 		g->deadline_hit |= attempt_deadline_gone(&g->budget, gw_now_ms());
 		finish_error(g);
 		return;
 	}
-	if (admit(g, g->cur) == BREAKER_REJECT) {
+	if (admit(g, g->cur, &probe) == BREAKER_REJECT) {
 		note_add(g, g->cur, "breaker_open", 0, NAN);
 		g->skipped++;
-		g->pos++;
 		next_target(g);
 		return;
 	}
-	attempt_start(g, g->cur);
+	leg_start(g, g->cur, false, probe);
 }
 
-/* After a failed attempt: a same-target retry when one is allowed and fits, else the next target. */
+/*
+ * After the last leg in flight failed: a same-target retry when one is
+ * allowed, the budget has a token and the wait fits, else the next target.
+ */
 static void after_failure(struct greq *g)
 {
 	const struct gw_retry *rt = &g->route->alias->retry;
@@ -1005,72 +1288,301 @@ static void after_failure(struct greq *g)
 	if (g->retries_here < rt->max_retries &&
 	    attempt_retry_delay(&g->budget, &bo, g->retries_here, g->retry_after_ms, now,
 				rt->min_attempt_ms, &g->gw->rng_retry, &wait)) {
-		g->retries_here++;
-		log_debug("request %s: retrying %s/%s in %.0f ms", g->id, g->cur->prov->name,
-			  g->cur->model, wait);
-		set_state(g, GREQ_BACKOFF);
-		uv_timer_start(&g->timer, on_backoff, (uint64_t)ceil(wait), 0);
-		return;
+		if (budget_take(&g->route->budget, &g->route->alias->budget, now)) {
+			g->retries_here++;
+			log_debug("request %s: retrying %s/%s in %.0f ms", g->id, g->cur->prov->name,
+				  g->cur->model, wait);
+			set_state(g, GREQ_BACKOFF);
+			uv_timer_start(&g->timer, on_backoff, (uint64_t)ceil(wait), 0);
+			return;
+		}
+		g->route->exhausted[0]++;
+		log_debug("request %s: no budget for a retry", g->id);
 	}
-	g->pos++;
 	next_target(g);
 }
 
-static void attempt_end(struct greq *g, CURLcode code)
+/* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
+static bool check_completion(struct leg *l, int64_t *in, int64_t *out)
 {
+	cJSON *root = json_parse_whole(l->resp.data ? l->resp.data : "", l->resp.len);
+	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
+	bool ok = cJSON_IsObject(root) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
+
+	*in = *out = 0;
+	if (ok)
+		relay_usage_tokens(cJSON_GetObjectItemCaseSensitive(root, "usage"), in, out);
+	cJSON_Delete(root);
+	return ok;
+}
+
+/* A leg's transfer ended: curl finished it or its watchdog cut it. */
+static void leg_end(struct leg *l, CURLcode code)
+{
+	struct greq *g = l->g;
 	struct gateway *gw = g->gw;
 	double now = gw_now_ms();
-	double ms = now - g->start_ms;
-	struct upstream_facts f = { .curl_code = code, .cut = g->cut };
+	double ms = now - l->start_ms;
+	struct upstream_facts f = { .curl_code = code, .cut = l->cut };
 	struct stream_facts sf = {
-		.sse = g->sse,
-		.error_event = g->relay.brk == RELAY_ERROR_EVENT,
-		.invalid = g->relay.brk == RELAY_INVALID,
+		.sse = l->sse,
+		.error_event = l->relay.brk == RELAY_ERROR_EVENT,
+		.invalid = l->relay.brk == RELAY_INVALID,
 	};
 	curl_off_t connect_us = 0;
+	curl_off_t pre_us = 0;
+	int64_t tin = 0;
+	int64_t tout = 0;
 	struct attempt_class c;
 	enum gw_outcome out;
 	const char *ctype;
 
-	if (g->committed) {
+	l->active = false;
+	g->nactive--;
+	if (g->committed && l == g->win) {
 		stream_over(g, code);
 		return;
 	}
-	curl_easy_getinfo(g->easy, CURLINFO_RESPONSE_CODE, &f.status);
-	curl_easy_getinfo(g->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
-	f.connected = connect_us > 0;
+	if (l->doomed) {
+		/* A loser that ended on its own before on_doomed took it back. */
+		uv_timer_stop(&l->timer);
+		leg_cancelled(l, true);
+		return;
+	}
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &f.status);
+	curl_easy_getinfo(l->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
+	f.connected = connect_us > 0 || pre_us > 0;
 	g->delivered |= f.connected;
 	if (!g->stream && f.curl_code == CURLE_OK && f.status >= 200 && f.status <= 299)
-		f.body_valid = check_completion(g);
-	g->status = f.status;
+		f.body_valid = check_completion(l, &tin, &tout);
+	l->status = f.status;
 	c = g->stream ? attempt_classify_stream(&f, &sf) : attempt_classify(&f);
-	if (g->too_big && !g->cut)	/* an answer too large to relay, whatever its status */
+	if (l->too_big && !l->cut)	/* an answer too large to relay, whatever its status */
 		c = (struct attempt_class){ ATTEMPT_FAILOVER, ATTEMPT_FAIL_INVALID_BODY };
 	out = c.verdict == ATTEMPT_SUCCESS ? GW_OUT_SUCCESS
 	    : c.verdict == ATTEMPT_PASS_THROUGH ? GW_OUT_PASS_THROUGH
 					       : metrics_failure_outcome(c.failure);
-	provider_stats_attempt(&gw->pstats[g->cur->provider], out, ms);
-	log_debug("request %s: %s/%s %s%s%s (HTTP %ld) in %.1f ms", g->id, g->cur->prov->name,
-		  g->cur->model, metrics_outcome_name(out), g->errbuf[0] ? ": " : "", g->errbuf,
+	provider_stats_attempt(&gw->pstats[l->t->provider], out, ms);
+	log_debug("request %s: %s/%s %s%s%s (HTTP %ld) in %.1f ms", g->id, l->t->prov->name,
+		  l->t->model, metrics_outcome_name(out), l->errbuf[0] ? ": " : "", l->errbuf,
 		  f.status, ms);
-	if (g->cut && g->capped) {
+	if (l->cut && l->capped) {
 		/* The deadline's cut, not the provider's timeout: not held against it. */
 		g->deadline_hit = true;
 		g->reached = true;
-		release_probe(g);
+		release_probe(l);
 	} else {
-		record(g, !attempt_counts_as_failure(c), ms);
+		record(l, !attempt_counts_as_failure(c), ms);
 	}
 	if (c.verdict != ATTEMPT_FAILOVER) {
-		ctype = g->ctype[0] ? g->ctype : "application/json";
-		respond(g, (int)f.status, ctype, g->resp.data ? g->resp.data : "", g->resp.len,
-			g->cur);
+		/* The answer: every other leg lost. */
+		cancel_others(g, l);
+		if (c.verdict == ATTEMPT_SUCCESS)
+			lat_ring_add(&l->t->lat, ms);
+		if (l->hedge)
+			g->route->hedges[HEDGE_WON]++;
+		bill(g, l, tin, tout, false);
+		ctype = l->ctype[0] ? l->ctype : "application/json";
+		respond(g, (int)f.status, ctype, l->resp.data ? l->resp.data : "", l->resp.len,
+			l->t);
 		return;
 	}
+	bill_discarded(g, l);
 	if (!attempt_failure_is_unavailable(c.failure))
 		g->reached = true;
-	note_add(g, g->cur, attempt_failure_name(c.failure), f.status, ms);
+	note_add(g, l->t, attempt_failure_name(c.failure), f.status, ms);
+	g->cur = l->t;
+	g->retry_after_ms = l->retry_after_ms;
+	if (g->nactive)
+		return;		/* a hedge is still going: it may yet answer */
+	uv_timer_stop(&g->htimer);
 	after_failure(g);
+}
+
+void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
+{
+	struct leg *l = NULL;
+
+	(void)cu;
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&l);
+	uv_timer_stop(&l->timer);
+	leg_end(l, result);
+}
+
+/* ---- the batch queue ---- */
+
+/*
+ * Puts a batch request that no target could take into its route's queue
+ * (back at the head when it had been dequeued: it is older than the rest);
+ * a full queue answers 429. Returns false when it was answered instead.
+ */
+static bool enqueue(struct greq *g)
+{
+	struct gw_route *rt = g->route;
+	const struct gw_batch *bq = &g->gw->cfg->batch;
+	bool again = g->queued_ms > 0;
+	char msg[160];
+
+	if (!again && rt->qdepth >= bq->queue_max) {
+		rt->queue[QUEUE_FULL]++;
+		retry_after_open_end(g);
+		snprintf(msg, sizeof(msg), "The batch queue of model '%s' is full (%u requests).",
+			 rt->alias->name, bq->queue_max);
+		respond_own_error(g, 429, "rate_limit_error", "batch_queue_full", msg);
+		return false;
+	}
+	queue_release(g);
+	if (!again) {
+		g->queued_ms = gw_now_ms();
+		rt->queue[QUEUE_QUEUED]++;
+	}
+	g->qprev = g->qnext = NULL;
+	if (again) {
+		g->qnext = rt->qhead;
+		if (rt->qhead)
+			rt->qhead->qprev = g;
+		else
+			rt->qtail = g;
+		rt->qhead = g;
+	} else {
+		g->qprev = rt->qtail;
+		if (rt->qtail)
+			rt->qtail->qnext = g;
+		else
+			rt->qhead = g;
+		rt->qtail = g;
+	}
+	rt->qdepth++;
+	g->gw->queued++;
+	set_state(g, GREQ_QUEUED);
+	log_debug("request %s: queued (batch), %zu waiting", g->id, rt->qdepth);
+	queue_kick(g->gw);
+	return true;
+}
+
+/* Answers a queued request that waited max_wait_ms. */
+static void queue_expire(struct greq *g)
+{
+	char msg[160];
+
+	queue_unlink(g);
+	g->route->queue[QUEUE_EXPIRED]++;
+	retry_after_open_end(g);
+	snprintf(msg, sizeof(msg), "No provider of model '%s' took the batch request within "
+		 "%.0f ms.", g->route->alias->name, g->gw->cfg->batch.max_wait_ms);
+	respond_own_error(g, 503, "service_unavailable", "batch_queue_timeout", msg);
+}
+
+/* Sends a queued request on again from the start of its chain, with a fresh deadline. */
+static void dequeue(struct greq *g)
+{
+	struct gw_route *rt = g->route;
+	double now = gw_now_ms();
+
+	queue_unlink(g);
+	rt->queue[QUEUE_DEQUEUED]++;
+	latency_hist_add(&rt->qwait, now - g->queued_ms);
+	g->from_queue = true;
+	rt->qrunning++;
+	g->pos = 0;
+	g->skipped = 0;
+	g->nnotes = 0;
+	g->forced = false;
+	g->deadline_hit = false;
+	g->retry_after[0] = '\0';
+	g->budget.deadline_ms = now + g->gw->cfg->deadline_ms;
+	g->attempts_before += g->budget.attempts;
+	g->budget.attempts = 0;
+	log_debug("request %s: dequeued after %.0f ms", g->id, now - g->queued_ms);
+	next_target(g);
+}
+
+/* Expires the route's old requests, then sends on what its targets and concurrency allow. */
+static void drain_route(struct gw_route *rt, double now, double max_wait)
+{
+	const struct gw_batch *bq;
+	size_t n = rt->qdepth;
+	struct greq *g;
+
+	while ((g = rt->qhead) && now - g->queued_ms >= max_wait)
+		queue_expire(g);
+	if (!rt->qhead)
+		return;
+	bq = &rt->qhead->gw->cfg->batch;
+	/* Each request at most once a round: one that finds no target comes back to the head. */
+	while (n-- && (g = rt->qhead) && rt->qrunning < bq->concurrency &&
+	       router_route_may_admit(rt, g->only[0] ? g->only : NULL, now))
+		dequeue(g);
+}
+
+static void on_queue_timer(uv_timer_t *t)
+{
+	struct gateway *gw = t->data;
+	double now = gw_now_ms();
+	size_t i;
+
+	for (i = 0; i < gw->router.nroutes; i++) {
+		if (gw->router.routes[i].qhead)
+			drain_route(&gw->router.routes[i], now, gw->cfg->batch.max_wait_ms);
+	}
+	queue_kick(gw);
+}
+
+/*
+ * Arms the queue timer for the next thing that can change a queue: the
+ * oldest request's expiry, or a cooldown running out (a breaker change
+ * drains at once, through proxy_queue_wake).
+ */
+static void queue_kick(struct gateway *gw)
+{
+	double now = gw_now_ms();
+	double next = INFINITY;
+	size_t i;
+
+	if (!gw->queued) {
+		uv_timer_stop(&gw->qtimer);
+		return;
+	}
+	for (i = 0; i < gw->router.nroutes; i++) {
+		const struct gw_route *rt = &gw->router.routes[i];
+		const struct greq *g = rt->qhead;
+
+		if (!g)
+			continue;
+		next = fmin(next, g->queued_ms + gw->cfg->batch.max_wait_ms);
+		if (rt->qrunning >= gw->cfg->batch.concurrency)
+			continue;	/* a request finishing drains it */
+		if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now))
+			next = now;
+		else
+			next = fmin(next, router_route_next_open_end(rt, g->only[0] ? g->only : NULL));
+	}
+	if (isfinite(next))
+		uv_timer_start(&gw->qtimer, on_queue_timer, (uint64_t)ceil(fmax(0, next - now)), 0);
+}
+
+void proxy_queue_stop(struct gateway *gw)
+{
+	size_t i;
+	struct greq *g;
+
+	for (i = 0; i < gw->router.nroutes; i++) {
+		while ((g = gw->router.routes[i].qhead)) {
+			queue_unlink(g);
+			g->route->queue[QUEUE_EXPIRED]++;
+			snprintf(g->retry_after, sizeof(g->retry_after), "1");
+			respond_own_error(g, 503, "service_unavailable", "gateway_stopping",
+					  "The gateway is stopping; the batch request was not sent.");
+		}
+	}
+	uv_timer_stop(&gw->qtimer);
+}
+
+void proxy_queue_wake(struct gateway *gw)
+{
+	if (gw->queued)
+		uv_timer_start(&gw->qtimer, on_queue_timer, 0, 0);
 }
 
 /* ---- routing ---- */
@@ -1079,6 +1591,7 @@ static void next_target(struct greq *g)
 {
 	const struct gw_route *rt = g->route;
 	const char *only = g->only[0] ? g->only : NULL;
+	uint64_t probe = 0;
 	struct gw_target *t;
 
 	set_state(g, GREQ_ROUTING);
@@ -1093,23 +1606,29 @@ static void next_target(struct greq *g)
 			return;
 		}
 		g->cur = t;
-		if (admit(g, t) == BREAKER_REJECT) {
+		if (admit(g, t, &probe) == BREAKER_REJECT) {
 			note_add(g, t, "breaker_open", 0, NAN);
 			g->skipped++;
 			continue;
 		}
-		attempt_start(g, t);
+		g->pos++;
+		leg_start(g, t, false, probe);
+		return;
+	}
+	if (g->batch && g->gw->cfg->batch.queue_max > 0 && !g->reached && !g->deadline_hit) {
+		/* Deferrable: it waits for a target rather than failing. */
+		enqueue(g);
 		return;
 	}
 	if (!g->budget.attempts && g->skipped && !g->forced &&
-	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED) {
+	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED &&
+	    (t = router_least_recently_failed(rt, only, g->gw->pstats))) {
 		/* Every target is open: the one that failed longest ago, anyway. */
 		g->forced = true;
-		t = router_least_recently_failed(rt, only);
 		note_unskip(g, t);
 		log_debug("request %s: every target open; trying %s/%s", g->id, t->prov->name,
 			  t->model);
-		attempt_start(g, t);
+		leg_start(g, t, false, 0);
 		return;
 	}
 	finish_error(g);
@@ -1146,17 +1665,30 @@ void proxy_cancel(struct greq *g)
 {
 	struct gateway *gw = g->gw;
 	struct http_exchange *ex = g->ex;
+	size_t i;
 
 	if (g->state == GREQ_DONE)
 		return;
 	uv_timer_stop(&g->timer);
-	if (g->state == GREQ_ATTEMPT) {
-		curl_uv_remove(&gw->cu, g->easy);
-		if (!g->ended)
-			provider_stats_attempt(&gw->pstats[g->cur->provider], GW_OUT_CANCELLED,
-					       gw_now_ms() - g->start_ms);
+	uv_timer_stop(&g->htimer);
+	if (g->state == GREQ_QUEUED)
+		g->route->queue[QUEUE_LEFT]++;
+	for (i = 0; i < MAX_LEGS; i++) {
+		struct leg *l = &g->legs[i];
+
+		if (!l->active)
+			continue;
+		if (g->ended && l == g->win) {
+			/* Its client's stream is over: only the transfer is left to take back. */
+			uv_timer_stop(&l->timer);
+			curl_uv_remove(&gw->cu, l->easy);
+			l->active = false;
+			g->nactive--;
+			release_probe(l);
+			continue;
+		}
+		leg_cancel(l, l->doomed);
 	}
-	release_probe(g);
 	log_debug("request %s: cancelled", g->id);
 	g->ex = NULL;
 	if (g->committed && !g->ended) {
@@ -1251,12 +1783,14 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	const char *no_reroute = http_request_header(req, "x-faultline-no-reroute");
 	const char *tenant = http_request_header(req, "x-faultline-tenant");
 	const char *feature = http_request_header(req, "x-faultline-feature");
+	const char *klass = http_request_header(req, "x-faultline-class");
 	char id[MAX_ID_LEN + 1];
 	struct gw_route *route;
 	struct greq *g;
 	cJSON *root;
 	char msg[256];
 	char name[160];
+	size_t i;
 	int rc;
 
 	if (rid && id_ok(rid))
@@ -1278,6 +1812,13 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		snprintf(msg, sizeof(msg), "Provider '%s' (x-faultline-provider) serves no target "
 			 "of model '%s'.", name, route->alias->name);
 		refuse(gw, ex, route, id, 400, msg, NULL, "unknown_provider");
+		goto out_free_root;
+	}
+	if (klass && strcasecmp(klass, "interactive") && strcasecmp(klass, "batch")) {
+		json_copy_cut(name, sizeof(name), klass, 64);
+		snprintf(msg, sizeof(msg), "Unknown request class '%s' (x-faultline-class): expected "
+			 "interactive or batch.", name);
+		refuse(gw, ex, route, id, 400, msg, NULL, "unknown_class");
 		goto out_free_root;
 	}
 	g = calloc(1, sizeof(*g));
@@ -1302,9 +1843,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	g->ex = ex;
 	g->route = route;
 	g->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root ? root : g->root, "stream"));
-	if (g->stream)
-		g->est_tokens_in = estimate_prompt_tokens(root ? root : g->root);
-	relay_init(&g->relay);
+	g->est_tokens_in = estimate_prompt_tokens(root ? root : g->root);
+	g->batch = klass && strcasecmp(klass, "batch") == 0;
 	g->body = req->body;
 	g->body_len = req->body_len;
 	snprintf(g->id, sizeof(g->id), "%s", id);
@@ -1325,6 +1865,18 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	};
 	uv_timer_init(gw->loop, &g->timer);
 	g->timer.data = g;
+	uv_timer_init(gw->loop, &g->htimer);
+	g->htimer.data = g;
+	for (i = 0; i < MAX_LEGS; i++) {
+		struct leg *l = &g->legs[i];
+
+		l->g = g;
+		relay_init(&l->relay);
+		uv_timer_init(gw->loop, &l->timer);
+		l->timer.data = l;
+	}
+	g->retry_after_ms = -1;
+	budget_deposit(&route->budget, &route->alias->budget, gw_now_ms());
 	g->next = gw->reqs;
 	if (gw->reqs)
 		gw->reqs->prev = g;

@@ -4,6 +4,7 @@
 #include "router.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,7 @@ int router_init(struct router *r, const struct gw_config *cfg, double now_ms)
 		for (j = 0; j < a->ntargets; j++)
 			rt->targets[j] = target_for(r, cfg, &a->targets[j], now_ms);
 		rt->ntargets = a->ntargets;
+		budget_init(&rt->budget, &a->budget, now_ms);
 	}
 	return 0;
 
@@ -99,7 +101,8 @@ bool router_route_allows(const struct gw_route *rt, const char *only)
 	return false;
 }
 
-struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only)
+struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
+					       const struct provider_stats *pstats)
 {
 	struct gw_target *best = NULL;
 	size_t i;
@@ -107,10 +110,37 @@ struct gw_target *router_least_recently_failed(const struct gw_route *rt, const 
 	for (i = 0; i < rt->ntargets; i++) {
 		struct gw_target *t = rt->targets[i];
 
-		if (!router_target_allowed(t, only))
+		if (!router_target_allowed(t, only) || (pstats && pstats[t->provider].unhealthy))
 			continue;
 		if (!best || t->br.last_failure_ms < best->br.last_failure_ms)
 			best = t;
 	}
 	return best;
+}
+
+bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms)
+{
+	size_t i;
+
+	for (i = 0; i < rt->ntargets; i++) {
+		if (router_target_allowed(rt->targets[i], only) &&
+		    breaker_would_admit(&rt->targets[i]->br, now_ms))
+			return true;
+	}
+	return false;
+}
+
+double router_route_next_open_end(const struct gw_route *rt, const char *only)
+{
+	double soonest = INFINITY;
+	size_t i;
+
+	for (i = 0; i < rt->ntargets; i++) {
+		const struct gw_target *t = rt->targets[i];
+
+		if (router_target_allowed(t, only) && t->br.cfg.enabled &&
+		    t->br.state == BREAKER_OPEN)
+			soonest = fmin(soonest, t->br.open_until_ms);
+	}
+	return soonest;
 }

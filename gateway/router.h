@@ -13,7 +13,10 @@
 
 #include "breaker.h"
 #include "config.h"
+#include "hedge.h"
 #include "metrics.h"
+
+struct greq;
 
 struct gw_target {
 	const struct gw_provider *prov;
@@ -21,6 +24,25 @@ struct gw_target {
 	const char *model;		/* upstream model name (the config's) */
 	struct breaker br;
 	uint64_t transitions[3][3];	/* [from][to] state changes */
+	struct lat_ring lat;		/* recent successes' latencies, for adaptive hedging */
+};
+
+/* What happened to an alias's batch requests, for /metrics. */
+enum queue_result {
+	QUEUE_QUEUED,
+	QUEUE_DEQUEUED,
+	QUEUE_FULL,
+	QUEUE_EXPIRED,
+	QUEUE_LEFT,
+	QUEUE_NRESULTS,
+};
+
+/* Hedging's counts, for /metrics. */
+enum hedge_event {
+	HEDGE_STARTED,
+	HEDGE_WON,
+	HEDGE_CANCELLED,
+	HEDGE_NEVENTS,
 };
 
 struct gw_route {
@@ -28,6 +50,16 @@ struct gw_route {
 	struct gw_target **targets;	/* in the chain's order */
 	size_t ntargets;
 	struct status_counts requests;	/* answers by status */
+	struct budget budget;		/* retries and hedges */
+	uint64_t hedges[HEDGE_NEVENTS];
+	uint64_t exhausted[2];		/* budget ran out: [0] a retry, [1] a hedge */
+	/* The batch queue: waiting requests, oldest first. */
+	struct greq *qhead;
+	struct greq *qtail;
+	size_t qdepth;
+	unsigned qrunning;		/* dequeued requests still in progress */
+	uint64_t queue[QUEUE_NRESULTS];
+	struct latency_hist qwait;	/* waits of dequeued requests */
 };
 
 struct router {
@@ -56,10 +88,23 @@ bool router_target_allowed(const struct gw_target *t, const char *only);
 bool router_route_allows(const struct gw_route *rt, const char *only);
 
 /*
- * Among the route's targets allowed by only, the one whose last failure is
- * the oldest (a target that never failed first; ties go to the earlier
- * one in the chain), or NULL when none is allowed.
+ * Among the route's targets allowed by only and not of a provider whose
+ * health checks say it is down (pstats, by provider index; NULL: none
+ * checked), the one whose last failure is the oldest (a target that never
+ * failed first; ties go to the earlier one in the chain), or NULL when
+ * none is left.
  */
-struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only);
+struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
+					       const struct provider_stats *pstats);
+
+/* Whether some target of the route allowed by only would be admitted at now_ms. */
+bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms);
+
+/*
+ * The soonest time after now_ms at which an open target of the route
+ * allowed by only goes half-open by its cooldown; INFINITY when none is
+ * open.
+ */
+double router_route_next_open_end(const struct gw_route *rt, const char *only);
 
 #endif

@@ -4,7 +4,9 @@
  * half_open → open on a probe failure), window ageing bucket by bucket,
  * min_requests, cooldown growth, jitter and cap, trips reset on closing,
  * probe accounting (slots, release, late and stale results), the disabled
- * breaker, the reasons' text and config checking. The clock is a number.
+ * breaker, the reasons' text and config checking; the latency budget at
+ * and past its line, and cancelled attempts' slow results. The clock is a
+ * number.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -882,6 +884,10 @@ static void set_field(struct breaker_config *cfg, const char *field, double v)
 		cfg->cooldown_jitter = v;
 	else if (strcmp(field, "half_open_probes") == 0)
 		cfg->half_open_probes = (unsigned)v;
+	else if (strcmp(field, "latency_budget_ms") == 0)
+		cfg->latency_budget_ms = v;
+	else if (strcmp(field, "latency_percentile") == 0)
+		cfg->latency_percentile = v;
 	else
 		cr_assert_fail("no field %s", field);
 }
@@ -904,6 +910,11 @@ Test(breaker, config_check_names_the_bad_field, .timeout = 10)
 		{ "cooldown_max_ms", 4999 }, { "cooldown_max_ms", INFINITY },
 		{ "cooldown_jitter", -0.01 }, { "cooldown_jitter", 1 }, { "cooldown_jitter", NAN },
 		{ "half_open_probes", 0 },
+		{ "latency_budget_ms", -1 }, { "latency_budget_ms", -0.001 },
+		{ "latency_budget_ms", INFINITY }, { "latency_budget_ms", NAN },
+		{ "latency_percentile", 40 }, { "latency_percentile", 49.99 },
+		{ "latency_percentile", 99.91 }, { "latency_percentile", 100 },
+		{ "latency_percentile", 0 }, { "latency_percentile", NAN },
 	};
 	static const struct {
 		const char *field;
@@ -914,6 +925,9 @@ Test(breaker, config_check_names_the_bad_field, .timeout = 10)
 		{ "buckets", 1 }, { "buckets", BREAKER_MAX_BUCKETS }, { "slow_ms", 0 },
 		{ "cooldown_multiplier", 1 }, { "cooldown_max_ms", 5000 },
 		{ "cooldown_jitter", 0 }, { "cooldown_jitter", 0.99 }, { "half_open_probes", 1 },
+		{ "latency_budget_ms", 0 }, { "latency_budget_ms", 0.5 },
+		{ "latency_budget_ms", 3600000 }, { "latency_percentile", 50 },
+		{ "latency_percentile", 99.9 }, { "latency_percentile", 75.5 },
 	};
 	size_t i;
 
@@ -954,6 +968,15 @@ Test(breaker, config_check_message, .timeout = 10)
 	cr_assert_str_eq(err, "failure_ratio: expected 0 (off) or a number in (0, 1], got 1.5");
 	cr_assert_eq(breaker_config_check(&cfg, tiny, sizeof(tiny)), -EINVAL);
 	cr_assert_str_eq(tiny, "failure");
+
+	cfg = breaker_config_default();
+	cfg.latency_budget_ms = -1;
+	cr_assert_eq(breaker_config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err, "latency_budget_ms: expected 0 (off) or a finite number > 0, got -1");
+	cfg = breaker_config_default();
+	cfg.latency_percentile = 40;
+	cr_assert_eq(breaker_config_check(&cfg, err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err, "latency_percentile: expected a number in [50, 99.9], got 40");
 }
 
 /* A config that skipped the check still cannot make the window overrun. */
@@ -1015,4 +1038,292 @@ Test(breaker, trip_and_wake_from_outside, .timeout = 10)
 	breaker_trip(&b, 100, "down", &r, &chg);
 	cr_assert_not(chg.changed);
 	cr_assert_eq(b.state, BREAKER_CLOSED);
+}
+
+/* ---- the latency budget, and cancelled attempts' slow results ---- */
+
+/* Quiet, but for a 500 ms budget at p95 over at least 20 results. */
+static struct breaker_config budget_config(void)
+{
+	struct breaker_config cfg = quiet_config();
+
+	cfg.latency_budget_ms = 500;
+	cfg.latency_percentile = 95;
+	cfg.min_requests = 20;
+	return cfg;
+}
+
+/*
+ * Records n ordinary results at now, the first `late` of them over the
+ * budget (600 ms) and the rest on it exactly (500 ms, not late). Returns
+ * the 1-based result that opened b, or 0 when none did.
+ */
+static unsigned record_run(struct breaker *b, double now, unsigned n, unsigned late,
+			   struct breaker_change *chg)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++) {
+		breaker_record(b, now, true, k < late ? 600 : 500, 0, NULL, chg);
+		if (chg->changed)
+			return k + 1;
+	}
+	return 0;
+}
+
+/*
+ * Opens when more than 1 − pct/100 of the window's results are late: at
+ * p95, 1 late of 20 (5 %) is not more than 5 %, 2 of 20 is; and never
+ * with fewer than min_requests results, however late they all are.
+ */
+Test(breaker, latency_budget_at_and_past_the_threshold, .timeout = 10)
+{
+	struct breaker_config cfg = budget_config();
+	struct breaker_change chg;
+	struct breaker b;
+
+	breaker_init(&b, &cfg, 0);
+	cr_assert_eq(record_run(&b, 100, 20, 1, &chg), 0, "1 late of 20 opened it at p95");
+	cr_assert_eq(b.state, BREAKER_CLOSED);
+	cr_assert_eq(b.totals.late, 1, "exactly the budget is not late");
+	cr_assert_eq(breaker_window(&b, 100).late, 1);
+	cr_assert_eq(b.totals.slow, 0, "slow_ms is off");
+
+	breaker_init(&b, &cfg, 0);
+	cr_assert_eq(record_run(&b, 100, 20, 2, &chg), 20, "2 late of 20 did not open it");
+	cr_assert_eq(chg.from, BREAKER_CLOSED);
+	cr_assert_eq(chg.to, BREAKER_OPEN);
+	cr_assert(strstr(chg.reason, "p95 latency over the 500 ms budget"), "%s", chg.reason);
+	cr_assert(strstr(chg.reason, "2 of 20 requests"), "%s", chg.reason);
+
+	/* 1 late of 20, then 1 more result late: 2 of 21 is over 5 %. */
+	breaker_init(&b, &cfg, 0);
+	cr_assert_eq(record_run(&b, 100, 20, 1, &chg), 0);
+	breaker_record(&b, 100, true, 501, 0, NULL, &chg);
+	cr_assert(chg.changed, "2 late of 21 did not open it");
+
+	/* Under min_requests nothing opens it, all late as they are. */
+	breaker_init(&b, &cfg, 0);
+	cr_assert_eq(record_run(&b, 100, 19, 19, &chg), 0, "opened under min_requests");
+	breaker_record(&b, 100, true, 600, 0, NULL, &chg);
+	cr_assert(chg.changed, "20 late of 20 did not open it");
+
+	/* Failures over the budget are late too (a timeout is slower than the budget). */
+	breaker_init(&b, &cfg, 0);
+	record_run(&b, 100, 18, 0, &chg);
+	breaker_record(&b, 100, false, 5000, 0, NULL, &chg);
+	breaker_record(&b, 100, false, 5000, 0, NULL, &chg);
+	cr_assert(chg.changed, "late failures were not counted late");
+	cr_assert_eq(b.totals.late, 2);
+
+	/* Latency budget 0: the rule is off. */
+	cfg.latency_budget_ms = 0;
+	breaker_init(&b, &cfg, 0);
+	cr_assert_eq(record_run(&b, 100, 40, 40, &chg), 0);
+	cr_assert_eq(b.totals.late, 0);
+}
+
+/*
+ * The same edge at other percentiles, where 1 − pct/100 is not exact in
+ * binary: at p90, 2 late of 20 (10 %) is not more than 10 %, 3 are; at
+ * p80, 4 of 20 is not, 5 are; at p99.9, 1 late of 1,000 is not, 2 are.
+ */
+Test(breaker, latency_budget_threshold_is_exact, .timeout = 10)
+{
+	static const struct {
+		double pct;
+		unsigned n;
+		unsigned late_ok;	/* the most late results that keep it closed */
+	} cases[] = {
+		{ 95, 20, 1 }, { 90, 20, 2 }, { 90, 100, 10 }, { 80, 20, 4 }, { 55, 20, 9 },
+		{ 50, 20, 10 }, { 99, 100, 1 }, { 99.9, 1000, 1 }, { 75, 4, 1 },
+	};
+	struct breaker_change chg;
+	struct breaker b;
+	size_t i;
+
+	for (i = 0; i < NA(cases); i++) {
+		struct breaker_config cfg = budget_config();
+
+		cfg.latency_percentile = cases[i].pct;
+		cfg.min_requests = cases[i].n;
+		breaker_init(&b, &cfg, 0);
+		cr_assert_eq(record_run(&b, 100, cases[i].n, cases[i].late_ok, &chg), 0,
+			     "p%g: %u late of %u opened it", cases[i].pct, cases[i].late_ok,
+			     cases[i].n);
+		breaker_init(&b, &cfg, 0);
+		cr_assert_eq(record_run(&b, 100, cases[i].n, cases[i].late_ok + 1, &chg),
+			     cases[i].n, "p%g: %u late of %u did not open it", cases[i].pct,
+			     cases[i].late_ok + 1, cases[i].n);
+	}
+}
+
+/* A cancelled attempt under both thresholds says nothing: nothing is counted. */
+Test(breaker, record_slow_quick_counts_nothing, .timeout = 10)
+{
+	struct breaker_config cfg = budget_config();
+	struct breaker_change chg;
+	struct breaker b;
+	struct breaker_counts w;
+
+	cfg.slow_ms = 300;
+	cfg.slow_ratio = 0.5;
+	cfg.min_requests = 1;
+	breaker_init(&b, &cfg, 0);
+	breaker_record_slow(&b, 10, 5, 0, NULL, &chg);
+	cr_assert_not(chg.changed);
+	breaker_record_slow(&b, 20, 300, 0, NULL, &chg);
+	cr_assert_not(chg.changed, "exactly slow_ms is not slow");
+	cr_assert_eq(b.totals.requests, 0);
+	cr_assert_eq(b.totals.slow, 0);
+	cr_assert_eq(b.totals.late, 0);
+	w = breaker_window(&b, 20);
+	cr_assert_eq(w.requests, 0);
+	cr_assert_eq(b.state, BREAKER_CLOSED);
+
+	/* With both rules off, no latency is slow. */
+	cfg = quiet_config();
+	breaker_init(&b, &cfg, 0);
+	breaker_record_slow(&b, 10, 1e6, 0, NULL, &chg);
+	cr_assert_eq(b.totals.requests, 0);
+}
+
+/*
+ * One over latency_budget_ms counts as a late result that did not fail:
+ * the consecutive count and the last failure's time stay as they were.
+ */
+Test(breaker, record_slow_counts_late_not_failed, .timeout = 10)
+{
+	struct breaker_config cfg = budget_config();
+	struct breaker_change chg;
+	struct breaker b;
+	struct breaker_counts w;
+	int k;
+
+	cfg.consecutive_failures = 5;
+	breaker_init(&b, &cfg, 0);
+	for (k = 0; k < 3; k++)
+		result(&b, 10 + k, false, NULL, &chg);
+	cr_assert_eq(b.consecutive_failures, 3);
+	breaker_record_slow(&b, 50, 600, 0, NULL, &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.consecutive_failures, 3, "a cancelled attempt reset the count");
+	cr_assert_float_eq(b.last_failure_ms, 12, 0);
+	cr_assert_eq(b.totals.requests, 4);
+	cr_assert_eq(b.totals.failures, 3);
+	cr_assert_eq(b.totals.late, 1);
+	cr_assert_eq(b.totals.slow, 0);
+	w = breaker_window(&b, 50);
+	cr_assert_eq(w.requests, 4);
+	cr_assert_eq(w.failures, 3);
+	cr_assert_eq(w.late, 1);
+	/* The count goes on from 3: two more failures make 5. */
+	result(&b, 60, false, NULL, &chg);
+	cr_assert_eq(b.consecutive_failures, 4);
+	result(&b, 61, false, NULL, &chg);
+	assert_change(&chg, BREAKER_CLOSED, BREAKER_OPEN, "5 consecutive failures");
+
+	/* Slow, not late: counted slow only. */
+	cfg = quiet_config();
+	cfg.slow_ms = 300;
+	cfg.slow_ratio = 0.9;
+	breaker_init(&b, &cfg, 0);
+	breaker_record_slow(&b, 10, 301, 0, NULL, &chg);
+	cr_assert_eq(b.totals.slow, 1);
+	cr_assert_eq(b.totals.late, 0);
+}
+
+/* Cancelled slow attempts can open a closed breaker, by either latency rule. */
+Test(breaker, record_slow_can_open_it, .timeout = 10)
+{
+	struct breaker_config cfg = budget_config();
+	struct breaker_change chg;
+	struct rng r;
+	struct breaker b;
+
+	rng_seed(&r, 21);
+	breaker_init(&b, &cfg, 0);
+	cr_assert_eq(record_run(&b, 100, 18, 0, &chg), 0);
+	breaker_record_slow(&b, 100, 600, 0, &r, &chg);
+	cr_assert_not(chg.changed, "19 results are under min_requests");
+	breaker_record_slow(&b, 100, 600, 0, &r, &chg);
+	cr_assert(chg.changed, "2 late of 20 did not open it");
+	cr_assert_eq(chg.from, BREAKER_CLOSED);
+	cr_assert_eq(chg.to, BREAKER_OPEN);
+	cr_assert(strstr(chg.reason, "500 ms budget"), "%s", chg.reason);
+	cr_assert_eq(b.state, BREAKER_OPEN);
+	cr_assert_float_eq(b.open_until_ms, 100 + cfg.cooldown_ms, 1e-9);
+
+	cfg = quiet_config();
+	cfg.slow_ms = 300;
+	cfg.slow_ratio = 0.5;
+	cfg.min_requests = 2;
+	breaker_init(&b, &cfg, 0);
+	result(&b, 10, true, &r, &chg);
+	breaker_record_slow(&b, 20, 400, 0, &r, &chg);
+	assert_change(&chg, BREAKER_CLOSED, BREAKER_OPEN,
+		      "slow calls 0.50 >= 0.50 (over 300 ms) over 10 s (2 requests)");
+
+	/* Disabled: counted, never opened. */
+	cfg = budget_config();
+	cfg.enabled = false;
+	cfg.min_requests = 1;
+	breaker_init(&b, &cfg, 0);
+	breaker_record_slow(&b, 10, 600, 0, &r, &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.state, BREAKER_CLOSED);
+	cr_assert_eq(b.totals.late, 1);
+}
+
+/*
+ * A cancelled probe gives its slot back, quick or slow, and decides
+ * nothing: no success towards closing, no failure reopening it.
+ */
+Test(breaker, record_slow_gives_back_the_probe_slot, .timeout = 10)
+{
+	struct breaker_config cfg = budget_config();
+	struct breaker_change chg;
+	struct breaker b;
+	struct rng r;
+	uint64_t t[3];
+	uint64_t extra;
+	double now;
+
+	rng_seed(&r, 22);
+	cfg.consecutive_failures = 1;
+	cfg.min_requests = 1;
+	breaker_init(&b, &cfg, 0);
+	result(&b, 0, false, &r, NULL);
+	t[0] = to_half_open(&b, &now);
+	cr_assert_eq(breaker_admit(&b, now, &t[1], &chg), BREAKER_ADMIT_PROBE);
+	cr_assert_eq(breaker_admit(&b, now, &t[2], &chg), BREAKER_ADMIT_PROBE);
+	cr_assert_eq(breaker_admit(&b, now, &extra, &chg), BREAKER_REJECT);
+	cr_assert_eq(b.probes_in_flight, 3);
+
+	/* Quick: the slot comes back, nothing is counted. */
+	breaker_record_slow(&b, now + 10, 100, t[2], &r, &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.probes_in_flight, 2);
+	cr_assert_eq(b.totals.requests, 1);
+	cr_assert_eq(breaker_admit(&b, now + 10, &t[2], &chg), BREAKER_ADMIT_PROBE);
+
+	/* Late: the slot comes back, it is counted late, the state stays. */
+	breaker_record_slow(&b, now + 700, 700, t[0], &r, &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.state, BREAKER_HALF_OPEN);
+	cr_assert_eq(b.probes_in_flight, 2);
+	cr_assert_eq(b.probes_succeeded, 0);
+	cr_assert_eq(b.totals.late, 1);
+
+	/* A ticket of no round, or 0, gives nothing back. */
+	breaker_record_slow(&b, now + 710, 100, t[0] + 1, &r, &chg);
+	breaker_record_slow(&b, now + 710, 100, 0, &r, &chg);
+	cr_assert_eq(b.probes_in_flight, 2);
+
+	/* The probes still decide: the two left and one more close it. */
+	breaker_record(&b, now + 720, true, 10, t[1], &r, &chg);
+	breaker_record(&b, now + 721, true, 10, t[2], &r, &chg);
+	cr_assert_eq(breaker_admit(&b, now + 722, &extra, &chg), BREAKER_ADMIT_PROBE);
+	breaker_record(&b, now + 723, true, 10, extra, &r, &chg);
+	assert_change(&chg, BREAKER_HALF_OPEN, BREAKER_CLOSED, "3 probes succeeded");
 }

@@ -1,9 +1,10 @@
 /*
  * gateway config: a full config fills every field, absent keys take their
- * defaults, a provider's breaker and an alias's retry inherit what they do
- * not name, and each kind of mistake is refused naming the file, the key
- * path and what was expected. Also the router built from a config: shared
- * targets, provider filters, the least-recently-failed choice.
+ * defaults, a provider's breaker and an alias's retry, hedge and budget
+ * inherit what they do not name, and each kind of mistake is refused
+ * naming the file, the key path and what was expected. Also the router
+ * built from a config: shared targets, provider filters, the
+ * least-recently-failed choice.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -57,6 +58,8 @@ static void assert_breaker_eq(const struct breaker_config *a, const struct break
 	cr_assert_eq(a->min_requests, b->min_requests);
 	cr_assert_float_eq(a->slow_ms, b->slow_ms, 0);
 	cr_assert_float_eq(a->slow_ratio, b->slow_ratio, 0);
+	cr_assert_float_eq(a->latency_budget_ms, b->latency_budget_ms, 0);
+	cr_assert_float_eq(a->latency_percentile, b->latency_percentile, 0);
 	cr_assert_float_eq(a->cooldown_ms, b->cooldown_ms, 0);
 	cr_assert_float_eq(a->cooldown_multiplier, b->cooldown_multiplier, 0);
 	cr_assert_float_eq(a->cooldown_max_ms, b->cooldown_max_ms, 0);
@@ -281,6 +284,59 @@ static const struct bad_case bad_cases[] = {
 	{ "{" P_OK ",\"models\":{\"a \\\"b\\\"\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}",
 	  ": models.a \"b\": expected an alias" },
 	{ "[1,2]", "expected an object, got an array" },
+	/* hedging, the budget, the batch class, the latency budget */
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"max\":4}}",
+	  ": hedge.max: expected a whole number from 1 to 3, got 4" },
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"min_after_ms\":200,\"max_after_ms\":100}}",
+	  ": hedge.max_after_ms: expected at least min_after_ms (200), got 100" },
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"min_after_ms\":2000}}",
+	  ": hedge.max_after_ms: expected at least min_after_ms (2000), got 1000" },
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"delay_ms\":100}}", ": hedge.delay_ms: unknown key" },
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"percentile\":100}}",
+	  ": hedge.percentile: expected a number from 50 to 99.9, got 100" },
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"after_ms\":0}}",
+	  ": hedge.after_ms: expected a number from 1 to 600000, got 0" },
+	{ "{" P_OK "," M_OK ",\"hedge\":{\"min_samples\":257}}",
+	  ": hedge.min_samples: expected a whole number from 1 to 256, got 257" },
+	{ "{" P_OK "," M_OK ",\"hedge\":true}", ": hedge: expected an object, got true" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+	  "\"hedge\":{\"max\":4}}}}", ": models.chat.hedge.max: expected a whole number from 1 to 3" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+	  "\"hedge\":{\"max_after_ms\":5}}}}",
+	  ": models.chat.hedge.max_after_ms: expected at least min_after_ms (10), got 5" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+	  "\"hedge\":{\"extra\":1}}}}", ": models.chat.hedge.extra: unknown key" },
+	{ "{" P_OK "," M_OK ",\"budget\":{\"ratio\":-1}}",
+	  ": budget.ratio: expected a number from 0 to 10, got -1" },
+	{ "{" P_OK "," M_OK ",\"budget\":{\"burst\":0}}",
+	  ": budget.burst: expected a number from 1 to 1000000, got 0" },
+	{ "{" P_OK "," M_OK ",\"budget\":{\"tokens\":5}}", ": budget.tokens: unknown key" },
+	{ "{" P_OK ",\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+	  "\"budget\":{\"min_per_second\":-1}}}}",
+	  ": models.chat.budget.min_per_second: expected a number from 0 to 100000, got -1" },
+	{ "{" P_OK "," M_OK ",\"classes\":{\"other\":{}}}", ": classes.other: unknown key" },
+	{ "{" P_OK "," M_OK ",\"classes\":{\"batch\":{\"concurrency\":0}}}",
+	  ": classes.batch.concurrency: expected a whole number from 1 to 10000, got 0" },
+	{ "{" P_OK "," M_OK ",\"classes\":{\"batch\":{\"queue_max\":-1}}}",
+	  ": classes.batch.queue_max: expected a whole number from 0 to 1000000, got -1" },
+	{ "{" P_OK "," M_OK ",\"classes\":{\"batch\":{\"max_wait_ms\":0}}}",
+	  ": classes.batch.max_wait_ms: expected a number from 1 to 3600000, got 0" },
+	{ "{" P_OK "," M_OK ",\"classes\":{\"batch\":{\"size\":1}}}",
+	  ": classes.batch.size: unknown key" },
+	{ "{" P_OK "," M_OK ",\"classes\":[]}", ": classes: expected an object, got an array" },
+	{ "{" P_OK "," M_OK ",\"breaker\":{\"latency_percentile\":40}}",
+	  ": breaker.latency_percentile: expected a number from 50 to 99.9, got 40" },
+	{ "{" P_OK "," M_OK ",\"breaker\":{\"latency_budget_ms\":-1}}",
+	  ": breaker.latency_budget_ms: expected a number from 0 to 3600000, got -1" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+	  "\"breaker\":{\"latency_percentile\":99.95}}}," M_OK "}",
+	  ": providers.p.breaker.latency_percentile: expected a number from 50 to 99.9" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+	  "\"health_check\":{\"interval_ms\":0}}}," M_OK "}",
+	  ": providers.p.health_check.interval_ms: expected a number from 1 to 3600000, got 0" },
+	{ "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+	  "\"health_check\":{\"unhealthy_interval_ms\":0.5}}}," M_OK "}",
+	  ": providers.p.health_check.unhealthy_interval_ms: expected a number from 1 to 3600000" },
 };
 
 Test(gwconfig, health_check_defaults_and_off_when_absent, .timeout = 10)
@@ -384,21 +440,205 @@ Test(gwrouter, least_recently_failed, .timeout = 10)
 	struct gw_route *chat;
 	struct gw_target *a;
 	struct gw_target *b;
+	struct provider_stats *ps;
 
 	cr_assert_eq(load(two_aliases, &c), 0, "%s", err);
 	cr_assert_eq(router_init(&r, &c, 0), 0);
 	chat = router_find(&r, "chat");
 	a = chat->targets[0];
 	b = chat->targets[1];
-	cr_assert_eq(router_least_recently_failed(chat, NULL), a, "no failures: the first");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), a, "no failures: the first");
 	breaker_record(&a->br, 100, false, 1, 0, NULL, NULL);
-	cr_assert_eq(router_least_recently_failed(chat, NULL), b, "b never failed");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), b, "b never failed");
 	breaker_record(&b->br, 200, false, 1, 0, NULL, NULL);
-	cr_assert_eq(router_least_recently_failed(chat, NULL), a, "a failed longer ago");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), a, "a failed longer ago");
 	breaker_record(&a->br, 300, false, 1, 0, NULL, NULL);
-	cr_assert_eq(router_least_recently_failed(chat, NULL), b);
-	cr_assert_eq(router_least_recently_failed(chat, "a"), a, "the filter holds");
-	cr_assert_null(router_least_recently_failed(chat, "c"));
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), b);
+	cr_assert_eq(router_least_recently_failed(chat, "a", NULL), a, "the filter holds");
+	cr_assert_null(router_least_recently_failed(chat, "c", NULL));
+	/* A provider its health checks call down is not tried; with none left, none. */
+	ps = calloc(c.nproviders, sizeof(*ps));
+	cr_assert_not_null(ps);
+	ps[b->provider].unhealthy = true;
+	cr_assert_eq(router_least_recently_failed(chat, NULL, ps), a, "b is down");
+	ps[a->provider].unhealthy = true;
+	cr_assert_null(router_least_recently_failed(chat, NULL, ps), "both are down");
+	free(ps);
 	router_free(&r);
+	gw_config_free(&c);
+}
+
+/* ---- hedging, the budget, the batch class, the latency budget ---- */
+
+/* Asserts h is the README's hedge defaults but for enabled. */
+static void assert_hedge_defaults(const struct gw_hedge *h)
+{
+	cr_assert(isnan(h->after_ms), "after_ms %g", h->after_ms);
+	cr_assert_float_eq(h->percentile, 95, 0);
+	cr_assert_float_eq(h->min_after_ms, 10, 0);
+	cr_assert_float_eq(h->max_after_ms, 1000, 0);
+	cr_assert_eq(h->min_samples, 20);
+	cr_assert_eq(h->max, 1);
+}
+
+Test(gwconfig, hedge_budget_batch_defaults, .timeout = 10)
+{
+	struct gw_config c;
+
+	cr_assert_eq(load(MINIMAL, &c), 0, "%s", err);
+	cr_assert_not(c.aliases[0].hedge.enabled, "hedging on without a hedge object");
+	assert_hedge_defaults(&c.aliases[0].hedge);
+	cr_assert_float_eq(c.aliases[0].budget.ratio, 0.2, 0);
+	cr_assert_float_eq(c.aliases[0].budget.min_per_second, 1, 0);
+	cr_assert_float_eq(c.aliases[0].budget.burst, 10, 0);
+	cr_assert_eq(c.batch.queue_max, 1000);
+	cr_assert_float_eq(c.batch.max_wait_ms, 60000, 0);
+	cr_assert_eq(c.batch.concurrency, 4);
+	cr_assert_float_eq(c.breaker.latency_budget_ms, 0, 0);
+	cr_assert_float_eq(c.breaker.latency_percentile, 95, 0);
+	gw_config_free(&c);
+
+	/* An empty classes object, and an empty batch one, are the defaults too. */
+	cr_assert_eq(load("{" P_OK "," M_OK ",\"classes\":{}}", &c), 0, "%s", err);
+	cr_assert_eq(c.batch.queue_max, 1000);
+	cr_assert_eq(c.batch.concurrency, 4);
+	gw_config_free(&c);
+	cr_assert_eq(load("{" P_OK "," M_OK ",\"classes\":{\"batch\":{}}}", &c), 0, "%s", err);
+	cr_assert_float_eq(c.batch.max_wait_ms, 60000, 0);
+	gw_config_free(&c);
+}
+
+/* Given the object, at the alias or at the top, hedging is on with the defaults. */
+Test(gwconfig, hedge_given_is_on, .timeout = 10)
+{
+	struct gw_config c;
+
+	cr_assert_eq(load("{" P_OK ",\"models\":{"
+			  "\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],\"hedge\":{}},"
+			  "\"other\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}", &c), 0,
+		     "%s", err);
+	cr_assert(c.aliases[0].hedge.enabled, "an alias's empty hedge object is on");
+	assert_hedge_defaults(&c.aliases[0].hedge);
+	cr_assert_not(c.aliases[1].hedge.enabled, "the alias without one is off");
+	gw_config_free(&c);
+
+	cr_assert_eq(load("{" P_OK "," M_OK ",\"hedge\":{}}", &c), 0, "%s", err);
+	cr_assert(c.aliases[0].hedge.enabled, "a top-level empty hedge object is on");
+	assert_hedge_defaults(&c.aliases[0].hedge);
+	gw_config_free(&c);
+
+	cr_assert_eq(load("{" P_OK "," M_OK ",\"hedge\":{\"enabled\":false}}", &c), 0, "%s", err);
+	cr_assert_not(c.aliases[0].hedge.enabled, "enabled false at the top");
+	gw_config_free(&c);
+}
+
+/*
+ * An alias's hedge keys override the top level's one by one; its
+ * {"enabled": false} turns off a top-level hedge; a top-level
+ * {"enabled": false} is turned on again by an alias's own hedge object.
+ */
+Test(gwconfig, hedge_inheritance, .timeout = 10)
+{
+	static const char json[] =
+		"{" P_OK ","
+		"\"hedge\":{\"percentile\":90,\"min_after_ms\":20,\"max_after_ms\":500,"
+		"          \"min_samples\":50,\"max\":2},"
+		"\"models\":{"
+		" \"a\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]},"
+		" \"b\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+		"       \"hedge\":{\"max\":3,\"after_ms\":150}},"
+		" \"c\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+		"       \"hedge\":{\"enabled\":false}},"
+		" \"d\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+		"       \"hedge\":{\"max_after_ms\":30}}}}";
+	struct gw_config c;
+	const struct gw_hedge *h;
+
+	cr_assert_eq(load(json, &c), 0, "%s", err);
+	h = &c.aliases[0].hedge;
+	cr_assert(h->enabled, "a: the top level's");
+	cr_assert(isnan(h->after_ms));
+	cr_assert_float_eq(h->percentile, 90, 0);
+	cr_assert_float_eq(h->min_after_ms, 20, 0);
+	cr_assert_float_eq(h->max_after_ms, 500, 0);
+	cr_assert_eq(h->min_samples, 50);
+	cr_assert_eq(h->max, 2);
+	h = &c.aliases[1].hedge;
+	cr_assert(h->enabled);
+	cr_assert_float_eq(h->after_ms, 150, 0, "b's own");
+	cr_assert_eq(h->max, 3, "b's own");
+	cr_assert_float_eq(h->percentile, 90, 0, "inherited");
+	cr_assert_float_eq(h->min_after_ms, 20, 0, "inherited");
+	cr_assert_float_eq(h->max_after_ms, 500, 0, "inherited");
+	cr_assert_eq(h->min_samples, 50, "inherited");
+	cr_assert_not(c.aliases[2].hedge.enabled, "c turned it off");
+	h = &c.aliases[3].hedge;
+	cr_assert(h->enabled);
+	cr_assert_float_eq(h->max_after_ms, 30, 0);
+	cr_assert_float_eq(h->min_after_ms, 20, 0, "checked against the inherited minimum");
+	gw_config_free(&c);
+
+	cr_assert_eq(load("{" P_OK ",\"hedge\":{\"enabled\":false,\"max\":2},"
+			  "\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+			  "\"hedge\":{\"percentile\":99}}}}", &c), 0, "%s", err);
+	cr_assert(c.aliases[0].hedge.enabled, "the alias's own object turns it on");
+	cr_assert_eq(c.aliases[0].hedge.max, 2, "inherited from the disabled top level");
+	cr_assert_float_eq(c.aliases[0].hedge.percentile, 99, 0);
+	gw_config_free(&c);
+}
+
+Test(gwconfig, budget_inheritance, .timeout = 10)
+{
+	static const char json[] =
+		"{" P_OK ",\"budget\":{\"ratio\":0.5,\"burst\":40},"
+		"\"models\":{"
+		" \"a\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]},"
+		" \"b\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}],"
+		"       \"budget\":{\"min_per_second\":0,\"ratio\":0}}}}";
+	struct gw_config c;
+
+	cr_assert_eq(load(json, &c), 0, "%s", err);
+	cr_assert_float_eq(c.aliases[0].budget.ratio, 0.5, 0);
+	cr_assert_float_eq(c.aliases[0].budget.min_per_second, 1, 0, "the default");
+	cr_assert_float_eq(c.aliases[0].budget.burst, 40, 0);
+	cr_assert_float_eq(c.aliases[1].budget.ratio, 0, 0, "b's own");
+	cr_assert_float_eq(c.aliases[1].budget.min_per_second, 0, 0, "b's own");
+	cr_assert_float_eq(c.aliases[1].budget.burst, 40, 0, "inherited");
+	gw_config_free(&c);
+}
+
+Test(gwconfig, batch_class_and_latency_budget_given, .timeout = 10)
+{
+	static const char json[] =
+		"{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+		"                     \"breaker\":{\"latency_percentile\":99}},"
+		"              \"q\":{\"base_url\":\"http://127.0.0.1:9002/v1\"}}," M_OK ","
+		"\"classes\":{\"batch\":{\"queue_max\":0,\"max_wait_ms\":2500,\"concurrency\":16}},"
+		"\"breaker\":{\"latency_budget_ms\":800,\"latency_percentile\":90}}";
+	struct gw_config c;
+
+	cr_assert_eq(load(json, &c), 0, "%s", err);
+	cr_assert_eq(c.batch.queue_max, 0);
+	cr_assert_float_eq(c.batch.max_wait_ms, 2500, 0);
+	cr_assert_eq(c.batch.concurrency, 16);
+	cr_assert_float_eq(c.breaker.latency_budget_ms, 800, 0);
+	cr_assert_float_eq(c.breaker.latency_percentile, 90, 0);
+	cr_assert_float_eq(c.providers[0].breaker.latency_budget_ms, 800, 0, "inherited");
+	cr_assert_float_eq(c.providers[0].breaker.latency_percentile, 99, 0, "p's own");
+	cr_assert_float_eq(c.providers[1].breaker.latency_budget_ms, 800, 0);
+	cr_assert_float_eq(c.providers[1].breaker.latency_percentile, 90, 0);
+	gw_config_free(&c);
+}
+
+/* The health check's intervals go down to 1 ms now; 0 is still refused (bad_configs). */
+Test(gwconfig, health_check_interval_of_1_ms, .timeout = 10)
+{
+	struct gw_config c;
+
+	cr_assert_eq(load("{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+			  "\"health_check\":{\"interval_ms\":1,\"unhealthy_interval_ms\":1}}},"
+			  M_OK "}", &c), 0, "%s", err);
+	cr_assert_float_eq(c.providers[0].health.interval_ms, 1, 0);
+	cr_assert_float_eq(c.providers[0].health.unhealthy_interval_ms, 1, 0);
 	gw_config_free(&c);
 }
