@@ -16,7 +16,7 @@ set yrange [0:112]
 set ytics 0, 20, 100 format '%g %%'
 set key outside below center horizontal samplen 4 spacing 1.2 width 2 font ',12'
 set lmargin 12
-set bmargin 6
+set bmargin (answered_classes ? 8 : 6)
 fault_labels = 1
 load plotsdir.'/faults.gp'
 

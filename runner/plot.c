@@ -298,8 +298,41 @@ struct window {
 	double from_s;
 	double to_s;
 	bool kill;
+	int row;		/* the label's row at the top, so near labels do not overlap */
 	char label[160];
 };
+
+/* Label rows at the top of a plot: 3, the later ones wrap round. */
+#define LABEL_ROWS 3
+
+/*
+ * Gives each window's label the first row where no earlier label stands
+ * within a tenth of the timeline of it (labels are centred on their
+ * windows, and about that wide).
+ */
+static void label_rows(struct window *w, size_t n, double duration_s)
+{
+	double near = duration_s / 10;
+	size_t i;
+	size_t j;
+
+	for (i = 0; i < n; i++) {
+		double mid = (w[i].from_s + w[i].to_s) / 2;
+		int row;
+
+		for (row = 0; row < LABEL_ROWS; row++) {
+			for (j = 0; j < i; j++) {
+				double other = (w[j].from_s + w[j].to_s) / 2;
+
+				if (w[j].row == row && fabs(other - mid) < near)
+					break;
+			}
+			if (j == i)
+				break;
+		}
+		w[i].row = row < LABEL_ROWS ? row : (int)(i % LABEL_ROWS);
+	}
+}
 
 /* Every provider's fault windows and every kill → restart (or → end). */
 static int collect_faults(struct plot *pl, struct window **out, size_t *n)
@@ -370,6 +403,7 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 			 pl->sc.provider_names[a->provider], restarted ? "" : " (no restart)");
 		(*n)++;
 	}
+	label_rows(w, *n, pl->sc.duration_ms / 1000);
 	*out = w;
 	return 0;
 
@@ -404,6 +438,12 @@ static int meta_faults(struct plot *pl)
 	for (i = 0; i < n; i++) {
 		meta_sep(pl, i);
 		buf_puts(&pl->meta, w[i].kill ? "1" : "0");
+	}
+	meta_array_end(pl, n);
+	meta_array_begin(pl, "fault_row", n);
+	for (i = 0; i < n; i++) {
+		meta_sep(pl, i);
+		buf_printf(&pl->meta, "%d", w[i].row);
 	}
 	meta_array_end(pl, n);
 	meta_array_begin(pl, "fault_label", n);

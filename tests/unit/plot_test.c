@@ -299,6 +299,33 @@ Test(plot, fault_and_kill_windows, .timeout = 30)
 	assert_has("plots/data/meta.gp",
 		   "array fault_label[2] = ['primary: hang', 'secondary: killed']\n");
 	assert_has("plots/data/meta.gp", "title_tail = 'plot-t, time scale 1'\n");
+	/* 6 s apart on a 20 s timeline: both labels on the top row */
+	assert_has("plots/data/meta.gp", "array fault_row[2] = [0, 0]\n");
+}
+
+/* Labels of windows near one another get rows of their own. */
+Test(plot, near_fault_labels_on_rows_of_their_own, .timeout = 30)
+{
+	static const char near[] =
+		"{\"name\": \"plot-t\", \"duration_s\": 20,\n"
+		" \"providers\": [{\"name\": \"primary\", \"faults\": ["
+		"   {\"kind\": \"hang\", \"from_s\": 5, \"to_s\": 10},"
+		"   {\"kind\": \"down\", \"from_s\": 7, \"to_s\": 9},"
+		"   {\"kind\": \"slow\", \"add_ms\": 100, \"from_s\": 15, \"to_s\": 18}]},\n"
+		"   {\"name\": \"secondary\", \"faults\": ["
+		"   {\"kind\": \"down\", \"from_s\": 7, \"to_s\": 9}]}],\n"
+		" \"phases\": [{\"name\": \"healthy\", \"from_s\": 0, \"to_s\": 5},\n"
+		"            {\"name\": \"outage\", \"from_s\": 5, \"to_s\": 10},\n"
+		"            {\"name\": \"recovered\", \"from_s\": 10, \"to_s\": 20}],\n"
+		" \"load\": {\"concurrency\": 1},\n"
+		" \"setups\": [{\"name\": \"direct\", \"kind\": \"direct\", \"provider\": \"primary\"},\n"
+		"   {\"name\": \"gw\", \"kind\": \"direct\", \"provider\": \"secondary\"}]}\n";
+
+	make_stamp();
+	write_file("scenario.json", near);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/meta.gp", "array fault_row[4] = [0, 1, 0, 2]\n");
+	assert_png("answered");
 }
 
 Test(plot, requests_coloured_by_provider, .timeout = 30)
