@@ -409,7 +409,7 @@ static int judge_window(struct gate_result *r, const struct sc_expect *e,
 	if (!worst.has)
 		snprintf(c.note, sizeof(c.note), "no %g s window of the phase had a request",
 			 e->window_ms / 1000);
-	else if (from.has && from.min == from.max)
+	else if (worst.n >= s->runs && from.has && from.min == from.max)
 		snprintf(c.note, sizeof(c.note), "worst %g s window %g-%g s of %.0f%s",
 			 e->window_ms / 1000, from.min / 1000, (from.min + e->window_ms) / 1000,
 			 nwin.max, s->runs > 1 ? ", worst run" : "");
