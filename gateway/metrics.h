@@ -58,6 +58,7 @@ struct provider_stats {
 	uint64_t stalls;		/* committed streams ended by the stall timer */
 	uint64_t health_checks[2];	/* active health checks: [0] failed, [1] passed */
 	bool unhealthy;			/* its active health checks say it is down */
+	bool check_slow;		/* ... and the last check failed by running out of time */
 	double dup_usd;			/* the cost of answers discarded (hedges that lost, cut attempts) */
 	uint64_t truncations[TRUNC_KINDS];
 };

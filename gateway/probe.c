@@ -99,6 +99,7 @@ void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 	p->gw->pstats[p->provider].health_checks[ok]++;
 	ch = health_result(&p->st, p->cfg, ok);
 	p->gw->pstats[p->provider].unhealthy = !p->st.healthy;
+	p->gw->pstats[p->provider].check_slow = result == CURLE_OPERATION_TIMEDOUT;
 	if (ch == HEALTH_DOWN)
 		log_info("provider %s: unhealthy after %u failed health checks (last: %s)",
 			 p->gw->cfg->providers[p->provider].name, p->st.fails,

@@ -141,7 +141,7 @@ struct greq {
 	struct gw_target *cur;		/* the target of the last leg started or failed */
 	unsigned retries_here;		/* same-target retries of cur */
 	double retry_after_ms;		/* the last failure's Retry-After; -1: none */
-	bool forced;			/* the every-target-open fallback was used */
+	uint32_t forced;		/* chain positions tried because every target was open */
 	bool deadline_hit;		/* an attempt was cut by the deadline, or none fit */
 	bool reached;			/* some upstream answered or timed out */
 	bool no_reroute;		/* x-faultline-no-reroute: side effects, one delivery at most */
@@ -253,6 +253,8 @@ static void record(struct leg *l, bool success, double latency_ms)
 		       &l->g->gw->rng_breaker, &chg);
 	l->probe = 0;
 	gateway_breaker_changed(l->g->gw, l->t, &chg);
+	if (l->t->br.state == BREAKER_HALF_OPEN)
+		proxy_queue_wake(l->g->gw);	/* a probe slot is free again */
 }
 
 static void release_probe(struct leg *l)
@@ -325,6 +327,7 @@ static void queue_unlink(struct greq *g)
 	g->qprev = g->qnext = NULL;
 	rt->qdepth--;
 	g->gw->queued--;
+	set_state(g, GREQ_ROUTING);	/* off the queue: never unlinked twice */
 }
 
 /* A dequeued request no longer holds one of its route's drain slots. */
@@ -1380,6 +1383,7 @@ static void leg_end(struct leg *l, CURLcode code)
 		cancel_others(g, l);
 		if (c.verdict == ATTEMPT_SUCCESS)
 			lat_ring_add(&l->t->lat, ms);
+		l->t->failed_slow = false;
 		if (l->hedge)
 			g->route->hedges[HEDGE_WON]++;
 		bill(g, l, tin, tout, false);
@@ -1392,6 +1396,9 @@ static void leg_end(struct leg *l, CURLcode code)
 	if (!attempt_failure_is_unavailable(c.failure))
 		g->reached = true;
 	note_add(g, l->t, attempt_failure_name(c.failure), f.status, ms);
+	if (!(l->cut && l->capped))
+		l->t->failed_slow = l->cut || c.failure == ATTEMPT_FAIL_CONNECT_TIMEOUT ||
+				    c.failure == ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT;
 	g->cur = l->t;
 	g->retry_after_ms = l->retry_after_ms;
 	if (g->nactive)
@@ -1488,7 +1495,7 @@ static void dequeue(struct greq *g)
 	g->pos = 0;
 	g->skipped = 0;
 	g->nnotes = 0;
-	g->forced = false;
+	g->forced = 0;
 	g->deadline_hit = false;
 	g->retry_after[0] = '\0';
 	g->budget.deadline_ms = now + g->gw->cfg->deadline_ms;
@@ -1512,7 +1519,7 @@ static void drain_route(struct gw_route *rt, double now, double max_wait)
 	bq = &rt->qhead->gw->cfg->batch;
 	/* Each request at most once a round: one that finds no target comes back to the head. */
 	while (n-- && (g = rt->qhead) && rt->qrunning < bq->concurrency &&
-	       router_route_may_admit(rt, g->only[0] ? g->only : NULL, now))
+	       router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
 		dequeue(g);
 }
 
@@ -1553,7 +1560,7 @@ static void queue_kick(struct gateway *gw)
 		next = fmin(next, g->queued_ms + gw->cfg->batch.max_wait_ms);
 		if (rt->qrunning >= gw->cfg->batch.concurrency)
 			continue;	/* a request finishing drains it */
-		if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now))
+		if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
 			next = now;
 		else
 			next = fmin(next, router_route_next_open_end(rt, g->only[0] ? g->only : NULL));
@@ -1593,6 +1600,7 @@ static void next_target(struct greq *g)
 	const char *only = g->only[0] ? g->only : NULL;
 	uint64_t probe = 0;
 	struct gw_target *t;
+	size_t at = 0;
 
 	set_state(g, GREQ_ROUTING);
 	g->retries_here = 0;
@@ -1620,11 +1628,12 @@ static void next_target(struct greq *g)
 		enqueue(g);
 		return;
 	}
-	if (!g->budget.attempts && g->skipped && !g->forced &&
+	if (g->skipped && (g->forced || !g->budget.attempts) &&
 	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED &&
-	    (t = router_least_recently_failed(rt, only, g->gw->pstats))) {
-		/* Every target is open: the one that failed longest ago, anyway. */
-		g->forced = true;
+	    attempt_may_start(&g->budget, gw_now_ms()) &&
+	    (t = router_least_recently_failed(rt, only, g->gw->pstats, g->forced, &at))) {
+		/* Every target is open: each that fails fast, oldest failure first, anyway. */
+		g->forced |= 1u << at;
 		note_unskip(g, t);
 		log_debug("request %s: every target open; trying %s/%s", g->id, t->prov->name,
 			  t->model);

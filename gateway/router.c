@@ -102,29 +102,39 @@ bool router_route_allows(const struct gw_route *rt, const char *only)
 }
 
 struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
-					       const struct provider_stats *pstats)
+					       const struct provider_stats *pstats,
+					       uint32_t tried, size_t *pos)
 {
 	struct gw_target *best = NULL;
 	size_t i;
 
 	for (i = 0; i < rt->ntargets; i++) {
 		struct gw_target *t = rt->targets[i];
+		const struct provider_stats *ps = pstats ? &pstats[t->provider] : NULL;
 
-		if (!router_target_allowed(t, only) || (pstats && pstats[t->provider].unhealthy))
+		if (!router_target_allowed(t, only) || (tried & (1u << i)) || t->failed_slow ||
+		    (ps && ps->unhealthy && ps->check_slow))
 			continue;
-		if (!best || t->br.last_failure_ms < best->br.last_failure_ms)
+		if (!best || t->br.last_failure_ms < best->br.last_failure_ms) {
 			best = t;
+			*pos = i;
+		}
 	}
 	return best;
 }
 
-bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms)
+bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms,
+			    bool batch)
 {
 	size_t i;
 
 	for (i = 0; i < rt->ntargets; i++) {
-		if (router_target_allowed(rt->targets[i], only) &&
-		    breaker_would_admit(&rt->targets[i]->br, now_ms))
+		const struct breaker *b = &rt->targets[i]->br;
+
+		if (!router_target_allowed(rt->targets[i], only) || !breaker_would_admit(b, now_ms))
+			continue;
+		if (!batch || !b->cfg.enabled || b->state != BREAKER_HALF_OPEN ||
+		    b->probes_in_flight == 0)
 			return true;
 	}
 	return false;

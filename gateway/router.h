@@ -25,6 +25,7 @@ struct gw_target {
 	struct breaker br;
 	uint64_t transitions[3][3];	/* [from][to] state changes */
 	struct lat_ring lat;		/* recent successes' latencies, for adaptive hedging */
+	bool failed_slow;		/* its last failure ran out of time (a timeout, a hang) */
 };
 
 /* What happened to an alias's batch requests, for /metrics. */
@@ -88,17 +89,26 @@ bool router_target_allowed(const struct gw_target *t, const char *only);
 bool router_route_allows(const struct gw_route *rt, const char *only);
 
 /*
- * Among the route's targets allowed by only and not of a provider whose
- * health checks say it is down (pstats, by provider index; NULL: none
- * checked), the one whose last failure is the oldest (a target that never
- * failed first; ties go to the earlier one in the chain), or NULL when
- * none is left.
+ * Among the route's targets allowed by only, not in the chain positions
+ * of the bit mask tried, and cheap to try — its last failure did not run
+ * out of time, and its provider's health checks (pstats, by provider
+ * index; NULL: none checked) do not say it is down after a check that
+ * timed out — the one whose last failure is the oldest (a target that
+ * never failed first; ties go to the earlier one in the chain), or NULL
+ * when none is left. *pos gets its position in the chain.
  */
 struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
-					       const struct provider_stats *pstats);
+					       const struct provider_stats *pstats,
+					       uint32_t tried, size_t *pos);
 
-/* Whether some target of the route allowed by only would be admitted at now_ms. */
-bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms);
+/*
+ * Whether some target of the route allowed by only would be admitted at
+ * now_ms — for a batch request, half-open only with no probe in flight,
+ * so that deferrable work takes one probe slot at a time and leaves the
+ * rest to interactive requests.
+ */
+bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms,
+			    bool batch);
 
 /*
  * The soonest time after now_ms at which an open target of the route

@@ -66,75 +66,18 @@ static void start_gw(const char *tmpl)
 	gw_start_template(&gw, tmpl, &mock, NULL);
 }
 
-/*
- * A chat request for alias with x-request-id rid (none when NULL) and more
- * headers (NULL-terminated, may be NULL). The result is held until
- * teardown.
- */
+/* A chat request to the gateway (gw_chat_held), held until teardown. */
 static struct http_result *chat(const char *alias, const char *rid, const char *extra,
 				double timeout_ms)
 {
-	char hrid[200];
-	const char *hdrs[3] = { NULL, NULL, NULL };
-	size_t n = 0;
-	struct http_result *r = gw_held_result(&held);
-
-	if (rid) {
-		snprintf(hrid, sizeof(hrid), "x-request-id: %s", rid);
-		hdrs[n++] = hrid;
-	}
-	if (extra)
-		hdrs[n++] = extra;
-	cr_assert_eq(gw_chat(&gw, alias, hdrs, timeout_ms, r), 0, "curl could not start");
-	return r;
+	return gw_chat_held(&gw, &held, alias, rid, extra, timeout_ms);
 }
 
-/* A response header's value copied to out, or "(absent)". */
-static const char *header(const struct http_result *r, const char *name, char *out, size_t len)
-{
-	const char *v = http_header(r, name, out, len);
-
-	return v ? v : "(absent)";
-}
-
-/* Asserts a 200 from provider prov after attempts attempts. */
-static void expect_answer(const struct http_result *r, const char *what, const char *prov,
-			  int attempts)
-{
-	char v[128];
-
-	cr_assert_eq(r->code, CURLE_OK, "%s: curl %d %s", what, r->code, r->errbuf);
-	cr_assert_eq(r->status, 200, "%s: status %ld, body %s", what, r->status, r->body);
-	cr_assert_str_eq(header(r, "x-faultline-provider", v, sizeof(v)), prov,
-			 "%s: answered by %s, not %s", what, v, prov);
-	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), attempts,
-		     "%s: x-faultline-attempts %s, expected %d", what,
-		     header(r, "x-faultline-attempts", v, sizeof(v)), attempts);
-}
-
-/*
- * Asserts a gateway error: status, error.type and error.code, and that
- * error.attempts is an array. Returns the parsed body (held).
- */
+/* Asserts a gateway error (gw_expect_error), the body held until teardown. */
 static cJSON *expect_error(const struct http_result *r, const char *what, long status,
 			   const char *type, const char *code)
 {
-	const cJSON *err;
-	cJSON *doc;
-
-	cr_assert_eq(r->code, CURLE_OK, "%s: curl %d %s", what, r->code, r->errbuf);
-	cr_assert_eq(r->status, status, "%s: status %ld (expected %ld), body %s", what,
-		     r->status, status, r->body);
-	doc = gw_error_doc(r->body);
-	cr_assert_not_null(doc, "%s: not an OpenAI-style error: %s", what, r->body);
-	gw_held_doc(&held, doc);
-	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
-	cr_assert_str_eq(gw_json_str(err, "type"), type, "%s: error.type in %s", what, r->body);
-	cr_assert_str_eq(gw_json_str(err, "code") ? gw_json_str(err, "code") : "(null)", code,
-			 "%s: error.code in %s", what, r->body);
-	cr_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(err, "attempts")),
-		  "%s: no error.attempts array in %s", what, r->body);
-	return doc;
+	return gw_expect_error(&held, r, what, status, type, code);
 }
 
 /* error.attempts[i] of an error document, asserted present. */
@@ -188,34 +131,6 @@ static double breaker_num(const cJSON *doc, const char *prov, const char *key)
 	return gw_json_num(gw_breaker_must(doc, prov, "mock-small"), key);
 }
 
-static double row_num(const struct csv_table *t, size_t row, const char *col)
-{
-	const char *v = csv_get(t, row, col);
-
-	cr_assert(v && *v, "no %s in row %zu", col, row);
-	return strtod(v, NULL);
-}
-
-/*
- * Asserts x-faultline-cost-usd = the answer's usage × the answering
- * provider's price per 1k tokens (input, output).
- */
-static void expect_cost(const struct http_result *r, const char *what, double in, double out)
-{
-	cJSON *body = gw_held_doc(&held, cJSON_Parse(r->body));
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(body, "usage");
-	double pt = gw_json_num(usage, "prompt_tokens");
-	double ct = gw_json_num(usage, "completion_tokens");
-	double want = pt * in / 1000 + ct * out / 1000;
-	double cost = gw_header_num(r, "x-faultline-cost-usd");
-	char v[64];
-
-	cr_assert(pt > 0 && ct > 0, "%s: usage in %s", what, r->body);
-	cr_assert(fabs(cost - want) <= 1e-9 + want * 1e-4,
-		  "%s: x-faultline-cost-usd %s, expected %.9f (%.0f in × %g + %.0f out × %g per 1k)",
-		  what, header(r, "x-faultline-cost-usd", v, sizeof(v)), want, pt, in, ct, out);
-}
-
 /* ---- a healthy answer ---- */
 
 /*
@@ -252,10 +167,10 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 		 "{'provider':'secondary','model':'mock-small'}]}}}");
 
 	r = chat("chat", "client-id-1", NULL, 5000);
-	expect_answer(r, "healthy", "primary", 1);
-	cr_assert_str_eq(header(r, "x-request-id", v, sizeof(v)), "client-id-1");
-	cr_assert_str_eq(header(r, "x-faultline-hedged", v, sizeof(v)), "0");
-	cr_assert(strstr(header(r, "content-type", v, sizeof(v)), "application/json"),
+	gw_expect_answer(r, "healthy", "primary", 1);
+	cr_assert_str_eq(gw_header_str(r, "x-request-id", v, sizeof(v)), "client-id-1");
+	cr_assert_str_eq(gw_header_str(r, "x-faultline-hedged", v, sizeof(v)), "0");
+	cr_assert(strstr(gw_header_str(r, "content-type", v, sizeof(v)), "application/json"),
 		  "content-type %s", v);
 	cr_assert_null(http_header(r, "x-mock-provider", v, sizeof(v)),
 		       "the upstream's x-mock-provider: %s was relayed", v);
@@ -269,7 +184,7 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 	/* mockprov: ceil(14 characters / 4) in, output_tokens out. */
 	cr_assert(gw_json_num(usage, "prompt_tokens") == 4 &&
 		  gw_json_num(usage, "completion_tokens") == 8, "usage in %s", r->body);
-	expect_cost(r, "healthy", 0.15, 0.6);
+	gw_expect_cost(&held, r, "healthy", 0.15, 0.6, 0);
 
 	/* No /v1 prefix. */
 	r2 = gw_held_result(&held);
@@ -280,12 +195,12 @@ Test(gateway, healthy_primary_answers, .timeout = 20)
 
 		cr_assert_eq(http_do(gw_url(&gw, "/chat/completions", url, sizeof(url)), &o, r2), 0);
 	}
-	expect_answer(r2, "no /v1 prefix", "primary", 1);
+	gw_expect_answer(r2, "no /v1 prefix", "primary", 1);
 
 	gw_mock_settle(&mock, provs);
 	log = gw_mock_rows(&held, &mock, "primary");
 	row = gw_row_of(log, "primary", "client-id-1");
-	cr_assert_eq(row_num(log, row, "status"), 200);
+	cr_assert_eq(gw_row_num(log, row, "status"), 200);
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "completed");
 	gw_row_of(log, "primary", "client-id-2");
 	log = gw_mock_rows(&held, &mock, "secondary");
@@ -345,10 +260,10 @@ Test(gateway, failover_on_upstream_failures, .timeout = 30)
 
 		snprintf(rid, sizeof(rid), "fo-%s", failovers[i].alias);
 		r = chat(failovers[i].alias, rid, NULL, 5000);
-		expect_answer(r, failovers[i].alias, "secondary", 2);
+		gw_expect_answer(r, failovers[i].alias, "secondary", 2);
 		cr_assert_lt(r->total_ms, 50 + 300, "%s: answered after %.0f ms (secondary: 50 ms)",
 			     failovers[i].alias, r->total_ms);
-		expect_cost(r, failovers[i].alias, 1, 2);
+		gw_expect_cost(&held, r, failovers[i].alias, 1, 2, 0);
 	}
 
 	text = metrics();
@@ -373,7 +288,7 @@ Test(gateway, failover_on_upstream_failures, .timeout = 30)
 
 		snprintf(rid, sizeof(rid), "fo-%s", failovers[i].alias);
 		row = gw_row_of(sec_log, "secondary", rid);
-		cr_assert_eq(row_num(sec_log, row, "status"), 200);
+		cr_assert_eq(gw_row_num(sec_log, row, "status"), 200);
 		if (!failovers[i].log_fault)
 			continue;
 		log = gw_mock_rows(&held, &mock, failovers[i].alias);
@@ -447,12 +362,12 @@ Test(gateway, upstream_4xx_is_passed_through, .timeout = 20)
 			     rid, r->body, direct->body);
 		cr_assert_eq(memcmp(r->body, direct->body, r->body_len), 0,
 			     "%s: body\n%s\nnot the upstream's\n%s", rid, r->body, direct->body);
-		cr_assert_str_eq(header(r, "content-type", v, sizeof(v)),
-				 header(direct, "content-type", ct_direct, sizeof(ct_direct)));
-		cr_assert_str_eq(header(r, "x-faultline-provider", v, sizeof(v)),
+		cr_assert_str_eq(gw_header_str(r, "content-type", v, sizeof(v)),
+				 gw_header_str(direct, "content-type", ct_direct, sizeof(ct_direct)));
+		cr_assert_str_eq(gw_header_str(r, "x-faultline-provider", v, sizeof(v)),
 				 passthroughs[i].alias);
 		cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 1, "%s: attempts %s", rid,
-			     header(r, "x-faultline-attempts", v, sizeof(v)));
+			     gw_header_str(r, "x-faultline-attempts", v, sizeof(v)));
 	}
 
 	text = metrics();
@@ -529,7 +444,7 @@ Test(gateway, slow_upstreams_are_cut_at_their_timeout, .timeout = 30)
 
 		snprintf(rid, sizeof(rid), "slow-%s", slows[i].alias);
 		r = chat(slows[i].alias, rid, NULL, 8000);
-		expect_answer(r, slows[i].alias, "secondary", 2);
+		gw_expect_answer(r, slows[i].alias, "secondary", 2);
 		cr_assert(r->total_ms >= 950 && r->total_ms <= 2000,
 			  "%s: answered after %.0f ms; expected 1000 (timeout) + 50 (secondary)",
 			  slows[i].alias, r->total_ms);
@@ -551,11 +466,11 @@ Test(gateway, slow_upstreams_are_cut_at_their_timeout, .timeout = 30)
 		slow_log = gw_mock_rows(&held, &mock, slows[i].alias);
 		prow = gw_row_of(slow_log, slows[i].alias, rid);
 		cr_assert_str_eq(csv_get(slow_log, prow, "fault"), slows[i].log_fault);
-		cr_assert_eq(row_num(slow_log, prow, "status"), slows[i].log_status,
+		cr_assert_eq(gw_row_num(slow_log, prow, "status"), slows[i].log_status,
 			     "%s: the mock sent status %s", rid, csv_get(slow_log, prow, "status"));
 		cr_assert_str_eq(csv_get(slow_log, prow, "outcome"), "faulted");
 		srow = gw_row_of(sec_log, "secondary", rid);
-		gap = row_num(sec_log, srow, "t_ms") - row_num(slow_log, prow, "t_ms");
+		gap = gw_row_num(sec_log, srow, "t_ms") - gw_row_num(slow_log, prow, "t_ms");
 		cr_assert(gap >= 950 && gap <= 1500,
 			  "%s: the secondary was asked %.0f ms after the primary (timeout 1000)",
 			  rid, gap);
@@ -589,7 +504,7 @@ Test(gateway, retry_after_is_waited_for_on_the_same_target, .timeout = 20)
 				    "\"status\":503,\"retry_after_s\":1,\"duration_s\":0.5}"), 201);
 
 	r = chat("solo", "ra-1", NULL, 5000);
-	expect_answer(r, "retry after 1 s", "primary", 2);
+	gw_expect_answer(r, "retry after 1 s", "primary", 2);
 	cr_assert(r->total_ms >= 1000 && r->total_ms <= 1800,
 		  "answered after %.0f ms; expected Retry-After's 1000 + 20", r->total_ms);
 
@@ -597,9 +512,9 @@ Test(gateway, retry_after_is_waited_for_on_the_same_target, .timeout = 20)
 	log = gw_mock_rows(&held, &mock, "primary");
 	n = gw_rows_of(log, "ra-1", rows, 4);
 	cr_assert_eq(n, 2, "the primary saw %zu requests for ra-1", n);
-	cr_assert_eq(row_num(log, rows[0], "status"), 503);
-	cr_assert_eq(row_num(log, rows[1], "status"), 200);
-	gap = row_num(log, rows[1], "t_ms") - row_num(log, rows[0], "t_ms");
+	cr_assert_eq(gw_row_num(log, rows[0], "status"), 503);
+	cr_assert_eq(gw_row_num(log, rows[1], "status"), 200);
+	gap = gw_row_num(log, rows[1], "t_ms") - gw_row_num(log, rows[0], "t_ms");
 	cr_assert(gap >= 995 && gap <= 1500, "the retry came %.0f ms after the 503", gap);
 }
 
@@ -629,7 +544,7 @@ Test(gateway, retry_after_past_the_deadline_is_not_waited_for, .timeout = 20)
 		 "'solo':{'targets':[{'provider':'primary','model':'mock-small'}],'max_attempts':2}}}");
 
 	r = chat("chat", "ra30-chat", NULL, 5000);
-	expect_answer(r, "Retry-After 30 s, two targets", "secondary", 2);
+	gw_expect_answer(r, "Retry-After 30 s, two targets", "secondary", 2);
 	cr_assert_lt(r->total_ms, 500, "answered after %.0f ms: it waited", r->total_ms);
 
 	r = chat("solo", "ra30-solo", NULL, 5000);
@@ -755,7 +670,7 @@ struct unreachable_case {
 };
 
 static const struct unreachable_case unreachables[] = {
-	{ "least_recently_failed", 1 },	/* the oldest failure is tried anyway */
+	{ "least_recently_failed", 2 },	/* each refusing target is tried anyway */
 	{ "fail_fast", 0 },		/* nothing is tried */
 };
 
@@ -764,9 +679,9 @@ static const struct unreachable_case unreachables[] = {
  * service_unavailable / all_providers_unavailable at once — before the
  * breakers open (refusals fail fast) and after (consecutive_failures 2
  * opens both after two requests, as the events file and /admin/breakers
- * show). Once both are open, least_recently_failed still tries one target
- * and lists the other as breaker_open; fail_fast tries none, and says in
- * Retry-After when the first breaker goes half-open.
+ * show). Once both are open, least_recently_failed still tries each of
+ * them, oldest failure first (a refusal costs nothing); fail_fast tries
+ * none, and says in Retry-After when the first breaker goes half-open.
  */
 Test(gateway, unreachable_providers_answer_503_at_once, .timeout = 30)
 {
@@ -817,19 +732,13 @@ Test(gateway, unreachable_providers_answer_503_at_once, .timeout = 30)
 				cr_assert_eq(open, 2 - c->attempts_when_open,
 					     "%s, request %d: %s", c->when_all_open, i + 1, r->body);
 				/*
-				 * Requests 1 and 2 tried d1, then d2: d1's failure is the
-				 * older, so request 3 tries d1; that makes d2's the older,
-				 * so request 4 tries d2.
+				 * Every request tries d1, then d2: d1's failure is always
+				 * the older, so it goes first.
 				 */
-				for (j = 0; j < 2; j++) {
-					const cJSON *e = attempt_at(doc, j);
-
-					if (strcmp(gw_json_str(e, "outcome"), "refused") == 0)
-						cr_assert_str_eq(gw_json_str(e, "provider"),
-								 i == 2 ? "d1" : "d2",
-								 "not the least recently failed: %s",
-								 r->body);
-				}
+				if (c->attempts_when_open == 2)
+					cr_assert_str_eq(gw_json_str(attempt_at(doc, 0), "provider"),
+							 "d1", "not the least recently failed first: %s",
+							 r->body);
 				cr_assert_eq(gw_header_num(r, "x-faultline-attempts"),
 					     c->attempts_when_open, "%s, request %d",
 					     c->when_all_open, i + 1);
@@ -946,9 +855,9 @@ Test(gateway, provider_header_forces_a_provider, .timeout = 20)
 		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
 		 "{'provider':'secondary','model':'mock-small'}]}}}");
 	r = chat("chat", NULL, "x-faultline-provider: secondary", 5000);
-	expect_answer(r, "forced secondary", "secondary", 1);
+	gw_expect_answer(r, "forced secondary", "secondary", 1);
 	r = chat("chat", NULL, NULL, 5000);
-	expect_answer(r, "no header", "primary", 1);
+	gw_expect_answer(r, "no header", "primary", 1);
 	cr_assert_eq(gw_mock_state(&mock, "primary", "requests"), 1);
 	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 1);
 }
@@ -1007,10 +916,10 @@ Test(gateway, no_reroute_sends_a_request_once, .timeout = 30)
 	cr_assert_eq(gw_mock_state(&mock, "secondary", "requests"), 0, "a hung request re-sent");
 
 	r = chat("c", "nr-refused", nr, 5000);
-	expect_answer(r, "refused: never delivered", "secondary", 2);
+	gw_expect_answer(r, "refused: never delivered", "secondary", 2);
 
 	r = chat("a", "rr-503", NULL, 5000);
-	expect_answer(r, "without the header", "secondary", 3);
+	gw_expect_answer(r, "without the header", "secondary", 3);
 }
 
 /*
@@ -1111,12 +1020,12 @@ Test(gateway, health_checks_open_and_wake_the_breaker, .timeout = 30)
 	cr_assert_eq(v, 1, "the breaker did not open from the health checks: state %g", v);
 	cr_assert_eq(gw_metric(metrics(), "faultline_provider_healthy", "provider=primary"), 0);
 	r = chat("chat", "after-down", NULL, 5000);
-	expect_answer(r, "the first request after the checks saw it down", "secondary", 1);
+	gw_expect_answer(r, "the first request after the checks saw it down", "secondary", 1);
 
 	v = gw_metric_wait(&gw, "faultline_breaker_state", open_st, 2, 4000);
 	cr_assert_eq(v, 2, "the breaker did not go half-open when the checks passed: state %g", v);
 	r = chat("chat", "after-up", NULL, 5000);
-	expect_answer(r, "the probe after the checks saw it back", "primary", 1);
+	gw_expect_answer(r, "the probe after the checks saw it back", "primary", 1);
 	cr_assert_geq(gw_metric(metrics(), "faultline_health_checks_total",
 				"provider=primary,result=fail"), 2);
 	cr_assert_geq(gw_metric(metrics(), "faultline_health_checks_total",
@@ -1346,16 +1255,16 @@ Test(gateway_breaker, opens_skips_and_closes_after_the_cooldown, .timeout = 30)
 	gw_mock_settle(&mock, provs);
 	log = gw_mock_rows(&held, &mock, "primary");
 	for (i = 1; i < (int)log->nrows; i++) {
-		double t = (double)mock.t0 + row_num(log, (size_t)i, "t_ms");
+		double t = (double)mock.t0 + gw_row_num(log, (size_t)i, "t_ms");
 
 		if (t < t_half) {
 			rows_before_half++;
-			cr_assert_eq(row_num(log, (size_t)i, "status"), 503,
+			cr_assert_eq(gw_row_num(log, (size_t)i, "status"), 503,
 				     "row %d (%s) before half-open", i, csv_get(log, (size_t)i, "request_id"));
 			cr_assert(t < t_open + 5, "the primary was asked %.0f ms into the open period",
 				  t - t_open);
 		} else {
-			cr_assert_eq(row_num(log, (size_t)i, "status"), 200, "row %d after half-open", i);
+			cr_assert_eq(gw_row_num(log, (size_t)i, "status"), 200, "row %d after half-open", i);
 			if (t <= t_closed + 1)
 				probes++;
 		}
@@ -1762,6 +1671,6 @@ Test(gateway, client_leaving_cancels_the_upstream_attempt, .timeout = 20)
 	log = gw_mock_rows(&held, &mock, "primary");
 	row = gw_row_of(log, "primary", "leaver-1");
 	cr_assert_str_eq(csv_get(log, row, "outcome"), "client_aborted");
-	cr_assert_lt(row_num(log, row, "dur_ms"), 1500, "the upstream request lasted %s ms",
+	cr_assert_lt(gw_row_num(log, row, "dur_ms"), 1500, "the upstream request lasted %s ms",
 		     csv_get(log, row, "dur_ms"));
 }

@@ -421,6 +421,37 @@ double gw_json_num(const cJSON *obj, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+static void *bg_main(void *arg)
+{
+	struct gw_bg *b = arg;
+	const char *hdrs[3] = { b->hrid, b->extra[0] ? b->extra : NULL, NULL };
+
+	b->rc = gw_chat(b->g, b->alias, hdrs, b->timeout_ms, &b->r);
+	return NULL;
+}
+
+void gw_bg_start(struct gw_bg *b, const struct gw_proc *g, const char *alias, const char *rid,
+		 const char *extra, double timeout_ms)
+{
+	memset(b, 0, sizeof(*b));
+	b->g = g;
+	snprintf(b->alias, sizeof(b->alias), "%s", alias);
+	snprintf(b->hrid, sizeof(b->hrid), "x-request-id: %s", rid);
+	snprintf(b->extra, sizeof(b->extra), "%s", extra ? extra : "");
+	b->timeout_ms = timeout_ms;
+	b->rc = -1;
+	cr_assert_eq(pthread_create(&b->thread, NULL, bg_main, b), 0, "no thread for %s", rid);
+	b->running = true;
+}
+
+void gw_bg_join(struct gw_bg *b)
+{
+	if (!b->running)
+		return;
+	pthread_join(b->thread, NULL);
+	b->running = false;
+}
+
 /* ---- /metrics ---- */
 
 #define MAX_LABELS 16
@@ -761,6 +792,21 @@ long gw_mock_inject(const struct mock_proc *m, const char *fault_json)
 	return status;
 }
 
+long gw_mock_clear(const struct mock_proc *m, const char *prov)
+{
+	char url[256];
+	struct http_opts o = { .method = "DELETE", .timeout_ms = 2000 };
+	struct http_result r;
+	long status = -1;
+
+	snprintf(url, sizeof(url), "http://%s/faults%s%.64s", m->admin_addr,
+		 prov ? "?provider=" : "", prov ? prov : "");
+	if (http_do(url, &o, &r) == 0)
+		status = r.status;
+	http_result_free(&r);
+	return status;
+}
+
 char *gw_mock_base(const struct mock_proc *m, const char *prov, char *out, size_t len)
 {
 	return mock_url(m, prov, "/v1", out, len);
@@ -978,4 +1024,92 @@ size_t gw_row_of(const struct csv_table *t, const char *prov, const char *rid)
 
 	cr_assert_eq(n, 1, "mock-%s.csv has %zu rows for %s, expected 1", prov, n, rid);
 	return row;
+}
+
+struct http_result *gw_chat_held(const struct gw_proc *g, struct gw_held *h, const char *alias,
+				 const char *rid, const char *extra, double timeout_ms)
+{
+	char hrid[200];
+	const char *hdrs[3] = { NULL, NULL, NULL };
+	size_t n = 0;
+	struct http_result *r = gw_held_result(h);
+
+	if (rid) {
+		snprintf(hrid, sizeof(hrid), "x-request-id: %s", rid);
+		hdrs[n++] = hrid;
+	}
+	if (extra)
+		hdrs[n++] = extra;
+	cr_assert_eq(gw_chat(g, alias, hdrs, timeout_ms, r), 0, "curl could not start");
+	return r;
+}
+
+const char *gw_header_str(const struct http_result *r, const char *name, char *out, size_t len)
+{
+	const char *v = http_header(r, name, out, len);
+
+	return v ? v : "(absent)";
+}
+
+void gw_expect_answer(const struct http_result *r, const char *what, const char *prov,
+		      int attempts)
+{
+	char v[128];
+
+	cr_assert_eq(r->code, CURLE_OK, "%s: curl %d %s", what, r->code, r->errbuf);
+	cr_assert_eq(r->status, 200, "%s: status %ld, body %s", what, r->status, r->body);
+	cr_assert_str_eq(gw_header_str(r, "x-faultline-provider", v, sizeof(v)), prov,
+			 "%s: answered by %s, not %s", what, v, prov);
+	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), attempts,
+		     "%s: x-faultline-attempts %s, expected %d", what,
+		     gw_header_str(r, "x-faultline-attempts", v, sizeof(v)), attempts);
+}
+
+cJSON *gw_expect_error(struct gw_held *h, const struct http_result *r, const char *what,
+		       long status, const char *type, const char *code)
+{
+	const cJSON *err;
+	cJSON *doc;
+
+	cr_assert_eq(r->code, CURLE_OK, "%s: curl %d %s", what, r->code, r->errbuf);
+	cr_assert_eq(r->status, status, "%s: status %ld (expected %ld), body %s", what,
+		     r->status, status, r->body);
+	doc = gw_error_doc(r->body);
+	cr_assert_not_null(doc, "%s: not an OpenAI-style error: %s", what, r->body);
+	gw_held_doc(h, doc);
+	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+	cr_assert_str_eq(gw_json_str(err, "type"), type, "%s: error.type in %s", what, r->body);
+	cr_assert_str_eq(gw_json_str(err, "code") ? gw_json_str(err, "code") : "(null)", code,
+			 "%s: error.code in %s", what, r->body);
+	cr_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(err, "attempts")),
+		  "%s: no error.attempts array in %s", what, r->body);
+	return doc;
+}
+
+double gw_row_num(const struct csv_table *t, size_t row, const char *col)
+{
+	const char *v = csv_get(t, row, col);
+
+	cr_assert(v && *v, "no %s in row %zu", col, row);
+	return strtod(v, NULL);
+}
+
+double gw_expect_cost(struct gw_held *h, const struct http_result *r, const char *what,
+		      double in, double out, double discarded)
+{
+	cJSON *body = gw_held_doc(h, cJSON_Parse(r->body));
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(body, "usage");
+	double pt = gw_json_num(usage, "prompt_tokens");
+	double ct = gw_json_num(usage, "completion_tokens");
+	double own = pt * in / 1000 + ct * out / 1000;
+	double want = own + discarded;
+	double cost = gw_header_num(r, "x-faultline-cost-usd");
+	char v[64];
+
+	cr_assert(pt > 0 && ct > 0, "%s: usage in %s", what, r->body);
+	cr_assert(fabs(cost - want) <= 1e-9 + want * 1e-4,
+		  "%s: x-faultline-cost-usd %s, expected %.9f (%.0f in × %g + %.0f out × %g per 1k"
+		  ", + %.9f discarded)", what, gw_header_str(r, "x-faultline-cost-usd", v, sizeof(v)),
+		  want, pt, in, ct, out, discarded);
+	return own;
 }

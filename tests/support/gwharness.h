@@ -16,6 +16,7 @@
 #define FAULTLINE_GWHARNESS_H
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -163,6 +164,31 @@ double gw_metric_wait(const struct gw_proc *g, const char *name, const char *lab
 /* The gateway's resident set (VmRSS of /proc/PID/status) in KiB, or -1. */
 long gw_rss_kb(const struct gw_proc *g);
 
+/*
+ * A chat request made on a thread of its own: a client that waits while
+ * the test goes on. gw_bg_start starts it (asserting the thread started),
+ * gw_bg_join waits for it; r is then its result (free it with
+ * http_result_free, or hand it to a gw_held).
+ */
+struct gw_bg {
+	pthread_t thread;
+	bool running;			/* started and not yet joined */
+	const struct gw_proc *g;
+	char alias[64];
+	char hrid[160];			/* "x-request-id: …" */
+	char extra[160];		/* one more header line, "" for none */
+	double timeout_ms;
+	struct http_result r;
+	int rc;				/* gw_chat's */
+};
+
+/* Starts b: a chat request for alias to g with x-request-id rid and extra (may be NULL). */
+void gw_bg_start(struct gw_bg *b, const struct gw_proc *g, const char *alias, const char *rid,
+		 const char *extra, double timeout_ms);
+
+/* Waits for b's request to end (nothing when it is not running). */
+void gw_bg_join(struct gw_bg *b);
+
 /* GET /admin/breakers, parsed (delete it); NULL when not 200 JSON. */
 cJSON *gw_breakers(const struct gw_proc *g);
 
@@ -307,6 +333,46 @@ const cJSON *gw_breaker_must(const cJSON *doc, const char *prov, const char *mod
  * mockprov with SIGTERM, which completes its logs; asserts both.
  */
 void gw_mock_settle(struct mock_proc *m, const char *const *provs);
+
+/*
+ * A chat request for alias to g with x-request-id rid (none when NULL) and
+ * one more header line extra (may be NULL), held in h until teardown;
+ * asserts curl could start it.
+ */
+struct http_result *gw_chat_held(const struct gw_proc *g, struct gw_held *h, const char *alias,
+				 const char *rid, const char *extra, double timeout_ms);
+
+/* A response header's value copied to out, or "(absent)". Returns out or "(absent)". */
+const char *gw_header_str(const struct http_result *r, const char *name, char *out, size_t len);
+
+/* Asserts a 200 from provider prov after attempts upstream attempts (what names it). */
+void gw_expect_answer(const struct http_result *r, const char *what, const char *prov,
+		      int attempts);
+
+/*
+ * Asserts a gateway error: status, error.type and error.code, and that
+ * error.attempts is an array. Returns the parsed body (held in h).
+ */
+cJSON *gw_expect_error(struct gw_held *h, const struct http_result *r, const char *what,
+		       long status, const char *type, const char *code);
+
+/*
+ * Asserts x-faultline-cost-usd = the answer's usage × the answering
+ * provider's price per 1k tokens (in, out), plus discarded (the billed
+ * estimate of attempts whose answers were discarded; 0 for none), to the
+ * header's printed precision. Returns the answer's own part.
+ */
+double gw_expect_cost(struct gw_held *h, const struct http_result *r, const char *what,
+		      double in, double out, double discarded);
+
+/* A mock log's number field (row, col), asserted present and non-empty. */
+double gw_row_num(const struct csv_table *t, size_t row, const char *col);
+
+/*
+ * DELETE mockprov's /faults (every provider's when prov is NULL). Returns
+ * the HTTP status (200 when cleared), or -1.
+ */
+long gw_mock_clear(const struct mock_proc *m, const char *prov);
 
 /* mock-PROV.csv of a stopped mockprov, asserted to have its header. Held until teardown. */
 const struct csv_table *gw_mock_rows(struct gw_held *h, const struct mock_proc *m,

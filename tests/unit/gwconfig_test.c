@@ -441,28 +441,39 @@ Test(gwrouter, least_recently_failed, .timeout = 10)
 	struct gw_target *a;
 	struct gw_target *b;
 	struct provider_stats *ps;
+	size_t at = 99;
 
 	cr_assert_eq(load(two_aliases, &c), 0, "%s", err);
 	cr_assert_eq(router_init(&r, &c, 0), 0);
 	chat = router_find(&r, "chat");
 	a = chat->targets[0];
 	b = chat->targets[1];
-	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), a, "no failures: the first");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL, 0, &at), a, "no failures: the first");
 	breaker_record(&a->br, 100, false, 1, 0, NULL, NULL);
-	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), b, "b never failed");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL, 0, &at), b, "b never failed");
 	breaker_record(&b->br, 200, false, 1, 0, NULL, NULL);
-	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), a, "a failed longer ago");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL, 0, &at), a, "a failed longer ago");
 	breaker_record(&a->br, 300, false, 1, 0, NULL, NULL);
-	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL), b);
-	cr_assert_eq(router_least_recently_failed(chat, "a", NULL), a, "the filter holds");
-	cr_assert_null(router_least_recently_failed(chat, "c", NULL));
+	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL, 0, &at), b);
+	cr_assert_eq(router_least_recently_failed(chat, "a", NULL, 0, &at), a, "the filter holds");
+	cr_assert_null(router_least_recently_failed(chat, "c", NULL, 0, &at));
 	/* A provider its health checks call down is not tried; with none left, none. */
 	ps = calloc(c.nproviders, sizeof(*ps));
 	cr_assert_not_null(ps);
+	cr_assert_eq(router_least_recently_failed(chat, NULL, ps, 0, &at), b);
+	cr_assert_eq(at, 1);
+	cr_assert_eq(router_least_recently_failed(chat, NULL, ps, 1u << 1, &at), a,
+		     "b tried already: a");
+	cr_assert_eq(at, 0);
+	cr_assert_null(router_least_recently_failed(chat, NULL, ps, 3, &at), "both tried");
+	/* Down by health checks that refused: cheap to try; that timed out: not tried. */
 	ps[b->provider].unhealthy = true;
-	cr_assert_eq(router_least_recently_failed(chat, NULL, ps), a, "b is down");
-	ps[a->provider].unhealthy = true;
-	cr_assert_null(router_least_recently_failed(chat, NULL, ps), "both are down");
+	cr_assert_eq(router_least_recently_failed(chat, NULL, ps, 0, &at), b);
+	ps[b->provider].check_slow = true;
+	cr_assert_eq(router_least_recently_failed(chat, NULL, ps, 0, &at), a, "b hangs");
+	a->failed_slow = true;
+	cr_assert_null(router_least_recently_failed(chat, NULL, ps, 0, &at),
+		       "a's last failure timed out");
 	free(ps);
 	router_free(&r);
 	gw_config_free(&c);
