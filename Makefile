@@ -9,7 +9,7 @@
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
-#   make suite      the classic suite and stream-stall at SCALE (0.2), each result through chaos gate
+#   make suite      the classic suite, stream-stall, three-setups and slow-tail, each result through chaos gate
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make

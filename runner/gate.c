@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "cfg.h"
 #include "json.h"
+#include "stats.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -72,6 +73,8 @@ static const struct expect_bound expect_bounds[] = {
 	{ offsetof(struct sc_expect, error_rate_max), "error_rate", NULL, "error_rate", GATE_LE },
 	{ offsetof(struct sc_expect, answered_min), "answered_share", NULL, "answered_share",
 	  GATE_GE },
+	{ offsetof(struct sc_expect, answered_max), "answered_share", NULL, "answered_share",
+	  GATE_LE },
 	{ offsetof(struct sc_expect, latency_p50_ms_max), "latency_ms", "p50", "latency_ms.p50",
 	  GATE_LE },
 	{ offsetof(struct sc_expect, latency_p95_ms_max), "latency_ms", "p95", "latency_ms.p95",
@@ -91,6 +94,24 @@ static const struct expect_bound expect_bounds[] = {
 	{ offsetof(struct sc_expect, stalls_max), "stalls", NULL, "stalls", GATE_LE },
 	{ offsetof(struct sc_expect, max_gap_ms_max), "max_gap_ms", NULL, "max_gap_ms", GATE_LE },
 	{ offsetof(struct sc_expect, ttft_p95_ms_max), "ttft_ms", "p95", "ttft_ms.p95", GATE_LE },
+	{ offsetof(struct sc_expect, extra_requests_max), "extra_requests", NULL, "extra_requests",
+	  GATE_LE },
+};
+
+/* A bound comparing the setup with the entry's relative_to: this / other (− 1). */
+struct relative_bound {
+	size_t offset;
+	const char *key;
+	const char *sub;
+	const char *figure;
+	double minus;		/* 1 for an overhead, 0 for a ratio */
+};
+
+static const struct relative_bound relative_bounds[] = {
+	{ offsetof(struct sc_expect, latency_p99_ratio_max), "latency_ms", "p99",
+	  "latency_p99_ratio", 0 },
+	{ offsetof(struct sc_expect, cost_overhead_max), "cost_per_answered", NULL,
+	  "cost_overhead", 1 },
 };
 
 enum base_rule { BASE_ABOVE, BASE_BELOW, BASE_RELATIVE, BASE_NEAR };
@@ -333,6 +354,68 @@ static bool same_scale(double a, double b)
 
 /* ---- expectations ---- */
 
+/* The verdict on a figure f against c's bound, judging the worst run. */
+static void judge_fig(struct gate_check *c, const struct fig *f, double runs)
+{
+	if (!f->has) {
+		snprintf(c->note, sizeof(c->note), "no value");
+		return;
+	}
+	c->value = c->op == GATE_LE ? f->max : f->min;
+	if (f->n < runs) {
+		snprintf(c->note, sizeof(c->note), "no value in %.0f of %.0f runs", runs - f->n,
+			 runs);
+		return;
+	}
+	c->pass = holds(c->op, c->value, c->bound, 0);
+	if (runs > 1)
+		snprintf(c->note, sizeof(c->note), "worst of %.0f runs", runs);
+}
+
+/* window_answered_min: the worst window of the entry's length in the phase. */
+static int judge_window(struct gate_result *r, const struct sc_expect *e,
+			const struct setup_v *s, const cJSON *phase, const char *phase_name,
+			const char *file, const char *path, char *err)
+{
+	const cJSON *aw = cJSON_GetObjectItemCaseSensitive(phase, "answered_windows");
+	struct gate_check c = {
+		.source = "expect", .figure = "window_answered_share", .op = GATE_GE,
+		.bound = e->window_answered_min, .value = NAN,
+	};
+	char key[40];
+	char where[400];
+	const cJSON *blk;
+	struct fig worst;
+	struct fig from;
+	struct fig nwin;
+	int rc;
+
+	stats_window_key(e->window_ms, key, sizeof(key));
+	blk = cJSON_GetObjectItemCaseSensitive(aw, key);
+	if (!cJSON_IsObject(blk)) {
+		snprintf(c.note, sizeof(c.note), "no %g s windows in the summary",
+			 e->window_ms / 1000);
+		return push(r, &c, s->name, phase_name) ? oom(err) : 0;
+	}
+	snprintf(where, sizeof(where), "%.300s.answered_windows.%s", path, key);
+	rc = get_fig(blk, "worst_share", NULL, file, where, &worst, err);
+	if (!rc)
+		rc = get_fig(blk, "worst_from_ms", NULL, file, where, &from, err);
+	if (!rc)
+		rc = get_fig(blk, "windows", NULL, file, where, &nwin, err);
+	if (rc)
+		return rc;
+	judge_fig(&c, &worst, s->runs);
+	if (!worst.has)
+		snprintf(c.note, sizeof(c.note), "no %g s window of the phase had a request",
+			 e->window_ms / 1000);
+	else if (worst.n >= s->runs && from.has && from.min == from.max)
+		snprintf(c.note, sizeof(c.note), "worst %g s window %g-%g s of %.0f%s",
+			 e->window_ms / 1000, from.min / 1000, (from.min + e->window_ms) / 1000,
+			 nwin.max, s->runs > 1 ? ", worst run" : "");
+	return push(r, &c, s->name, phase_name) ? oom(err) : 0;
+}
+
 /* One check per bound e gives, for one setup's phase. */
 static int judge_expect(struct gate_result *r, const struct sc_expect *e,
 			const struct setup_v *s, const cJSON *phase, const char *phase_name,
@@ -355,19 +438,55 @@ static int judge_expect(struct gate_result *r, const struct sc_expect *e,
 		rc = get_fig(phase, b->key, b->sub, file, path, &f, err);
 		if (rc)
 			return rc;
-		if (!f.has) {
-			snprintf(c.note, sizeof(c.note), "no value");
-		} else {
-			c.value = b->op == GATE_LE ? f.max : f.min;
-			if (f.n < s->runs) {
-				snprintf(c.note, sizeof(c.note), "no value in %.0f of %.0f runs",
-					 s->runs - f.n, s->runs);
-			} else {
-				c.pass = holds(c.op, c.value, bound, 0);
-				if (s->runs > 1)
-					snprintf(c.note, sizeof(c.note), "worst of %.0f runs",
-						 s->runs);
-			}
+		judge_fig(&c, &f, s->runs);
+		rc = push(r, &c, s->name, phase_name);
+		if (rc)
+			return oom(err);
+	}
+	if (!isnan(e->window_answered_min))
+		return judge_window(r, e, s, phase, phase_name, file, path, err);
+	return 0;
+}
+
+/*
+ * The ratio bounds: this setup's figure over the relative_to setup's
+ * (other: its phase, of the same class; NULL when the run lacks it),
+ * worst case over the runs — this one's largest over the other's smallest.
+ */
+static int judge_relative(struct gate_result *r, const struct sc_expect *e,
+			  const struct setup_v *s, const cJSON *phase, const char *phase_name,
+			  const cJSON *other, const char *other_path, const char *file,
+			  const char *path, char *err)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < NELEM(relative_bounds); i++) {
+		const struct relative_bound *b = &relative_bounds[i];
+		double bound = *(const double *)((const char *)e + b->offset);
+		struct gate_check c = {
+			.source = "expect", .figure = b->figure, .op = GATE_LE, .bound = bound,
+			.value = NAN,
+		};
+		struct fig mine;
+		struct fig theirs = { 0 };
+
+		if (isnan(bound))
+			continue;
+		rc = get_fig(phase, b->key, b->sub, file, path, &mine, err);
+		if (!rc && other)
+			rc = get_fig(other, b->key, b->sub, file, other_path, &theirs, err);
+		if (rc)
+			return rc;
+		if (!other)
+			snprintf(c.note, sizeof(c.note), "vs %.60s: not in the run", e->relative_to);
+		else if (!mine.has || !theirs.has || !(theirs.min > 0))
+			snprintf(c.note, sizeof(c.note), "vs %.60s: no value", e->relative_to);
+		else {
+			c.value = mine.max / theirs.min - b->minus;
+			c.pass = holds(GATE_LE, c.value, bound, 0);
+			snprintf(c.note, sizeof(c.note), "vs %.60s: %.6g / %.6g%s", e->relative_to,
+				 mine.max, theirs.min, s->runs > 1 ? ", worst runs" : "");
 		}
 		rc = push(r, &c, s->name, phase_name);
 		if (rc)
@@ -376,12 +495,30 @@ static int judge_expect(struct gate_result *r, const struct sc_expect *e,
 	return 0;
 }
 
+/*
+ * A phase's figures narrowed to the entry's class: phase.classes[cls], or
+ * phase itself without one. NULL when the run had no request of the class.
+ */
+static const cJSON *class_of(const cJSON *phase, const struct sc_expect *e, char *path,
+			     size_t len)
+{
+	size_t n = strlen(path);
+
+	if (!e->cls || !phase)
+		return phase;
+	snprintf(path + n, len - n, ".classes.%s", e->cls);
+	return cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(phase, "classes"), e->cls);
+}
+
 /* Every check of one expect entry against one setup. */
 static int expect_setup(struct gate_result *r, const struct scenario *sc,
-			const struct sc_expect *e, const struct setup_v *s, const char *file,
-			char *err)
+			const struct sc_expect *e, const struct setup_v *s,
+			const struct setup_v *other, const char *file, char *err)
 {
-	char path[256];
+	char path[300];
+	char opath[300];
+	char note[128];
 	bool all = strcmp(e->phase, "*") == 0;
 	size_t i;
 	int rc;
@@ -389,14 +526,24 @@ static int expect_setup(struct gate_result *r, const struct scenario *sc,
 	for (i = 0; i < (all ? sc->nphases : 1); i++) {
 		const char *name = all ? sc->phases[i].name : e->phase;
 		const cJSON *p = get_phase(s, name, file, path, sizeof(path), &rc, err);
+		const cJSON *op = NULL;
 
+		if (!rc && other)
+			op = class_of(get_phase(other, name, file, opath, sizeof(opath), &rc, err),
+				      e, opath, sizeof(opath));
 		if (rc)
 			return rc;
-		if (!p)
+		if (!p) {
 			rc = push_missing(r, "expect", s->name, name, "no such phase in the run") ?
 				oom(err) : 0;
-		else
+		} else if (!(p = class_of(p, e, path, sizeof(path)))) {
+			snprintf(note, sizeof(note), "no %s request in the run", e->cls);
+			rc = push_missing(r, "expect", s->name, name, note) ? oom(err) : 0;
+		} else {
 			rc = judge_expect(r, e, s, p, name, file, path, err);
+			if (!rc && e->relative_to)
+				rc = judge_relative(r, e, s, p, name, op, opath, file, path, err);
+		}
 		if (rc)
 			return rc;
 	}
@@ -411,9 +558,15 @@ static int evaluate_expects(struct gate_result *r, const struct scenario *sc,
 
 	for (i = 0; i < sc->nexpects; i++) {
 		const struct sc_expect *e = &sc->expects[i];
+		const cJSON *ov = e->relative_to ?
+			cJSON_GetObjectItemCaseSensitive(setups, e->relative_to) : NULL;
+		struct setup_v other;
 		const cJSON *v;
 		bool matched = false;
 
+		rc = ov ? get_setup(ov, file, &other, err) : 0;
+		if (rc)
+			return rc;
 		cJSON_ArrayForEach(v, setups) {
 			struct setup_v s;
 
@@ -422,7 +575,7 @@ static int evaluate_expects(struct gate_result *r, const struct scenario *sc,
 			matched = true;
 			rc = get_setup(v, file, &s, err);
 			if (!rc)
-				rc = expect_setup(r, sc, e, &s, file, err);
+				rc = expect_setup(r, sc, e, &s, ov ? &other : NULL, file, err);
 			if (rc)
 				return rc;
 		}

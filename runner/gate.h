@@ -14,6 +14,8 @@
  *     bound                    figure of the combined summary   judged on
  *     error_rate_max           error_rate                       its "max"
  *     answered_min             answered_share                   its "min"
+ *     answered_max             answered_share                   its "max"
+ *     extra_requests_max       extra_requests                   its "max"
  *     latency_p50_ms_max       latency_ms.p50                   its "max"
  *     latency_p95_ms_max       latency_ms.p95                   its "max"
  *     latency_p99_ms_max       latency_ms.p99                   its "max"
@@ -25,6 +27,19 @@
  *     stalls_max               stalls                           its "max"
  *     max_gap_ms_max           max_gap_ms                       its "max"
  *     ttft_p95_ms_max          ttft_ms.p95                      its "max"
+ *
+ *   An entry's "class" judges the phase's classes.CLASS figures instead
+ *   (failed, "no CLASS request in the run", when the summary has none).
+ *   window_answered_min judges answered_windows[KEY].worst_share (KEY the
+ *   entry's window_s in ms, stats_window_key) on its "min", the note
+ *   naming the worst window when every run had the same one; no window
+ *   with a request fails ("no value"). With relative_to, checked after the
+ *   others, latency_p99_ratio_max judges latency_ms.p99 / the other
+ *   setup's (same phase and class), cost_overhead_max cost_per_answered /
+ *   the other's − 1: this setup's largest over the run's over the other's
+ *   smallest, so the worst pair of runs; figures "latency_p99_ratio" and
+ *   "cost_overhead", the note naming the other setup ("not in the run"
+ *   when its summary lacks it, failed).
  *
  *   With repeats the worst run is judged: a _max bound against the largest
  *   value any run had, a _min bound against the smallest. A figure with no

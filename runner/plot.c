@@ -298,8 +298,41 @@ struct window {
 	double from_s;
 	double to_s;
 	bool kill;
+	int row;		/* the label's row at the top, so near labels do not overlap */
 	char label[160];
 };
+
+/* Label rows at the top of a plot: 3, the later ones wrap round. */
+#define LABEL_ROWS 3
+
+/*
+ * Gives each window's label the first row where no earlier label stands
+ * within a tenth of the timeline of it (labels are centred on their
+ * windows, and about that wide).
+ */
+static void label_rows(struct window *w, size_t n, double duration_s)
+{
+	double near = duration_s / 10;
+	size_t i;
+	size_t j;
+
+	for (i = 0; i < n; i++) {
+		double mid = (w[i].from_s + w[i].to_s) / 2;
+		int row;
+
+		for (row = 0; row < LABEL_ROWS; row++) {
+			for (j = 0; j < i; j++) {
+				double other = (w[j].from_s + w[j].to_s) / 2;
+
+				if (w[j].row == row && fabs(other - mid) < near)
+					break;
+			}
+			if (j == i)
+				break;
+		}
+		w[i].row = row < LABEL_ROWS ? row : (int)(i % LABEL_ROWS);
+	}
+}
 
 /* Every provider's fault windows and every kill → restart (or → end). */
 static int collect_faults(struct plot *pl, struct window **out, size_t *n)
@@ -370,6 +403,7 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 			 pl->sc.provider_names[a->provider], restarted ? "" : " (no restart)");
 		(*n)++;
 	}
+	label_rows(w, *n, pl->sc.duration_ms / 1000);
 	*out = w;
 	return 0;
 
@@ -406,6 +440,12 @@ static int meta_faults(struct plot *pl)
 		buf_puts(&pl->meta, w[i].kill ? "1" : "0");
 	}
 	meta_array_end(pl, n);
+	meta_array_begin(pl, "fault_row", n);
+	for (i = 0; i < n; i++) {
+		meta_sep(pl, i);
+		buf_printf(&pl->meta, "%d", w[i].row);
+	}
+	meta_array_end(pl, n);
 	meta_array_begin(pl, "fault_label", n);
 	for (i = 0; i < n; i++) {
 		meta_sep(pl, i);
@@ -418,11 +458,21 @@ static int meta_faults(struct plot *pl)
 
 /* ---- answered share per window ---- */
 
+/* A window's answered share (%) over one class of requests (mean over runs). */
+static double class_answered(const cJSON *w, const char *cls)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w,
+								"classes"), cls);
+
+	return 100 * stats_mean(c, "answered_share", NULL);
+}
+
 static int write_answered(struct plot *pl)
 {
 	struct buf b = { 0 };
 	char path[PATH_LEN];
 	const cJSON *s;
+	bool batch = false;
 	int rc = 0;
 
 	for_each_setup(pl, s) {
@@ -431,7 +481,8 @@ static int write_answered(struct plot *pl)
 
 		buf_reset(&b);
 		buf_printf(&b, "# setup %s: answered share per window (mean over runs)\n"
-			   "# mid_s from_s to_s answered_pct requests\n", s->string);
+			   "# mid_s from_s to_s answered_pct requests interactive_pct batch_pct\n",
+			   s->string);
 		cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(s, "windows")) {
 			const cJSON *from = cJSON_GetObjectItemCaseSensitive(w, "from_ms");
 			const cJSON *to = cJSON_GetObjectItemCaseSensitive(w, "to_ms");
@@ -451,7 +502,13 @@ static int write_answered(struct plot *pl)
 			put_num(&b, 100 * stats_mean(w, "answered_share", NULL));
 			buf_puts(&b, " ");
 			put_num(&b, stats_mean(w, "requests", NULL));
+			buf_puts(&b, " ");
+			put_num(&b, class_answered(w, "interactive"));
+			buf_puts(&b, " ");
+			put_num(&b, class_answered(w, "batch"));
 			buf_puts(&b, "\n");
+			batch = batch || cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(w, "classes"), "batch");
 			k++;
 		}
 		rc = path_of(pl, path, "%s/answered-%s.dat", pl->data_dir, s->string);
@@ -460,6 +517,8 @@ static int write_answered(struct plot *pl)
 		if (rc)
 			goto out;
 	}
+	/* With batch requests, the lines are the interactive ones, batch apart. */
+	meta_num(pl, "answered_classes", batch);
 out:
 	buf_free(&b);
 	return rc;

@@ -21,19 +21,35 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 char *err)
 {
 	struct stats_phase *ph = calloc(sc->nphases ? sc->nphases : 1, sizeof(*ph));
+	struct stats_price *pr = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*pr));
+	double *win = calloc(sc->nexpects ? sc->nexpects : 1, sizeof(*win));
 	struct stats_input in = { 0 };
 	cJSON *sum = NULL;
 	size_t i;
 	int rc;
 
 	*out = NULL;
-	if (!ph) {
+	if (!ph || !pr || !win) {
+		free(ph);
+		free(pr);
+		free(win);
 		snprintf(err, CFG_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < sc->nphases; i++)
 		ph[i] = (struct stats_phase){ sc->phases[i].name, sc->phases[i].from_ms,
 					      sc->phases[i].to_ms };
+	for (i = 0; i < sc->nproviders; i++) {
+		if (sc->prices[i].set)
+			pr[in.nprices++] = (struct stats_price){ sc->provider_names[i],
+								 sc->prices[i].input,
+								 sc->prices[i].output };
+	}
+	in.prices = pr;
+	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
+		in.provider = sc->provider_names[st->provider];
+	in.windows = win;
+	in.nwindows = scenario_windows(sc, win, sc->nexpects);
 	in.run_dir = run_dir;
 	in.phases = ph;
 	in.nphases = sc->nphases;
@@ -43,6 +59,8 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 	in.t0_unix_ms = t0_unix_ms;
 	rc = stats_compute(&in, &sum, err);
 	free(ph);
+	free(pr);
+	free(win);
 	if (rc)
 		return rc;
 	cJSON_AddStringToObject(sum, "scenario", sc->name);
@@ -248,35 +266,177 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 
 /* ---- report.md ---- */
 
-/* Run 1's breaker transitions of one setup, as a markdown table. */
-static void transitions_md(FILE *fp, const char *setup, const cJSON *combined)
+/* The scenario's setup called name, or NULL. */
+static const struct sc_setup *setup_named(const struct scenario *sc, const char *name)
 {
-	const cJSON *runs = cJSON_GetObjectItemCaseSensitive(combined, "breaker_transitions");
-	const cJSON *first = cJSON_GetArrayItem(runs, 0);
-	const cJSON *ev;
+	size_t i;
 
-	if (!cJSON_GetArraySize(first))
-		return;
-	fprintf(fp, "\n### %s: breaker transitions (run 1)\n\n", setup);
-	fputs("| t (s) | target | from | to | reason |\n|---:|---|---|---|---|\n", fp);
-	cJSON_ArrayForEach(ev, first) {
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "t_ms");
-		const char *model = json_get_string(ev, "model");
-		const char *reason = json_get_string(ev, "reason");
-
-		fprintf(fp, "| %.2f | %s/%s | %s | %s | %s |\n",
-			cJSON_IsNumber(t) ? t->valuedouble / 1000 : NAN,
-			json_get_string(ev, "provider") ? json_get_string(ev, "provider") : "?",
-			model ? model : "?", json_get_string(ev, "from") ? json_get_string(ev, "from") : "?",
-			json_get_string(ev, "to") ? json_get_string(ev, "to") : "?", reason ? reason : "");
+	for (i = 0; i < sc->nsetups; i++) {
+		if (strcmp(sc->setups[i].name, name) == 0)
+			return &sc->setups[i];
 	}
+	return NULL;
+}
+
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+	const char *v = json_get_string(o, key);
+
+	return v ? v : dflt;
+}
+
+/*
+ * Every breaker state change of every run of the gateway setups, as one
+ * markdown table: t in s after the run's t0, provider, model, from → to,
+ * reason.
+ */
+static void transitions_md(FILE *fp, const struct scenario *sc, const cJSON *setups)
+{
+	const cJSON *st;
+	bool any = false;
+
+	cJSON_ArrayForEach(st, setups) {
+		const struct sc_setup *def = setup_named(sc, st->string);
+		const cJSON *runs = cJSON_GetObjectItemCaseSensitive(st, "breaker_transitions");
+		const cJSON *run;
+		int k = 0;
+
+		if (!def || def->kind != SC_GATEWAY)
+			continue;
+		cJSON_ArrayForEach(run, runs) {
+			const cJSON *ev;
+
+			k++;
+			cJSON_ArrayForEach(ev, run) {
+				const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "t_ms");
+
+				if (!any)
+					fputs("\n## Breaker transitions\n\nEvery state change of the "
+					      "gateway setups' breakers (each run's `events.jsonl`), "
+					      "in seconds after the run's t0.\n\n| setup | run | t (s) "
+					      "| provider | model | change | reason |\n"
+					      "|---|---:|---:|---|---|---|---|\n", fp);
+				any = true;
+				fprintf(fp, "| %s | %d | %.3f | %s | %s | %s → %s | %s |\n",
+					st->string, k,
+					cJSON_IsNumber(t) ? t->valuedouble / 1000 : NAN,
+					str_or(ev, "provider", "?"), str_or(ev, "model", "—"),
+					str_or(ev, "from", "?"), str_or(ev, "to", "?"),
+					str_or(ev, "reason", ""));
+			}
+		}
+	}
+}
+
+/* The first setup of kind direct that the summary has, or NULL. */
+static const cJSON *direct_setup(const struct scenario *sc, const cJSON *setups,
+				 const char **name)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nsetups; i++) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(setups, sc->setups[i].name);
+
+		if (sc->setups[i].kind == SC_DIRECT && st) {
+			*name = sc->setups[i].name;
+			return st;
+		}
+	}
+	return NULL;
+}
+
+static void cost_cell(FILE *fp, double v, const char *fmt)
+{
+	fputs(" | ", fp);
+	if (isnan(v))
+		fputs("—", fp);
+	else
+		fprintf(fp, fmt, v);
+}
+
+/* One row per setup, one column per key of the totals' cost_usd[by] maps. */
+static void cost_map_md(FILE *fp, const cJSON *setups, const char *by, const char *what)
+{
+	cJSON *keys = cJSON_CreateObject();
+	const cJSON *st;
+	const cJSON *k;
+
+	cJSON_ArrayForEach(st, setups) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(st, "totals"), "cost_usd"), by);
+
+		cJSON_ArrayForEach(k, m) {
+			if (!cJSON_GetObjectItemCaseSensitive(keys, k->string))
+				cJSON_AddNullToObject(keys, k->string);
+		}
+	}
+	if (keys && keys->child) {
+		fprintf(fp, "\n### Cost by %s (USD)\n\n| setup", what);
+		cJSON_ArrayForEach(k, keys)
+			fprintf(fp, " | %s", k->string[0] ? k->string : "(none)");
+		fputs(" |\n|---", fp);
+		cJSON_ArrayForEach(k, keys)
+			fputs("|---:", fp);
+		fputs("|\n", fp);
+		cJSON_ArrayForEach(st, setups) {
+			const cJSON *cost = cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(st, "totals"), "cost_usd");
+
+			fprintf(fp, "| %s", st->string);
+			cJSON_ArrayForEach(k, keys)
+				cost_cell(fp, stats_mean(cJSON_GetObjectItemCaseSensitive(cost, by),
+							 k->string, NULL), "%.6f");
+			fputs(" |\n", fp);
+		}
+	}
+	cJSON_Delete(keys);
+}
+
+/*
+ * The cost section: per setup over the whole run, the total, the cost per
+ * answered request and its overhead over the first direct setup's; then
+ * by tenant and by feature. Nothing when no setup had a cost.
+ */
+static void cost_md(FILE *fp, const struct scenario *sc, const cJSON *setups)
+{
+	const char *dname = NULL;
+	const cJSON *direct = direct_setup(sc, setups, &dname);
+	double dcpa = direct ? stats_mean(cJSON_GetObjectItemCaseSensitive(direct, "totals"),
+					  "cost_per_answered", NULL) : NAN;
+	const cJSON *st;
+	bool any = false;
+
+	cJSON_ArrayForEach(st, setups)
+		any = any || !isnan(stats_mean(cJSON_GetObjectItemCaseSensitive(st, "totals"),
+					       "cost_usd", "total"));
+	if (!any)
+		return;
+	fprintf(fp, "\n## Cost\n\nOver the whole run (the runs' means): what every request "
+		"cost (the gateway's `x-faultline-cost-usd`, or the tokens at the scenario's "
+		"`prices`), per answered request, and that against %s%s%s.\n\n"
+		"| setup | cost USD | per answered USD | overhead |\n|---|---:|---:|---:|\n",
+		dname ? "the direct setup `" : "a direct setup (there is none)",
+		dname ? dname : "", dname ? "`" : "");
+	cJSON_ArrayForEach(st, setups) {
+		const cJSON *tot = cJSON_GetObjectItemCaseSensitive(st, "totals");
+		double cpa = stats_mean(tot, "cost_per_answered", NULL);
+		double over;
+
+		fprintf(fp, "| %s", st->string);
+		cost_cell(fp, stats_mean(tot, "cost_usd", "total"), "%.6f");
+		cost_cell(fp, cpa, "%.8f");
+		over = dcpa > 0 ? 100 * (cpa / dcpa - 1) : NAN;
+		cost_cell(fp, fabs(over) < 0.05 ? 0 : over, "%+.1f%%");	/* no "-0.0%" */
+		fputs(" |\n", fp);
+	}
+	cost_map_md(fp, setups, "by_tenant", "tenant");
+	cost_map_md(fp, setups, "by_feature", "feature");
 }
 
 int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *summary)
 {
 	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
 	const cJSON *repeat = cJSON_GetObjectItemCaseSensitive(summary, "repeat");
-	const cJSON *st;
 	struct buf path = { 0 };
 	struct buf tmp = { 0 };
 	FILE *fp;
@@ -306,8 +466,8 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	      "came from a provider other than the setup's primary; *open after* and *primary "
 	      "after* are measured from the phase's start.\n\n## Phases\n\n", fp);
 	report_table(fp, sc, summary, true);
-	cJSON_ArrayForEach(st, setups)
-		transitions_md(fp, st->string, st);
+	cost_md(fp, sc, setups);
+	transitions_md(fp, sc, setups);
 	if (fclose(fp))
 		rc = -errno;
 	if (!rc && rename(tmp.data, path.data))

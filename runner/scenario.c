@@ -136,9 +136,11 @@ static bool key_is_time(const char *key)
 	return ends_with(key, n, "_s") || ends_with(key, n, "_ms");
 }
 
+/* The key names a rate: rate, rpm, tpm, or …_per_second (budget.min_per_second). */
 static bool key_is_rate(const char *key)
 {
-	return strcmp(key, "rate") == 0 || strcmp(key, "rpm") == 0 || strcmp(key, "tpm") == 0;
+	return strcmp(key, "rate") == 0 || strcmp(key, "rpm") == 0 || strcmp(key, "tpm") == 0 ||
+	       ends_with(key, strlen(key), "_per_second");
 }
 
 /* Scales the members of node; key is node's own (array members inherit it). */
@@ -377,6 +379,7 @@ static const struct cfg_key top_keys[] = {
 	{ "load", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "setups", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "expect", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "prices", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 /* The file's base name without ".json", as a default scenario name. */
@@ -511,6 +514,58 @@ static int provider_ref(const struct scenario *sc, const char *name, const char 
 				 "got \"%.64s\"", list, name);
 	}
 	*out = (size_t)idx;
+	return 0;
+}
+
+/* ---- prices ---- */
+
+static const struct cfg_key price_keys[] = {
+	{ "input", CFG_NUM, offsetof(struct sc_price, input), false, 0, 0, 1000, NULL, NULL },
+	{ "output", CFG_NUM, offsetof(struct sc_price, output), false, 0, 0, 1000, NULL, NULL },
+};
+
+/* "prices": {"PROVIDER": {"input": USD per 1k, "output": USD per 1k}, …}. */
+static int load_prices(const cJSON *root, const char *file, struct scenario *sc, char *err)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "prices");
+	const cJSON *c;
+	const cJSON *prev;
+	char path[160];
+	char got[96];
+	size_t idx = 0;
+	int rc;
+
+	sc->prices = calloc(sc->nproviders, sizeof(*sc->prices));
+	if (!sc->prices)
+		return oom(err, file, "prices");
+	if (!obj)
+		return 0;
+	if (!cJSON_IsObject(obj)) {
+		cfg_describe(obj, got, sizeof(got));
+		return cfg_error(err, file, "", "prices", "expected an object of providers' prices "
+				 "{\"NAME\": {\"input\": USD per 1k, \"output\": USD per 1k}}, "
+				 "got %s", got);
+	}
+	cJSON_ArrayForEach(c, obj) {
+		for (prev = obj->child; prev != c; prev = prev->next) {
+			if (strcmp(prev->string, c->string) == 0)
+				return cfg_error(err, file, "prices", c->string,
+						 "given twice; expected each provider once");
+		}
+		rc = provider_ref(sc, c->string, file, "prices", c->string, &idx, err);
+		if (rc)
+			return rc;
+		snprintf(path, sizeof(path), "prices.%.120s", c->string);
+		if (!cJSON_IsObject(c)) {
+			cfg_describe(c, got, sizeof(got));
+			return cfg_error(err, file, "prices", c->string, "expected an object "
+					 "{\"input\", \"output\"} (USD per 1k tokens), got %s", got);
+		}
+		rc = cfg_apply(price_keys, NELEM(price_keys), c, &sc->prices[idx], file, path, err);
+		if (rc)
+			return rc;
+		sc->prices[idx].set = true;
+	}
 	return 0;
 }
 
@@ -1141,15 +1196,28 @@ static int load_setups(const cJSON *root, const char *file, struct scenario *sc,
 #define EK(name, field, max) \
 	{ name, CFG_NUM, offsetof(struct sc_expect, field), false, NAN, 0, max, NULL, NULL }
 
-/* The bounds start at index 2. */
+/* The bounds start at index EXPECT_FIRST_BOUND; before them, what the entry is about. */
+#define EXPECT_FIRST_BOUND 5
+
 static const struct cfg_key expect_keys[] = {
 	{ "setup", CFG_STR, offsetof(struct sc_expect, setup), true, 0, 0, 0, NULL, NULL },
 	{ "phase", CFG_STR, offsetof(struct sc_expect, phase), true, 0, 0, 0, NULL, NULL },
+	{ "class", CFG_STR, offsetof(struct sc_expect, cls), false, 0, 0, 0, NULL, NULL },
+	{ "relative_to", CFG_STR, offsetof(struct sc_expect, relative_to), false, 0, 0, 0, NULL,
+	  NULL },
+	EK("window_s", window_ms, 1e12),
 	EK("error_rate_max", error_rate_max, 1),
 	EK("answered_min", answered_min, 1),
+	EK("answered_max", answered_max, 1),
+	EK("window_answered_min", window_answered_min, 1),
 	EK("latency_p50_ms_max", latency_p50_ms_max, 1e12),
 	EK("latency_p95_ms_max", latency_p95_ms_max, 1e12),
 	EK("latency_p99_ms_max", latency_p99_ms_max, 1e12),
+	EK("latency_p99_ratio_max", latency_p99_ratio_max, 1e6),
+	{ "cost_overhead_max", CFG_NUM, offsetof(struct sc_expect, cost_overhead_max), false, NAN,
+	  -1, 1e6, NULL, NULL },
+	{ "extra_requests_max", CFG_NUM, offsetof(struct sc_expect, extra_requests_max), false, NAN,
+	  -1, 1e6, NULL, NULL },
 	EK("time_to_open_ms_max", time_to_open_ms_max, 1e12),
 	EK("time_to_primary_ms_max", time_to_primary_ms_max, 1e12),
 	EK("fallback_share_max", fallback_share_max, 1),
@@ -1160,8 +1228,14 @@ static const struct cfg_key expect_keys[] = {
 	EK("ttft_p95_ms_max", ttft_p95_ms_max, 1e12),
 };
 
-static int check_expect(const struct scenario *sc, const struct sc_expect *e, const char *file,
-			const char *path, char *err)
+static bool given(double v)
+{
+	return !isnan(v);
+}
+
+/* The setup and phase an entry names exist. */
+static int check_expect_names(const struct scenario *sc, const struct sc_expect *e,
+			      const char *file, const char *path, char *err)
 {
 	char list[256];
 	char *names[64];
@@ -1169,16 +1243,20 @@ static int check_expect(const struct scenario *sc, const struct sc_expect *e, co
 	size_t n;
 	bool any = false;
 
+	n = sc->nsetups < NELEM(names) ? sc->nsetups : NELEM(names);
+	for (i = 0; i < n; i++)
+		names[i] = sc->setups[i].name;
+	names_text(names, n, list, sizeof(list));
 	for (i = 0; i < sc->nsetups && !any; i++)
 		any = fnmatch(e->setup, sc->setups[i].name, 0) == 0;
-	if (!any) {
-		n = sc->nsetups < NELEM(names) ? sc->nsetups : NELEM(names);
-		for (i = 0; i < n; i++)
-			names[i] = sc->setups[i].name;
-		names_text(names, n, list, sizeof(list));
+	if (!any)
 		return cfg_error(err, file, path, "setup", "expected a setup name or a glob matching "
 				 "one (%.160s), got \"%.64s\", which matches none", list, e->setup);
-	}
+	for (i = 0, any = false; e->relative_to && i < sc->nsetups && !any; i++)
+		any = strcmp(e->relative_to, sc->setups[i].name) == 0;
+	if (e->relative_to && !any)
+		return cfg_error(err, file, path, "relative_to", "expected the name of a setup "
+				 "(%.160s), got \"%.64s\"", list, e->relative_to);
 	any = strcmp(e->phase, "*") == 0;
 	for (i = 0; i < sc->nphases && !any; i++)
 		any = strcmp(e->phase, sc->phases[i].name) == 0;
@@ -1190,15 +1268,59 @@ static int check_expect(const struct scenario *sc, const struct sc_expect *e, co
 		return cfg_error(err, file, path, "phase", "expected a phase name (%.160s) or \"*\", "
 				 "got \"%.64s\"", list, e->phase);
 	}
-	for (i = 2, any = false; i < NELEM(expect_keys); i++)
-		any = any || !isnan(*(const double *)((const char *)e + expect_keys[i].offset));
-	if (!any)
-		return cfg_error(err, file, path, NULL, "expected at least one bound "
-				 "(error_rate_max, answered_min, latency_p50_ms_max, …), got none");
+	return 0;
+}
+
+/* The keys that go together: window_s with its bound, relative_to with the ratios. */
+static int check_expect_pairs(const struct scenario *sc, const struct sc_expect *e,
+			      const char *file, const char *path, char *err)
+{
+	bool ratio = given(e->latency_p99_ratio_max) || given(e->cost_overhead_max);
+
+	if (e->cls && strcmp(e->cls, "interactive") != 0 && strcmp(e->cls, "batch") != 0)
+		return cfg_error(err, file, path, "class", "expected \"interactive\" or \"batch\", "
+				 "got \"%.64s\"", e->cls);
+	if (given(e->window_ms) && !(e->window_ms > 0 && e->window_ms <= sc->duration_ms / 1000))
+		return cfg_error(err, file, path, "window_s", "expected a number above 0 and at most "
+				 "duration_s (%g), got %g", sc->duration_ms / 1000, e->window_ms);
+	if (given(e->window_ms) != given(e->window_answered_min))
+		return cfg_error(err, file, path, given(e->window_ms) ? "window_answered_min" :
+				 "window_s", "expected window_s and window_answered_min together, "
+				 "got one without the other");
+	if (e->relative_to && !ratio)
+		return cfg_error(err, file, path, "relative_to", "expected it only with "
+				 "latency_p99_ratio_max or cost_overhead_max, got it with neither");
+	if (ratio && !e->relative_to)
+		return cfg_error(err, file, path, "relative_to", "missing: latency_p99_ratio_max "
+				 "and cost_overhead_max compare with the setup it names");
+	if (e->answered_min > e->answered_max)
+		return cfg_error(err, file, path, "answered_min", "expected at most answered_max "
+				 "(%g), got %g", e->answered_max, e->answered_min);
 	if (e->fallback_share_min > e->fallback_share_max)
 		return cfg_error(err, file, path, "fallback_share_min", "expected at most "
 				 "fallback_share_max (%g), got %g", e->fallback_share_max,
 				 e->fallback_share_min);
+	return 0;
+}
+
+static int check_expect(const struct scenario *sc, struct sc_expect *e, const char *file,
+			const char *path, char *err)
+{
+	size_t i;
+	bool any = false;
+	int rc;
+
+	rc = check_expect_names(sc, e, file, path, err);
+	if (!rc)
+		rc = check_expect_pairs(sc, e, file, path, err);
+	if (rc)
+		return rc;
+	for (i = EXPECT_FIRST_BOUND; i < NELEM(expect_keys); i++)
+		any = any || given(*(const double *)((const char *)e + expect_keys[i].offset));
+	if (!any)
+		return cfg_error(err, file, path, NULL, "expected at least one bound "
+				 "(error_rate_max, answered_min, latency_p50_ms_max, …), got none");
+	e->window_ms *= 1000;	/* window_s, in the scenario's ms from here on */
 	return 0;
 }
 
@@ -1259,6 +1381,8 @@ int scenario_load(const char *path, double scale, struct scenario *sc, char *err
 	if (!rc)
 		rc = load_providers(root, path, sc, err);
 	if (!rc)
+		rc = load_prices(root, path, sc, err);
+	if (!rc)
 		rc = load_actions(root, path, sc, err);
 	if (!rc)
 		rc = load_phases(root, path, sc, err);
@@ -1292,6 +1416,7 @@ void scenario_free(struct scenario *sc)
 	for (i = 0; i < sc->nproviders; i++)
 		free(sc->provider_names[i]);
 	free(sc->provider_names);
+	free(sc->prices);
 	free(sc->actions);
 	for (i = 0; i < sc->nphases; i++)
 		free(sc->phases[i].name);
@@ -1314,6 +1439,8 @@ void scenario_free(struct scenario *sc)
 	for (i = 0; i < sc->nexpects; i++) {
 		free(sc->expects[i].setup);
 		free(sc->expects[i].phase);
+		free(sc->expects[i].cls);
+		free(sc->expects[i].relative_to);
 	}
 	free(sc->expects);
 	memset(sc, 0, sizeof(*sc));
@@ -1450,6 +1577,25 @@ int scenario_phase_at(const struct scenario *sc, double t_ms)
 			return (int)i;
 	}
 	return -1;
+}
+
+size_t scenario_windows(const struct scenario *sc, double *out, size_t max)
+{
+	size_t n = 0;
+	size_t i;
+	size_t j;
+
+	for (i = 0; i < sc->nexpects; i++) {
+		double w = sc->expects[i].window_ms;
+
+		if (isnan(w))
+			continue;
+		for (j = 0; j < n && out[j] != w; j++)
+			;
+		if (j == n && n < max)
+			out[n++] = w;
+	}
+	return n;
 }
 
 const char *scenario_primary(const struct scenario *sc, const struct sc_setup *st)

@@ -12,8 +12,9 @@
  *   - every number whose key ends in "_s" or "_ms", alone or followed by
  *     "_max" or "_min" (from_s, ttft_ms, retry_after_s, cooldown_ms,
  *     latency_p99_ms_max, time_to_open_ms_max…), is multiplied by S;
- *   - every number whose key is "rate", "rpm" or "tpm" is divided by S, so
- *     the requests sent in each phase stay the same;
+ *   - every number whose key is "rate", "rpm" or "tpm", or ends in
+ *     "_per_second" (the gateway's budget.min_per_second), is divided by
+ *     S, so the requests sent in each phase stay the same;
  *   - nothing else changes (seed, probability, concurrency, retries, token
  *     counts, status, max_attempts, half_open_probes, consecutive_failures,
  *     max_body_bytes, shares…).
@@ -26,6 +27,7 @@
 #define FAULTLINE_SCENARIO_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,12 +68,24 @@ struct sc_setup {
 	cJSON *response_headers;	/* external: owned copy, or NULL */
 };
 
-/* One expectation; every bound is NAN when not given (at least one is). */
+/*
+ * One expectation; every bound is NAN when not given (at least one is).
+ * cls narrows its figures to one request class; window_ms goes with
+ * window_answered_min, relative_to with the ratio bounds.
+ */
 struct sc_expect {
 	char *setup;			/* a setup name or an fnmatch glob */
 	char *phase;			/* a phase name or "*" */
+	char *cls;			/* "interactive", "batch", or NULL: every request */
+	char *relative_to;		/* a setup's name, or NULL */
+	double window_ms;		/* scaled (from window_s); NAN: none */
 	double error_rate_max;
 	double answered_min;
+	double answered_max;
+	double window_answered_min;	/* every window of window_ms in the phase */
+	double latency_p99_ratio_max;	/* p99 / relative_to's p99 */
+	double cost_overhead_max;	/* cost per answered / relative_to's − 1 */
+	double extra_requests_max;	/* upstream requests / client requests − 1 */
 	double latency_p50_ms_max;
 	double latency_p95_ms_max;
 	double latency_p99_ms_max;
@@ -105,6 +119,13 @@ struct sc_load {
 	cJSON *mix;			/* owned copy (scaled) of a loadgen mix file, or NULL */
 };
 
+/* A provider's price (USD per 1,000 tokens), from the scenario's "prices". */
+struct sc_price {
+	bool set;
+	double input;
+	double output;
+};
+
 struct scenario {
 	char *name;
 	char *description;
@@ -115,6 +136,7 @@ struct scenario {
 	cJSON *providers;		/* the scaled providers array, owned */
 	char **provider_names;		/* nproviders, in file order */
 	size_t nproviders;
+	struct sc_price *prices;	/* nproviders, in file order; unset: no price */
 	struct sc_action *actions;	/* sorted by at_ms (stable) */
 	size_t nactions;
 	struct sc_phase *phases;	/* in file order */
@@ -191,6 +213,12 @@ char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
  * setup's first alias's first target's provider, else the first provider.
  */
 const char *scenario_primary(const struct scenario *sc, const struct sc_setup *st);
+
+/*
+ * The window lengths (ms, scaled, each once, in the order first given) the
+ * expectations' window_s ask for, into out (at most max); returns how many.
+ */
+size_t scenario_windows(const struct scenario *sc, double *out, size_t max);
 
 /* The index of the phase containing t_ms (from_ms ≤ t_ms < to_ms), or -1. */
 int scenario_phase_at(const struct scenario *sc, double t_ms);

@@ -43,7 +43,11 @@ struct req {
 	double sched_ms;
 	double end_ms;		/* NAN: none */
 	double latency_ms;	/* NAN: none */
-	double cost_usd;	/* NAN: none */
+	double cost_usd;	/* NAN: none; priced from the tokens when the caller can */
+	double tokens_in;	/* NAN: none */
+	double tokens_out;	/* NAN: none */
+	size_t upstream;	/* mock rows with this request's id */
+	int cls;		/* CLS_INTERACTIVE or CLS_BATCH */
 	int status;		/* -1: none */
 	int outcome;
 	bool by_primary;	/* ok and answered by the primary */
@@ -53,12 +57,16 @@ struct req {
 	double max_gap_ms;	/* NAN: none */
 };
 
+enum { CLS_INTERACTIVE, CLS_BATCH, CLS_N };
+static const char *const class_names[CLS_N] = { "interactive", "batch" };
+
 /* One row of a mock-NAME.csv, already judged against requests.csv. */
 struct mrow {
 	size_t seq;
 	double t_ms;
 	double tokens;
 	bool duplicate;
+	int cls;		/* its request's class; -1: no request has its id */
 };
 
 /* One line of events.jsonl; strings owned, model and reason may be NULL. */
@@ -83,6 +91,7 @@ struct data {
 	char **mock_files;	/* names, sorted */
 	size_t nmock;
 	bool have_events;
+	bool have_class[CLS_N];	/* some request is of that class */
 };
 
 /* A CSV file being read record by record (RFC 4180, strictly). */
@@ -454,6 +463,10 @@ static const char *const req_cols[RC_N] = {
 enum { SCOL_STREAMING, SCOL_TTFT, SCOL_ERROR, SCOL_GAP, SCOL_N };
 static const char *const stream_cols[SCOL_N] = { "streaming", "ttft_ms", "error", "max_gap_ms" };
 
+/* Optional columns: a requests.csv without them has every request interactive, no tokens. */
+enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_N };
+static const char *const opt_cols[OCOL_N] = { "class", "tokens_in", "tokens_out" };
+
 static void req_free(struct req *r)
 {
 	free(r->id);
@@ -480,13 +493,54 @@ static int req_parse_stream(struct req *r, const struct csv *c, const int *sidx,
 	return 0;
 }
 
+/* Fills r's class and tokens from the optional columns (oidx[i] < 0: absent). */
+static int req_parse_optional(struct req *r, const struct csv *c, const int *oidx, char *err)
+{
+	const char *cls = oidx[OCOL_CLASS] >= 0 ? csv_field(c, oidx[OCOL_CLASS]) : "";
+	const char *tin = oidx[OCOL_TOKENS_IN] >= 0 ? csv_field(c, oidx[OCOL_TOKENS_IN]) : "";
+	const char *tout = oidx[OCOL_TOKENS_OUT] >= 0 ? csv_field(c, oidx[OCOL_TOKENS_OUT]) : "";
+
+	r->cls = *cls ? name_index(class_names, CLS_N, cls) : CLS_INTERACTIVE;
+	if (r->cls < 0)
+		return value_error(err, c, "class", "interactive, batch or nothing", cls);
+	if (parse_whole(tin, 0, 1e15, &r->tokens_in))
+		return value_error(err, c, "tokens_in", "a whole number >= 0 or nothing", tin);
+	if (parse_whole(tout, 0, 1e15, &r->tokens_out))
+		return value_error(err, c, "tokens_out", "a whole number >= 0 or nothing", tout);
+	return 0;
+}
+
+/*
+ * A row with no cost_usd is priced from its tokens (none counts as 0) at
+ * the price of the provider it went to — its provider column, else the
+ * caller's provider — when the caller has a price for that provider.
+ */
+static void req_price(struct req *r, const struct stats_input *in)
+{
+	const char *to = r->provider ? r->provider : in->provider;
+	size_t i;
+
+	if (!isnan(r->cost_usd) || !to)
+		return;
+	for (i = 0; i < in->nprices; i++) {
+		const struct stats_price *p = &in->prices[i];
+
+		if (strcmp(p->provider, to) != 0)
+			continue;
+		r->cost_usd = ((isnan(r->tokens_in) ? 0 : r->tokens_in) * p->input +
+			       (isnan(r->tokens_out) ? 0 : r->tokens_out) * p->output) / 1000;
+		return;
+	}
+}
+
 /*
  * Fills r from the current row of c; sidx is NULL when the file has no
  * stream columns. Returns 0 or a negative errno.
  */
 static int req_parse(struct req *r, const struct csv *c, const int *idx, const int *sidx,
-		     const char *primary, char *err)
+		     const int *oidx, const struct stats_input *in, char *err)
 {
+	const char *primary = in->primary;
 	const char *f[RC_N];
 	double status;
 	bool oom = false;
@@ -521,6 +575,8 @@ static int req_parse(struct req *r, const struct csv *c, const int *idx, const i
 		if (rc)
 			return rc;
 	}
+	if (req_parse_optional(r, c, oidx, err))
+		return -EINVAL;
 	r->id = dup_str(f[RC_ID], &oom);
 	r->tenant = dup_str(f[RC_TENANT], &oom);
 	r->feature = dup_str(f[RC_FEATURE], &oom);
@@ -530,6 +586,7 @@ static int req_parse(struct req *r, const struct csv *c, const int *idx, const i
 		return -ENOMEM;
 	r->by_primary = r->outcome == OC_OK &&
 			(!r->provider || strcmp(r->provider, primary) == 0);
+	req_price(r, in);
 	return 0;
 }
 
@@ -579,15 +636,18 @@ static int stream_header(const struct csv *c, int *sidx, bool *have, char *err)
 	return 0;
 }
 
-static int load_requests(struct data *d, const char *path, const char *primary, char *err)
+static int load_requests(struct data *d, const char *path, const struct stats_input *in,
+			 char *err)
 {
 	struct buf content = { 0 };
 	struct csv c;
 	int idx[RC_N];
 	int sidx[SCOL_N];
+	int oidx[OCOL_N];
 	bool have_streams;
 	size_t cap = 0;
 	size_t width;
+	int i;
 	int rc;
 
 	rc = slurp(path, &content);
@@ -605,6 +665,8 @@ static int load_requests(struct data *d, const char *path, const char *primary, 
 		rc = stream_header(&c, sidx, &have_streams, err);
 	if (rc)
 		goto out_free_csv;
+	for (i = 0; i < OCOL_N; i++)
+		oidx[i] = csv_column(&c, opt_cols[i]);
 	width = c.nf;
 	for (;;) {
 		struct req *r;
@@ -619,9 +681,10 @@ static int load_requests(struct data *d, const char *path, const char *primary, 
 		memset(r, 0, sizeof(*r));
 		r->seq = d->nreqs;
 		r->line = c.rec_line;
-		rc = req_parse(r, &c, idx, have_streams ? sidx : NULL, primary, err);
+		rc = req_parse(r, &c, idx, have_streams ? sidx : NULL, oidx, in, err);
 		if (rc)
 			break;
+		d->have_class[r->cls] = true;
 	}
 	if (rc == -ENOMEM)
 		snprintf(err, CFG_ERR_LEN, "%s: out of memory", path);
@@ -667,7 +730,7 @@ static int index_ids(const struct data *d, const char *path, struct req ***out, 
 }
 
 /* The request with this id in the index, or NULL. */
-static const struct req *find_req(struct req *const *byid, size_t n, const char *id)
+static struct req *find_req(struct req *const *byid, size_t n, const char *id)
 {
 	size_t lo = 0;
 	size_t hi = n;
@@ -706,7 +769,7 @@ static int mrow_parse(struct mrow *m, const struct csv *c, const int *idx,
 	const char *id = csv_field(c, idx[MC_ID]);
 	const char *tokens = csv_field(c, idx[MC_TOKENS]);
 	const char *outcome = csv_field(c, idx[MC_OUTCOME]);
-	const struct req *r = NULL;
+	struct req *r = NULL;
 	bool answered;
 	int oc;
 
@@ -724,6 +787,9 @@ static int mrow_parse(struct mrow *m, const struct csv *c, const int *idx,
 				   outcome);
 	if (*id)
 		r = find_req(j->byid, j->n, id);
+	if (r)
+		r->upstream++;
+	m->cls = r ? r->cls : -1;
 	answered = r && r->outcome == OC_OK &&
 		   strcmp(r->provider ? r->provider : j->primary, provider) == 0;
 	m->duplicate = oc == MOC_CLIENT_ABORTED || !answered;
@@ -1046,7 +1112,7 @@ static int data_load(struct data *d, const struct stats_input *in, char *err)
 	path = path_join(in->run_dir, "requests.csv");
 	if (!path)
 		return -ENOMEM;
-	rc = load_requests(d, path, in->primary, err);
+	rc = load_requests(d, path, in, err);
 	free(path);
 	if (rc)
 		return rc;
@@ -1076,11 +1142,14 @@ struct span {
 	size_t r0, r1;		/* requests */
 	size_t m0, m1;		/* mock rows */
 	size_t e0, e1;		/* events */
+	bool phase;		/* a caller's phase: its answered windows too */
 };
 
 /* Scratch space shared by every range's computation. */
 struct ctx {
 	const struct data *d;
+	const struct stats_input *in;
+	int cls;		/* only this class's requests; -1: all */
 	double *lat_ok;
 	double *lat_all;
 	double *ttft;
@@ -1215,12 +1284,19 @@ static cJSON *status_block(const struct ctx *x, size_t none)
 	return o;
 }
 
+/* Whether r counts under x's class filter. */
+static bool counted(const struct ctx *x, const struct req *r)
+{
+	return x->cls < 0 || r->cls == x->cls;
+}
+
 /* The request-based figures of a span, added to o. */
 static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 {
 	const struct data *d = x->d;
 	size_t outcomes[OC_N] = { 0 };
-	size_t nok = 0, nlat_ok = 0, nlat_all = 0, fallback = 0, none = 0;
+	size_t nok = 0, nlat_ok = 0, nlat_all = 0, fallback = 0, none = 0, upstream = 0;
+	size_t n = 0;
 	double to_primary = NAN;
 	double cost = 0;
 	bool have_cost = false;
@@ -1228,7 +1304,6 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	cJSON *cost_o = cJSON_CreateObject();
 	cJSON *by_tenant = cJSON_CreateObject();
 	cJSON *by_feature = cJSON_CreateObject();
-	size_t n = sp->r1 - sp->r0;
 	bool ok = oc && cost_o && by_tenant && by_feature;
 	size_t i;
 	int k;
@@ -1237,6 +1312,10 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	for (i = sp->r0; i < sp->r1 && ok; i++) {
 		const struct req *r = &d->reqs[i];
 
+		if (!counted(x, r))
+			continue;
+		n++;
+		upstream += r->upstream;
 		outcomes[r->outcome]++;
 		if (r->status < 0)
 			none++;
@@ -1280,6 +1359,9 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= put(cost_o, "by_feature", by_feature);
 	by_feature = NULL;
 	ok &= put(o, "cost_usd", cost_o);
+	ok &= put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
+	ok &= put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
+	ok &= put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
 	return ok;
 }
 
@@ -1303,7 +1385,7 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 		opens++;
 	}
 	for (i = sp->m0; i < sp->m1; i++) {
-		if (!d->mrows[i].duplicate)
+		if (!d->mrows[i].duplicate || (x->cls >= 0 && d->mrows[i].cls != x->cls))
 			continue;
 		attempts++;
 		tokens += d->mrows[i].tokens;
@@ -1329,7 +1411,7 @@ static bool stream_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	for (i = sp->r0; i < sp->r1; i++) {
 		const struct req *r = &d->reqs[i];
 
-		if (!r->streaming)
+		if (!r->streaming || !counted(x, r))
 			continue;
 		streams++;
 		if (r->outcome == OC_OK && !isnan(r->ttft_ms))
@@ -1352,6 +1434,99 @@ static bool stream_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	return ok;
 }
 
+/* Slack for window edges: a scaled phase bound may be off by a rounding. */
+#define EDGE_SLACK_MS 1e-6
+
+/*
+ * The worst answered share over the windows [k·w, (k+1)·w) of length w
+ * that lie wholly inside the span and hold a request (of x's class).
+ */
+static cJSON *window_block(const struct ctx *x, const struct span *sp, double w)
+{
+	const struct data *d = x->d;
+	double worst = NAN;
+	double worst_from = NAN;
+	size_t nwin = 0;
+	double k = ceil((sp->from - EDGE_SLACK_MS) / w) + 0.0;	/* + 0.0: never −0 */
+	cJSON *o = cJSON_CreateObject();
+	bool ok = true;
+
+	for (; (k + 1) * w <= sp->to + EDGE_SLACK_MS; k++) {
+		size_t r0 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs),
+					offsetof(struct req, sched_ms), k * w);
+		size_t r1 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs),
+					offsetof(struct req, sched_ms), (k + 1) * w);
+		size_t n = 0, nok = 0;
+		size_t i;
+
+		for (i = r0; i < r1; i++) {
+			if (!counted(x, &d->reqs[i]))
+				continue;
+			n++;
+			nok += d->reqs[i].outcome == OC_OK;
+		}
+		if (!n)
+			continue;
+		nwin++;
+		if (isnan(worst) || (double)nok / (double)n < worst) {
+			worst = (double)nok / (double)n;
+			worst_from = k * w;
+		}
+	}
+	ok &= put(o, "windows", cJSON_CreateNumber((double)nwin));
+	ok &= put(o, "worst_share", num(worst));
+	ok &= put(o, "worst_from_ms", num(worst_from));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* "answered_windows" of a phase: one block per window length the caller asked for. */
+static bool window_figures(const struct ctx *x, const struct span *sp, cJSON *o)
+{
+	cJSON *aw = cJSON_CreateObject();
+	bool ok = aw != NULL;
+	size_t i;
+
+	for (i = 0; ok && i < x->in->nwindows; i++) {
+		char key[40];
+
+		stats_window_key(x->in->windows[i], key, sizeof(key));
+		if (!cJSON_GetObjectItemCaseSensitive(aw, key))
+			ok = put(aw, key, window_block(x, sp, x->in->windows[i]));
+	}
+	if (!ok) {
+		cJSON_Delete(aw);
+		return false;
+	}
+	return put(o, "answered_windows", aw);
+}
+
+static cJSON *figures(struct ctx *x, const struct span *sp);
+
+/* "classes": the span's figures over each class the run has, alone. */
+static bool class_figures(struct ctx *x, const struct span *sp, cJSON *o)
+{
+	cJSON *cl = cJSON_CreateObject();
+	bool ok = cl != NULL;
+	int c;
+
+	for (c = 0; ok && c < CLS_N; c++) {
+		if (!x->d->have_class[c])
+			continue;
+		x->cls = c;
+		ok = put(cl, class_names[c], figures(x, sp));
+		x->cls = -1;
+	}
+	if (!ok) {
+		cJSON_Delete(cl);
+		return false;
+	}
+	return put(o, "classes", cl);
+}
+
 /* FIGURES (stats.h) of a span, or NULL when out of memory. */
 static cJSON *figures(struct ctx *x, const struct span *sp)
 {
@@ -1363,6 +1538,10 @@ static cJSON *figures(struct ctx *x, const struct span *sp)
 	ok = ok && request_figures(x, sp, o);
 	ok = ok && other_figures(x, sp, o);
 	ok = ok && stream_figures(x, sp, o);
+	if (sp->phase)
+		ok = ok && window_figures(x, sp, o);
+	if (x->cls < 0)
+		ok = ok && class_figures(x, sp, o);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -1449,6 +1628,21 @@ static int input_check(const struct stats_input *in, char *err)
 			 MAX_WINDOWS, in->duration_ms, in->window_ms);
 		return -EINVAL;
 	}
+	for (i = 0; i < in->nwindows; i++) {
+		if (!isfinite(in->windows[i]) || !(in->windows[i] > 0) ||
+		    in->duration_ms / in->windows[i] > MAX_WINDOWS) {
+			snprintf(err, CFG_ERR_LEN, "stats: answered window %zu: expected a length "
+				 "above 0 ms and at most %.0f windows, got %g ms", i, MAX_WINDOWS,
+				 in->windows[i]);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < in->nprices; i++) {
+		if (!in->prices[i].provider) {
+			snprintf(err, CFG_ERR_LEN, "stats: price %zu: expected a provider", i);
+			return -EINVAL;
+		}
+	}
 	for (i = 0; i < in->nphases; i++) {
 		const struct stats_phase *p = &in->phases[i];
 
@@ -1484,6 +1678,7 @@ static cJSON *summary(struct ctx *x, const struct stats_input *in)
 	for (i = 0; ok && i < in->nphases; i++) {
 		struct span sp = span_of(d, in->phases[i].from_ms, in->phases[i].to_ms);
 
+		sp.phase = true;
 		ok = put(phases, in->phases[i].name, figures(x, &sp));
 	}
 	for (i = 0; ok; i++) {
@@ -1537,6 +1732,8 @@ int stats_compute(const struct stats_input *in, cJSON **out, char *err)
 	if (!x)
 		goto out_free_data;
 	x->d = &d;
+	x->in = in;
+	x->cls = -1;
 	x->lat_ok = malloc((d.nreqs ? d.nreqs : 1) * sizeof(double));
 	x->lat_all = malloc((d.nreqs ? d.nreqs : 1) * sizeof(double));
 	x->ttft = malloc((d.nreqs ? d.nreqs : 1) * sizeof(double));
@@ -1745,6 +1942,11 @@ cJSON *stats_combine(cJSON *const *runs, size_t n)
 		return NULL;
 	}
 	return o;
+}
+
+void stats_window_key(double window_ms, char *out, size_t len)
+{
+	snprintf(out, len, "%.15g", window_ms);
 }
 
 double stats_mean(const cJSON *fig, const char *key, const char *sub)

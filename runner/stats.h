@@ -10,7 +10,10 @@
  *   RUN_DIR/requests.csv   required. Columns are found by header name (extra
  *                          columns are ignored); these must be present: id,
  *                          sched_ms, end_ms, latency_ms, status, outcome,
- *                          provider, tenant, feature, cost_usd. The stream
+ *                          provider, tenant, feature, cost_usd. class
+ *                          (interactive or batch; empty or no column:
+ *                          interactive), tokens_in and tokens_out (empty or
+ *                          no column: none) are read when present. The stream
  *                          columns streaming (0 or 1), ttft_ms, error and
  *                          max_gap_ms are read when "streaming" is in the
  *                          header, and then all four must be; without it
@@ -87,13 +90,23 @@
  *                           requests.csv); one with an empty end_ms is
  *                           passed over (null: none)
  *     "cost_usd":           {"total": Σ cost_usd (null: no request in the
- *                            range had one),
+ *                            range had one) — a row with an empty cost_usd
+ *                            is priced from its tokens (empty: 0), (tokens_in
+ *                            × input + tokens_out × output) / 1000, when the
+ *                            caller has a price for the provider it went to
+ *                            (its provider column, else the caller's
+ *                            provider),
  *                            "by_tenant": {TENANT: Σ, …},
  *                            "by_feature": {FEATURE: Σ, …}}
  *                           — the maps hold the tenants (features) of the
  *                           requests that had a cost, first seen first in
  *                           sched_ms order; an empty one is ""; an absent
  *                           key means 0
+ *     "cost_per_answered":  cost_usd.total / ok (null: no cost, or 0 ok)
+ *     "upstream_requests":  mock rows (any provider, any time) whose
+ *                           request_id is the id of a request of the range
+ *     "extra_requests":     upstream_requests / requests − 1 (null: 0
+ *                           requests): the share of extra attempts sent
  *     "opens":              events in the range whose "to" is "open"
  *     "time_to_open_ms":    first such event's t_ms − from_ms (null: none)
  *     "duplicate_work":     {"attempts": rows, "tokens": Σ tokens_out}
@@ -119,6 +132,20 @@
  *                           the server
  *     "max_gap_ms":         the largest max_gap_ms of the streaming
  *                           requests (null: none had one)
+ *     "answered_windows":   phases only: {KEY: {"windows": n, "worst_share",
+ *                            "worst_from_ms"}, …} for each of the caller's
+ *                           window lengths w (KEY: stats_window_key) — over
+ *                           the windows [k·w, (k+1)·w) wholly inside the
+ *                           phase (1e-6 ms of slack at its edges) that hold
+ *                           a request: how many, the lowest ok / requests,
+ *                           and where the first window with it starts
+ *                           (both null when none)
+ *     "classes":            {"interactive": FIGURES, "batch": FIGURES} —
+ *                           the range's figures over that class's requests
+ *                           alone (and their mock rows; events are not of a
+ *                           class, so a class's opens are the range's), for
+ *                           each class some request of the run has; no
+ *                           "classes" inside them
  *   }
  *   For "totals", time_to_open_ms and time_to_primary_ms are measured from
  *   0 (t0) and throughput_per_s over duration_ms.
@@ -161,6 +188,13 @@ struct stats_phase {
 	double to_ms;
 };
 
+/* A provider's price in USD per 1,000 tokens, for requests without a cost_usd. */
+struct stats_price {
+	const char *provider;
+	double input;
+	double output;
+};
+
 struct stats_input {
 	const char *run_dir;		/* requests.csv, mock-*.csv, events.jsonl */
 	const struct stats_phase *phases;	/* names unique, from < to */
@@ -170,6 +204,12 @@ struct stats_input {
 					 * time scale); at most 10^6 windows */
 	const char *primary;		/* required: the primary provider's name */
 	int64_t t0_unix_ms;		/* turns events' t_unix_ms into ms after t0 */
+	const struct stats_price *prices;	/* may be NULL (nprices 0) */
+	size_t nprices;
+	const char *provider;		/* where a row with an empty provider went, for
+					 * its price (a direct setup's); NULL: unknown */
+	const double *windows;		/* window lengths (ms > 0) of "answered_windows" */
+	size_t nwindows;
 };
 
 /*
@@ -190,6 +230,12 @@ int stats_compute(const struct stats_input *in, cJSON **out, char *err);
  * runs out.
  */
 cJSON *stats_combine(cJSON *const *runs, size_t n);
+
+/*
+ * The key of a window length (ms) in "answered_windows": "%.15g" of it,
+ * so 1000 is "1000" and 2500.5 is "2500.5". out holds len bytes (32 do).
+ */
+void stats_window_key(double window_ms, char *out, size_t len);
 
 /*
  * A combined figure's mean: fig[key].mean, or fig[key][sub].mean when sub

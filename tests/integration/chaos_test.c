@@ -106,6 +106,40 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* STAMP/report.md into md. */
+static void read_report(const char *stamp, struct buf *md)
+{
+	char path[1000];
+	char chunk[4096];
+	size_t n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/report.md", stamp);
+	fp = fopen(path, "r");
+	cr_assert_not_null(fp, "no report.md");
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(md, chunk, n);
+	fclose(fp);
+}
+
+/* chaos report STAMP recomputes the stamp summary top from the per-request files. */
+static void assert_report_reproduces(const char *stamp, const cJSON *top)
+{
+	const char *argv[] = { "chaos", "report", stamp, NULL };
+	char path[1000];
+	char err[8192];
+	cJSON *again;
+	int rc;
+
+	rc = run_program(argv, err, sizeof(err), 30);
+	cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	again = read_json(path);
+	cr_assert(cJSON_Compare(top, again, true),
+		  "chaos report computed another stamp summary than the run did");
+	cJSON_Delete(again);
+}
+
 static double phase_num(const cJSON *sum, const char *phase, const char *key)
 {
 	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(
@@ -187,20 +221,13 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 	/* report.md has a row per setup and phase, and the breaker's transitions. */
 	{
 		struct buf md = { 0 };
-		FILE *fp;
-		char chunk[4096];
-		size_t n;
 
-		snprintf(path, sizeof(path), "%s/report.md", stamp);
-		fp = fopen(path, "r");
-		cr_assert_not_null(fp, "no report.md");
-		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-			buf_append(&md, chunk, n);
-		fclose(fp);
+		read_report(stamp, &md);
 		cr_assert(strstr(md.data, "| direct | healthy "), "%s", md.data);
 		cr_assert(strstr(md.data, "| gw     | outage "), "%s", md.data);
-		cr_assert(strstr(md.data, "### gw: breaker transitions (run 1)"), "%s", md.data);
-		cr_assert(strstr(md.data, "| closed | open |"), "%s", md.data);
+		cr_assert(strstr(md.data, "## Breaker transitions"), "%s", md.data);
+		cr_assert(strstr(md.data, "| gw | 1 | "), "%s", md.data);
+		cr_assert(strstr(md.data, "| primary | mock-small | closed → open |"), "%s", md.data);
 		buf_free(&md);
 	}
 
@@ -233,18 +260,7 @@ Test(chaos, short_outage_end_to_end, .timeout = 90)
 	}
 
 	/* chaos report recomputes the same summaries from the per-request files. */
-	{
-		const char *argv[] = { "chaos", "report", stamp, NULL };
-		cJSON *again;
-
-		rc = run_program(argv, err, sizeof(err), 30);
-		cr_assert_eq(rc, 0, "chaos report exited %d: %s", rc, err);
-		snprintf(path, sizeof(path), "%s/summary.json", stamp);
-		again = read_json(path);
-		cr_assert(cJSON_Compare(top, again, true),
-			  "chaos report computed another stamp summary than the run did");
-		cJSON_Delete(again);
-	}
+	assert_report_reproduces(stamp, top);
 	cJSON_Delete(top);
 }
 
@@ -285,6 +301,137 @@ static bool gate_line(const char *table, const char *start, const char *has)
 		p = eol ? eol + 1 : NULL;
 	}
 	return false;
+}
+
+/*
+ * Classes, prices and the new bounds end to end, at time scale 0.5: an
+ * 8 s timeline (4 s of wall time) where alpha answers 503 from 2 s to 4 s;
+ * a mix of interactive and batch streams over two tenants and three
+ * features; a direct and a client-retry setup, priced by "prices".
+ */
+static const char classes[] =
+	"{\"name\":\"classes-cost\",\"duration_s\":8,"
+	"\"providers\":[{\"name\":\"alpha\",\"ttft_ms\":60,\"output_tokens\":16,"
+	"\"faults\":[{\"kind\":\"status\",\"status\":503,\"from_s\":2,\"to_s\":4}]}],"
+	"\"prices\":{\"alpha\":{\"input\":0.15,\"output\":0.6}},"
+	"\"phases\":[{\"name\":\"healthy\",\"from_s\":0,\"to_s\":2},"
+	"{\"name\":\"outage\",\"from_s\":2,\"to_s\":4},"
+	"{\"name\":\"after\",\"from_s\":4,\"to_s\":8}],"
+	"\"load\":{\"timeout_ms\":3000,\"mix\":{\"streams\":["
+	"{\"name\":\"chat\",\"rate\":6,\"tenant\":\"acme\",\"feature\":\"chat\"},"
+	"{\"name\":\"search\",\"rate\":4,\"tenant\":\"globex\",\"feature\":\"search\"},"
+	"{\"name\":\"nightly\",\"rate\":4,\"class\":\"batch\",\"tenant\":\"acme\","
+	"\"feature\":\"summaries\"}]}},"
+	"\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"alpha\"},"
+	"{\"name\":\"retry\",\"kind\":\"client_retry\",\"provider\":\"alpha\",\"retries\":2}],"
+	"\"expect\":["
+	"{\"setup\":\"direct\",\"phase\":\"outage\",\"answered_max\":0.05},"
+	"{\"setup\":\"direct\",\"phase\":\"outage\",\"window_s\":1,\"window_answered_min\":0.5},"
+	"{\"setup\":\"direct\",\"phase\":\"healthy\",\"class\":\"interactive\",\"window_s\":1,"
+	"\"window_answered_min\":1},"
+	"{\"setup\":\"direct\",\"phase\":\"healthy\",\"class\":\"batch\",\"answered_min\":1},"
+	"{\"setup\":\"retry\",\"phase\":\"healthy\",\"relative_to\":\"direct\","
+	"\"latency_p99_ratio_max\":3,\"cost_overhead_max\":0.05},"
+	"{\"setup\":\"retry\",\"phase\":\"outage\",\"extra_requests_max\":0},"
+	"{\"setup\":\"direct\",\"phase\":\"healthy\",\"extra_requests_max\":0}]}";
+
+/* The number at setups.SETUP.phases.PHASE[.classes.CLS].KEY[.SUB].mean of a stamp summary. */
+static double stamp_num(const cJSON *top, const char *setup_name, const char *phase,
+			const char *cls, const char *key, const char *sub)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(top, "setups"), setup_name),
+			"phases"), phase);
+
+	if (cls)
+		v = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(v, "classes"), cls);
+	v = cJSON_GetObjectItemCaseSensitive(v, key);
+	if (sub)
+		v = cJSON_GetObjectItemCaseSensitive(v, sub);
+	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+Test(chaos, classes_prices_and_relative_bounds, .timeout = 90)
+{
+	char out[600];
+	char stamp[800];
+	char path[1000];
+	char err[8192];
+	struct lg_proc g;
+	cJSON *top;
+	double cost;
+	double ok;
+	int rc;
+
+	write_file(dir, "classes-cost.json", classes, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--time-scale",
+				       "0.5", "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 80);
+	}
+	cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, err);
+	stamp_dir("classes-cost", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+
+	/* A direct setup is priced from its tokens; per answered request too. */
+	cost = stamp_num(top, "direct", "healthy", NULL, "cost_usd", "total");
+	ok = stamp_num(top, "direct", "healthy", NULL, "ok", NULL);
+	cr_assert(cost > 0, "direct, healthy: no cost (%g)", cost);
+	cr_assert_float_eq(stamp_num(top, "direct", "healthy", NULL, "cost_per_answered", NULL),
+			   cost / ok, 1e-12);
+	/* 14 req/s × 2 s, the batch stream's 4/s apart. */
+	cr_assert_float_eq(stamp_num(top, "direct", "healthy", NULL, "requests", NULL), 28, 0);
+	cr_assert_float_eq(stamp_num(top, "direct", "healthy", "batch", "requests", NULL), 8, 0);
+	cr_assert_float_eq(stamp_num(top, "direct", "healthy", "interactive", "requests", NULL),
+			   20, 0);
+	/* One upstream request per client request, straight; the retries add more. */
+	cr_assert_float_eq(stamp_num(top, "direct", "healthy", NULL, "extra_requests", NULL), 0, 0);
+	cr_assert_gt(stamp_num(top, "retry", "outage", NULL, "extra_requests", NULL), 0.5);
+
+	/* The gate: every new bound, both ways. */
+	{
+		const char *argv[] = { "chaos", "gate", stamp, NULL };
+
+		cr_assert_eq(lg_spawn(&g, argv), 0);
+		rc = lg_wait(&g, 30);
+		cr_assert_eq(rc, 1, "chaos gate exited %d:\n%s%s", rc, g.out, g.err);
+		cr_assert(gate_line(g.out, "PASS  expect  direct", "answered_share"), "%s", g.out);
+		cr_assert(gate_line(g.out, "FAIL  expect  direct", "worst 0.5 s window 1"),
+			  "%s", g.out);
+		cr_assert(gate_line(g.out, "PASS  expect  direct  healthy", "window_answered_share"),
+			  "%s", g.out);
+		cr_assert(gate_line(g.out, "PASS  expect  retry   healthy", "vs direct"), "%s",
+			  g.out);
+		cr_assert(gate_line(g.out, "PASS  expect  retry   healthy", "cost_overhead"), "%s",
+			  g.out);
+		cr_assert(gate_line(g.out, "FAIL  expect  retry   outage", "extra_requests"), "%s",
+			  g.out);
+		cr_assert(gate_line(g.out, "PASS  expect  direct  healthy", "extra_requests"), "%s",
+			  g.out);
+		cr_assert(strstr(g.out, "8 checks, 2 failed"), "%s", g.out);
+	}
+
+	/* report.md's cost tables; chaos report recomputes the same summary. */
+	{
+		struct buf md = { 0 };
+
+		read_report(stamp, &md);
+		cr_assert(strstr(md.data, "## Cost"), "%s", md.data);
+		cr_assert(strstr(md.data, "| retry | "), "%s", md.data);
+		cr_assert(strstr(md.data, "### Cost by tenant (USD)\n\n| setup | acme | globex |"),
+			  "%s", md.data);
+		cr_assert(strstr(md.data, "| setup | chat | search | summaries |"), "%s", md.data);
+		buf_free(&md);
+	}
+	assert_report_reproduces(stamp, top);
+	cJSON_Delete(top);
 }
 
 Test(chaos, streams_stalled_straight_at_the_primary, .timeout = 60)
@@ -347,16 +494,8 @@ Test(chaos, streams_stalled_straight_at_the_primary, .timeout = 60)
 	/* report.md: the Streams table, the stall phase's row among its rows */
 	{
 		struct buf md = { 0 };
-		FILE *fp;
-		char chunk[4096];
-		size_t n;
 
-		snprintf(path, sizeof(path), "%s/report.md", stamp);
-		fp = fopen(path, "r");
-		cr_assert_not_null(fp, "no report.md");
-		while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-			buf_append(&md, chunk, n);
-		fclose(fp);
+		read_report(stamp, &md);
 		cr_assert(strstr(md.data, "## Streams"), "%s", md.data);
 		cr_assert(strstr(md.data, "| silent breaks |"), "%s", md.data);
 		cr_assert(strstr(md.data, "| direct | stall   |      20 |     20 |"), "%s", md.data);

@@ -607,6 +607,127 @@ Test(gate, bounds_scaled_like_the_run, .timeout = 10)
 }
 
 /* A summary of the wrong shape is refused, naming the key. */
+/* Adds setup name from its runs' JSON texts ({"phases": {…}}), combined. */
+static void add_setup_json(cJSON *sum, const char *name, const char *const *texts, size_t n)
+{
+	cJSON *runs[4];
+	cJSON *c;
+	size_t k;
+
+	cr_assert_leq(n, 4);
+	for (k = 0; k < n; k++) {
+		runs[k] = cJSON_Parse(texts[k]);
+		cr_assert_not_null(runs[k], "bad test JSON: %s", texts[k]);
+	}
+	c = stats_combine(runs, n);
+	cr_assert_not_null(c);
+	for (k = 0; k < n; k++)
+		cJSON_Delete(runs[k]);
+	cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(sum, "setups"), name, c);
+}
+
+/* The class filter, answered_max, windows, ratios against another setup, extra requests. */
+Test(gate, classes_windows_and_relative_bounds, .timeout = 10)
+{
+	static const char *const direct[] = {
+		"{\"phases\":{\"outage\":{\"answered_share\":0.3,\"latency_ms\":{\"p99\":400},"
+		"\"cost_per_answered\":0.01,\"extra_requests\":0,"
+		"\"classes\":{\"interactive\":{\"answered_share\":0.25,\"latency_ms\":{\"p99\":500},"
+		"\"cost_per_answered\":0.02}}}}}",
+	};
+	static const char *const gw[] = {
+		"{\"phases\":{\"outage\":{\"answered_share\":0.99,\"latency_ms\":{\"p99\":100},"
+		"\"cost_per_answered\":0.0105,\"extra_requests\":0.1,"
+		"\"answered_windows\":{\"5000\":{\"windows\":6,\"worst_share\":0.98,"
+		"\"worst_from_ms\":20000},\"1000\":{\"windows\":0,\"worst_share\":null,"
+		"\"worst_from_ms\":null}},"
+		"\"classes\":{\"interactive\":{\"answered_share\":0.98,\"latency_ms\":{\"p99\":150},"
+		"\"cost_per_answered\":0.023,\"answered_windows\":{\"5000\":{\"windows\":6,"
+		"\"worst_share\":0.995,\"worst_from_ms\":15000}}},"
+		"\"batch\":{\"answered_share\":1}}}}}",
+	};
+	struct scenario sc;
+	struct gate_result r;
+	const struct gate_check *c;
+	cJSON *sum = summary_new("gt", 1);
+
+	add_setup_json(sum, "direct", direct, 1);
+	add_setup_json(sum, "breaker-on", gw, 1);
+	load_scenario("[{\"setup\":\"breaker-on\",\"phase\":\"outage\",\"class\":\"batch\","
+		      "\"answered_min\":1},"
+		      " {\"setup\":\"direct\",\"phase\":\"outage\",\"class\":\"batch\","
+		      "\"answered_min\":1},"
+		      " {\"setup\":\"direct\",\"phase\":\"outage\",\"answered_max\":0.3},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"answered_max\":0.5},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"window_s\":5,"
+		      "\"window_answered_min\":0.99},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"class\":\"interactive\","
+		      "\"window_s\":5,\"window_answered_min\":0.99},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"window_s\":1,"
+		      "\"window_answered_min\":0.99},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"window_s\":2,"
+		      "\"window_answered_min\":0.99},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"relative_to\":\"direct\","
+		      "\"latency_p99_ratio_max\":0.25,\"cost_overhead_max\":0.049,"
+		      "\"extra_requests_max\":0.1},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"class\":\"interactive\","
+		      "\"relative_to\":\"direct\",\"latency_p99_ratio_max\":0.3,"
+		      "\"cost_overhead_max\":0.15},"
+		      " {\"setup\":\"breaker-on\",\"phase\":\"outage\",\"relative_to\":\"breaker-off\","
+		      "\"cost_overhead_max\":0.1}]", 1, &sc);
+	cr_assert_eq(gate_evaluate(&sc, sum, NULL, &r, err), 0, "%s", err);
+	cr_assert_eq(r.n, 14, "%zu checks", r.n);
+	c = &r.checks[0];
+	cr_expect(c->pass && c->value == 1, "batch alone: %g", c->value);
+	c = &r.checks[1];
+	cr_expect_str_eq(c->figure, "-");
+	cr_expect_str_eq(c->note, "no batch request in the run");
+	cr_expect_not(c->pass);
+	c = &r.checks[2];
+	cr_expect(c->pass && c->op == GATE_LE && c->value == 0.3, "answered_max at its edge");
+	c = &r.checks[3];
+	cr_expect_not(c->pass, "the gateway answered more than half");
+	c = &r.checks[4];
+	cr_expect_str_eq(c->figure, "window_answered_share");
+	cr_expect_float_eq(c->value, 0.98, 1e-12);
+	cr_expect_not(c->pass);
+	cr_expect_str_eq(c->note, "worst 5 s window 20-25 s of 6");
+	c = &r.checks[5];
+	cr_expect(c->pass && c->value == 0.995, "interactive alone: %g", c->value);
+	cr_expect_str_eq(c->note, "worst 5 s window 15-20 s of 6");
+	c = &r.checks[6];
+	cr_expect_not(c->pass);
+	cr_expect_str_eq(c->note, "no 1 s window of the phase had a request");
+	c = &r.checks[7];
+	cr_expect_not(c->pass);
+	cr_expect_str_eq(c->note, "no 2 s windows in the summary");
+	c = &r.checks[8];
+	cr_expect_str_eq(c->figure, "extra_requests");
+	cr_expect(c->pass, "extra requests at the edge");
+	c = find(&r, "expect", "breaker-on", "outage", "latency_p99_ratio");
+	cr_assert_not_null(c);
+	cr_expect(c->pass && c->value == 0.25, "100 / 400: %g", c->value);
+	cr_expect_str_eq(c->note, "vs direct: 100 / 400");
+	c = &r.checks[10];
+	cr_expect_str_eq(c->figure, "cost_overhead");
+	cr_expect_float_eq(c->value, 0.05, 1e-12);
+	cr_expect_not(c->pass);
+	c = &r.checks[11];
+	cr_expect_float_eq(c->value, 0.3, 1e-12, "interactive: 150 / 500");
+	cr_expect(c->pass);
+	c = &r.checks[12];
+	cr_expect_float_eq(c->value, 0.15, 1e-12, "interactive: 0.023 / 0.02 - 1");
+	cr_expect(c->pass);
+	c = &r.checks[13];
+	cr_expect_str_eq(c->figure, "cost_overhead");
+	cr_expect_str_eq(c->note, "vs breaker-off: not in the run");
+	cr_expect_not(c->pass);
+	cr_expect_eq(r.failed, 7, "%zu failed", r.failed);
+	gate_result_free(&r);
+	cJSON_Delete(sum);
+	scenario_free(&sc);
+}
+
 Test(gate, bad_summary_shapes, .timeout = 10)
 {
 	static const struct {

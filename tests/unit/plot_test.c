@@ -228,11 +228,44 @@ Test(plot, answered_share_per_window, .timeout = 30)
 {
 	make_stamp();
 	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
-	/* mid_s from_s to_s answered_pct requests; a window with no request is NaN. */
-	assert_has("plots/data/answered-direct.dat", "\n2.5 0 5 100 10\n");
-	assert_has("plots/data/answered-direct.dat", "\n7.5 5 10 25 4\n");
-	assert_has("plots/data/answered-direct.dat", "\n12.5 10 15 NaN 0\n");
-	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 90 10\n");
+	/*
+	 * mid_s from_s to_s answered_pct requests interactive_pct batch_pct; a
+	 * window with no request is NaN, and so are classes the summary lacks.
+	 */
+	assert_has("plots/data/answered-direct.dat", "\n2.5 0 5 100 10 NaN NaN\n");
+	assert_has("plots/data/answered-direct.dat", "\n7.5 5 10 25 4 NaN NaN\n");
+	assert_has("plots/data/answered-direct.dat", "\n12.5 10 15 NaN 0 NaN NaN\n");
+	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 90 10 NaN NaN\n");
+	assert_has("plots/data/meta.gp", "\nanswered_classes = 0\n");
+}
+
+/* With batch requests the interactive and batch shares are there apart. */
+Test(plot, answered_share_per_class, .timeout = 30)
+{
+	static const char cls[] =
+		"\"answered_share\": " C(0.75) ", \"classes\": {\"interactive\": {\"answered_share\": "
+		C(0.5) "}, \"batch\": {\"answered_share\": " C(1) "}}}";
+	char *text;
+	char *at;
+
+	make_stamp();
+	text = read_file("summary.json");
+	/* The gw setup's outage window gets classes. */
+	at = strstr(text, "\"answered_share\": {\"mean\": 0.9,");
+	cr_assert_not_null(at);
+	{
+		char out[16384];
+		char *end = strchr(at, '}');
+
+		end = strchr(end + 1, '}');
+		snprintf(out, sizeof(out), "%.*s%s%s", (int)(at - text), text, cls, end + 1);
+		write_file("summary.json", out);
+	}
+	free(text);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 75 10 50 100\n");
+	assert_has("plots/data/meta.gp", "\nanswered_classes = 1\n");
+	assert_png("answered");
 }
 
 Test(plot, breaker_steps_from_closed_to_the_end, .timeout = 30)
@@ -266,6 +299,33 @@ Test(plot, fault_and_kill_windows, .timeout = 30)
 	assert_has("plots/data/meta.gp",
 		   "array fault_label[2] = ['primary: hang', 'secondary: killed']\n");
 	assert_has("plots/data/meta.gp", "title_tail = 'plot-t, time scale 1'\n");
+	/* 6 s apart on a 20 s timeline: both labels on the top row */
+	assert_has("plots/data/meta.gp", "array fault_row[2] = [0, 0]\n");
+}
+
+/* Labels of windows near one another get rows of their own. */
+Test(plot, near_fault_labels_on_rows_of_their_own, .timeout = 30)
+{
+	static const char near[] =
+		"{\"name\": \"plot-t\", \"duration_s\": 20,\n"
+		" \"providers\": [{\"name\": \"primary\", \"faults\": ["
+		"   {\"kind\": \"hang\", \"from_s\": 5, \"to_s\": 10},"
+		"   {\"kind\": \"down\", \"from_s\": 7, \"to_s\": 9},"
+		"   {\"kind\": \"slow\", \"add_ms\": 100, \"from_s\": 15, \"to_s\": 18}]},\n"
+		"   {\"name\": \"secondary\", \"faults\": ["
+		"   {\"kind\": \"down\", \"from_s\": 7, \"to_s\": 9}]}],\n"
+		" \"phases\": [{\"name\": \"healthy\", \"from_s\": 0, \"to_s\": 5},\n"
+		"            {\"name\": \"outage\", \"from_s\": 5, \"to_s\": 10},\n"
+		"            {\"name\": \"recovered\", \"from_s\": 10, \"to_s\": 20}],\n"
+		" \"load\": {\"concurrency\": 1},\n"
+		" \"setups\": [{\"name\": \"direct\", \"kind\": \"direct\", \"provider\": \"primary\"},\n"
+		"   {\"name\": \"gw\", \"kind\": \"direct\", \"provider\": \"secondary\"}]}\n";
+
+	make_stamp();
+	write_file("scenario.json", near);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/meta.gp", "array fault_row[4] = [0, 1, 0, 2]\n");
+	assert_png("answered");
 }
 
 Test(plot, requests_coloured_by_provider, .timeout = 30)

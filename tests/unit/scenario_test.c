@@ -262,6 +262,54 @@ Test(scenario, minimal_takes_every_default, .timeout = 10)
 	scenario_free(&sc);
 }
 
+Test(scenario, prices_and_the_new_expectations, .timeout = 10)
+{
+	static const char json[] =
+		"{" DUR "," PROV "," LOAD ","
+		" \"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\"},"
+		"            {\"name\":\"g\",\"kind\":\"client_retry\",\"provider\":\"b\"}],"
+		" \"prices\":{\"b\":{\"input\":0.15,\"output\":0.6},\"a\":{\"output\":2}},"
+		" \"expect\":[{\"setup\":\"g\",\"phase\":\"*\",\"class\":\"batch\","
+		"              \"answered_max\":0.5,\"window_s\":5,\"window_answered_min\":0.99},"
+		"             {\"setup\":\"g\",\"phase\":\"all\",\"relative_to\":\"d\","
+		"              \"latency_p99_ratio_max\":0.333,\"cost_overhead_max\":0.1,"
+		"              \"extra_requests_max\":0.15},"
+		"             {\"setup\":\"*\",\"phase\":\"*\",\"window_s\":2,"
+		"              \"window_answered_min\":0.5},"
+		"             {\"setup\":\"*\",\"phase\":\"*\",\"window_s\":5,"
+		"              \"window_answered_min\":0.5}]}";
+	struct scenario sc;
+	double w[4];
+
+	cr_assert_eq(load_scaled(json, 0.5, &sc), 0, "%s", err);
+	cr_assert(sc.prices[0].set && sc.prices[1].set);
+	cr_assert_float_eq(sc.prices[0].input, 0, 0, "a price not given is 0");
+	cr_assert_float_eq(sc.prices[0].output, 2, 0, "prices are not scaled");
+	cr_assert_float_eq(sc.prices[1].input, 0.15, 0);
+	cr_assert_float_eq(sc.prices[1].output, 0.6, 0);
+	cr_assert_str_eq(sc.expects[0].cls, "batch");
+	cr_assert_null(sc.expects[0].relative_to);
+	cr_assert_float_eq(sc.expects[0].answered_max, 0.5, 0);
+	cr_assert_float_eq(sc.expects[0].window_ms, 2500, 1e-9, "window_s is a duration: scaled");
+	cr_assert_float_eq(sc.expects[0].window_answered_min, 0.99, 0, "a share: not scaled");
+	cr_assert_null(sc.expects[1].cls);
+	cr_assert(isnan(sc.expects[1].window_ms));
+	cr_assert_str_eq(sc.expects[1].relative_to, "d");
+	cr_assert_float_eq(sc.expects[1].latency_p99_ratio_max, 0.333, 0);
+	cr_assert_float_eq(sc.expects[1].cost_overhead_max, 0.1, 0);
+	cr_assert_float_eq(sc.expects[1].extra_requests_max, 0.15, 0);
+	cr_assert_eq(scenario_windows(&sc, w, 4), 2, "each window length once");
+	cr_assert_float_eq(w[0], 2500, 1e-9);
+	cr_assert_float_eq(w[1], 1000, 1e-9);
+	cr_assert_eq(scenario_windows(&sc, w, 1), 1, "at most max");
+	scenario_free(&sc);
+
+	cr_assert_eq(load("{" BASE "}", &sc), 0, "%s", err);
+	cr_assert_not(sc.prices[0].set || sc.prices[1].set, "no prices: none set");
+	cr_assert_eq(scenario_windows(&sc, w, 4), 0);
+	scenario_free(&sc);
+}
+
 Test(scenario, closed_loop_and_rate_mix, .timeout = 10)
 {
 	struct scenario sc;
@@ -596,6 +644,47 @@ static const struct bad_case bad_cases[] = {
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"error_rate_max\":0},"
 		 "{\"setup\":\"d\",\"phase\":\"*\",\"error_rate_max\":0,\"error_rate_max\":1}"),
 	  ": expect[1].error_rate_max: given twice" },
+	/* filters and the bounds that go with them */
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"class\":\"bulk\",\"answered_min\":1}"),
+	  ": expect[0].class: expected \"interactive\" or \"batch\", got \"bulk\"" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"class\":\"batch\"}"),
+	  ": expect[0]: expected at least one bound" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_max\":1.5}"),
+	  ": expect[0].answered_max: expected a number from 0 to 1, got 1.5" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":0.9,\"answered_max\":0.5}"),
+	  ": expect[0].answered_min: expected at most answered_max (0.5), got 0.9" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"window_s\":5}"),
+	  ": expect[0].window_answered_min: expected window_s and window_answered_min together" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"window_answered_min\":0.99}"),
+	  ": expect[0].window_s: expected window_s and window_answered_min together" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"window_s\":0,\"window_answered_min\":1}"),
+	  ": expect[0].window_s: expected a number above 0 and at most duration_s (60), got 0" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"window_s\":61,\"window_answered_min\":1}"),
+	  ": expect[0].window_s: expected a number above 0 and at most duration_s (60), got 61" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"latency_p99_ratio_max\":0.5}"),
+	  ": expect[0].relative_to: missing: latency_p99_ratio_max and cost_overhead_max compare" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"relative_to\":\"d\",\"answered_min\":1}"),
+	  ": expect[0].relative_to: expected it only with latency_p99_ratio_max or "
+	  "cost_overhead_max" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"relative_to\":\"e\","
+		 "\"cost_overhead_max\":0.1}"),
+	  ": expect[0].relative_to: expected the name of a setup (d), got \"e\"" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"relative_to\":\"d\","
+		 "\"cost_overhead_max\":-2}"),
+	  ": expect[0].cost_overhead_max: expected a number from -1 to 1000000, got -2" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"extra_requests_max\":\"0.1\"}"),
+	  ": expect[0].extra_requests_max: expected a number" },
+	/* prices */
+	{ "{" BASE ",\"prices\":[1]}", ": prices: expected an object of providers' prices" },
+	{ "{" BASE ",\"prices\":{\"c\":{\"input\":1}}}",
+	  ": prices.c: expected the name of a provider (a, b), got \"c\"" },
+	{ "{" BASE ",\"prices\":{\"a\":1}}", ": prices.a: expected an object {\"input\", \"output\"}" },
+	{ "{" BASE ",\"prices\":{\"a\":{\"input\":1001}}}",
+	  ": prices.a.input: expected a number from 0 to 1000, got 1001" },
+	{ "{" BASE ",\"prices\":{\"a\":{\"output\":-1}}}",
+	  ": prices.a.output: expected a number from 0 to 1000, got -1" },
+	{ "{" BASE ",\"prices\":{\"a\":{\"in\":1}}}", ": prices.a.in: unknown key" },
+	{ "{" BASE ",\"prices\":{\"a\":{},\"a\":{}}}", ": prices.a: given twice" },
 };
 
 Test(scenario_bad, refused_naming_file_and_key, .timeout = 10)
@@ -677,12 +766,17 @@ Test(scenario_scale, one_rule_over_the_tree, .timeout = 10)
 		" \"g\":{\"request_deadline_ms\":5000,\"max_body_bytes\":4096,"
 		"       \"breaker\":{\"cooldown_ms\":5000,\"consecutive_failures\":5,"
 		"                  \"half_open_probes\":3,\"cooldown_multiplier\":2},"
-		"       \"models\":{\"c\":{\"max_attempts\":3}}},"
+		"       \"models\":{\"c\":{\"max_attempts\":3}},"
+		"       \"budget\":{\"ratio\":0.2,\"min_per_second\":1,\"burst\":10}},"
 		" \"e\":{\"latency_p50_ms_max\":230,\"time_to_open_ms_max\":2000,\"x_s_min\":4,"
 		"       \"error_rate_max\":0.5,\"fallback_share_min\":0.25,\"retries\":2,"
 		"       \"silent_breaks_max\":3,\"stalls_max\":4,\"max_gap_ms_max\":1100,"
-		"       \"ttft_p95_ms_max\":400,\"stall_timeout_ms\":5000},"
+		"       \"ttft_p95_ms_max\":400,\"stall_timeout_ms\":5000,\"window_s\":5,"
+		"       \"window_answered_min\":0.99,\"answered_max\":0.5,"
+		"       \"latency_p99_ratio_max\":0.333,\"cost_overhead_max\":0.1,"
+		"       \"extra_requests_max\":0.15},"
 		" \"odd\":{\"ms\":1,\"s\":1,\"items\":1,\"x_ms_maximum\":1,\"rates\":1,"
+		"         \"per_second\":1,\"x_per_seconds\":1,\"x_per_second\":1,"
 		"         \"timeout_ms\":\"100\",\"nested_ms\":{\"v\":7}}}";
 	cJSON *root = cJSON_Parse(json);
 	const cJSON *load;
@@ -732,6 +826,10 @@ Test(scenario_scale, one_rule_over_the_tree, .timeout = 10)
 	cr_assert_float_eq(num(f, "cooldown_multiplier"), 2, 0);
 	cr_assert_float_eq(num(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "models"), "c"),
 			       "max_attempts"), 3, 0);
+	f = cJSON_GetObjectItem(o, "budget");
+	cr_assert_float_eq(num(f, "min_per_second"), 10, 1e-9, "…_per_second is a rate: divided");
+	cr_assert_float_eq(num(f, "ratio"), 0.2, 0);
+	cr_assert_float_eq(num(f, "burst"), 10, 0);
 	o = cJSON_GetObjectItem(root, "e");
 	cr_assert_float_eq(num(o, "latency_p50_ms_max"), 23, 1e-9, "…_ms_max scales");
 	cr_assert_float_eq(num(o, "time_to_open_ms_max"), 200, 1e-9);
@@ -744,12 +842,21 @@ Test(scenario_scale, one_rule_over_the_tree, .timeout = 10)
 	cr_assert_float_eq(num(o, "max_gap_ms_max"), 110, 1e-9, "…_ms_max scales");
 	cr_assert_float_eq(num(o, "ttft_p95_ms_max"), 40, 1e-9);
 	cr_assert_float_eq(num(o, "stall_timeout_ms"), 500, 1e-9);
+	cr_assert_float_eq(num(o, "window_s"), 0.5, 1e-9, "a window is a duration");
+	cr_assert_float_eq(num(o, "window_answered_min"), 0.99, 0, "shares and ratios stay");
+	cr_assert_float_eq(num(o, "answered_max"), 0.5, 0);
+	cr_assert_float_eq(num(o, "latency_p99_ratio_max"), 0.333, 0);
+	cr_assert_float_eq(num(o, "cost_overhead_max"), 0.1, 0);
+	cr_assert_float_eq(num(o, "extra_requests_max"), 0.15, 0);
 	o = cJSON_GetObjectItem(root, "odd");
 	cr_assert_float_eq(num(o, "ms"), 1, 0, "no underscore: not a duration");
 	cr_assert_float_eq(num(o, "s"), 1, 0);
 	cr_assert_float_eq(num(o, "items"), 1, 0);
 	cr_assert_float_eq(num(o, "x_ms_maximum"), 1, 0);
 	cr_assert_float_eq(num(o, "rates"), 1, 0);
+	cr_assert_float_eq(num(o, "per_second"), 1, 0, "no underscore: not a rate");
+	cr_assert_float_eq(num(o, "x_per_second"), 10, 1e-9, "ends in _per_second");
+	cr_assert_float_eq(num(o, "x_per_seconds"), 1, 0);
 	cr_assert_str_eq(cJSON_GetObjectItem(o, "timeout_ms")->valuestring, "100", "strings stay");
 	cr_assert_float_eq(num(cJSON_GetObjectItem(o, "nested_ms"), "v"), 7, 0,
 			   "an object's key does not reach its members");

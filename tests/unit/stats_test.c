@@ -64,6 +64,7 @@ struct rq {
 	const char *id, *sched, *end, *lat, *status, *outcome, *provider, *tenant, *feature,
 		*cost;
 	const char *streaming, *ttft, *error, *gap;
+	const char *cls, *tin, *tout;	/* NULL: interactive, 16, 16 */
 };
 
 static const char *or_empty(const char *s)
@@ -87,12 +88,14 @@ static void write_requests(const struct rq *rows, size_t n)
 	for (i = 0; i < n; i++) {
 		const struct rq *r = &rows[i];
 
-		fprintf(fp, "%s,default,interactive,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,\"%s\",%s,1,0,0,"
-			"16,16,%s,%s\n",
-			or_empty(r->id), or_empty(r->tenant), or_empty(r->feature),
+		fprintf(fp, "%s,default,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,\"%s\",%s,1,0,0,"
+			"%s,%s,%s,%s\n",
+			or_empty(r->id), r->cls ? r->cls : "interactive", or_empty(r->tenant),
+			or_empty(r->feature),
 			r->streaming ? r->streaming : "0", r->sched, r->sched, or_empty(r->ttft),
 			or_empty(r->end), or_empty(r->lat), or_empty(r->lat), or_empty(r->status),
-			r->outcome, or_empty(r->error), or_empty(r->provider), or_empty(r->gap),
+			r->outcome, or_empty(r->error), or_empty(r->provider),
+			r->tin ? r->tin : "16", r->tout ? r->tout : "16", or_empty(r->gap),
 			or_empty(r->cost));
 	}
 	cr_assert_eq(fclose(fp), 0);
@@ -492,6 +495,133 @@ Test(stats, cost_by_tenant_and_feature)
 	expect_keys(s, "phases.b.cost_usd.by_tenant", none);
 	expect_keys(s, "phases.b.cost_usd.by_feature", none);
 	expect_num(s, "totals.cost_usd.total", 0.78);
+	cJSON_Delete(s);
+}
+
+static cJSON *compute_in(struct stats_input *in)
+{
+	cJSON *out = NULL;
+	int rc;
+
+	in->run_dir = dir;
+	in->primary = "primary";
+	in->t0_unix_ms = T0;
+	rc = stats_compute(in, &out, err);
+	cr_assert_eq(rc, 0, "stats_compute: %d: %s", rc, err);
+	return out;
+}
+
+Test(stats, rows_without_a_cost_are_priced_from_their_tokens)
+{
+	static const struct stats_phase ph[] = { { "a", 0, 1000 } };
+	static const struct stats_price prices[] = {
+		{ "primary", 0.15, 0.6 }, { "secondary", 1, 2 },
+	};
+	static const struct rq rows[] = {
+		/* no provider column: the caller's provider (primary) */
+		{ .sched = "10", .outcome = "ok", .tenant = "t1", .feature = "f1", .tin = "100",
+		  .tout = "50" },
+		/* a failure with no tokens costs 0 */
+		{ .sched = "20", .outcome = "http_error", .tenant = "t2", .feature = "f1", .tin = "",
+		  .tout = "" },
+		/* its provider's price */
+		{ .sched = "30", .outcome = "ok", .provider = "secondary", .tenant = "t1",
+		  .feature = "f2", .tin = "1000", .tout = "1000" },
+		/* a cost given is kept */
+		{ .sched = "40", .outcome = "ok", .provider = "secondary", .tenant = "t1",
+		  .feature = "f2", .cost = "0.5" },
+		/* no price for it: no cost */
+		{ .sched = "50", .outcome = "ok", .provider = "third", .tenant = "t3",
+		  .feature = "f3" },
+	};
+	struct stats_input in = { .phases = ph, .nphases = 1, .duration_ms = 1000,
+				  .window_ms = 1000, .prices = prices, .nprices = 2,
+				  .provider = "primary" };
+	static const char *const tenants[] = { "t1", "t2", NULL };
+	double first = (100 * 0.15 + 50 * 0.6) / 1000;
+	cJSON *s;
+
+	write_requests(rows, sizeof(rows) / sizeof(rows[0]));
+	s = compute_in(&in);
+	expect_num(s, "phases.a.cost_usd.total", first + 0 + 3 + 0.5);
+	expect_num(s, "phases.a.cost_usd.by_tenant.t1", first + 3 + 0.5);
+	expect_num(s, "phases.a.cost_usd.by_tenant.t2", 0);
+	expect_keys(s, "phases.a.cost_usd.by_tenant", tenants);
+	expect_num(s, "phases.a.cost_usd.by_feature.f2", 3.5);
+	expect_num(s, "phases.a.cost_per_answered", (first + 3.5) / 4);
+	cJSON_Delete(s);
+
+	/* A gateway setup (no caller's provider): a row with no provider gets no price. */
+	in.provider = NULL;
+	s = compute_in(&in);
+	expect_num(s, "phases.a.cost_usd.total", 3.5);
+	expect_num(s, "phases.a.cost_per_answered", 3.5 / 4);
+	cJSON_Delete(s);
+	/* No prices at all: as before, only the costs given. */
+	in.nprices = 0;
+	s = compute_in(&in);
+	expect_num(s, "phases.a.cost_usd.total", 0.5);
+	cJSON_Delete(s);
+}
+
+Test(stats, classes_extra_requests_and_answered_windows)
+{
+	static const struct stats_phase ph[] = { { "p", 500, 3500 } };
+	static const double windows[] = { 1000, 3000 };
+	static const struct rq rows[] = {
+		{ .id = "1", .sched = "100", .outcome = "ok" },		/* before the phase */
+		{ .id = "2", .sched = "600", .outcome = "timeout" },	/* [0,1000): not whole */
+		{ .id = "3", .sched = "1000", .outcome = "ok", .cls = "batch" },
+		{ .id = "4", .sched = "1200", .outcome = "ok" },
+		{ .id = "5", .sched = "1900", .outcome = "timeout" },
+		{ .id = "6", .sched = "2000", .outcome = "ok", .cls = "batch" },
+		{ .id = "7", .sched = "2500", .outcome = "ok" },
+		/* [3000, 4000) is not wholly inside the phase */
+		{ .id = "8", .sched = "3100", .outcome = "timeout", .cls = "batch" },
+	};
+	struct stats_input in = { .phases = ph, .nphases = 1, .duration_ms = 4000,
+				  .window_ms = 1000, .windows = windows, .nwindows = 2 };
+	cJSON *s;
+
+	write_requests(rows, sizeof(rows) / sizeof(rows[0]));
+	/* 2 upstream attempts for 3, one for 4 and 7, none for 5, one without a request. */
+	write_file("mock-primary.csv", MOCK_HEADER
+		   "1000,3,0,,0,,1,5,client_aborted\n"
+		   "1001,3,0,,200,40,41,16,completed\n"
+		   "1201,4,0,,200,40,41,16,completed\n"
+		   "2501,7,0,,200,40,41,16,completed\n"
+		   "2600,x,0,,200,40,41,16,completed\n");
+	s = compute_in(&in);
+	expect_num(s, "phases.p.requests", 7);
+	expect_num(s, "phases.p.upstream_requests", 4);
+	expect_num(s, "phases.p.extra_requests", 4.0 / 7 - 1);
+	expect_num(s, "phases.p.answered_windows.1000.windows", 2);
+	expect_num(s, "phases.p.answered_windows.1000.worst_share", 2.0 / 3);
+	expect_num(s, "phases.p.answered_windows.1000.worst_from_ms", 1000);
+	expect_num(s, "phases.p.answered_windows.3000.windows", 0);
+	expect_num(s, "phases.p.answered_windows.3000.worst_share", NAN);
+	expect_num(s, "phases.p.answered_windows.3000.worst_from_ms", NAN);
+	/* the classes alone */
+	expect_num(s, "phases.p.classes.interactive.requests", 4);
+	expect_num(s, "phases.p.classes.interactive.ok", 2);
+	expect_num(s, "phases.p.classes.interactive.upstream_requests", 2);
+	expect_num(s, "phases.p.classes.interactive.answered_windows.1000.worst_share", 0.5);
+	expect_num(s, "phases.p.classes.batch.requests", 3);
+	expect_num(s, "phases.p.classes.batch.upstream_requests", 2);
+	expect_num(s, "phases.p.classes.batch.extra_requests", 2.0 / 3 - 1);
+	expect_num(s, "phases.p.classes.batch.answered_windows.1000.windows", 2);
+	expect_num(s, "phases.p.classes.batch.answered_windows.1000.worst_share", 1);
+	expect_num(s, "phases.p.classes.batch.answered_windows.1000.worst_from_ms", 1000);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(jget(s, "phases.p.classes.batch"),
+							"classes"), "one level of classes");
+	/* the abandoned attempt of 3 is batch's duplicate; the one of no request, neither's */
+	expect_num(s, "phases.p.duplicate_work.attempts", 2);
+	expect_num(s, "phases.p.classes.batch.duplicate_work.attempts", 1);
+	expect_num(s, "phases.p.classes.interactive.duplicate_work.attempts", 0);
+	/* windows and totals have classes too, not answered windows */
+	expect_num(s, "windows.1.classes.batch.requests", 1);
+	expect_num(s, "totals.classes.interactive.requests", 5);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(jget(s, "windows.1"), "answered_windows"));
 	cJSON_Delete(s);
 }
 
