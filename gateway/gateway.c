@@ -59,6 +59,7 @@ void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 	if (!chg->changed)
 		return;
 	t->transitions[chg->from][chg->to]++;
+	gw->breaker_gen++;
 	if (chg->to != BREAKER_OPEN)
 		proxy_queue_wake(gw);
 	log_info("breaker %s/%s: %s -> %s (%s)", t->prov->name, t->model,
@@ -288,6 +289,7 @@ static void on_drained(void *arg)
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
 	gw->on_idle = on_idle;
+	gw->stopping = true;
 	proxy_queue_stop(gw);
 	http_server_drain(gw->srv, on_drained, gw);
 }

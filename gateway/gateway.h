@@ -46,6 +46,8 @@ struct gateway {
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
 	size_t queued;			/* batch requests waiting, every route */
+	uint64_t breaker_gen;		/* breaker state changes so far */
+	bool stopping;			/* draining: no batch request is queued */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t next_id;		/* for generated request ids */

@@ -61,6 +61,12 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 /* Upstream transfers one request may have at once: the first and its hedges. */
 #define MAX_LEGS (1 + GW_MAX_HEDGES)
 
+/*
+ * A batch request sent back to the queue because its attempts reached no
+ * upstream waits for a breaker change, or this long, before it goes again.
+ */
+#define REQUEUE_WAIT_MS 1000
+
 enum greq_state {
 	GREQ_ROUTING,		/* choosing a target */
 	GREQ_ATTEMPT,		/* transfers are with curl */
@@ -142,6 +148,7 @@ struct greq {
 	unsigned retries_here;		/* same-target retries of cur */
 	double retry_after_ms;		/* the last failure's Retry-After; -1: none */
 	uint32_t forced;		/* chain positions tried because every target was open */
+	uint32_t hedged_at;		/* chain positions tried as hedges */
 	bool deadline_hit;		/* an attempt was cut by the deadline, or none fit */
 	bool reached;			/* some upstream answered or timed out */
 	bool no_reroute;		/* x-faultline-no-reroute: side effects, one delivery at most */
@@ -164,6 +171,10 @@ struct greq {
 	struct greq *qnext;
 	double queued_ms;		/* when it first joined the queue; 0: never */
 	unsigned attempts_before;	/* attempts made before its last dequeue */
+	bool dequeued_once;		/* counted as dequeued, its wait in the histogram */
+	bool requeued;			/* back in the queue after refusals */
+	uint64_t requeue_gen;		/* gw->breaker_gen then */
+	double requeue_ms;
 
 	/* What it cost: every billed attempt. */
 	double cost_usd;
@@ -285,15 +296,20 @@ static void bill(struct greq *g, const struct leg *l, int64_t in, int64_t out, b
 
 /*
  * An attempt whose answer is thrown away: billed as the prompt's estimate
- * and the content it sent, when the upstream took it on (it connected and
- * answered no error status).
+ * and the content it sent, when the upstream took it on — it connected and
+ * answered a 2xx, or had answered nothing yet when the gateway stopped
+ * waiting (cut by its timeout, or cancelled: working on it, as far as
+ * anyone knows). An error status, or a reset or transfer error before any
+ * status, costs nothing.
  */
-static void bill_discarded(struct greq *g, const struct leg *l)
+static void bill_discarded(struct greq *g, const struct leg *l, bool stopped)
 {
 	curl_off_t connect_us = 0;
 	curl_off_t pre_us = 0;
+	long status = 0;
 
-	if (l->status && (l->status < 200 || l->status > 299))
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status ? status < 200 || status > 299 : !stopped)
 		return;
 	curl_easy_getinfo(l->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
@@ -952,6 +968,7 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 			       now - l->start_ms);
 	record(l, f == ATTEMPT_FAIL_NONE, g->commit_ms - l->start_ms);
 	if (f == ATTEMPT_FAIL_NONE) {
+		l->t->failed_slow = false;
 		log_debug("request %s: stream from %s/%s complete", g->id, l->t->prov->name,
 			  l->t->model);
 		if (ex)
@@ -1014,6 +1031,8 @@ static void stream_over(struct greq *g, CURLcode code)
 		/* A write to the client failed: it left, as in proxy_cancel. */
 		g->ended = true;
 		g->gw->streams_in_flight--;
+		bill(g, l, r->has_usage ? r->tokens_in : g->est_tokens_in,
+		     r->has_usage ? r->tokens_out : (int64_t)r->content_chunks, false);
 		provider_stats_attempt(&g->gw->pstats[l->t->provider], GW_OUT_CANCELLED,
 				       gw_now_ms() - l->start_ms);
 		release_probe(l);
@@ -1164,12 +1183,12 @@ static void leg_cancelled(struct leg *l, bool lost)
 	struct breaker_change chg;
 
 	provider_stats_attempt(&gw->pstats[l->t->provider], GW_OUT_CANCELLED, now - l->start_ms);
+	bill_discarded(g, l, true);	/* the upstream was working on it */
 	if (!lost) {
 		release_probe(l);
 		return;
 	}
 	g->route->hedges[HEDGE_CANCELLED]++;
-	bill_discarded(g, l);
 	breaker_record_slow(&l->t->br, now, now - l->start_ms, l->probe, &gw->rng_breaker, &chg);
 	l->probe = 0;
 	gateway_breaker_changed(gw, l->t, &chg);
@@ -1239,7 +1258,7 @@ static void on_hedge(uv_timer_t *t)
 		}
 		if (admit(g, c, &probe) == BREAKER_REJECT)
 			continue;
-		g->pos = i + 1;
+		g->hedged_at |= 1u << i;	/* next_target passes it over: it was tried */
 		g->hedges++;
 		g->route->hedges[HEDGE_STARTED]++;
 		leg_start(g, c, true, probe);
@@ -1290,7 +1309,8 @@ static void after_failure(struct greq *g)
 	}
 	if (g->retries_here < rt->max_retries &&
 	    attempt_retry_delay(&g->budget, &bo, g->retries_here, g->retry_after_ms, now,
-				rt->min_attempt_ms, &g->gw->rng_retry, &wait)) {
+				rt->min_attempt_ms, &g->gw->rng_retry, &wait) &&
+	    breaker_would_admit(&g->cur->br, now + wait)) {
 		if (budget_take(&g->route->budget, &g->route->alias->budget, now)) {
 			g->retries_here++;
 			log_debug("request %s: retrying %s/%s in %.0f ms", g->id, g->cur->prov->name,
@@ -1384,7 +1404,7 @@ static void leg_end(struct leg *l, CURLcode code)
 		if (c.verdict == ATTEMPT_SUCCESS)
 			lat_ring_add(&l->t->lat, ms);
 		l->t->failed_slow = false;
-		if (l->hedge)
+		if (l->hedge && c.verdict == ATTEMPT_SUCCESS)
 			g->route->hedges[HEDGE_WON]++;
 		bill(g, l, tin, tout, false);
 		ctype = l->ctype[0] ? l->ctype : "application/json";
@@ -1392,13 +1412,15 @@ static void leg_end(struct leg *l, CURLcode code)
 			l->t);
 		return;
 	}
-	bill_discarded(g, l);
+	bill_discarded(g, l, l->cut);
 	if (!attempt_failure_is_unavailable(c.failure))
 		g->reached = true;
 	note_add(g, l->t, attempt_failure_name(c.failure), f.status, ms);
 	if (!(l->cut && l->capped))
 		l->t->failed_slow = l->cut || c.failure == ATTEMPT_FAIL_CONNECT_TIMEOUT ||
 				    c.failure == ATTEMPT_FAIL_FIRST_TOKEN_TIMEOUT;
+	if (g->cur != l->t)
+		g->retries_here = 0;	/* a hedge's target failed last: its own retries */
 	g->cur = l->t;
 	g->retry_after_ms = l->retry_after_ms;
 	if (g->nactive)
@@ -1431,6 +1453,12 @@ static bool enqueue(struct greq *g)
 	bool again = g->queued_ms > 0;
 	char msg[160];
 
+	if (g->gw->stopping) {
+		snprintf(g->retry_after, sizeof(g->retry_after), "1");
+		respond_own_error(g, 503, "service_unavailable", "gateway_stopping",
+				  "The gateway is stopping; the batch request was not sent.");
+		return false;
+	}
 	if (!again && rt->qdepth >= bq->queue_max) {
 		rt->queue[QUEUE_FULL]++;
 		retry_after_open_end(g);
@@ -1444,6 +1472,9 @@ static bool enqueue(struct greq *g)
 		g->queued_ms = gw_now_ms();
 		rt->queue[QUEUE_QUEUED]++;
 	}
+	g->requeued = again || g->attempts_before + g->budget.attempts > 0;
+	g->requeue_gen = g->gw->breaker_gen;
+	g->requeue_ms = gw_now_ms();
 	g->qprev = g->qnext = NULL;
 	if (again) {
 		g->qnext = rt->qhead;
@@ -1488,14 +1519,18 @@ static void dequeue(struct greq *g)
 	double now = gw_now_ms();
 
 	queue_unlink(g);
-	rt->queue[QUEUE_DEQUEUED]++;
-	latency_hist_add(&rt->qwait, now - g->queued_ms);
+	if (!g->dequeued_once) {
+		g->dequeued_once = true;
+		rt->queue[QUEUE_DEQUEUED]++;
+		latency_hist_add(&rt->qwait, now - g->queued_ms);
+	}
 	g->from_queue = true;
 	rt->qrunning++;
 	g->pos = 0;
 	g->skipped = 0;
 	g->nnotes = 0;
 	g->forced = 0;
+	g->hedged_at = 0;
 	g->deadline_hit = false;
 	g->retry_after[0] = '\0';
 	g->budget.deadline_ms = now + g->gw->cfg->deadline_ms;
@@ -1503,6 +1538,17 @@ static void dequeue(struct greq *g)
 	g->budget.attempts = 0;
 	log_debug("request %s: dequeued after %.0f ms", g->id, now - g->queued_ms);
 	next_target(g);
+}
+
+/*
+ * Whether a queued request may go again: one sent back by refusals waits
+ * for a breaker change, or REQUEUE_WAIT_MS, so that targets that refused it
+ * are not hammered while their breakers still stand closed.
+ */
+static bool queue_ready(const struct greq *g, double now)
+{
+	return !g->requeued || g->requeue_gen != g->gw->breaker_gen ||
+	       now >= g->requeue_ms + REQUEUE_WAIT_MS;
 }
 
 /* Expires the route's old requests, then sends on what its targets and concurrency allow. */
@@ -1518,7 +1564,7 @@ static void drain_route(struct gw_route *rt, double now, double max_wait)
 		return;
 	bq = &rt->qhead->gw->cfg->batch;
 	/* Each request at most once a round: one that finds no target comes back to the head. */
-	while (n-- && (g = rt->qhead) && rt->qrunning < bq->concurrency &&
+	while (n-- && (g = rt->qhead) && rt->qrunning < bq->concurrency && queue_ready(g, now) &&
 	       router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
 		dequeue(g);
 }
@@ -1560,7 +1606,9 @@ static void queue_kick(struct gateway *gw)
 		next = fmin(next, g->queued_ms + gw->cfg->batch.max_wait_ms);
 		if (rt->qrunning >= gw->cfg->batch.concurrency)
 			continue;	/* a request finishing drains it */
-		if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
+		if (!queue_ready(g, now))
+			next = fmin(next, g->requeue_ms + REQUEUE_WAIT_MS);
+		else if (router_route_may_admit(rt, g->only[0] ? g->only : NULL, now, true))
 			next = now;
 		else
 			next = fmin(next, router_route_next_open_end(rt, g->only[0] ? g->only : NULL));
@@ -1600,13 +1648,14 @@ static void next_target(struct greq *g)
 	const char *only = g->only[0] ? g->only : NULL;
 	uint64_t probe = 0;
 	struct gw_target *t;
+	uint32_t passed;
 	size_t at = 0;
 
 	set_state(g, GREQ_ROUTING);
 	g->retries_here = 0;
 	for (; g->pos < rt->ntargets; g->pos++) {
 		t = rt->targets[g->pos];
-		if (!router_target_allowed(t, only))
+		if (!router_target_allowed(t, only) || (g->hedged_at & (1u << g->pos)))
 			continue;
 		if (!attempt_may_start(&g->budget, gw_now_ms())) {
 			g->deadline_hit |= attempt_deadline_gone(&g->budget, gw_now_ms());
@@ -1614,7 +1663,9 @@ static void next_target(struct greq *g)
 			return;
 		}
 		g->cur = t;
-		if (admit(g, t, &probe) == BREAKER_REJECT) {
+		if ((g->from_queue && t->br.cfg.enabled && t->br.state == BREAKER_HALF_OPEN &&
+		     t->br.probes_in_flight > 0) || admit(g, t, &probe) == BREAKER_REJECT) {
+			/* Open; or half-open with a probe out, and this is deferrable work. */
 			note_add(g, t, "breaker_open", 0, NAN);
 			g->skipped++;
 			continue;
@@ -1628,10 +1679,14 @@ static void next_target(struct greq *g)
 		enqueue(g);
 		return;
 	}
-	if (g->skipped && (g->forced || !g->budget.attempts) &&
+	/* Half-open ones with their probes out are not open: not tried past their limit. */
+	passed = g->forced;
+	while ((t = router_least_recently_failed(rt, only, g->gw->pstats, passed, &at)) &&
+	       t->br.state != BREAKER_OPEN)
+		passed |= 1u << at;
+	if (t && g->skipped && (g->forced || !g->budget.attempts) &&
 	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED &&
-	    attempt_may_start(&g->budget, gw_now_ms()) &&
-	    (t = router_least_recently_failed(rt, only, g->gw->pstats, g->forced, &at))) {
+	    attempt_may_start(&g->budget, gw_now_ms())) {
 		/* Every target is open: each that fails fast, oldest failure first, anyway. */
 		g->forced |= 1u << at;
 		note_unskip(g, t);

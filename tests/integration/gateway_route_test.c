@@ -1130,3 +1130,32 @@ Test(gateway_route, every_target_open_tries_only_what_fails_fast, .timeout = 30)
 	expect_took(r, "both open, both hung", 0, 100);
 	expect_retry_after(r, "both open, both hung", 20);
 }
+
+/*
+ * A batch request refused by every target, breakers off (so no breaker
+ * ever opens to say so), goes back to the queue and waits 1 s before it is
+ * sent again — not round and round at once — until its max_wait_ms: two
+ * rounds of two refused attempts, then the 503 batch_queue_timeout.
+ */
+Test(gateway_route, a_refused_batch_request_waits_before_going_again, .timeout = 30)
+{
+	struct http_result *r;
+	double n;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0'," FAST ",'faults':[{'kind':'down'," ALWAYS "}]},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST ",'faults':[{'kind':'down'," ALWAYS "}]}]}");
+	start_gw("{'request_deadline_ms':5000,'breaker':{'enabled':false},"
+		 "'classes':{'batch':{'max_wait_ms':1500}},"
+		 "'providers':{'primary':{'base_url':'@primary@'},'secondary':{'base_url':'@secondary@'}},"
+		 "'models':{'chat':{" CHAIN "}}}");
+	r = chat("chat", "refused-batch", "x-faultline-class: batch", 5000);
+	expect_refusal(r, "refused until it expired", 503, "service_unavailable",
+		       "batch_queue_timeout");
+	expect_took(r, "refused until it expired", 1500 - 20, 1500 + SLACK_MS);
+	n = gw_header_num(r, "x-faultline-attempts");
+	cr_assert_eq(n, 4, "two rounds of both targets, a second apart: %g attempts", n);
+	expect_queue_total("queued", 1);
+	expect_queue_total("dequeued", 1);
+	expect_queue_total("expired", 1);
+}
