@@ -350,7 +350,7 @@ enum breaker_verdict breaker_admit(struct breaker *b, double now_ms, uint64_t *p
 			  b->cooldown_ms);
 		b->round++;
 	}
-	if (b->probes_in_flight + b->probes_succeeded >= b->cfg.half_open_probes) {
+	if (b->probes_in_flight >= b->cfg.half_open_probes) {
 		b->totals.rejected++;
 		return BREAKER_REJECT;
 	}
@@ -451,7 +451,7 @@ bool breaker_would_admit(const struct breaker *b, double now_ms)
 		return true;
 	if (b->state == BREAKER_OPEN)
 		return now_ms >= b->open_until_ms;
-	return b->probes_in_flight + b->probes_succeeded < b->cfg.half_open_probes;
+	return b->probes_in_flight < b->cfg.half_open_probes;
 }
 
 void breaker_release_probe(struct breaker *b, uint64_t probe)

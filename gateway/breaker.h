@@ -65,8 +65,8 @@ struct breaker_config {
 	double cooldown_max_ms;		/* no cooldown is longer */
 	double cooldown_jitter;		/* j in [0, 1): the cooldown c is drawn uniformly
 					 * in [c × (1 − j), c × (1 + j)), then capped */
-	unsigned half_open_probes;	/* K: probes admitted half-open, and successes
-					 * needed to close (≥ 1) */
+	unsigned half_open_probes;	/* K: probes in flight at once while half-open,
+					 * and successes needed to close (≥ 1) */
 };
 
 /* Counts over the whole life of a breaker, or over its window. */

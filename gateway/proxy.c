@@ -1663,7 +1663,7 @@ static void next_target(struct greq *g)
 			return;
 		}
 		g->cur = t;
-		if ((g->from_queue && t->br.cfg.enabled && t->br.state == BREAKER_HALF_OPEN &&
+		if ((g->batch && t->br.cfg.enabled && t->br.state == BREAKER_HALF_OPEN &&
 		     t->br.probes_in_flight > 0) || admit(g, t, &probe) == BREAKER_REJECT) {
 			/* Open; or half-open with a probe out, and this is deferrable work. */
 			note_add(g, t, "breaker_open", 0, NAN);

@@ -651,6 +651,7 @@ Test(breaker, probe_slots, .timeout = 10)
 	struct rng r;
 	uint64_t t[5];
 	uint64_t extra;
+	uint64_t more;
 	double now;
 
 	rng_seed(&r, 13);
@@ -682,17 +683,23 @@ Test(breaker, probe_slots, .timeout = 10)
 	cr_assert_not(chg.changed);
 	cr_assert_eq(b.probes_succeeded, 2);
 	cr_assert_eq(b.probes_in_flight, 1);
+
+	/* The slots are for probes in flight: two came back, so two more may go. */
+	cr_assert_eq(breaker_admit(&b, now + 3, &t[4], &chg), BREAKER_ADMIT_PROBE);
+	cr_assert_eq(breaker_admit(&b, now + 3, &more, &chg), BREAKER_ADMIT_PROBE);
 	cr_assert_eq(breaker_admit(&b, now + 3, &extra, &chg), BREAKER_REJECT);
+	cr_assert_eq(b.probes_in_flight, 3);
 
 	/* The last one is cancelled: its slot lets one more probe go. */
 	breaker_release_probe(&b, t[3]);
-	cr_assert_eq(breaker_admit(&b, now + 4, &t[4], &chg), BREAKER_ADMIT_PROBE);
+	cr_assert_eq(breaker_admit(&b, now + 4, &t[3], &chg), BREAKER_ADMIT_PROBE);
 	cr_assert_eq(breaker_admit(&b, now + 4, &extra, &chg), BREAKER_REJECT);
 	breaker_record(&b, now + 5, true, 10, t[4], &r, &chg);
 	assert_change(&chg, BREAKER_HALF_OPEN, BREAKER_CLOSED, "3 probes succeeded");
 	cr_assert_eq(b.totals.rejected, 5);
 	/* Closed: a late release changes nothing. */
-	breaker_release_probe(&b, t[4]);
+	breaker_release_probe(&b, t[3]);
+	breaker_release_probe(&b, more);
 	cr_assert_eq(b.probes_in_flight, 0);
 }
 
