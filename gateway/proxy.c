@@ -58,9 +58,6 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 /* Events held back before the commit past this: not a stream worth waiting on. */
 #define STREAM_HELD_MAX (1u << 20)
 
-/* Upstream transfers one request may have at once: the first and its hedges. */
-#define MAX_LEGS (1 + GW_MAX_HEDGES)
-
 /*
  * A batch request sent back to the queue because its attempts reached no
  * upstream waits for a breaker change, or this long, before it goes again.
@@ -90,6 +87,7 @@ struct leg {
 	uv_timer_t timer;		/* the watchdog; after the commit, the stall timer */
 	struct greq *g;
 	struct gw_target *t;
+	bool timer_ready;		/* timer initialised (a leg's first start) */
 	bool active;			/* its transfer is with curl */
 	bool hedge;			/* started as a hedge */
 	bool doomed;			/* lost to another leg: taken back at once */
@@ -120,7 +118,8 @@ struct leg {
 
 struct greq {
 	uv_timer_t timer;		/* the retry wait */
-	uv_timer_t htimer;		/* the next hedge */
+	uv_timer_t htimer;		/* the next hedge (initialised when first armed) */
+	bool htimer_ready;
 	unsigned open_handles;		/* timers not yet closed */
 	struct gateway *gw;
 	struct http_exchange *ex;	/* NULL once answered or the client left */
@@ -158,8 +157,7 @@ struct greq {
 	char id_line[MAX_ID_LEN + 32];
 	char idem_line[MAX_ID_LEN + 32];
 
-	/* The legs, and hedging. */
-	struct leg legs[MAX_LEGS];
+	/* Hedging, and the legs (at the end). */
 	unsigned nactive;		/* legs with curl */
 	unsigned hedges;		/* hedges started */
 	struct leg *win;		/* the leg whose stream was committed */
@@ -196,6 +194,10 @@ struct greq {
 	double last_event_ms;		/* the last upstream event (or the resume) */
 	double stuck_since_ms;		/* paused, and the client took nothing since */
 	size_t stuck_queued;		/* what was queued for it then */
+
+	/* One leg, or 1 + hedge.max for an alias that hedges. */
+	unsigned nlegs;
+	struct leg legs[];
 };
 
 static void next_target(struct greq *g);
@@ -205,6 +207,13 @@ static void finish_error(struct greq *g);
 static void stream_over(struct greq *g, CURLcode code);
 static void stream_unmark(struct greq *g);
 static void queue_kick(struct gateway *gw);
+
+/* Stops the hedge timer, if it was ever set up. */
+static void htimer_stop(struct greq *g)
+{
+	if (g->htimer_ready)
+		uv_timer_stop(&g->htimer);
+}
 
 static void set_state(struct greq *g, enum greq_state to)
 {
@@ -367,7 +376,7 @@ static void on_handle_closed(uv_handle_t *h)
 
 	if (--g->open_handles)
 		return;
-	for (i = 0; i < MAX_LEGS; i++) {
+	for (i = 0; i < g->nlegs; i++) {
 		buf_free(&g->legs[i].up_body);
 		buf_free(&g->legs[i].resp);
 		relay_free(&g->legs[i].relay);
@@ -396,7 +405,7 @@ static void finish(struct greq *g, int status)
 	stream_unmark(g);
 	queue_unlink(g);
 	queue_release(g);
-	for (i = 0; i < MAX_LEGS; i++) {
+	for (i = 0; i < g->nlegs; i++) {
 		leg_cancel(&g->legs[i], true);	/* a loser whose cancel was still due */
 		leg_put(&g->legs[i]);
 	}
@@ -408,10 +417,16 @@ static void finish(struct greq *g, int status)
 		g->next->prev = g->prev;
 	gw->in_flight--;
 	set_state(g, GREQ_DONE);
-	g->open_handles = 2 + MAX_LEGS;
+	/* Timers are set up as they are first needed: most requests never hedge. */
+	g->open_handles = 1 + g->htimer_ready;
+	for (i = 0; i < g->nlegs; i++)
+		g->open_handles += g->legs[i].timer_ready;
 	uv_close((uv_handle_t *)&g->timer, on_handle_closed);
-	uv_close((uv_handle_t *)&g->htimer, on_handle_closed);
-	for (i = 0; i < MAX_LEGS; i++) {
+	if (g->htimer_ready)
+		uv_close((uv_handle_t *)&g->htimer, on_handle_closed);
+	for (i = 0; i < g->nlegs; i++) {
+		if (!g->legs[i].timer_ready)
+			continue;
 		g->legs[i].timer.data = g;	/* on_handle_closed counts on g */
 		uv_close((uv_handle_t *)&g->legs[i].timer, on_handle_closed);
 	}
@@ -822,8 +837,8 @@ static void stream_commit(struct greq *g, struct leg *l)
 	size_t i;
 
 	g->win = l;
-	uv_timer_stop(&g->htimer);
-	for (i = 0; i < MAX_LEGS; i++) {
+	htimer_stop(g);
+	for (i = 0; i < g->nlegs; i++) {
 		struct leg *o = &g->legs[i];
 
 		if (o != l && o->active && !o->doomed) {
@@ -1064,6 +1079,11 @@ static void hedge_arm(struct greq *g, const struct leg *l)
 
 	if (!h->enabled || g->no_reroute || g->committed || g->hedges >= h->max)
 		return;
+	if (!g->htimer_ready) {
+		uv_timer_init(g->gw->loop, &g->htimer);
+		g->htimer.data = g;
+		g->htimer_ready = true;
+	}
 	uv_timer_start(&g->htimer, on_hedge, (uint64_t)ceil(hedge_delay_ms(h, &l->t->lat)), 0);
 }
 
@@ -1072,7 +1092,7 @@ static struct leg *leg_free_slot(struct greq *g)
 {
 	size_t i;
 
-	for (i = 0; i < MAX_LEGS; i++) {
+	for (i = 0; i < g->nlegs; i++) {
 		if (!g->legs[i].active)
 			return &g->legs[i];
 	}
@@ -1097,6 +1117,11 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 		if (probe)
 			breaker_release_probe(&t->br, probe);
 		return;
+	}
+	if (!l->timer_ready) {
+		uv_timer_init(gw->loop, &l->timer);
+		l->timer.data = l;
+		l->timer_ready = true;
 	}
 	l->t = t;
 	l->probe = probe;
@@ -1220,8 +1245,8 @@ static void cancel_others(struct greq *g, const struct leg *keep)
 {
 	size_t i;
 
-	uv_timer_stop(&g->htimer);
-	for (i = 0; i < MAX_LEGS; i++) {
+	htimer_stop(g);
+	for (i = 0; i < g->nlegs; i++) {
 		if (&g->legs[i] != keep)
 			leg_cancel(&g->legs[i], true);
 	}
@@ -1247,7 +1272,7 @@ static void on_hedge(uv_timer_t *t)
 
 		if (!router_target_allowed(c, only))
 			continue;
-		for (k = 0; k < MAX_LEGS; k++)
+		for (k = 0; k < g->nlegs; k++)
 			busy |= g->legs[k].active && g->legs[k].t == c;
 		if (busy || !breaker_would_admit(&c->br, now))
 			continue;
@@ -1425,7 +1450,7 @@ static void leg_end(struct leg *l, CURLcode code)
 	g->retry_after_ms = l->retry_after_ms;
 	if (g->nactive)
 		return;		/* a hedge is still going: it may yet answer */
-	uv_timer_stop(&g->htimer);
+	htimer_stop(g);
 	after_failure(g);
 }
 
@@ -1734,10 +1759,10 @@ void proxy_cancel(struct greq *g)
 	if (g->state == GREQ_DONE)
 		return;
 	uv_timer_stop(&g->timer);
-	uv_timer_stop(&g->htimer);
+	htimer_stop(g);
 	if (g->state == GREQ_QUEUED)
 		g->route->queue[QUEUE_LEFT]++;
-	for (i = 0; i < MAX_LEGS; i++) {
+	for (i = 0; i < g->nlegs; i++) {
 		struct leg *l = &g->legs[i];
 
 		if (!l->active)
@@ -1854,6 +1879,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	cJSON *root;
 	char msg[256];
 	char name[160];
+	unsigned nlegs;
 	size_t i;
 	int rc;
 
@@ -1885,7 +1911,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		refuse(gw, ex, route, id, 400, msg, NULL, "unknown_class");
 		goto out_free_root;
 	}
-	g = calloc(1, sizeof(*g));
+	nlegs = route->alias->hedge.enabled ? 1 + route->alias->hedge.max : 1;
+	g = calloc(1, sizeof(*g) + nlegs * sizeof(g->legs[0]));
 	if (!g) {
 		status_counts_add(&route->requests, 500);
 		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
@@ -1906,6 +1933,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	g->gw = gw;
 	g->ex = ex;
 	g->route = route;
+	g->nlegs = nlegs;
 	g->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root ? root : g->root, "stream"));
 	g->est_tokens_in = estimate_prompt_tokens(root ? root : g->root);
 	g->batch = klass && strcasecmp(klass, "batch") == 0;
@@ -1929,15 +1957,9 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	};
 	uv_timer_init(gw->loop, &g->timer);
 	g->timer.data = g;
-	uv_timer_init(gw->loop, &g->htimer);
-	g->htimer.data = g;
-	for (i = 0; i < MAX_LEGS; i++) {
-		struct leg *l = &g->legs[i];
-
-		l->g = g;
-		relay_init(&l->relay);
-		uv_timer_init(gw->loop, &l->timer);
-		l->timer.data = l;
+	for (i = 0; i < g->nlegs; i++) {
+		g->legs[i].g = g;
+		relay_init(&g->legs[i].relay);
 	}
 	g->retry_after_ms = -1;
 	budget_deposit(&route->budget, &route->alias->budget, gw_now_ms());
