@@ -14,7 +14,7 @@ uint64_t clock_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int64_t clock_unix_ns(void)
+int64_t clock_unix_ns(void)
 {
 	struct timespec ts;
 

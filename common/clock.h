@@ -15,6 +15,9 @@ uint64_t clock_mono_ns(void);
 /* Milliseconds since the Unix epoch, from CLOCK_REALTIME. */
 int64_t clock_unix_ms(void);
 
+/* Nanoseconds since the Unix epoch, from CLOCK_REALTIME. */
+int64_t clock_unix_ns(void);
+
 /*
  * A t0 time base: maps monotonic readings to milliseconds since t0. The
  * mapping between the two clocks is sampled once, so a wall-clock step during
