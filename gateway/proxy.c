@@ -1466,6 +1466,14 @@ void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 
 /* ---- the batch queue ---- */
 
+/* A batch request the stopping gateway will not send: 503, retry in a second. */
+static void respond_stopping(struct greq *g)
+{
+	snprintf(g->retry_after, sizeof(g->retry_after), "1");
+	respond_own_error(g, 503, "service_unavailable", "gateway_stopping",
+			  "The gateway is stopping; the batch request was not sent.");
+}
+
 /*
  * Puts a batch request that no target could take into its route's queue
  * (back at the head when it had been dequeued: it is older than the rest);
@@ -1479,9 +1487,7 @@ static bool enqueue(struct greq *g)
 	char msg[160];
 
 	if (g->gw->stopping) {
-		snprintf(g->retry_after, sizeof(g->retry_after), "1");
-		respond_own_error(g, 503, "service_unavailable", "gateway_stopping",
-				  "The gateway is stopping; the batch request was not sent.");
+		respond_stopping(g);
 		return false;
 	}
 	if (!again && rt->qdepth >= bq->queue_max) {
@@ -1651,9 +1657,7 @@ void proxy_queue_stop(struct gateway *gw)
 		while ((g = gw->router.routes[i].qhead)) {
 			queue_unlink(g);
 			g->route->queue[QUEUE_EXPIRED]++;
-			snprintf(g->retry_after, sizeof(g->retry_after), "1");
-			respond_own_error(g, 503, "service_unavailable", "gateway_stopping",
-					  "The gateway is stopping; the batch request was not sent.");
+			respond_stopping(g);
 		}
 	}
 	uv_timer_stop(&gw->qtimer);
@@ -1704,14 +1708,17 @@ static void next_target(struct greq *g)
 		enqueue(g);
 		return;
 	}
-	/* Half-open ones with their probes out are not open: not tried past their limit. */
-	passed = g->forced;
-	while ((t = router_least_recently_failed(rt, only, g->gw->pstats, passed, &at)) &&
-	       t->br.state != BREAKER_OPEN)
-		passed |= 1u << at;
-	if (t && g->skipped && (g->forced || !g->budget.attempts) &&
+	t = NULL;
+	if (g->skipped && (g->forced || !g->budget.attempts) &&
 	    g->gw->cfg->when_all_open == GW_ALL_OPEN_LEAST_RECENTLY_FAILED &&
 	    attempt_may_start(&g->budget, gw_now_ms())) {
+		/* Half-open ones with their probes out are not open: not tried past their limit. */
+		passed = g->forced;
+		while ((t = router_least_recently_failed(rt, only, g->gw->pstats, passed, &at)) &&
+		       t->br.state != BREAKER_OPEN)
+			passed |= 1u << at;
+	}
+	if (t) {
 		/* Every target is open: each that fails fast, oldest failure first, anyway. */
 		g->forced |= 1u << at;
 		note_unskip(g, t);
