@@ -35,7 +35,8 @@ static const char usage_text[] =
 	"  --help              this text\n"
 	"\n"
 	"On start it prints 'listening NAME HOST:PORT' for each provider, then\n"
-	"'ready'. SIGINT or SIGTERM stops it: logs are completed, exit status 0.\n";
+	"'ready'. SIGINT or SIGTERM stops it: logs are completed, exit status 0;\n"
+	"1 when a log could not be written whole (it keeps its .tmp name).\n";
 
 struct mockprov {
 	uv_loop_t *loop;
@@ -57,7 +58,7 @@ static void on_flush(uv_check_t *h)
 	size_t i;
 
 	for (i = 0; i < mp->nstarted; i++)
-		recfile_flush(&mp->providers[i].log);
+		provider_flush_log(&mp->providers[i]);
 }
 
 static void on_handle_closed(uv_handle_t *h)

@@ -166,11 +166,38 @@ static int send_error(struct mreq *m, int status, const char *msg, const char *t
 
 /* ---- log ---- */
 
+/*
+ * The request log could not be written (err: an errno): say so once, naming
+ * the file, and write no more of it. A log with rows missing must not pass
+ * for a whole one, so provider_stop leaves it under its .tmp name.
+ */
+static void log_failed(struct provider *p, int err)
+{
+	if (p->log_err)
+		return;
+	p->log_err = err ? err : EIO;
+	log_error("%s: cannot write the request log %s: %s; it keeps that name, incomplete, "
+		  "and mockprov will exit with status 1", p->cfg->name, p->log.tmp,
+		  strerror(p->log_err));
+}
+
+/* Closes a log that could not be written whole, leaving it as NAME.tmp. */
+static void log_close_tmp(struct provider *p)
+{
+	fclose(p->log.fp);	/* what it fails on was said already */
+	free(p->log.path);
+	free(p->log.tmp);
+	memset(&p->log, 0, sizeof(p->log));
+}
+
 static void log_row(struct provider *p, const struct mreq *m, const char *fault,
 		    const char *outcome)
 {
 	struct row *r = &p->row;
+	int rc;
 
+	if (p->log_err || !p->log.fp)
+		return;
 	row_begin(r, false);
 	row_num(r, log_columns[0], m->t_ms, 3);
 	row_str(r, log_columns[1], m->request_id);
@@ -181,9 +208,27 @@ static void log_row(struct provider *p, const struct mreq *m, const char *fault,
 	row_num(r, log_columns[6], ms_since(m->arrive_ns), 3);
 	row_int(r, log_columns[7], m->tokens_out);
 	row_str(r, log_columns[8], outcome);
-	if (r->nfields != (int)NLOG_COLUMNS || row_end(r) || recfile_write(&p->log, r->b.data, r->b.len))
-		log_error("%s: cannot write a row of the request log %s", p->cfg->name,
-			  p->log.tmp);
+	if (r->nfields != (int)NLOG_COLUMNS || row_end(r)) {
+		log_failed(p, ENOMEM);
+		return;
+	}
+	/* recfile_write says -EIO for a short fwrite: the write's errno
+	 * (ENOSPC, EFBIG…) tells the user more. */
+	errno = 0;
+	rc = recfile_write(&p->log, r->b.data, r->b.len);
+	if (rc)
+		log_failed(p, errno ? errno : -rc);
+}
+
+void provider_flush_log(struct provider *p)
+{
+	int rc;
+
+	if (!p->log.fp || p->log_err)
+		return;
+	rc = recfile_flush(&p->log);
+	if (rc)
+		log_failed(p, -rc);
 }
 
 /* ---- request life ---- */
@@ -1116,13 +1161,20 @@ int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), vo
 		http_server_free(p->srv, stop_step, w);
 		p->srv = NULL;
 	}
+	/* The rows of the requests just aborted are written: hand them over
+	 * before judging whether the log is whole. */
+	if (keep_log)
+		provider_flush_log(p);
 	if (p->log.fp && !keep_log) {
 		recfile_abandon(&p->log);
+	} else if (p->log.fp && p->log_err) {
+		log_close_tmp(p);
+		rc = -p->log_err;
 	} else if (p->log.fp) {
 		rc = recfile_commit(&p->log);
 		if (rc)
-			log_error("%s: cannot finish the request log: %s", p->cfg->name,
-				  strerror(-rc));
+			log_error("%s: cannot finish the request log %s/mock-%s.csv: %s",
+				  p->cfg->name, p->env->log_dir, p->cfg->name, strerror(-rc));
 	}
 	row_free(&p->row);
 	buf_free(&p->content);

@@ -42,6 +42,7 @@ struct provider {
 	struct rng rng_models;		/* fault probabilities of model listings */
 	uint64_t relisten_delay_ms;	/* backoff while the port cannot be had */
 	struct recfile log;
+	int log_err;			/* errno of the first failed log write; 0 while whole */
 	struct row row;
 	struct buf content;		/* the whole answer's text, built once */
 	size_t *token_off;		/* token k is content[token_off[k] … token_off[k+1]) */
@@ -76,14 +77,23 @@ int provider_inject(struct provider *p, const struct fault *f);
 /* Removes every fault, scheduled and injected; a closed listener reopens. */
 void provider_clear_faults(struct provider *p);
 
+/*
+ * Hands the rows written since the last call to the kernel (each loop
+ * iteration), so a kill loses none. A failure is said once on stderr and
+ * marks the log incomplete (see provider_stop).
+ */
+void provider_flush_log(struct provider *p);
+
 /* Adds the provider's state (listener, counts, faults) to obj. */
 void provider_state_json(const struct provider *p, cJSON *obj);
 
 /*
  * Stops the provider: closes its listener and connections (requests still
  * open are logged), commits its log — or, without keep_log (a start that
- * failed), removes it — and releases its handles; done is called once all
- * are closed. Returns 0 or the log commit's error.
+ * failed), removes it; a log that a write failed on is closed under its
+ * .tmp name instead — and releases its handles; done is called once all
+ * are closed. Returns 0, or a negative errno when the log is not complete
+ * under its final name.
  */
 int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), void *arg);
 

@@ -650,3 +650,75 @@ Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardo
 	}
 	csv_free(&log);
 }
+
+/* ---- a request log that cannot be written whole ---- */
+
+/* Reads a whole small file into out (NUL-terminated); "" when it cannot. */
+static void read_text(const char *path, char *out, size_t len)
+{
+	FILE *fp = fopen(path, "r");
+	size_t n = 0;
+
+	if (fp) {
+		n = fread(out, 1, len - 1, fp);
+		fclose(fp);
+	}
+	out[n] = '\0';
+}
+
+/* How many times needle occurs in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/*
+ * A full disk, made real with RLIMIT_FSIZE: every write past 4 KiB fails
+ * with EFBIG. mockprov goes on answering, says once on stderr which file it
+ * could not write and why, keeps the log under its .tmp name (a short log
+ * must not pass for a whole one) and exits 1 when stopped.
+ */
+Test(mockprov_cli, log_write_error_keeps_tmp_and_exits_1, .timeout = 40, .fini = teardown)
+{
+	static const char json[] =
+		"{\"providers\":[{\"name\":\"p\",\"listen\":\"127.0.0.1:0\",\"ttft_ms\":0,"
+		"\"token_ms\":0,\"output_tokens\":1}]}";
+	const struct mock_opts o = { .fsize_limit = 4096 };
+	char url[128];
+	char rid[32];
+	char path[400];
+	char err[8192];
+	char want[64];
+	struct stat st;
+	int i;
+	int rc;
+
+	cr_assert_eq(mock_start_opts(&mock, json, &o), 0);
+	mock_url(&mock, "p", "/v1/chat/completions", url, sizeof(url));
+	/* About 45 bytes a row: 300 rows are over three times the limit. */
+	for (i = 0; i < 300; i++) {
+		snprintf(rid, sizeof(rid), "row-%03d", i);
+		chat_ok(url, rid);
+	}
+	rc = mock_stop(&mock, SIGTERM);
+	snprintf(path, sizeof(path), "%.255s/stderr.log", mock.dir);
+	read_text(path, err, sizeof(err));
+	cr_expect_eq(rc, 1, "exit status %d after SIGTERM with a short log; stderr: %s", rc, err);
+
+	snprintf(path, sizeof(path), "%.255s/mock-p.csv", mock.dir);
+	cr_expect(!file_exists(path), "the short log was renamed to %s", path);
+	snprintf(path, sizeof(path), "%.255s/mock-p.csv.tmp", mock.dir);
+	cr_assert_eq(stat(path, &st), 0, "%s is gone", path);
+	cr_expect_leq(st.st_size, 4096, "%s: %lld bytes past the limit", path,
+		      (long long)st.st_size);
+
+	cr_expect_eq(count_of(err, path), 1, "stderr must name %s once: %s", path, err);
+	snprintf(want, sizeof(want), "%s", strerror(EFBIG));
+	cr_expect(strstr(err, want), "stderr does not say \"%s\": %s", want, err);
+}

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -194,6 +195,13 @@ int mock_start_opts(struct mock_proc *m, const char *config_json, const struct m
 			dup2(efd, 2);
 		close(out[0]);
 		close(out[1]);
+		if (o->fsize_limit > 0) {
+			struct rlimit rl = { (rlim_t)o->fsize_limit, (rlim_t)o->fsize_limit };
+
+			signal(SIGXFSZ, SIG_IGN);	/* kept across exec */
+			if (setrlimit(RLIMIT_FSIZE, &rl))
+				_exit(126);
+		}
 		execl(prog, prog, "--config", m->config_path, "--t0", t0s, "--log-dir", m->dir,
 		      "--admin", "127.0.0.1:0", "--log-level", "warn", "--seed", seed,
 		      (char *)NULL);

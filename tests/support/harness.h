@@ -36,6 +36,9 @@ struct mock_opts {
 	int64_t t0;		/* Unix epoch ms; 0: now */
 	unsigned seed;		/* --seed; 0: mockprov's default (1) */
 	const char *dir;	/* config and log dir to use (a restart's); NULL: a new temp dir */
+	long fsize_limit;	/* > 0: the child's RLIMIT_FSIZE in bytes, with SIGXFSZ
+				 * ignored, so a write past it fails with EFBIG (a full
+				 * disk, as mockprov sees it); 0: no limit set */
 };
 
 /*
