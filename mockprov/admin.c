@@ -72,12 +72,13 @@ static void get_state(struct admin *a, struct http_exchange *ex)
 
 /*
  * POST /faults: the body is a fault as in the config, with duration_s in
- * place of from_s/to_s (the window starts now) and the provider's name.
+ * place of from_s/to_s (the window starts now) and the provider's name;
+ * one JSON object and nothing after it.
  */
 static void post_fault(struct admin *a, struct http_exchange *ex,
 		       const struct http_request *req)
 {
-	cJSON *body = cJSON_ParseWithLength(req->body, req->body_len);
+	cJSON *body = json_parse_whole(req->body, req->body_len);
 	const cJSON *dur;
 	const cJSON *name;
 	double dur_s;

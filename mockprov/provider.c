@@ -716,7 +716,9 @@ static int parse_chat(struct mreq *m, const struct http_request *req, int *max_t
 	cJSON *root;
 	int rc = -1;
 
-	root = cJSON_ParseWithLength(req->body, req->body_len);
+	/* One object and nothing after it: no trailing bytes, no second
+	 * object, no NUL (which cJSON would skip as white space). */
+	root = json_parse_whole(req->body, req->body_len);
 	if (!cJSON_IsObject(root)) {
 		send_error(m, 400, "We could not parse the JSON body of your request.",
 			   "invalid_request_error", NULL, NULL, NULL);
@@ -746,7 +748,7 @@ static int parse_chat(struct mreq *m, const struct http_request *req, int *max_t
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "stream");
-	if (v && !cJSON_IsBool(v) && !cJSON_IsNull(v)) {
+	if (v && !cJSON_IsBool(v)) {
 		send_error(m, 400, "'stream' must be a boolean.", "invalid_request_error",
 			   "stream", NULL, NULL);
 		goto out;

@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "opt.h"
+#include "rawhttp.h"
 
 /* p echoes any model; s only serves its own. */
 static const char config[] =
@@ -353,6 +354,16 @@ static const struct bad_request bad_requests[] = {
 	{ "stream a number",
 	  "{\"model\":\"m\",\"stream\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 	  "stream" },
+	{ "stream null",
+	  "{\"model\":\"m\",\"stream\":null,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+	  "stream" },
+	{ "trailing garbage after the object",
+	  "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}garbage",
+	  NULL },
+	{ "two objects in a row",
+	  "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"
+	  "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"y\"}]}",
+	  NULL },
 	{ "max_tokens 0",
 	  "{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 	  "max_tokens" },
@@ -391,6 +402,61 @@ Test(mockprov_api, bad_requests_get_400_and_are_logged, .timeout = 30, .fini = t
 		cr_expect_str_eq(csv_get(&log, i, "tokens_out"), "0", "row %zu", i);
 	}
 	csv_free(&log);
+}
+
+/*
+ * A raw NUL byte in the body — after the object, between its members
+ * (where cJSON takes it for white space) or inside a string (where it
+ * would cut the string short) — is not JSON: 400, as for any bad body.
+ * The bodies go out on a plain socket, as a C string cannot carry them.
+ */
+Test(mockprov_api, nul_byte_in_the_body_gets_400, .timeout = 20, .fini = teardown)
+{
+	static const struct {
+		const char *name;
+		const char *body;
+		size_t len;
+	} cases[] = {
+#define RAW(name, lit) { name, lit, sizeof(lit) - 1 }
+		RAW("NUL after the object",
+		    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}\0"),
+		RAW("NUL between members",
+		    "{\"model\":\"m\",\0\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}"),
+		RAW("NUL inside a string",
+		    "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\0y\"}]}"),
+#undef RAW
+	};
+	struct raw_http c;
+	char head[256];
+	char ct[64];
+	const cJSON *e;
+	cJSON *root;
+	size_t i;
+	int n;
+
+	start();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		n = snprintf(head, sizeof(head), "POST /v1/chat/completions HTTP/1.1\r\n"
+			     "Host: x\r\nContent-Type: application/json\r\n"
+			     "Content-Length: %zu\r\n\r\n", cases[i].len);
+		cr_assert_eq(raw_open(&c, mock_addr(&mock, "p"), 0), 0);
+		cr_assert_eq(raw_send(&c, head, (size_t)n), 0);
+		cr_assert_eq(raw_send(&c, cases[i].body, cases[i].len), 0);
+		cr_assert_eq(raw_read(&c, NULL, NULL, 5000), 0, "[%s] no whole answer: %s",
+			     cases[i].name, raw_tail(&c, 300));
+		cr_expect_eq(c.status, 400, "[%s] status %d: %s", cases[i].name, c.status,
+			     raw_tail(&c, 300));
+		cr_expect(raw_header(&c, "content-type", ct, sizeof(ct)) &&
+			  strncmp(ct, "application/json", 16) == 0, "[%s] content type",
+			  cases[i].name);
+		root = cJSON_Parse(c.body.data ? c.body.data : "");
+		e = get(root, "error");
+		cr_expect(cJSON_IsString(get(e, "type")) &&
+			  strcmp(get(e, "type")->valuestring, "invalid_request_error") == 0,
+			  "[%s] not an OpenAI-style error: %s", cases[i].name, raw_tail(&c, 300));
+		cJSON_Delete(root);
+		raw_free(&c);
+	}
 }
 
 /* The error must name the parameter the client sent, not its older alias. */
@@ -786,6 +852,8 @@ Test(mockprov_api, admin_rejects_bad_faults, .timeout = 20, .fini = teardown)
 		  404, "provider" },
 		{ "missing provider", "{\"kind\":\"down\",\"duration_s\":1}", 400, "provider" },
 		{ "body not JSON", "down for a bit", 400, "JSON" },
+		{ "trailing bytes after the object",
+		  "{\"provider\":\"p\",\"kind\":\"down\",\"duration_s\":1} and more", 400, "JSON" },
 		{ "bad kind", "{\"provider\":\"p\",\"kind\":\"explode\",\"duration_s\":1}", 400,
 		  "kind" },
 		{ "missing kind", "{\"provider\":\"p\",\"duration_s\":1}", 400, "kind" },
