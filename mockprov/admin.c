@@ -63,6 +63,7 @@ static void get_state(struct admin *a, struct http_exchange *ex)
 	for (i = 0; i < a->nproviders; i++) {
 		cJSON *p = cJSON_CreateObject();
 
+		provider_prune_faults(&a->providers[i]);
 		provider_state_json(&a->providers[i], p);
 		cJSON_AddItemToArray(arr, p);
 	}
@@ -159,6 +160,7 @@ static void delete_faults(struct admin *a, struct http_exchange *ex,
 
 		if (only && p != only)
 			continue;
+		provider_prune_faults(p);	/* expired ones are not counted */
 		cleared += p->nfaults;
 		provider_clear_faults(p);
 	}

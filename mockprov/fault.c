@@ -65,6 +65,21 @@ double fault_next_edge(const struct fault *faults, size_t n, double t_ms,
 	return next;
 }
 
+size_t fault_prune_expired(struct fault *faults, size_t n, double now_ms)
+{
+	size_t kept = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (faults[i].injected && faults[i].to_ms <= now_ms)
+			continue;
+		if (kept != i)
+			faults[kept] = faults[i];
+		kept++;
+	}
+	return kept;
+}
+
 static void applied_add(struct fault_decision *d, enum fault_kind kind)
 {
 	size_t len = strlen(d->applied);

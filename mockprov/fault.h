@@ -100,6 +100,14 @@ double fault_next_edge(const struct fault *faults, size_t n, double t_ms,
 		       enum fault_kind kind);
 
 /*
+ * Drops the injected faults whose window has ended by now_ms (to_ms ≤
+ * now_ms), moving the rest together in their order; the config's faults
+ * stay whatever their times, as they are the timeline as written. Returns
+ * how many faults are left.
+ */
+size_t fault_prune_expired(struct fault *faults, size_t n, double now_ms);
+
+/*
  * Decides what happens to a request arriving at t_ms that would cost
  * `token_cost` tokens (prompt + max output) against a rate_limit budget.
  * Draws probabilities from rng and spends rate_limit budgets (in faults).

@@ -1002,10 +1002,25 @@ static void apply_down(struct provider *p)
 	uv_timer_start(&p->edge_timer, on_edge, delay > 0 ? (uint64_t)delay : 0, 0);
 }
 
+void provider_prune_faults(struct provider *p)
+{
+	size_t n = fault_prune_expired(p->faults, p->nfaults, timebase_now_ms(&p->env->tb));
+
+	if (n == p->nfaults)
+		return;
+	log_debug("%s: dropped %zu expired injected fault(s)", p->cfg->name, p->nfaults - n);
+	p->nfaults = n;
+	apply_down(p);
+}
+
 int provider_inject(struct provider *p, const struct fault *f)
 {
-	struct fault *nf = realloc(p->faults, (p->nfaults + 1) * sizeof(*nf));
+	struct fault *nf;
 
+	/* The list holds the live faults and one more: expired injections
+	 * do not pile up however many come. */
+	provider_prune_faults(p);
+	nf = realloc(p->faults, (p->nfaults + 1) * sizeof(*nf));
 	if (!nf)
 		return -ENOMEM;
 	memmove(nf + 1, nf, p->nfaults * sizeof(*nf));

@@ -70,9 +70,16 @@ int provider_start(struct provider *p, struct mock_env *env,
 
 /*
  * Adds a fault (copied) in front of the list, as the admin API's injections
- * do, and applies a `down` at once.
+ * do, and applies a `down` at once. Injected faults that have expired are
+ * dropped first. Returns 0 or -ENOMEM.
  */
 int provider_inject(struct provider *p, const struct fault *f);
+
+/*
+ * Drops the injected faults whose window has ended (the config's stay), so
+ * neither the admin API's listing nor memory grows with past injections.
+ */
+void provider_prune_faults(struct provider *p);
 
 /* Removes every fault, scheduled and injected; a closed listener reopens. */
 void provider_clear_faults(struct provider *p);

@@ -998,6 +998,97 @@ Test(mockprov_api, admin_delete_clears_one_provider, .timeout = 20, .fini = tear
 	http_result_free(&r);
 }
 
+/*
+ * One look at /state for provider p: how many injected faults it lists,
+ * and how many of those had expired by the state's own time, *t_ms
+ * (there must be none); *others counts the others.
+ */
+static int injected_listed(int *expired, int *others, double *t_ms)
+{
+	cJSON *st = get_state();
+	const cJSON *f;
+	int n = 0;
+
+	*t_ms = num(st, "t_ms");
+	*expired = 0;
+	*others = 0;
+	cJSON_ArrayForEach(f, get(state_provider(st, "p"), "faults")) {
+		if (!cJSON_IsTrue(get(f, "injected"))) {
+			(*others)++;
+			continue;
+		}
+		n++;
+		if (num(f, "to_s") * 1000 <= *t_ms)
+			(*expired)++;
+	}
+	cJSON_Delete(st);
+	return n;
+}
+
+/*
+ * Injected faults whose window has ended are dropped: /state never lists
+ * one, and after many short injections the list holds only the live ones
+ * (a long one injected first stays, and so does the config's own fault,
+ * though its window is long past).
+ */
+Test(mockprov_api, admin_expired_injections_are_pruned, .timeout = 40, .fini = teardown)
+{
+	static const char cfg[] =
+		"{\"providers\":[{\"name\":\"p\",\"listen\":\"127.0.0.1:0\",\"ttft_ms\":1,"
+		"\"faults\":[{\"kind\":\"slow\",\"add_ms\":1,\"from_s\":-10,\"to_s\":-5}]}]}";
+	enum { ROUNDS = 4, PER_ROUND = 40 };
+	struct http_result r;
+	cJSON *root;
+	double last_to_s;
+	double t_ms;
+	double end;
+	int expired;
+	int cfg_faults;
+	int round;
+	int n;
+	int i;
+
+	cr_assert_eq(mock_start(&mock, cfg, 0), 0, "mockprov did not start");
+	admin("POST", "/faults", "{\"provider\":\"p\",\"kind\":\"slow\",\"add_ms\":2,"
+	      "\"duration_s\":600}", &r);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	http_result_free(&r);
+	for (round = 0; round < ROUNDS; round++) {
+		last_to_s = 0;
+		for (i = 0; i < PER_ROUND; i++) {
+			admin("POST", "/faults", "{\"provider\":\"p\",\"kind\":\"slow\","
+			      "\"add_ms\":1,\"duration_s\":0.2}", &r);
+			cr_assert_eq(r.status, 201, "%s", r.body);
+			root = body_json(&r);
+			last_to_s = num(get(root, "fault"), "to_s");
+			cJSON_Delete(root);
+			http_result_free(&r);
+		}
+		/* At most this round's and the long one: earlier rounds are gone. */
+		n = injected_listed(&expired, &cfg_faults, &t_ms);
+		cr_expect_eq(expired, 0, "round %d: %d expired faults listed", round, expired);
+		cr_expect_leq(n, PER_ROUND + 1, "round %d: %d injected faults listed", round, n);
+		cr_expect_eq(cfg_faults, 1, "round %d: the config's fault is not listed", round);
+		/* The round's windows end 0.2 s after each injection: wait for it
+		 * on the state's clock, with a deadline. */
+		end = now_ms() + 5000;
+		do {
+			n = injected_listed(&expired, &cfg_faults, &t_ms);
+			cr_assert_eq(expired, 0, "round %d: %d expired faults listed", round,
+				     expired);
+			if (n == 1)
+				break;
+			usleep(10000);	/* a window's end sends no event to wait on */
+		} while (now_ms() < end);
+		cr_assert_eq(n, 1, "round %d: %d injected faults listed 5 s after the last "
+			     "window (ending at %.3f s) closed", round, n, last_to_s);
+		cr_expect_geq(t_ms, last_to_s * 1000, "round %d: faults dropped at %.3f s, "
+			      "before the last window ended at %.3f s", round, t_ms / 1000,
+			      last_to_s);
+		cr_expect_eq(cfg_faults, 1, "round %d: the config's fault was dropped", round);
+	}
+}
+
 Test(mockprov_api, admin_unknown_path_404, .timeout = 20, .fini = teardown)
 {
 	static const char *const reqs[][2] = {

@@ -1648,7 +1648,8 @@ Test(mockprov_faults, admin_inject_and_clear, .timeout = 15)
 	http_result_free(&r);
 	admin(&m, "DELETE", "/faults", NULL, &r);
 	cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
-	cr_assert(strstr(r.body, "\"cleared\":2"), "%s", r.body);
+	/* The 0.3 s one had expired and was dropped when this one came. */
+	cr_assert(strstr(r.body, "\"cleared\":1"), "%s", r.body);
 	http_result_free(&r);
 	chat(&m, "p", false, "cleared", 3000, &r);
 	cr_assert_eq(r.status, 200);

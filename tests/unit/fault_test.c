@@ -680,3 +680,62 @@ Test(fault_misc, to_json_status, .timeout = 10)
 	cr_assert_null(cJSON_GetObjectItem(o, "retry_after_s"), "no retry-after was set");
 	cJSON_Delete(o);
 }
+
+/* ---- pruning expired injections ---- */
+
+static struct fault mk_injected(enum fault_kind kind, double from_s, double to_s)
+{
+	struct fault f = mk(kind, from_s, to_s);
+
+	f.injected = true;
+	return f;
+}
+
+Test(fault_prune, drops_only_injected_faults_that_ended, .timeout = 10)
+{
+	struct fault faults[] = {
+		mk_injected(FAULT_HANG, 0, 10),		/* ends at now: dropped */
+		mk_injected(FAULT_SLOW, 0, 10.001),	/* still open: kept */
+		mk_injected(FAULT_DOWN, 0, 5),		/* long over: dropped */
+		mk_injected(FAULT_STATUS, 20, 30),	/* not started: kept */
+		mk(FAULT_STALL, 0, 1),			/* the config's, over: kept */
+	};
+	size_t n = fault_prune_expired(faults, NF(faults), 10000);
+
+	cr_assert_eq(n, 3);
+	cr_assert_eq(faults[0].kind, FAULT_SLOW, "the order of the rest is kept");
+	cr_assert_eq(faults[1].kind, FAULT_STATUS);
+	cr_assert_eq(faults[2].kind, FAULT_STALL);
+	cr_assert_not(faults[2].injected);
+}
+
+Test(fault_prune, nothing_to_drop_leaves_the_list, .timeout = 10)
+{
+	struct fault faults[] = {
+		mk_injected(FAULT_HANG, 0, 10),
+		mk(FAULT_DOWN, -5, -1),
+	};
+
+	cr_assert_eq(fault_prune_expired(faults, NF(faults), 9999.999), 2);
+	cr_assert_eq(faults[0].kind, FAULT_HANG);
+	cr_assert_eq(faults[1].kind, FAULT_DOWN);
+	cr_assert_eq(fault_prune_expired(NULL, 0, 0), 0);
+}
+
+/* However many injections come and go, the list holds only the live ones. */
+Test(fault_prune, list_stays_bounded_under_many_injections, .timeout = 10)
+{
+	struct fault faults[8];
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		double now_ms = i * 100.0;
+
+		n = fault_prune_expired(faults, n, now_ms);
+		cr_assert_lt(n, NF(faults), "%zu faults at injection %d", n, i);
+		/* each lasts 0.35 s: at most 4 are live at once */
+		faults[n++] = mk_injected(FAULT_SLOW, now_ms / 1000, now_ms / 1000 + 0.35);
+	}
+	cr_assert_leq(n, 4);
+}
