@@ -195,6 +195,23 @@ int mock_config_load(const char *path, struct mock_config *cfg, char *err)
 	return rc;
 }
 
+int mock_config_require_loopback(const struct mock_config *cfg, const char *file, char *err)
+{
+	char path[64];
+	size_t i;
+
+	for (i = 0; i < cfg->nproviders; i++) {
+		if (opt_addr_is_loopback((const struct sockaddr *)&cfg->providers[i].addr))
+			continue;
+		snprintf(path, sizeof(path), "providers[%zu]", i);
+		return cfg_error(err, file, path, "listen",
+				 "expected a loopback address (127.0.0.0/8 or [::1]) unless "
+				 "mockprov runs with --allow-remote, got \"%s\"",
+				 cfg->providers[i].listen);
+	}
+	return 0;
+}
+
 void mock_config_free(struct mock_config *cfg)
 {
 	size_t i;

@@ -49,6 +49,15 @@ int mock_config_from_json(const cJSON *root, const char *file, struct mock_confi
  */
 int mock_config_load(const char *path, struct mock_config *cfg, char *err);
 
+/*
+ * Checks that every provider listens on a loopback address (127.0.0.0/8 or
+ * ::1), as mockprov requires unless it is run with --allow-remote, so a
+ * config cannot open a mock to the network by accident. Returns 0, or
+ * -EINVAL with a message naming file, providers[i].listen and the flag in
+ * err (CFG_ERR_LEN bytes).
+ */
+int mock_config_require_loopback(const struct mock_config *cfg, const char *file, char *err);
+
 /* Frees what mock_config_load allocated. */
 void mock_config_free(struct mock_config *cfg);
 

@@ -21,7 +21,7 @@
 
 static const char usage_text[] =
 	"usage: mockprov --config FILE [--t0 MS] [--log-dir DIR] [--admin HOST:PORT]\n"
-	"                [--seed N] [--log-level LEVEL]\n"
+	"                [--allow-remote] [--seed N] [--log-level LEVEL]\n"
 	"\n"
 	"Serves the mock providers of FILE, each on its own port, failing on the\n"
 	"schedule of its faults.\n"
@@ -30,6 +30,9 @@ static const char usage_text[] =
 	"  --t0 MS             shared time base, Unix epoch ms (default: now)\n"
 	"  --log-dir DIR       where mock-NAME.csv goes (default: .)\n"
 	"  --admin HOST:PORT   serve the admin API (state, inject, clear)\n"
+	"  --allow-remote      let --admin and the providers' listen be addresses\n"
+	"                      other than loopback (127.0.0.0/8, [::1]); without it\n"
+	"                      such an address is refused (exit status 2)\n"
 	"  --seed N            seed for jitter and fault probabilities (default: 1)\n"
 	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
 	"  --help              this text\n"
@@ -92,13 +95,14 @@ static void on_signal(uv_signal_t *s, int signum)
 }
 
 static void parse_args(int argc, char **argv, struct mockprov *mp, const char **config,
-		       const char **admin)
+		       const char **admin, bool *allow_remote)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "t0", required_argument, NULL, 't' },
 		{ "log-dir", required_argument, NULL, 'd' },
 		{ "admin", required_argument, NULL, 'a' },
+		{ "allow-remote", no_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
@@ -127,6 +131,9 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 		case 'a':
 			*admin = val;
 			break;
+		case 'r':
+			*allow_remote = true;
+			break;
 		case 's':
 			if (opt_parse_i64(val, 0, INT64_MAX, &v))
 				opt_usage_error("mockprov", "--seed: expected a whole number ≥ 0, got \"%s\"", val);
@@ -154,6 +161,7 @@ int main(int argc, char **argv)
 	struct sockaddr_storage admin_addr;
 	const char *config = NULL;
 	const char *admin = NULL;
+	bool allow_remote = false;
 	char err[CFG_ERR_LEN];
 	char addr[64];
 	struct stat st;
@@ -162,13 +170,19 @@ int main(int argc, char **argv)
 
 	memset(&mp, 0, sizeof(mp));
 	log_init("mockprov", LOG_INFO);
-	parse_args(argc, argv, &mp, &config, &admin);
+	parse_args(argc, argv, &mp, &config, &admin, &allow_remote);
 	if (admin && opt_parse_hostport(admin, &admin_addr))
 		opt_usage_error("mockprov", "--admin: expected HOST:PORT, got \"%s\"", admin);
+	if (admin && !allow_remote && !opt_addr_is_loopback((struct sockaddr *)&admin_addr))
+		opt_usage_error("mockprov", "--admin: %s is not a loopback address; the admin "
+				"API listens on loopback (127.0.0.0/8, [::1]) unless --allow-remote "
+				"is given", admin);
 	if (stat(mp.env.log_dir, &st) || !S_ISDIR(st.st_mode))
 		opt_usage_error("mockprov", "--log-dir: \"%s\" is not a directory", mp.env.log_dir);
-	if (mock_config_load(config, &mp.cfg, err)) {
+	if (mock_config_load(config, &mp.cfg, err) ||
+	    (!allow_remote && mock_config_require_loopback(&mp.cfg, config, err))) {
 		fprintf(stderr, "mockprov: %s\n", err);
+		mock_config_free(&mp.cfg);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -222,6 +222,13 @@ static const struct bad_config bad_configs[] = {
 	{ "empty provider name",
 	  "{\"providers\":[{\"name\":\"\",\"listen\":\"127.0.0.1:0\"}]}",
 	  "providers[0].name", "expected a non-empty string", NULL },
+	{ "listen on every interface",
+	  "{\"providers\":[{\"name\":\"a\",\"listen\":\"0.0.0.0:0\"}]}",
+	  "providers[0].listen", "expected a loopback address", "--allow-remote" },
+	{ "second provider listens on IPv6 any",
+	  "{\"providers\":[{\"name\":\"a\",\"listen\":\"127.0.0.1:0\"},"
+	  "{\"name\":\"b\",\"listen\":\"[::]:0\"}]}",
+	  "providers[1].listen", "expected a loopback address", "--allow-remote" },
 	{ "second provider's fault is named by index",
 	  "{\"providers\":[{\"name\":\"a\",\"listen\":\"127.0.0.1:0\"},"
 	  "{\"name\":\"b\",\"listen\":\"127.0.0.1:0\",\"faults\":["
@@ -279,6 +286,7 @@ Test(mockprov_cli, help_prints_usage_on_stdout, .timeout = 10, .fini = teardown)
 	cr_expect(strstr(out, "--config FILE"), "stdout: %s", out);
 	cr_expect(strstr(out, "--log-dir"), "stdout: %s", out);
 	cr_expect(strstr(out, "--admin"), "stdout: %s", out);
+	cr_expect(strstr(out, "--allow-remote"), "stdout: %s", out);
 	cr_expect_str_empty(err, "stderr: %s", err);
 }
 
@@ -303,6 +311,10 @@ static const struct bad_flags bad_flags[] = {
 	  "--log-dir", "no/such/dir" },
 	{ "--admin without a port", { "--config", "CONFIG", "--admin", "nope", NULL },
 	  "--admin", "nope" },
+	{ "--admin on every interface", { "--config", "CONFIG", "--admin", "0.0.0.0:0", NULL },
+	  "--admin: 0.0.0.0:0 is not a loopback address", "--allow-remote" },
+	{ "--admin on a non-loopback IPv6", { "--config", "CONFIG", "--admin", "[::]:0", NULL },
+	  "loopback", "--allow-remote" },
 	{ "stray argument", { "--config", "CONFIG", "extra", NULL }, "extra", NULL },
 	{ "nonexistent config", { "--config", "DIR/missing.json", NULL },
 	  "missing.json", "cannot open" },
@@ -721,4 +733,57 @@ Test(mockprov_cli, log_write_error_keeps_tmp_and_exits_1, .timeout = 40, .fini =
 	cr_expect_eq(count_of(err, path), 1, "stderr must name %s once: %s", path, err);
 	snprintf(want, sizeof(want), "%s", strerror(EFBIG));
 	cr_expect(strstr(err, want), "stderr does not say \"%s\": %s", want, err);
+}
+
+/* ---- listening beyond loopback ---- */
+
+/*
+ * --allow-remote lets both the admin API and a provider listen on every
+ * interface: mockprov becomes ready, says where, and stops cleanly. No
+ * traffic is sent: binding is all this shows.
+ */
+Test(mockprov_cli, allow_remote_listens_on_any, .timeout = 20, .fini = teardown)
+{
+	static const char json[] =
+		"{\"providers\":[{\"name\":\"wide\",\"listen\":\"0.0.0.0:0\"}]}";
+	const char *dir = make_tempdir();
+	char config[128];
+	const char *argv[] = { "mockprov", "--config", config, "--log-dir", dir,
+			       "--admin", "0.0.0.0:0", "--allow-remote", NULL };
+	char out[4096] = "";
+	char err[4096] = "";
+	size_t nout = 0;
+	size_t nerr = 0;
+	double end = now_ms() + 5000;
+	int out_fd;
+	int err_fd;
+	int st;
+	pid_t pid;
+
+	cr_assert_not_null(write_file(dir, "mock.json", json, config, sizeof(config)));
+	pid = spawn_piped(argv, false, &out_fd, &err_fd);
+	cr_assert(pid > 0);
+	while (!strstr(out, "ready") && out_fd >= 0 && now_ms() < end) {
+		struct pollfd pfd[2] = {
+			{ .fd = out_fd, .events = POLLIN },
+			{ .fd = err_fd, .events = POLLIN },
+		};
+
+		if (poll(pfd, 2, (int)(end - now_ms()) + 1) <= 0)
+			continue;
+		if (pfd[0].revents)
+			read_into(&out_fd, out, sizeof(out), &nout);
+		if (pfd[1].revents)
+			read_into(&err_fd, err, sizeof(err), &nerr);
+	}
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	if (out_fd >= 0)
+		close(out_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	cr_expect(strstr(out, "ready"), "it did not start; stdout: %s stderr: %s", out, err);
+	cr_expect(strstr(out, "listening wide 0.0.0.0:"), "stdout: %s", out);
+	cr_expect(strstr(out, "admin 0.0.0.0:"), "stdout: %s", out);
+	cr_expect_eq(exit_status(st), 0, "exit status %d, stderr: %s", exit_status(st), err);
 }
