@@ -389,6 +389,11 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 		     "Committed streams still being relayed.");
 	rc |= buf_printf(b, "faultline_streams_in_flight %llu\n",
 			 (unsigned long long)gw->streams_in_flight);
+	rc |= family(b, "faultline_gateway_overloaded_total", "counter",
+		     "Upstream connections the gateway could not open for want of its own "
+		     "resources (file descriptors, memory, ports): answered 503 gateway_overloaded.");
+	rc |= buf_printf(b, "faultline_gateway_overloaded_total %llu\n",
+			 (unsigned long long)gw->overloaded);
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
 	rc |= health(b, gw);

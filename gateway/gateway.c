@@ -84,6 +84,25 @@ void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 	buf_free(&line);
 }
 
+void gateway_overloaded(struct gateway *gw, int err, const char *provider)
+{
+	double now = gw_now_ms();
+
+	gw->overloaded++;
+	if (gw->overload_logged_ms && now - gw->overload_logged_ms < 1000) {
+		gw->overload_quiet++;
+		return;
+	}
+	log_error("cannot open a connection to provider %s: %s (the gateway's own limit, "
+		  "not the provider's fault: answered 503 gateway_overloaded; raise ulimit -n "
+		  "or lower max_connections)", provider, strerror(err));
+	if (gw->overload_quiet)
+		log_error("%llu more such failures since the last line",
+			  (unsigned long long)gw->overload_quiet);
+	gw->overload_logged_ms = now;
+	gw->overload_quiet = 0;
+}
+
 /* ---- endpoints ---- */
 
 static void respond_json(struct http_exchange *ex, int status, const struct buf *b)

@@ -93,6 +93,7 @@ struct leg {
 	bool doomed;			/* lost to another leg: taken back at once */
 	uint64_t probe;			/* t's half-open ticket; 0: none */
 	CURL *easy;
+	struct curl_uv_note note;	/* what curl_uv saw of its transfer */
 	double start_ms;
 	bool capped;			/* the deadline left it < CAPPED_SHARE of timeout_ms */
 	bool cut;			/* the watchdog ended it */
@@ -1242,7 +1243,7 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 	 * broke: one that must be delivered at most once never reuses one.
 	 */
 	curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, g->no_reroute ? 1L : 0L);
-	if (curl_uv_add(&gw->cu, e)) {
+	if (curl_uv_add_noted(&gw->cu, e, &l->note)) {
 		/* The gateway's own trouble: not the provider's, not retried. */
 		g->budget.attempts--;
 		release_probe(l);
@@ -1431,6 +1432,46 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out)
 	return ok;
 }
 
+/*
+ * The errno of an attempt that failed for want of the gateway's own
+ * resources — no socket (out of descriptors or memory), no local port —
+ * or 0 when the failure, if any, is the upstream's.
+ */
+static int local_errno(const struct leg *l, CURLcode code)
+{
+	long os = 0;
+
+	if (code != CURLE_COULDNT_CONNECT)
+		return 0;
+	if (l->note.socket_errno)
+		return l->note.socket_errno;
+	curl_easy_getinfo(l->easy, CURLINFO_OS_ERRNO, &os);
+	return os == EADDRNOTAVAIL || os == ENOBUFS || os == ENOMEM ? (int)os : 0;
+}
+
+/*
+ * An attempt that never left the gateway (local_errno): not an attempt,
+ * not held against the provider; every other target would fail the same
+ * way, so the client gets a 503 gateway_overloaded at once (unless a leg
+ * is still in flight).
+ */
+static void leg_local_failure(struct leg *l, int err)
+{
+	struct greq *g = l->g;
+	char msg[160];
+
+	g->budget.attempts--;
+	release_probe(l);
+	gateway_overloaded(g->gw, err, l->t->prov->name);
+	if (g->nactive)
+		return;
+	htimer_stop(g);
+	snprintf(g->retry_after, sizeof(g->retry_after), "1");
+	snprintf(msg, sizeof(msg), "The gateway is out of resources (%s) and could not "
+		 "reach any provider; retry shortly.", strerror(err));
+	respond_own_error(g, 503, "service_unavailable", "gateway_overloaded", msg);
+}
+
 /* A leg's transfer ended: curl finished it or its watchdog cut it. */
 static void leg_end(struct leg *l, CURLcode code)
 {
@@ -1451,6 +1492,7 @@ static void leg_end(struct leg *l, CURLcode code)
 	struct attempt_class c;
 	enum gw_outcome out;
 	const char *ctype;
+	int err;
 
 	l->active = false;
 	g->nactive--;
@@ -1463,6 +1505,11 @@ static void leg_end(struct leg *l, CURLcode code)
 		/* A loser that ended on its own before on_doomed took it back. */
 		uv_timer_stop(&l->timer);
 		leg_cancelled(l, true);
+		return;
+	}
+	err = local_errno(l, code);
+	if (err) {
+		leg_local_failure(l, err);
 		return;
 	}
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &f.status);

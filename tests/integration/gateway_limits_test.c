@@ -1,0 +1,148 @@
+/*
+ * bin/gateway at the edge of its own resources (README, gateway: "Limits"):
+ * a gateway out of file descriptors answers 503 gateway_overloaded, counts
+ * it in /metrics and holds nothing against the providers, whose breakers
+ * stay closed; upstream answers are read only up to the body limit.
+ */
+/* prlimit(2) */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "gwharness.h"
+#include "harness.h"
+#include "rawhttp.h"
+
+#define ALWAYS "'from_s':-1000,'to_s':1000"
+#define FAST "'ttft_ms':2,'jitter_ms':0,'token_ms':0,'output_tokens':2"
+#define IDLE_MAX 32
+
+static struct mock_proc mock;
+static struct gw_proc gw;
+static struct gw_held held;
+static struct raw_http idle[IDLE_MAX];
+static struct raw_http req;
+
+static void teardown(void)
+{
+	size_t i;
+
+	for (i = 0; i < IDLE_MAX; i++)
+		raw_free(&idle[i]);
+	raw_free(&req);
+	gw_cleanup();
+	mock_cleanup(&mock);
+	gw_held_free(&held);
+}
+
+TestSuite(gateway_limits, .fini = teardown);
+
+/* How many descriptors process pid has open, or -1. */
+static int fd_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* Waits up to timeout_ms for pid to hold want descriptors. Returns the last count. */
+static int fd_wait(pid_t pid, int want, double timeout_ms)
+{
+	double end = now_ms() + timeout_ms;
+	int n;
+
+	while ((n = fd_count(pid)) != want && now_ms() < end)
+		poll(NULL, 0, 5);
+	return n;
+}
+
+/*
+ * Idle clients take every descriptor the gateway may open: a request on a
+ * connection it already holds cannot get an upstream socket. That is the
+ * gateway's trouble, not the providers': 503 gateway_overloaded with
+ * Retry-After, counted in /metrics, no breaker opened (one failure would
+ * open them), no provider asked; once descriptors are free it answers.
+ */
+Test(gateway_limits, out_of_descriptors_is_not_the_providers_fault, .timeout = 30)
+{
+	static const char *const provs[] = { "primary", "secondary", NULL };
+	struct rlimit low;
+	struct rlimit high = { 0 };
+	const cJSON *doc;
+	struct http_result *r;
+	char body[256];
+	char v[64];
+	const char *text;
+	int base;
+	int n;
+	size_t i;
+
+	gw_mock_start_template(&mock, "{'providers':["
+			       "{'name':'primary','listen':'127.0.0.1:0'," FAST "},"
+			       "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	gw_start_template(&gw, "{'breaker':{'consecutive_failures':1,'cooldown_ms':60000},"
+			  "'providers':{'primary':{'base_url':'@primary@'},"
+			  "'secondary':{'base_url':'@secondary@'}},"
+			  "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+			  "{'provider':'secondary','model':'mock-small'}]}}}", &mock, NULL);
+
+	/* The request's connection, held by the gateway before the limit is lowered. */
+	base = fd_count(gw.pid);
+	cr_assert_gt(base, 0);
+	cr_assert_eq(raw_open(&req, gw.addr, 0), 0);
+	cr_assert_eq(fd_wait(gw.pid, base + 1, 5000), base + 1, "the connection was not accepted");
+
+	/* Room for two more descriptors, which idle clients then take. */
+	cr_assert_eq(prlimit(gw.pid, RLIMIT_NOFILE, NULL, &high), 0);
+	low = (struct rlimit){ (rlim_t)base + 3, high.rlim_max };
+	cr_assert_eq(prlimit(gw.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(raw_open(&idle[i], gw.addr, 0), 0);
+	n = fd_wait(gw.pid, base + 3, 5000);
+	cr_assert_eq(n, base + 3, "the gateway holds %d descriptors, not %d", n, base + 3);
+
+	cr_assert_eq(raw_post(&req, "/v1/chat/completions", 1, NULL,
+			      gw_chat_body("chat", body, sizeof(body))), 0);
+	cr_assert_eq(raw_read(&req, NULL, NULL, 5000), 0, "no answer: %s", raw_tail(&req, 300));
+	cr_expect_eq(req.status, 503, "status %d: %s", req.status, raw_tail(&req, 400));
+	cr_expect(strstr(req.body.data ? req.body.data : "", "\"gateway_overloaded\""),
+		  "body: %s", req.body.data);
+	cr_expect_str_eq(raw_header(&req, "retry-after", v, sizeof(v)) ? v : "(none)", "1");
+	cr_expect_str_eq(raw_header(&req, "x-faultline-attempts", v, sizeof(v)) ? v : "(none)",
+			 "0");
+
+	/* Descriptors back: the providers were never blamed. */
+	for (i = 0; i < IDLE_MAX; i++)
+		raw_free(&idle[i]);
+	cr_assert_eq(prlimit(gw.pid, RLIMIT_NOFILE, &high, NULL), 0);
+	text = gw_metrics_held(&gw, &held);
+	cr_expect_geq(gw_metric(text, "faultline_gateway_overloaded_total", ""), 1);
+	doc = gw_breakers_held(&gw, &held);
+	cr_expect_str_eq(gw_json_str(gw_breaker_must(doc, "primary", "mock-small"), "state"),
+			 "closed");
+	cr_expect_str_eq(gw_json_str(gw_breaker_must(doc, "secondary", "mock-small"), "state"),
+			 "closed");
+	r = gw_chat_held(&gw, &held, "chat", "after", NULL, 5000);
+	gw_expect_answer(r, "with descriptors again", "primary", 1);
+	gw_mock_settle(&mock, provs);
+	cr_expect_eq(gw_mock_rows(&held, &mock, "primary")->nrows, 2,
+		     "the primary saw %zu requests (one, and the header)",
+		     gw_mock_rows(&held, &mock, "primary")->nrows);
+}
