@@ -84,7 +84,7 @@ void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 	buf_free(&line);
 }
 
-void gateway_overloaded(struct gateway *gw, int err, const char *provider)
+void gateway_overloaded(struct gateway *gw, const char *why, const char *provider)
 {
 	double now = gw_now_ms();
 
@@ -93,9 +93,8 @@ void gateway_overloaded(struct gateway *gw, int err, const char *provider)
 		gw->overload_quiet++;
 		return;
 	}
-	log_error("cannot open a connection to provider %s: %s (the gateway's own limit, "
-		  "not the provider's fault: answered 503 gateway_overloaded; raise ulimit -n "
-		  "or lower max_connections)", provider, strerror(err));
+	log_error("an attempt on provider %s failed for want of the gateway's own resources: "
+		  "%s (not the provider's fault; answered 503 gateway_overloaded)", provider, why);
 	if (gw->overload_quiet)
 		log_error("%llu more such failures since the last line",
 			  (unsigned long long)gw->overload_quiet);

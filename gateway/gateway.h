@@ -50,7 +50,8 @@ struct gateway {
 	bool stopping;			/* draining: no batch request is queued */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
-	uint64_t overloaded;		/* upstream sockets the gateway could not create */
+	uint64_t overloaded;		/* attempts failed for want of the gateway's resources */
+	size_t body_bytes;		/* upstream answers buffered, every leg (the budget's) */
 	double overload_logged_ms;	/* when the last of their log lines went out */
 	uint64_t overload_quiet;	/* of them, not logged since */
 	uint64_t next_id;		/* for generated request ids */
@@ -92,12 +93,12 @@ void gateway_close(struct gateway *gw);
 void gateway_free(struct gateway *gw);
 
 /*
- * Counts an upstream attempt that could not start for want of the
- * gateway's own resources (err: EMFILE, ENFILE, ENOBUFS, ENOMEM,
- * EADDRNOTAVAIL…) — never the provider's fault — and logs it, at most one
- * line a second, saying how many more were not logged.
+ * Counts an upstream attempt or health check that failed for want of the
+ * gateway's own resources (why: "Too many open files", or the body budget
+ * reached…) — never the provider's fault — and logs it, at most one line a
+ * second, saying how many more were not logged.
  */
-void gateway_overloaded(struct gateway *gw, int err, const char *provider);
+void gateway_overloaded(struct gateway *gw, const char *why, const char *provider);
 
 /* Writes one breaker state change: events line, log line, transition count. */
 void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,

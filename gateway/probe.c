@@ -98,7 +98,7 @@ void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 	p->busy = false;
 	if (result == CURLE_COULDNT_CONNECT && p->note.socket_errno) {
 		/* The gateway's own lack of sockets says nothing of the provider. */
-		gateway_overloaded(p->gw, p->note.socket_errno,
+		gateway_overloaded(p->gw, strerror(p->note.socket_errno),
 				   p->gw->cfg->providers[p->provider].name);
 		probe_again(p);
 		return;

@@ -31,9 +31,6 @@
 #include "log.h"
 #include "relay.h"
 
-/* An upstream answer larger than this is not a chat completion we relay. */
-#define MAX_UPSTREAM_BODY (16u << 20)
-
 static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
 			       "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
 static char accept_json[] = "Accept: application/json";
@@ -97,7 +94,9 @@ struct leg {
 	double start_ms;
 	bool capped;			/* the deadline left it < CAPPED_SHARE of timeout_ms */
 	bool cut;			/* the watchdog ended it */
-	bool too_big;
+	bool too_big;			/* past max_upstream_body_bytes */
+	bool over_budget;		/* past upstream_body_budget_bytes: the gateway's failure */
+	size_t held;			/* its bytes counted in gw->body_bytes */
 	bool sse;			/* the answer is a 2xx event stream */
 	bool paused;			/* the transfer waits for a slow client */
 	bool settle;			/* the relay saw [DONE] or a break: end the client */
@@ -698,24 +697,61 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 		snprintf(l->ctype, sizeof(l->ctype), "%.*s", (int)sizeof(l->ctype) - 1, h.value);
 	} else if (curl_uv_header_is(&h, "retry-after")) {
 		l->retry_after_ms = backoff_parse_retry_after(h.value, clock_unix_ms());
+	} else if (curl_uv_header_is(&h, "content-length") &&
+		   strtod(h.value, NULL) > (double)l->g->gw->cfg->max_upstream_body_bytes) {
+		l->too_big = true;	/* not worth reading: stop before the body */
+		return 0;
 	}
 	return len;
 }
 
 static size_t on_stream_body(struct leg *l, char *data, size_t len);
 
-/* CURLOPT_WRITEFUNCTION: the answer's body, up to MAX_UPSTREAM_BODY; or an event stream. */
+/*
+ * Counts what l holds of its upstream answer (the body, or the events not
+ * yet written) in the gateway's buffered bytes. Returns false when that
+ * takes them past upstream_body_budget_bytes.
+ */
+static bool hold(struct leg *l)
+{
+	struct gateway *gw = l->g->gw;
+	size_t now = l->resp.len + l->relay.out.len;
+
+	gw->body_bytes = gw->body_bytes - l->held + now;
+	l->held = now;
+	return gw->body_bytes <= gw->cfg->upstream_body_budget_bytes;
+}
+
+/* The leg's transfer is off curl: it holds nothing against the budget any more. */
+static void leg_off(struct leg *l)
+{
+	l->active = false;
+	l->g->nactive--;
+	l->g->gw->body_bytes -= l->held;
+	l->held = 0;
+}
+
+/*
+ * CURLOPT_WRITEFUNCTION: the answer's body, up to max_upstream_body_bytes
+ * and while the gateway's buffered answers stay within their budget; or
+ * an event stream. Past either, the transfer stops at once.
+ */
 static size_t on_body(char *data, size_t size, size_t n, void *userp)
 {
 	struct leg *l = userp;
+	const struct gw_config *cfg = l->g->gw->cfg;
 	size_t len = size * n;
 
 	if (l->doomed)
 		return 0;	/* another leg won: nothing more of this one */
 	if (l->sse)
 		return on_stream_body(l, data, len);
-	if (l->resp.len + len > MAX_UPSTREAM_BODY || buf_append(&l->resp, data, len)) {
+	if (l->resp.len + len > cfg->max_upstream_body_bytes || buf_append(&l->resp, data, len)) {
 		l->too_big = true;
+		return 0;
+	}
+	if (!hold(l)) {
+		l->over_budget = true;
 		return 0;
 	}
 	return len;
@@ -870,8 +906,7 @@ static void on_stall(uv_timer_t *t)
 		return;
 	}
 	curl_uv_remove(&gw->cu, l->easy);
-	l->active = false;
-	g->nactive--;
+	leg_off(l);
 	l->stalled = true;
 	stream_over(g, CURLE_OK);
 }
@@ -932,8 +967,7 @@ static void on_settle(uv_timer_t *t)
 	struct leg *l = t->data;
 
 	curl_uv_remove(&l->g->gw->cu, l->easy);
-	l->active = false;
-	l->g->nactive--;
+	leg_off(l);
 	stream_over(l->g, CURLE_OK);
 }
 
@@ -965,6 +999,10 @@ static size_t on_stream_body(struct leg *l, char *data, size_t len)
 	}
 	if (relay_feed(r, data, len)) {
 		l->too_big = true;	/* out of memory: the answer cannot be relayed */
+		return 0;
+	}
+	if (!hold(l) && !g->committed) {
+		l->over_budget = true;	/* after the commit, the client's pace bounds it */
 		return 0;
 	}
 	if (r->events != events && g->committed)
@@ -1205,6 +1243,7 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 	l->sent_ms = now;
 	relay_reset(&l->relay);
 	l->too_big = false;
+	l->over_budget = false;
 	l->status = 0;
 	l->retry_after_ms = -1;
 	l->ctype[0] = '\0';
@@ -1296,8 +1335,7 @@ static void leg_cancel(struct leg *l, bool lost)
 		return;
 	uv_timer_stop(&l->timer);
 	curl_uv_remove(&l->g->gw->cu, l->easy);
-	l->active = false;
-	l->g->nactive--;
+	leg_off(l);
 	leg_cancelled(l, lost);
 }
 
@@ -1450,25 +1488,35 @@ static int local_errno(const struct leg *l, CURLcode code)
 }
 
 /*
- * An attempt that never left the gateway (local_errno): not an attempt,
- * not held against the provider; every other target would fail the same
- * way, so the client gets a 503 gateway_overloaded at once (unless a leg
- * is still in flight).
+ * An attempt the gateway itself could not carry: it never left (no socket,
+ * local_errno: then it is no attempt at all), or its answer would have
+ * taken the buffered answers past upstream_body_budget_bytes (then the
+ * upstream did answer: billed as a discarded answer, counted cancelled).
+ * Neither is held against the provider, and every other target would fail
+ * the same way, so the client gets a 503 gateway_overloaded at once
+ * (unless a leg is still in flight).
  */
-static void leg_local_failure(struct leg *l, int err)
+static void leg_local_failure(struct leg *l, const char *why)
 {
 	struct greq *g = l->g;
-	char msg[160];
+	struct gateway *gw = g->gw;
+	char msg[192];
 
-	g->budget.attempts--;
+	if (l->over_budget) {
+		provider_stats_attempt(&gw->pstats[l->t->provider], GW_OUT_CANCELLED,
+				       gw_now_ms() - l->start_ms);
+		bill_discarded(g, l, false);
+		g->delivered = true;
+	} else {
+		g->budget.attempts--;
+	}
 	release_probe(l);
-	gateway_overloaded(g->gw, err, l->t->prov->name);
+	gateway_overloaded(gw, why, l->t->prov->name);
 	if (g->nactive)
 		return;
 	htimer_stop(g);
 	snprintf(g->retry_after, sizeof(g->retry_after), "1");
-	snprintf(msg, sizeof(msg), "The gateway is out of resources (%s) and could not "
-		 "reach any provider; retry shortly.", strerror(err));
+	snprintf(msg, sizeof(msg), "The gateway is out of resources (%s); retry shortly.", why);
 	respond_own_error(g, 503, "service_unavailable", "gateway_overloaded", msg);
 }
 
@@ -1494,8 +1542,7 @@ static void leg_end(struct leg *l, CURLcode code)
 	const char *ctype;
 	int err;
 
-	l->active = false;
-	g->nactive--;
+	leg_off(l);
 	count_resends(l);
 	if (g->committed && l == g->win) {
 		stream_over(g, code);
@@ -1508,8 +1555,8 @@ static void leg_end(struct leg *l, CURLcode code)
 		return;
 	}
 	err = local_errno(l, code);
-	if (err) {
-		leg_local_failure(l, err);
+	if (err || (l->over_budget && !l->cut)) {
+		leg_local_failure(l, err ? strerror(err) : "upstream_body_budget_bytes reached");
 		return;
 	}
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &f.status);
@@ -1893,8 +1940,7 @@ void proxy_cancel(struct greq *g)
 			/* Its client's stream is over: only the transfer is left to take back. */
 			uv_timer_stop(&l->timer);
 			curl_uv_remove(&gw->cu, l->easy);
-			l->active = false;
-			g->nactive--;
+			leg_off(l);
 			release_probe(l);
 			continue;
 		}

@@ -146,3 +146,80 @@ Test(gateway_limits, out_of_descriptors_is_not_the_providers_fault, .timeout = 3
 		     "the primary saw %zu requests (one, and the header)",
 		     gw_mock_rows(&held, &mock, "primary")->nrows);
 }
+
+/*
+ * An answer over max_upstream_body_bytes is not read (its Content-Length
+ * says so before the body): invalid_body, and the next target answers.
+ */
+Test(gateway_limits, answer_over_the_body_limit_fails_over, .timeout = 30)
+{
+	struct http_result *r;
+	const char *text;
+
+	gw_mock_start_template(&mock, "{'providers':["
+			       "{'name':'primary','listen':'127.0.0.1:0','ttft_ms':2,'jitter_ms':0,"
+			       "'token_ms':0,'output_tokens':100000},"
+			       "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	gw_start_template(&gw, "{'max_upstream_body_bytes':65536,"
+			  "'providers':{'primary':{'base_url':'@primary@'},"
+			  "'secondary':{'base_url':'@secondary@'}},"
+			  "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+			  "{'provider':'secondary','model':'mock-small'}]}}}", &mock, NULL);
+	r = gw_chat_held(&gw, &held, "chat", "big", NULL, 10000);
+	gw_expect_answer(r, "past the body limit", "secondary", 2);
+	text = gw_metrics_held(&gw, &held);
+	cr_expect_eq(gw_metric(text, "faultline_attempts_total",
+			       "provider=primary,outcome=invalid_body"), 1);
+	cr_expect_eq(gw_metric(text, "faultline_upstream_body_bytes", ""), 0);
+}
+
+/*
+ * Answers held at once are bounded by upstream_body_budget_bytes: stalled
+ * answers of ~380 KB each fill a 1 MiB budget, and the request whose
+ * answer would pass it fails at once with 503 gateway_overloaded (the
+ * others wait for their timeout); nothing stays counted afterwards.
+ */
+Test(gateway_limits, buffered_answers_stay_within_the_budget, .timeout = 30)
+{
+	enum { N = 4 };
+	struct gw_bg bg[N];
+	char rid[32];
+	size_t overloaded = 0;
+	const char *text;
+	size_t i;
+
+	gw_mock_start_template(&mock, "{'providers':["
+			       "{'name':'primary','listen':'127.0.0.1:0','ttft_ms':2,'jitter_ms':0,"
+			       "'token_ms':0,'output_tokens':100000,"
+			       "'faults':[{'kind':'stall','after_tokens':60000," ALWAYS "}]}]}");
+	gw_start_template(&gw, "{'max_upstream_body_bytes':1048576,"
+			  "'upstream_body_budget_bytes':1048576,"
+			  "'breaker':{'enabled':false},"
+			  "'providers':{'primary':{'base_url':'@primary@','timeout_ms':3000}},"
+			  "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]}}}",
+			  &mock, NULL);
+	for (i = 0; i < N; i++) {
+		snprintf(rid, sizeof(rid), "held-%zu", i);
+		gw_bg_start(&bg[i], &gw, "chat", rid, NULL, 10000);
+	}
+	for (i = 0; i < N; i++) {
+		gw_bg_join(&bg[i]);
+		if (bg[i].r.status == 503 && strstr(bg[i].r.body ? bg[i].r.body : "",
+						    "\"gateway_overloaded\"")) {
+			overloaded++;
+			cr_expect_lt(bg[i].r.total_ms, 2500, "held-%zu: the 503 took %.0f ms", i,
+				     bg[i].r.total_ms);
+		} else {
+			cr_expect_geq(bg[i].r.status, 502, "held-%zu: status %ld", i,
+				      bg[i].r.status);
+		}
+	}
+	for (i = 0; i < N; i++)
+		http_result_free(&bg[i].r);
+	cr_expect_geq(overloaded, 1, "no request found the budget spent");
+	cr_expect_leq(overloaded, N - 2, "%zu of %d requests found the budget spent", overloaded,
+		      N);
+	text = gw_metrics_held(&gw, &held);
+	cr_expect_geq(gw_metric(text, "faultline_gateway_overloaded_total", ""), 1);
+	cr_expect_eq(gw_metric(text, "faultline_upstream_body_bytes", ""), 0);
+}
