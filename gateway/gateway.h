@@ -41,6 +41,8 @@ struct gateway {
 	struct rng rng_retry;		/* backoff jitter */
 	struct rng rng_breaker;		/* cooldown jitter */
 	FILE *events;			/* --events, or NULL */
+	const char *events_path;	/* its name (the caller's string) */
+	bool events_failed;		/* a write failed: it was renamed NAME.tmp, exit 1 */
 	struct greq *reqs;		/* chat requests in progress (a list) */
 	struct greq *dirty;		/* streams with relayed events not yet written */
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */

@@ -151,9 +151,11 @@ static void parse_args(int argc, char **argv, struct args *a)
 }
 
 /*
- * Raises the open-file limit to its hard limit and warns when even that is
- * less than the gateway may need at max_connections: a client connection
- * and an upstream one for each, and some for itself.
+ * Raises the open-file limit to its hard limit — and the hard limit, when
+ * allowed — and warns when it is still less than the gateway may need at
+ * max_connections: a client connection and an upstream one (the
+ * connections libcurl keeps, CURLMOPT_MAXCONNECTS) for each, and some for
+ * itself.
  */
 static void check_fd_limit(const struct gw_config *cfg)
 {
@@ -161,6 +163,10 @@ static void check_fd_limit(const struct gw_config *cfg)
 	struct rlimit rl = { 0 };
 
 	if (opt_raise_fd_limit(need) != -EMFILE)
+		return;
+	/* Where the process may (CAP_SYS_RESOURCE), the hard limit goes up too. */
+	rl = (struct rlimit){ (rlim_t)need, (rlim_t)need };
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
 		return;
 	getrlimit(RLIMIT_NOFILE, &rl);
 	log_warn("the open-file limit is %llu, but max_connections %u may need %lld descriptors "
@@ -193,6 +199,7 @@ int main(int argc, char **argv)
 		opt_usage_error("gateway", "--listen: expected HOST:PORT, got \"%s\"", a.listen);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: an error to report, not a death */
 	check_fd_limit(&cfg);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "gateway: cannot initialise libcurl\n");
@@ -229,6 +236,8 @@ int main(int argc, char **argv)
 	log_info("serving %zu alias(es) over %zu provider(s) on %s", cfg.naliases, cfg.nproviders,
 		 text);
 	uv_run(ms.loop, UV_RUN_DEFAULT);
+	if (ms.gw.events_failed)
+		exit_code = 1;
 out_free:
 	rc = uv_loop_close(ms.loop);
 	if (rc)

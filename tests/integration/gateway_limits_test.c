@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "gwharness.h"
 #include "harness.h"
@@ -222,4 +223,41 @@ Test(gateway_limits, buffered_answers_stay_within_the_budget, .timeout = 30)
 	text = gw_metrics_held(&gw, &held);
 	cr_expect_geq(gw_metric(text, "faultline_gateway_overloaded_total", ""), 1);
 	cr_expect_eq(gw_metric(text, "faultline_upstream_body_bytes", ""), 0);
+}
+
+/*
+ * An events file that cannot be written (its size limit reached, as on a
+ * full disk) is not left under its name, short: it becomes NAME.tmp, the
+ * gateway says why and exits 1.
+ */
+Test(gateway_limits, short_events_file_keeps_tmp_name, .timeout = 30)
+{
+	/* Room for the error's log line (stderr is a file too), not for the event's line. */
+	struct rlimit fsize = { 600, 600 };
+	const struct gw_opts quiet = { .log_level = "error" };
+	struct http_result *r;
+	char config[2048];
+	char model[801];
+	char tmp[160];
+	char err[4096];
+	int status;
+
+	memset(model, 'm', sizeof(model) - 1);
+	model[sizeof(model) - 1] = '\0';
+	snprintf(config, sizeof(config),
+		 "{'breaker':{'consecutive_failures':1,'cooldown_ms':60000},"
+		 "'providers':{'gone':{'base_url':'http://127.0.0.1:1/v1'}},"
+		 "'models':{'chat':{'targets':[{'provider':'gone','model':'%s'}]}}}", model);
+	gw_start_template(&gw, config, NULL, &quiet);
+	cr_assert_eq(prlimit(gw.pid, RLIMIT_FSIZE, &fsize, NULL), 0, "prlimit: %s",
+		     strerror(errno));
+	r = gw_chat_held(&gw, &held, "chat", "opens", NULL, 5000);
+	cr_expect_eq(r->status, 503);
+	status = gw_stop(&gw, SIGTERM, 5000);
+	gw_stderr(&gw, err, sizeof(err));
+	cr_expect_eq(status, 1, "exit status %d; stderr: %s", status, err);
+	cr_expect(strstr(err, "events file") && strstr(err, "File too large"), "stderr: %s", err);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", gw.events_path);
+	cr_expect_neq(access(gw.events_path, F_OK), 0, "%s is still there", gw.events_path);
+	cr_expect_eq(access(tmp, F_OK), 0, "no %s", tmp);
 }
