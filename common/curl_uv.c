@@ -243,10 +243,15 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 /* CURLOPT_OPENSOCKETFUNCTION: a connection's socket, noted as ours. */
 static curl_socket_t on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
-	struct curl_uv *cu = clientp;
+	struct curl_uv_note *note = clientp;
+	struct curl_uv *cu = note->cu;
 	curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
 
-	if (fd < 0 || purpose != CURLSOCKTYPE_IPCXN)
+	if (fd < 0) {
+		note->socket_errno = errno;
+		return CURL_SOCKET_BAD;
+	}
+	if (purpose != CURLSOCKTYPE_IPCXN)
 		return fd;
 	if (grow_fds(cu, fd)) {
 		close(fd);
@@ -296,15 +301,23 @@ int curl_uv_init(struct curl_uv *cu, uv_loop_t *loop, curl_uv_done_cb on_done)
 	curl_multi_setopt(cu->multi, CURLMOPT_SOCKETDATA, cu);
 	curl_multi_setopt(cu->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
 	curl_multi_setopt(cu->multi, CURLMOPT_TIMERDATA, cu);
+	cu->self.cu = cu;
 	return 0;
 }
 
 int curl_uv_add(struct curl_uv *cu, CURL *easy)
 {
+	return curl_uv_add_noted(cu, easy, &cu->self);
+}
+
+int curl_uv_add_noted(struct curl_uv *cu, CURL *easy, struct curl_uv_note *note)
+{
 	if (cu->closed)
 		return -EINVAL;
+	note->cu = cu;
+	note->socket_errno = 0;
 	curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open);
-	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, cu);
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, note);
 	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, on_close);
 	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, cu);
 	if (curl_multi_add_handle(cu->multi, easy) != CURLM_OK)

@@ -32,6 +32,16 @@ typedef void (*curl_uv_done_cb)(struct curl_uv *cu, CURL *easy, CURLcode result)
 typedef void (*curl_uv_closed_cb)(struct curl_uv *cu);
 
 struct curl_watch;
+struct curl_uv;
+
+/*
+ * What curl_uv notes of one transfer, in the caller's memory (see
+ * curl_uv_add_noted): whether creating a socket for it failed, and why.
+ */
+struct curl_uv_note {
+	struct curl_uv *cu;
+	int socket_errno;		/* errno of the last socket() that failed; 0: none */
+};
 
 struct curl_uv {
 	uv_timer_t timer;		/* curl's timeout */
@@ -47,6 +57,7 @@ struct curl_uv {
 	size_t closing;			/* handles whose close callback is due */
 	size_t transfers;		/* easy handles added and not yet back */
 	bool closed;			/* curl_uv_close was called */
+	struct curl_uv_note self;	/* the note of transfers added unnoted */
 };
 
 /*
@@ -64,6 +75,15 @@ int curl_uv_init(struct curl_uv *cu, uv_loop_t *loop, curl_uv_done_cb on_done);
  * not set them.
  */
 int curl_uv_add(struct curl_uv *cu, CURL *easy);
+
+/*
+ * curl_uv_add, noting in *note (which must outlive the transfer) what
+ * curl_uv sees of it that libcurl does not report: note->socket_errno is
+ * the errno of a socket() that failed for it (EMFILE, ENFILE, ENOBUFS,
+ * ENOMEM: the process's own resources, not the upstream's fault; libcurl
+ * says only CURLE_COULDNT_CONNECT, with CURLINFO_OS_ERRNO 0), else 0.
+ */
+int curl_uv_add_noted(struct curl_uv *cu, CURL *easy, struct curl_uv_note *note);
 
 /*
  * Takes a transfer back before it ends (a timeout of the caller's, a

@@ -389,6 +389,14 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 		     "Committed streams still being relayed.");
 	rc |= buf_printf(b, "faultline_streams_in_flight %llu\n",
 			 (unsigned long long)gw->streams_in_flight);
+	rc |= family(b, "faultline_gateway_overloaded_total", "counter",
+		     "Upstream attempts and health checks that failed for want of the gateway's "
+		     "own resources (descriptors, memory, ports, the body budget).");
+	rc |= buf_printf(b, "faultline_gateway_overloaded_total %llu\n",
+			 (unsigned long long)gw->overloaded);
+	rc |= family(b, "faultline_upstream_body_bytes", "gauge",
+		     "Bytes of upstream answers buffered now (upstream_body_budget_bytes bounds it).");
+	rc |= buf_printf(b, "faultline_upstream_body_bytes %zu\n", gw->body_bytes);
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
 	rc |= health(b, gw);

@@ -28,6 +28,8 @@ struct top_raw {
 	double header_timeout_ms;
 	double idle_timeout_ms;
 	int64_t max_connections;
+	int64_t max_upstream_body_bytes;
+	int64_t upstream_body_budget_bytes;
 };
 
 #define TK(name, type, field, def, min, max, defs) \
@@ -41,6 +43,10 @@ static const struct cfg_key top_keys[] = {
 	TK("header_timeout_ms", CFG_NUM, header_timeout_ms, 10000, 1, 600000, NULL),
 	TK("idle_timeout_ms", CFG_NUM, idle_timeout_ms, 60000, 1, 3600000, NULL),
 	TK("max_connections", CFG_INT, max_connections, 10000, 1, 1000000, NULL),
+	TK("max_upstream_body_bytes", CFG_INT, max_upstream_body_bytes, 16777216, 1024,
+	   1073741824, NULL),
+	TK("upstream_body_budget_bytes", CFG_INT, upstream_body_budget_bytes, 268435456,
+	   1048576, 68719476736.0, NULL),
 	{ "providers", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "models", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
@@ -806,6 +812,14 @@ static int load_top(const cJSON *root, const char *file, struct gw_config *cfg, 
 	cfg->header_timeout_ms = top.header_timeout_ms;
 	cfg->idle_timeout_ms = top.idle_timeout_ms;
 	cfg->max_connections = (unsigned)top.max_connections;
+	cfg->max_upstream_body_bytes = (size_t)top.max_upstream_body_bytes;
+	cfg->upstream_body_budget_bytes = (size_t)top.upstream_body_budget_bytes;
+	if (cfg->upstream_body_budget_bytes < cfg->max_upstream_body_bytes) {
+		rc = cfg_error(err, file, "", "upstream_body_budget_bytes",
+			       "expected at least max_upstream_body_bytes (%zu), got %zu",
+			       cfg->max_upstream_body_bytes, cfg->upstream_body_budget_bytes);
+		goto out;
+	}
 	rc = apply_section(stream_keys, NSTREAM_KEYS, root, "stream", &st, file, "stream", err);
 	cfg->first_token_timeout_ms = st.first_token_timeout_ms;
 	cfg->stall_timeout_ms = st.stall_timeout_ms;

@@ -94,6 +94,8 @@ struct gw_config {
 	double deadline_ms;
 	uint64_t seed;
 	size_t max_body_bytes;
+	size_t max_upstream_body_bytes;	/* one upstream answer buffered whole, at most */
+	size_t upstream_body_budget_bytes;	/* every upstream answer buffered at once */
 	double header_timeout_ms;
 	double idle_timeout_ms;
 	unsigned max_connections;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -50,6 +51,32 @@ void gateway_easy_put(struct gateway *gw, CURL *easy)
 		curl_easy_cleanup(easy);
 }
 
+/*
+ * The events file could not take a line (err): it is short now, so it must
+ * not keep its name. It is closed and renamed NAME.tmp (a regular file
+ * only), no more lines are written, and the gateway exits 1 at its stop.
+ */
+static void events_fail(struct gateway *gw, int err)
+{
+	struct buf tmp = { 0 };
+	struct stat st;
+	bool regular = fstat(fileno(gw->events), &st) == 0 && S_ISREG(st.st_mode);
+
+	fclose(gw->events);
+	gw->events = NULL;
+	gw->events_failed = true;
+	if (regular && !buf_printf(&tmp, "%s.tmp", gw->events_path) &&
+	    rename(gw->events_path, tmp.data) == 0)
+		log_error("events file %s: cannot write a breaker change: %s; it is incomplete, "
+			  "renamed %s, and no more changes are written (the gateway will exit 1)",
+			  gw->events_path, strerror(err), tmp.data);
+	else
+		log_error("events file %s: cannot write a breaker change: %s; it is incomplete "
+			  "and no more changes are written (the gateway will exit 1)",
+			  gw->events_path, strerror(err));
+	buf_free(&tmp);
+}
+
 void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 			     const struct breaker_change *chg)
 {
@@ -79,9 +106,31 @@ void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 	rc |= buf_puts(&line, ",\"reason\":");
 	rc |= json_escape(&line, chg->reason);
 	rc |= buf_puts(&line, "}\n");
-	if (rc || fwrite(line.data, 1, line.len, gw->events) != line.len || fflush(gw->events))
-		log_error("events file: cannot write a breaker change");
+	if (rc) {
+		events_fail(gw, ENOMEM);
+	} else if (fwrite(line.data, 1, line.len, gw->events) != line.len ||
+		   fflush(gw->events)) {
+		events_fail(gw, errno);
+	}
 	buf_free(&line);
+}
+
+void gateway_overloaded(struct gateway *gw, const char *why, const char *provider)
+{
+	double now = gw_now_ms();
+
+	gw->overloaded++;
+	if (gw->overload_logged_ms && now - gw->overload_logged_ms < 1000) {
+		gw->overload_quiet++;
+		return;
+	}
+	log_error("an attempt on provider %s failed for want of the gateway's own resources: "
+		  "%s (not the provider's fault; answered 503 gateway_overloaded)", provider, why);
+	if (gw->overload_quiet)
+		log_error("%llu more such failures since the last line",
+			  (unsigned long long)gw->overload_quiet);
+	gw->overload_logged_ms = now;
+	gw->overload_quiet = 0;
 }
 
 /* ---- endpoints ---- */
@@ -218,6 +267,7 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 		gw->base_headers = l;
 	}
 	if (events_path) {
+		gw->events_path = events_path;
 		gw->events = fopen(events_path, "a");
 		if (!gw->events) {
 			rc = -errno;
@@ -319,8 +369,13 @@ void gateway_close(struct gateway *gw)
 	gw->easy_pool = NULL;
 	curl_slist_free_all(gw->base_headers);
 	gw->base_headers = NULL;
-	if (gw->events && fclose(gw->events))
-		log_error("events file: cannot close it");
+	if (gw->events && fflush(gw->events))
+		events_fail(gw, errno);
+	if (gw->events && fclose(gw->events)) {
+		gw->events_failed = true;
+		log_error("events file %s: cannot close it: %s (the gateway will exit 1)",
+			  gw->events_path, strerror(errno));
+	}
 	gw->events = NULL;
 }
 

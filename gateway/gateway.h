@@ -41,6 +41,8 @@ struct gateway {
 	struct rng rng_retry;		/* backoff jitter */
 	struct rng rng_breaker;		/* cooldown jitter */
 	FILE *events;			/* --events, or NULL */
+	const char *events_path;	/* its name (the caller's string) */
+	bool events_failed;		/* a write failed: it was renamed NAME.tmp, exit 1 */
 	struct greq *reqs;		/* chat requests in progress (a list) */
 	struct greq *dirty;		/* streams with relayed events not yet written */
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
@@ -50,6 +52,10 @@ struct gateway {
 	bool stopping;			/* draining: no batch request is queued */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
+	uint64_t overloaded;		/* attempts failed for want of the gateway's resources */
+	size_t body_bytes;		/* upstream answers buffered, every leg (the budget's) */
+	double overload_logged_ms;	/* when the last of their log lines went out */
+	uint64_t overload_quiet;	/* of them, not logged since */
 	uint64_t next_id;		/* for generated request ids */
 	char id_prefix[24];
 	CURL **easy_pool;		/* idle easy handles, a stack */
@@ -87,6 +93,14 @@ void gateway_close(struct gateway *gw);
 
 /* Frees the routing tables and counters, once the loop has stopped. */
 void gateway_free(struct gateway *gw);
+
+/*
+ * Counts an upstream attempt or health check that failed for want of the
+ * gateway's own resources (why: "Too many open files", or the body budget
+ * reached…) — never the provider's fault — and logs it, at most one line a
+ * second, saying how many more were not logged.
+ */
+void gateway_overloaded(struct gateway *gw, const char *why, const char *provider);
 
 /* Writes one breaker state change: events line, log line, transition count. */
 void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,

@@ -5,17 +5,22 @@
  * for the config, the endpoints and the headers.
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 #include "config.h"
 #include "gateway.h"
 #include "log.h"
 #include "opt.h"
+
+/* Descriptors the gateway keeps for itself: listener, loop, events file, health checks. */
+#define FD_RESERVE 64
 
 static const char usage_text[] =
 	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N]\n"
@@ -145,6 +150,32 @@ static void parse_args(int argc, char **argv, struct args *a)
 		opt_usage_error("gateway", "--config FILE is required");
 }
 
+/*
+ * Raises the open-file limit to its hard limit — and the hard limit, when
+ * allowed — and warns when it is still less than the gateway may need at
+ * max_connections: a client connection and an upstream one (the
+ * connections libcurl keeps, CURLMOPT_MAXCONNECTS) for each, and some for
+ * itself.
+ */
+static void check_fd_limit(const struct gw_config *cfg)
+{
+	long long need = 2 * (long long)cfg->max_connections + FD_RESERVE;
+	struct rlimit rl = { 0 };
+
+	if (opt_raise_fd_limit(need) != -EMFILE)
+		return;
+	/* Where the process may (CAP_SYS_RESOURCE), the hard limit goes up too. */
+	rl = (struct rlimit){ (rlim_t)need, (rlim_t)need };
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		return;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	log_warn("the open-file limit is %llu, but max_connections %u may need %lld descriptors "
+		 "(a client and an upstream connection each, and %d for the gateway itself): "
+		 "raise it (ulimit -n) or lower max_connections; when descriptors run out, "
+		 "requests get 503 gateway_overloaded", (unsigned long long)rl.rlim_cur,
+		 cfg->max_connections, need, FD_RESERVE);
+}
+
 int main(int argc, char **argv)
 {
 	static struct main_state ms;
@@ -168,7 +199,8 @@ int main(int argc, char **argv)
 		opt_usage_error("gateway", "--listen: expected HOST:PORT, got \"%s\"", a.listen);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	opt_raise_fd_limit(0);
+	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: an error to report, not a death */
+	check_fd_limit(&cfg);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "gateway: cannot initialise libcurl\n");
 		gw_config_free(&cfg);
@@ -204,6 +236,8 @@ int main(int argc, char **argv)
 	log_info("serving %zu alias(es) over %zu provider(s) on %s", cfg.naliases, cfg.nproviders,
 		 text);
 	uv_run(ms.loop, UV_RUN_DEFAULT);
+	if (ms.gw.events_failed)
+		exit_code = 1;
 out_free:
 	rc = uv_loop_close(ms.loop);
 	if (rc)

@@ -27,6 +27,7 @@ struct probe {
 	const struct health_config *cfg;
 	struct health st;
 	CURL *easy;
+	struct curl_uv_note note;	/* what curl_uv saw of the check's transfer */
 	bool busy;			/* a check is in flight */
 	char *url;
 	char *body;			/* a completion check's request; NULL for GET */
@@ -95,6 +96,13 @@ void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&p);
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	p->busy = false;
+	if (result == CURLE_COULDNT_CONNECT && p->note.socket_errno) {
+		/* The gateway's own lack of sockets says nothing of the provider. */
+		gateway_overloaded(p->gw, strerror(p->note.socket_errno),
+				   p->gw->cfg->providers[p->provider].name);
+		probe_again(p);
+		return;
+	}
 	ok = result == CURLE_OK && status >= 200 && status <= 299;
 	p->gw->pstats[p->provider].health_checks[ok]++;
 	ch = health_result(&p->st, p->cfg, ok);
@@ -140,7 +148,7 @@ static void on_probe_timer(uv_timer_t *t)
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->errbuf);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, p);
-	if (curl_uv_add(&p->gw->hcu, e)) {
+	if (curl_uv_add_noted(&p->gw->hcu, e, &p->note)) {
 		log_warn("provider %s: cannot start a health check", prov->name);
 		probe_again(p);
 		return;

@@ -31,9 +31,6 @@
 #include "log.h"
 #include "relay.h"
 
-/* An upstream answer larger than this is not a chat completion we relay. */
-#define MAX_UPSTREAM_BODY (16u << 20)
-
 static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
 			       "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
 static char accept_json[] = "Accept: application/json";
@@ -93,14 +90,20 @@ struct leg {
 	bool doomed;			/* lost to another leg: taken back at once */
 	uint64_t probe;			/* t's half-open ticket; 0: none */
 	CURL *easy;
+	struct curl_uv_note note;	/* what curl_uv saw of its transfer */
 	double start_ms;
 	bool capped;			/* the deadline left it < CAPPED_SHARE of timeout_ms */
 	bool cut;			/* the watchdog ended it */
-	bool too_big;
+	bool too_big;			/* past max_upstream_body_bytes */
+	bool over_budget;		/* past upstream_body_budget_bytes: the gateway's failure */
+	size_t held;			/* its bytes counted in gw->body_bytes */
 	bool sse;			/* the answer is a 2xx event stream */
 	bool paused;			/* the transfer waits for a slow client */
 	bool settle;			/* the relay saw [DONE] or a break: end the client */
 	bool stalled;			/* the stall timer ended the transfer */
+	unsigned sends;			/* times libcurl sent the request (on_prereq) */
+	unsigned sends_counted;		/* of which the re-sends are counted (count_resends) */
+	double sent_ms;			/* when it was last sent */
 	long status;
 	double retry_after_ms;		/* from Retry-After; -1: none */
 	char ctype[128];
@@ -618,6 +621,58 @@ static void finish_error(struct greq *g)
 
 /* ---- an attempt ---- */
 
+/*
+ * CURLOPT_PREREQFUNCTION: libcurl is about to send the request on a
+ * connection it opened or reused. It is called again when libcurl sends
+ * the request a second time on its own (a reused connection that broke
+ * before any answer): every delivery is counted, none is hidden.
+ */
+static int on_prereq(void *userp, char *ip, char *local_ip, int port, int local_port)
+{
+	struct leg *l = userp;
+
+	(void)ip;
+	(void)local_ip;
+	(void)port;
+	(void)local_port;
+	l->sends++;
+	l->sent_ms = gw_now_ms();
+	return CURL_PREREQFUNC_OK;
+}
+
+/*
+ * Counts the deliveries libcurl made on its own in l's transfer, once each:
+ * every one but the last broke before an answer (libcurl re-sends only
+ * then), so each is an attempt that failed as a reset — in the request's
+ * attempts and notes, its target's breaker (as an ordinary result: a
+ * probe is judged by the delivery the gateway used) and the provider's
+ * counters. The upstream read it: the request counts as delivered.
+ */
+static void count_resends(struct leg *l)
+{
+	struct greq *g = l->g;
+	struct gateway *gw = g->gw;
+	struct breaker_change chg;
+	double now = gw_now_ms();
+	/* The re-sends' times are not known apart: they share the time to the last send. */
+	double ms = l->sends > 1 ? (l->sent_ms - l->start_ms) / (l->sends - 1) : 0;
+
+	while (l->sends_counted + 1 < l->sends) {
+		l->sends_counted++;
+		g->budget.attempts++;
+		g->delivered = true;
+		provider_stats_attempt(&gw->pstats[l->t->provider],
+				       metrics_failure_outcome(ATTEMPT_FAIL_RESET), ms);
+		breaker_record(&l->t->br, now, false, ms, 0, &gw->rng_breaker, &chg);
+		gateway_breaker_changed(gw, l->t, &chg);
+		note_add(g, l->t, attempt_failure_name(ATTEMPT_FAIL_RESET), 0, ms);
+		log_info("request %s: %s/%s: the connection broke after the request was sent; "
+			 "libcurl sent it again (counted as attempt %u)", g->id, l->t->prov->name,
+			 l->t->model, g->attempts_before + g->budget.attempts);
+	}
+}
+
+
 /* CURLOPT_HEADERFUNCTION: the headers an answer or a retry needs. */
 static size_t on_header(char *line, size_t size, size_t n, void *userp)
 {
@@ -642,24 +697,61 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 		snprintf(l->ctype, sizeof(l->ctype), "%.*s", (int)sizeof(l->ctype) - 1, h.value);
 	} else if (curl_uv_header_is(&h, "retry-after")) {
 		l->retry_after_ms = backoff_parse_retry_after(h.value, clock_unix_ms());
+	} else if (curl_uv_header_is(&h, "content-length") &&
+		   strtod(h.value, NULL) > (double)l->g->gw->cfg->max_upstream_body_bytes) {
+		l->too_big = true;	/* not worth reading: stop before the body */
+		return 0;
 	}
 	return len;
 }
 
 static size_t on_stream_body(struct leg *l, char *data, size_t len);
 
-/* CURLOPT_WRITEFUNCTION: the answer's body, up to MAX_UPSTREAM_BODY; or an event stream. */
+/*
+ * Counts what l holds of its upstream answer (the body, or the events not
+ * yet written) in the gateway's buffered bytes. Returns false when that
+ * takes them past upstream_body_budget_bytes.
+ */
+static bool hold(struct leg *l)
+{
+	struct gateway *gw = l->g->gw;
+	size_t now = l->resp.len + l->relay.out.len;
+
+	gw->body_bytes = gw->body_bytes - l->held + now;
+	l->held = now;
+	return gw->body_bytes <= gw->cfg->upstream_body_budget_bytes;
+}
+
+/* The leg's transfer is off curl: it holds nothing against the budget any more. */
+static void leg_off(struct leg *l)
+{
+	l->active = false;
+	l->g->nactive--;
+	l->g->gw->body_bytes -= l->held;
+	l->held = 0;
+}
+
+/*
+ * CURLOPT_WRITEFUNCTION: the answer's body, up to max_upstream_body_bytes
+ * and while the gateway's buffered answers stay within their budget; or
+ * an event stream. Past either, the transfer stops at once.
+ */
 static size_t on_body(char *data, size_t size, size_t n, void *userp)
 {
 	struct leg *l = userp;
+	const struct gw_config *cfg = l->g->gw->cfg;
 	size_t len = size * n;
 
 	if (l->doomed)
 		return 0;	/* another leg won: nothing more of this one */
 	if (l->sse)
 		return on_stream_body(l, data, len);
-	if (l->resp.len + len > MAX_UPSTREAM_BODY || buf_append(&l->resp, data, len)) {
+	if (l->resp.len + len > cfg->max_upstream_body_bytes || buf_append(&l->resp, data, len)) {
 		l->too_big = true;
+		return 0;
+	}
+	if (!hold(l)) {
+		l->over_budget = true;
 		return 0;
 	}
 	return len;
@@ -814,8 +906,7 @@ static void on_stall(uv_timer_t *t)
 		return;
 	}
 	curl_uv_remove(&gw->cu, l->easy);
-	l->active = false;
-	g->nactive--;
+	leg_off(l);
 	l->stalled = true;
 	stream_over(g, CURLE_OK);
 }
@@ -848,6 +939,7 @@ static void stream_commit(struct greq *g, struct leg *l)
 	}
 	if (l->hedge)
 		g->route->hedges[HEDGE_WON]++;
+	count_resends(l);	/* x-faultline-attempts below counts them */
 	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
 	n += answer_headers(g, h + n, attempts);
@@ -875,8 +967,7 @@ static void on_settle(uv_timer_t *t)
 	struct leg *l = t->data;
 
 	curl_uv_remove(&l->g->gw->cu, l->easy);
-	l->active = false;
-	l->g->nactive--;
+	leg_off(l);
 	stream_over(l->g, CURLE_OK);
 }
 
@@ -908,6 +999,10 @@ static size_t on_stream_body(struct leg *l, char *data, size_t len)
 	}
 	if (relay_feed(r, data, len)) {
 		l->too_big = true;	/* out of memory: the answer cannot be relayed */
+		return 0;
+	}
+	if (!hold(l) && !g->committed) {
+		l->over_budget = true;	/* after the commit, the client's pace bounds it */
 		return 0;
 	}
 	if (r->events != events && g->committed)
@@ -1143,8 +1238,12 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 	l->paused = false;
 	l->settle = false;
 	l->stalled = false;
+	l->sends = 0;
+	l->sends_counted = 0;
+	l->sent_ms = now;
 	relay_reset(&l->relay);
 	l->too_big = false;
+	l->over_budget = false;
 	l->status = 0;
 	l->retry_after_ms = -1;
 	l->ctype[0] = '\0';
@@ -1176,7 +1275,14 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, l);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, l->errbuf);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, l);
-	if (curl_uv_add(&gw->cu, e)) {
+	curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(e, CURLOPT_PREREQDATA, l);
+	/*
+	 * libcurl sends a request again on its own only when a reused connection
+	 * broke: one that must be delivered at most once never reuses one.
+	 */
+	curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, g->no_reroute ? 1L : 0L);
+	if (curl_uv_add_noted(&gw->cu, e, &l->note)) {
 		/* The gateway's own trouble: not the provider's, not retried. */
 		g->budget.attempts--;
 		release_probe(l);
@@ -1207,6 +1313,7 @@ static void leg_cancelled(struct leg *l, bool lost)
 	double now = gw_now_ms();
 	struct breaker_change chg;
 
+	count_resends(l);
 	provider_stats_attempt(&gw->pstats[l->t->provider], GW_OUT_CANCELLED, now - l->start_ms);
 	bill_discarded(g, l, true);	/* the upstream was working on it */
 	if (!lost) {
@@ -1228,8 +1335,7 @@ static void leg_cancel(struct leg *l, bool lost)
 		return;
 	uv_timer_stop(&l->timer);
 	curl_uv_remove(&l->g->gw->cu, l->easy);
-	l->active = false;
-	l->g->nactive--;
+	leg_off(l);
 	leg_cancelled(l, lost);
 }
 
@@ -1364,6 +1470,56 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out)
 	return ok;
 }
 
+/*
+ * The errno of an attempt that failed for want of the gateway's own
+ * resources — no socket (out of descriptors or memory), no local port —
+ * or 0 when the failure, if any, is the upstream's.
+ */
+static int local_errno(const struct leg *l, CURLcode code)
+{
+	long os = 0;
+
+	if (code != CURLE_COULDNT_CONNECT)
+		return 0;
+	if (l->note.socket_errno)
+		return l->note.socket_errno;
+	curl_easy_getinfo(l->easy, CURLINFO_OS_ERRNO, &os);
+	return os == EADDRNOTAVAIL || os == ENOBUFS || os == ENOMEM ? (int)os : 0;
+}
+
+/*
+ * An attempt the gateway itself could not carry: it never left (no socket,
+ * local_errno: then it is no attempt at all), or its answer would have
+ * taken the buffered answers past upstream_body_budget_bytes (then the
+ * upstream did answer: billed as a discarded answer, counted cancelled).
+ * Neither is held against the provider, and every other target would fail
+ * the same way, so the client gets a 503 gateway_overloaded at once
+ * (unless a leg is still in flight).
+ */
+static void leg_local_failure(struct leg *l, const char *why)
+{
+	struct greq *g = l->g;
+	struct gateway *gw = g->gw;
+	char msg[192];
+
+	if (l->over_budget) {
+		provider_stats_attempt(&gw->pstats[l->t->provider], GW_OUT_CANCELLED,
+				       gw_now_ms() - l->start_ms);
+		bill_discarded(g, l, false);
+		g->delivered = true;
+	} else {
+		g->budget.attempts--;
+	}
+	release_probe(l);
+	gateway_overloaded(gw, why, l->t->prov->name);
+	if (g->nactive)
+		return;
+	htimer_stop(g);
+	snprintf(g->retry_after, sizeof(g->retry_after), "1");
+	snprintf(msg, sizeof(msg), "The gateway is out of resources (%s); retry shortly.", why);
+	respond_own_error(g, 503, "service_unavailable", "gateway_overloaded", msg);
+}
+
 /* A leg's transfer ended: curl finished it or its watchdog cut it. */
 static void leg_end(struct leg *l, CURLcode code)
 {
@@ -1384,9 +1540,10 @@ static void leg_end(struct leg *l, CURLcode code)
 	struct attempt_class c;
 	enum gw_outcome out;
 	const char *ctype;
+	int err;
 
-	l->active = false;
-	g->nactive--;
+	leg_off(l);
+	count_resends(l);
 	if (g->committed && l == g->win) {
 		stream_over(g, code);
 		return;
@@ -1395,6 +1552,11 @@ static void leg_end(struct leg *l, CURLcode code)
 		/* A loser that ended on its own before on_doomed took it back. */
 		uv_timer_stop(&l->timer);
 		leg_cancelled(l, true);
+		return;
+	}
+	err = local_errno(l, code);
+	if (err || (l->over_budget && !l->cut)) {
+		leg_local_failure(l, err ? strerror(err) : "upstream_body_budget_bytes reached");
 		return;
 	}
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &f.status);
@@ -1778,8 +1940,7 @@ void proxy_cancel(struct greq *g)
 			/* Its client's stream is over: only the transfer is left to take back. */
 			uv_timer_stop(&l->timer);
 			curl_uv_remove(&gw->cu, l->easy);
-			l->active = false;
-			g->nactive--;
+			leg_off(l);
 			release_probe(l);
 			continue;
 		}
