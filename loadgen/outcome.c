@@ -92,3 +92,8 @@ bool outcome_retryable(enum outcome o, long status, bool content_seen)
 		return false;
 	}
 }
+
+enum outcome outcome_within_retries(enum outcome o, int64_t retries, int64_t allowed)
+{
+	return retries > allowed ? OUT_RESET : o;
+}

@@ -1,13 +1,15 @@
 /*
  * outcome: what a client saw of one request, in DESIGN.md's words — ok,
  * http_error, timeout, refused, reset, truncated, stalled, invalid — decided
- * from the facts of its last attempt, and whether a client that retries
- * would try again. Pure: no I/O, no clock.
+ * from the facts of its last attempt, whether a client that retries would
+ * try again, and what a request comes to when libcurl's own re-sends took
+ * it past the retries the client allowed. Pure: no I/O, no clock.
  */
 #ifndef FAULTLINE_OUTCOME_H
 #define FAULTLINE_OUTCOME_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum outcome {
 	OUT_OK,
@@ -63,5 +65,17 @@ enum outcome outcome_classify(const struct attempt_facts *f);
  * truncated, stalled or invalid, as the OpenAI SDKs do not.
  */
 bool outcome_retryable(enum outcome o, long status, bool content_seen);
+
+/*
+ * The outcome of a request that took `retries` retries in all when the
+ * client allowed `allowed`, its last delivery's outcome being o. libcurl
+ * sends a request again by itself (on a new connection) when a reused
+ * keep-alive connection broke after the request went out and before any
+ * answer; such a re-send counts as a retry, and can take a request past
+ * what the client allowed (always, with retries off). Then the last
+ * delivery the client allowed was broken, and that is what the request
+ * comes to: reset, whatever the re-send got. Otherwise o.
+ */
+enum outcome outcome_within_retries(enum outcome o, int64_t retries, int64_t allowed);
 
 #endif

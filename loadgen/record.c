@@ -177,6 +177,7 @@ static void count(struct recorder *r, const struct record *rec)
 			r->by_stream[rec->stream].ok++;
 	}
 	r->retries += (uint64_t)rec->retries;
+	r->resends += (uint64_t)rec->resends;
 	if (rec->retries > 0)
 		r->retried++;
 	if (rec->tokens_in > 0)
@@ -343,6 +344,7 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 	if (o) {
 		cJSON_AddNumberToObject(o, "total", (double)r->retries);
 		cJSON_AddNumberToObject(o, "requests_retried", (double)r->retried);
+		cJSON_AddNumberToObject(o, "resends", (double)r->resends);
 	}
 	lat = cJSON_AddObjectToObject(s, "latency_ms");
 	if (lat) {

@@ -35,7 +35,8 @@ struct record {
 	const char *provider;	/* NULL: header absent */
 	int64_t attempts;	/* -1: header absent */
 	int hedged;		/* 0/1; -1: header absent */
-	int retries;
+	int retries;		/* loadgen's own and libcurl's re-sends */
+	int resends;		/* of retries, libcurl's re-sends (not a column) */
 	int64_t tokens_in;	/* -1: unknown */
 	int64_t tokens_out;	/* -1: unknown */
 	double max_gap_ms;	/* NaN: not a stream */
@@ -87,6 +88,7 @@ struct recorder {
 	uint64_t status[600];		/* by HTTP status; [0]: none */
 	uint64_t retries;
 	uint64_t retried;		/* requests with retries > 0 */
+	uint64_t resends;		/* of retries, libcurl's re-sends */
 	int64_t tokens_in;
 	int64_t tokens_out;
 	double cost_usd;

@@ -2,7 +2,8 @@
  * run: the load engine. Each request in progress holds a slot: its easy
  * handle, a timer (the watchdog while an attempt runs, the backoff between
  * attempts) and what its answer has shown so far. A request's life reads
- * down this file: dispatch → attempt_start → on_header / on_body (SSE
+ * down this file: dispatch → attempt_start → on_send (libcurl sends it; more
+ * than once when it re-sends it by itself) → on_header / on_body (SSE
  * events for streams) → attempt_end (curl finished, or the watchdog cut it)
  * → a retry after a backoff, or finish → the slot goes back and the
  * schedule is pumped for the next arrival.
@@ -71,12 +72,16 @@ struct req {
 	size_t stream;
 	bool streaming;
 	const char *url;
-	int retries;
+	int retries;			/* loadgen's own and libcurl's re-sends */
+	int resends;			/* of them, libcurl's re-sends */
 	uint64_t sched_ns;
 	uint64_t start_ns;		/* first attempt sent */
 
 	/* The current attempt. */
 	uint64_t attempt_ns;
+	int sends;			/* times libcurl sent it (on_send); 0: never connected */
+	uint64_t resend_ns;		/* when libcurl last sent it again; 0: it did not */
+	enum outcome resent_outcome;	/* what a re-send past --retries got */
 	uint64_t retry_ns;		/* in backoff: when the retry is due */
 	uint64_t first_token_ns;	/* 0: none yet */
 	uint64_t last_byte_ns;		/* when body bytes last came */
@@ -178,6 +183,34 @@ static void set_state(struct req *q, enum req_state to)
 	if (log_enabled(LOG_DEBUG))
 		log_debug("request %s: %s -> %s", q->id, state_names[q->state], state_names[to]);
 	q->state = to;
+}
+
+/* ---- sending ---- */
+
+/*
+ * CURLOPT_PREREQFUNCTION: libcurl is about to send the request on a
+ * connection, new or reused. Within one transfer it does so again, on a new
+ * connection and by itself, when a reused keep-alive connection broke
+ * before any answer — after the provider may have read the request. Each
+ * send is a delivery, so each one after the first counts as a retry (see
+ * attempt_end). Found on libcurl 7.88.1: called twice for a request reset
+ * on a reused connection and re-sent (CURLINFO_NUM_CONNECTS is then 1, as
+ * for a request on a new connection alone: it cannot tell them apart);
+ * once for one reset on a new connection (not re-sent); never when the
+ * connection could not be made.
+ */
+static int on_send(void *userp, char *remote_ip, char *local_ip, int remote_port,
+		   int local_port)
+{
+	struct req *q = userp;
+
+	(void)remote_ip;
+	(void)local_ip;
+	(void)remote_port;
+	(void)local_port;
+	if (q->sends++)
+		q->resend_ns = clock_mono_ns();
+	return CURL_PREREQFUNC_OK;
 }
 
 /* ---- response headers and body ---- */
@@ -483,6 +516,8 @@ static void attempt_start(struct req *q)
 	q->attempt_ns = clock_mono_ns();
 	if (q->retries == 0)
 		q->start_ns = q->attempt_ns;
+	q->sends = 0;
+	q->resend_ns = 0;
 	q->first_token_ns = 0;
 	q->last_byte_ns = q->attempt_ns;
 	q->last_event_ns = 0;
@@ -535,7 +570,8 @@ static void attempt_start(struct req *q)
 }
 
 /* The error column for an attempt that did not end well. */
-static void describe(struct req *q, enum outcome o, CURLcode code, char *out, size_t len)
+static void describe_attempt(struct req *q, enum outcome o, CURLcode code, char *out,
+			     size_t len)
 {
 	const struct lg_config *cfg = q->run->cfg;
 
@@ -582,6 +618,28 @@ static void describe(struct req *q, enum outcome o, CURLcode code, char *out, si
 	}
 }
 
+/*
+ * The error column of a request: its last attempt's, or, when libcurl's
+ * re-send took it past --retries, that and what the re-send got.
+ */
+static void describe(struct req *q, enum outcome o, CURLcode code, char *out, size_t len)
+{
+	const struct lg_config *cfg = q->run->cfg;
+	char got[384];
+
+	if (q->retries <= cfg->retries) {
+		describe_attempt(q, o, code, out, len);
+		return;
+	}
+	if (q->resent_outcome == OUT_OK)
+		snprintf(got, sizeof(got), "HTTP %ld", q->status);
+	else
+		describe_attempt(q, q->resent_outcome, code, got, sizeof(got));
+	snprintf(out, len, "the reused connection broke before any answer; libcurl sent it again "
+		 "on a new connection, past --retries %lld: %s%s%s", (long long)cfg->retries,
+		 outcome_name(q->resent_outcome), got[0] ? ", " : "", got);
+}
+
 static void release(struct req *q);
 
 /* Records the request q held and frees its slot. */
@@ -610,7 +668,9 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 		.streaming = q->streaming,
 		.sched_ms = rel_ms(run, q->sched_ns),
 		.start_ms = rel_ms(run, q->start_ns),
-		.ttft_ms = q->first_token_ns ? (double)(q->first_token_ns - q->attempt_ns) / 1e6 : NAN,
+		.ttft_ms = q->first_token_ns ? (double)(q->first_token_ns -
+							(q->resend_ns ? q->resend_ns :
+							 q->attempt_ns)) / 1e6 : NAN,
 		.end_ms = rel_ms(run, end_ns),
 		.status = q->status,
 		.outcome = o,
@@ -619,6 +679,7 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 		.attempts = q->attempts,
 		.hedged = q->hedged,
 		.retries = q->retries,
+		.resends = q->resends,
 		.tokens_in = q->tokens_in,
 		.tokens_out = q->tokens_out >= 0 ? q->tokens_out :
 			      q->streaming && q->content_chunks ? q->content_chunks : -1,
@@ -669,6 +730,13 @@ static void attempt_end(struct req *q, CURLcode code)
 		.content_seen = q->first_token_ns != 0,
 	};
 	o = outcome_classify(&f);
+	if (q->sends > 1) {
+		/* libcurl sent it again by itself (on_send): those are retries too. */
+		q->retries += q->sends - 1;
+		q->resends += q->sends - 1;
+	}
+	q->resent_outcome = o;
+	o = outcome_within_retries(o, q->retries, cfg->retries);
 	if (o != OUT_OK && !q->add_failed && outcome_retryable(o, q->status, f.content_seen) &&
 	    q->retries < cfg->retries &&
 	    !run->signal) {
@@ -716,6 +784,8 @@ static struct req *new_slot(struct run *run)
 	curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
 	curl_easy_setopt(q->easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(q->easy, CURLOPT_HEADERDATA, q);
+	curl_easy_setopt(q->easy, CURLOPT_PREREQFUNCTION, on_send);
+	curl_easy_setopt(q->easy, CURLOPT_PREREQDATA, q);
 	curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->errbuf);
 	curl_easy_setopt(q->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(q->easy, CURLOPT_TCP_NODELAY, 1L);
@@ -758,6 +828,7 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 		       (ms->stream_p > 0 && rng_uniform(&run->rng_stream) < ms->stream_p);
 	q->url = cfg->targets[run->next_target++ % cfg->ntargets];
 	q->retries = 0;
+	q->resends = 0;
 	q->sched_ns = sched_ns;
 	snprintf(q->id, sizeof(q->id), "%s%llu", cfg->id_prefix, (unsigned long long)n);
 	snprintf(q->id_header, sizeof(q->id_header), "x-request-id: %s", q->id);

@@ -995,6 +995,133 @@ Test(loadgen, client_retry_honours_retry_after, .timeout = 20)
 	cr_assert_eq(log->nrows - 1, 6);
 }
 
+/* ---- 6b. every delivery counted: libcurl's own re-sends ---- */
+
+/*
+ * About half the requests are reset as soon as mockprov has read them.
+ * libcurl sends a request again by itself, on a new connection, when a
+ * kept-alive connection it reused breaks after the request went out and
+ * before any answer: mockprov then logs the id twice. A reset on a new
+ * connection is not sent again.
+ */
+#define RESET_HALF "{\"kind\":\"reset\",\"after_bytes\":0,\"probability\":0.5," ALWAYS "}"
+#define RESET_HALF_SEED 5
+
+/*
+ * Runs 40 requests (50/s, half of them streams) over one kept-alive
+ * connection at a time to a provider that resets about half of them once
+ * read, with --retries retries; returns the rows, leaves mockprov's log in
+ * *log and the summary in *s.
+ */
+static const struct csv_table *reset_half_run(const char *retries, const struct csv_table **log,
+					      const cJSON **s)
+{
+	char out[128];
+	const struct csv_table *t;
+
+	start_mock("\"ttft_ms\":2,\"output_tokens\":4", RESET_HALF, 0, RESET_HALF_SEED);
+	t = run_mock((const char *[]){ "--rate", "50", "--requests", "40", "--duration", "1s",
+				       "--connections", "1", "--stream", "0.5", "--id-prefix", "d-",
+				       "--retries", retries, "--retry-backoff", "10ms",
+				       NULL }, out, sizeof(out));
+	cr_assert_eq(t->nrows - 1, 40);
+	*log = mock_rows();
+	*s = summary_of(out);
+	return t;
+}
+
+/*
+ * Joins mockprov's log with loadgen's rows on x-request-id: every request
+ * reached mockprov 1 + retries times, and mockprov saw no request loadgen
+ * did not record. Checks the summary's retry counts against the rows.
+ * Returns how many requests mockprov saw more than once.
+ */
+static size_t check_deliveries(const struct csv_table *t, const struct csv_table *log,
+			       const cJSON *s)
+{
+	size_t deliveries = 0;
+	size_t twice = 0;
+	long total = 0;
+	size_t i;
+
+	for (i = 1; i < t->nrows; i++) {
+		const char *id = field(t, i, "id");
+		long retries = strtol(field(t, i, "retries"), NULL, 10);
+		size_t seen = lg_count(log, "request_id", id);
+
+		cr_assert_eq(seen, (size_t)retries + 1,
+			     "id %s: mockprov saw %zu deliveries, loadgen recorded %ld retries "
+			     "(outcome %s, error \"%s\")", id, seen, retries,
+			     field(t, i, "outcome"), field(t, i, "error"));
+		deliveries += seen;
+		total += retries;
+		if (seen > 1)
+			twice++;
+	}
+	cr_assert_eq(log->nrows - 1, deliveries, "mockprov saw %zu deliveries, %zu of them "
+		     "for requests loadgen recorded", log->nrows - 1, deliveries);
+	cr_assert_eq(lg_json_num(s, "retries/total"), (double)total);
+	return twice;
+}
+
+Test(loadgen, every_delivery_counted_without_retries, .timeout = 20)
+{
+	const struct csv_table *t;
+	const struct csv_table *log;
+	const cJSON *s;
+	size_t twice;
+	size_t i;
+
+	t = reset_half_run("0", &log, &s);
+	twice = check_deliveries(t, log, s);
+	cr_assert_gt(twice, 0, "libcurl sent no request twice: nothing was tested");
+	cr_assert_eq(lg_json_num(s, "retries/resends"), (double)twice);
+	for (i = 1; i < t->nrows; i++) {
+		const char *id = field(t, i, "id");
+		const char *outcome = field(t, i, "outcome");
+
+		if (lg_count(log, "request_id", id) == 1) {
+			/* Sent once: what mockprov did to it is what loadgen saw. */
+			size_t r = lg_find(log, "request_id", id);
+
+			cr_assert_str_eq(outcome, strcmp(field(log, r, "fault"), "reset") == 0 ?
+					 "reset" : "ok", "id %s (mock: %s)", id,
+					 field(log, r, "fault"));
+			continue;
+		}
+		/* The one delivery the client asked for was reset. */
+		cr_assert_str_eq(outcome, "reset", "id %s was sent twice, recorded %s", id,
+				 outcome);
+		cr_assert_not_null(strstr(field(t, i, "error"), "sent it again"),
+				   "id %s: error \"%s\"", id, field(t, i, "error"));
+	}
+	cr_assert_eq(lg_json_num(s, "outcomes/reset"), (double)lg_count(t, "outcome", "reset"));
+}
+
+Test(loadgen, every_delivery_counted_with_retries, .timeout = 20)
+{
+	const struct csv_table *t;
+	const struct csv_table *log;
+	const cJSON *s;
+	size_t i;
+
+	t = reset_half_run("3", &log, &s);
+	check_deliveries(t, log, s);
+	cr_assert_gt(lg_json_num(s, "retries/resends"), 0,
+		     "libcurl sent no request twice: nothing was tested");
+	for (i = 1; i < t->nrows; i++) {
+		long retries = strtol(field(t, i, "retries"), NULL, 10);
+
+		/* Past the three retries allowed only by libcurl's re-send: reset. */
+		if (retries > 3)
+			cr_assert_str_eq(field(t, i, "outcome"), "reset", "id %s: %ld retries",
+					 field(t, i, "id"), retries);
+		else if (retries < 3)
+			cr_assert_str_eq(field(t, i, "outcome"), "ok", "id %s: %ld retries (%s)",
+					 field(t, i, "id"), retries, field(t, i, "error"));
+	}
+}
+
 /* ---- 7. the closed loop ---- */
 
 Test(loadgen, closed_loop_holds_concurrency, .timeout = 20)

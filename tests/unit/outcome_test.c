@@ -5,7 +5,8 @@
  * frame, no error event, [DONE]; a "stream_stalled" error event makes it a
  * stall) — and a retrying client tries again only
  * after refused, reset, timeout and HTTP 408, 409, 429, 5xx, and never once
- * a stream has shown content.
+ * a stream has shown content; a libcurl re-send past the retries allowed
+ * leaves a request reset.
  */
 #include <criterion/criterion.h>
 #include <curl/curl.h>
@@ -368,5 +369,42 @@ Test(outcome, classify_then_retry, .timeout = 10)
 		cr_assert_eq(outcome_retryable(o, cases[i].f.status, cases[i].f.content_seen),
 			     cases[i].want, "%s (%s): expected %s", cases[i].what, outcome_name(o),
 			     cases[i].want ? "a retry" : "no retry");
+	}
+}
+
+/*
+ * libcurl's own re-send counts as a retry: one that takes a request past the
+ * retries the client allowed leaves it reset (the last delivery the client
+ * allowed broke), whatever the re-send got; within them, the re-send's
+ * outcome stands.
+ */
+Test(outcome, resends_past_the_retries_allowed_are_reset, .timeout = 10)
+{
+	static const struct {
+		enum outcome got;	/* the last delivery's */
+		int64_t retries;
+		int64_t allowed;
+		enum outcome want;
+	} cases[] = {
+		{ OUT_OK, 0, 0, OUT_OK },
+		{ OUT_OK, 1, 0, OUT_RESET },		/* retries off, re-sent, answered */
+		{ OUT_HTTP_ERROR, 1, 0, OUT_RESET },
+		{ OUT_RESET, 1, 0, OUT_RESET },		/* the re-send was reset too */
+		{ OUT_TIMEOUT, 1, 0, OUT_RESET },
+		{ OUT_OK, 1, 1, OUT_OK },		/* a re-send within --retries 1 */
+		{ OUT_HTTP_ERROR, 3, 3, OUT_HTTP_ERROR },
+		{ OUT_OK, 4, 3, OUT_RESET },		/* the last retry re-sent past 3 */
+		{ OUT_INVALID, 2, 3, OUT_INVALID },
+	};
+	size_t i;
+
+	for (i = 0; i < N(cases); i++) {
+		enum outcome got = outcome_within_retries(cases[i].got, cases[i].retries,
+							  cases[i].allowed);
+
+		cr_assert_eq(got, cases[i].want, "%s after %lld retries of %lld allowed: %s, "
+			     "expected %s", outcome_name(cases[i].got),
+			     (long long)cases[i].retries, (long long)cases[i].allowed,
+			     outcome_name(got), outcome_name(cases[i].want));
 	}
 }
