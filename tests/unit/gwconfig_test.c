@@ -695,6 +695,54 @@ Test(gwconfig, auth_keys_read_from_the_environment, .timeout = 10)
 	gw_config_free(&c);
 }
 
+/* The bounds: keys of 16 and 1024 bytes, 32 variables; one more byte or variable is refused. */
+Test(gwconfig, auth_bounds, .timeout = 10)
+{
+	static char long_key[GW_CLIENT_KEY_MAX + 2];
+	static char json[4096];
+	struct gw_config c;
+	char name[32];
+	size_t used;
+	int i;
+
+	memset(long_key, 'k', GW_CLIENT_KEY_MAX);
+	cr_assert_eq(setenv("FL_GWCFG_MIN", "ck-16-bytes-abcd", 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_MAX", long_key, 1), 0);
+	cr_assert_eq(load(AUTH("{\"keys_env\":[\"FL_GWCFG_MIN\",\"FL_GWCFG_MAX\"]}"), &c), 0, "%s",
+		     err);
+	cr_assert_eq(c.auth.lens[0], GW_CLIENT_KEY_MIN);
+	cr_assert_eq(c.auth.lens[1], GW_CLIENT_KEY_MAX);
+	gw_config_free(&c);
+	long_key[GW_CLIENT_KEY_MAX] = 'k';
+	cr_assert_eq(setenv("FL_GWCFG_MAX", long_key, 1), 0);
+	cr_assert_eq(load(AUTH("{\"keys_env\":[\"FL_GWCFG_MAX\"]}"), &c), -EINVAL);
+	cr_assert(strstr(err, ": auth.keys_env[0]: expected a client key of 16 to 1024 bytes in "
+			 "FL_GWCFG_MAX, got more"), "%s", err);
+
+	for (i = 0; i <= GW_MAX_CLIENT_KEYS; i++) {
+		snprintf(name, sizeof(name), "FL_GWCFG_K%d", i);
+		cr_assert_eq(setenv(name, "ck-many-0123456789", 1), 0);
+	}
+	for (i = GW_MAX_CLIENT_KEYS; i <= GW_MAX_CLIENT_KEYS + 1; i++) {
+		int k;
+
+		used = (size_t)snprintf(json, sizeof(json), "{" P_OK "," M_OK ",\"auth\":{\"keys_env\":[");
+		for (k = 0; k < i; k++)
+			used += (size_t)snprintf(json + used, sizeof(json) - used, "%s\"FL_GWCFG_K%d\"",
+						 k ? "," : "", k);
+		snprintf(json + used, sizeof(json) - used, "]}}");
+		if (i == GW_MAX_CLIENT_KEYS) {
+			cr_assert_eq(load(json, &c), 0, "%d variables: %s", i, err);
+			cr_assert_eq(c.auth.nkeys, (size_t)i);
+			gw_config_free(&c);
+		} else {
+			cr_assert_eq(load(json, &c), -EINVAL, "%d variables accepted", i);
+			cr_assert(strstr(err, ": auth.keys_env: expected an array of 1 to 32 "
+					 "environment variable names, got 33 of them"), "%s", err);
+		}
+	}
+}
+
 /* An auth section that must be refused, and what the message must say. */
 static const struct bad_case bad_auth_cases[] = {
 	{ AUTH("[\"FL_GWCFG_CK1\"]"), ": auth: expected an object, got an array" },
