@@ -397,6 +397,12 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 	rc |= family(b, "faultline_upstream_body_bytes", "gauge",
 		     "Bytes of upstream answers buffered now (upstream_body_budget_bytes bounds it).");
 	rc |= buf_printf(b, "faultline_upstream_body_bytes %zu\n", gw->body_bytes);
+	rc |= family(b, "faultline_auth_failures_total", "counter",
+		     "Requests refused for want of a client key: missing, or invalid.");
+	for (i = AUTH_MISSING; i < AUTH_NVERDICTS; i++)
+		rc |= buf_printf(b, "faultline_auth_failures_total{reason=\"%s\"} %llu\n",
+				 auth_verdict_name((enum auth_verdict)i),
+				 (unsigned long long)gw->auth_failures[i]);
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
 	rc |= health(b, gw);

@@ -55,6 +55,7 @@ static const struct cfg_key top_keys[] = {
 	{ "hedge", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "budget", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "classes", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "auth", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 #define NTOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -269,6 +270,10 @@ struct target_raw {
 static const struct cfg_key target_keys[] = {
 	{ "provider", CFG_STR, offsetof(struct target_raw, provider), true, 0, 0, 0, NULL, NULL },
 	{ "model", CFG_STR, offsetof(struct target_raw, model), true, 0, 0, 0, NULL, NULL },
+};
+
+static const struct cfg_key auth_keys[] = {
+	{ "keys_env", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -530,6 +535,113 @@ static int load_api_key(const char *var, struct gw_provider *p, const char *file
 	}
 	p->auth_header = buf_steal(&b);
 	return p->auth_header ? 0 : cfg_error(err, file, path, "api_key_env", "out of memory");
+}
+
+/* An environment variable's name: a letter or '_', then letters, digits or '_'. */
+static bool env_name_ok(const char *s)
+{
+	size_t i;
+
+	if (!(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+		return false;
+	for (i = 1; s[i]; i++) {
+		if (i >= 128 || !(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') ||
+				  (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Reads client key i, auth.keys_env[i] (item), from the environment into
+ * a. Messages name the variable, never its value.
+ */
+static int load_client_key(const cJSON *list, const cJSON *item, size_t i, const char *file,
+			   struct gw_auth *a, char *err)
+{
+	const cJSON *prev;
+	const char *key;
+	char path[48];
+	char got[96];
+	size_t len;
+	size_t j;
+
+	snprintf(path, sizeof(path), "auth.keys_env[%zu]", i);
+	if (!cJSON_IsString(item) || !env_name_ok(item->valuestring)) {
+		cfg_describe(item, got, sizeof(got));
+		return cfg_error(err, file, path, NULL,
+				 "expected an environment variable's name (a letter or '_', then "
+				 "letters, digits or '_'; at most 128), got %s", got);
+	}
+	for (prev = list->child, j = 0; prev != item; prev = prev->next, j++) {
+		if (strcmp(prev->valuestring, item->valuestring) == 0)
+			return cfg_error(err, file, path, NULL,
+					 "expected each variable once, but %s is also "
+					 "auth.keys_env[%zu]", item->valuestring, j);
+	}
+	key = getenv(item->valuestring);
+	if (!key || !*key)
+		return cfg_error(err, file, path, NULL,
+				 "expected the name of a set environment variable holding a client "
+				 "key, but %s is %s", item->valuestring, key ? "empty" : "not set");
+	len = strlen(key);
+	if (len < GW_CLIENT_KEY_MIN || len > GW_CLIENT_KEY_MAX)
+		return cfg_error(err, file, path, NULL,
+				 "expected a client key of %d to %d bytes in %s, got %s bytes",
+				 GW_CLIENT_KEY_MIN, GW_CLIENT_KEY_MAX, item->valuestring,
+				 len < GW_CLIENT_KEY_MIN ? "fewer" : "more");
+	for (j = 0; j < len; j++) {
+		if ((unsigned char)key[j] <= 0x20 || (unsigned char)key[j] >= 0x7f)
+			return cfg_error(err, file, path, NULL,
+					 "expected a client key of printable ASCII without spaces "
+					 "in %s", item->valuestring);
+	}
+	a->keys[i] = strdup(key);
+	if (!a->keys[i])
+		return cfg_error(err, file, path, NULL, "out of memory");
+	a->lens[i] = len;
+	a->nkeys = i + 1;
+	return 0;
+}
+
+/* The auth section: the client keys, read from the variables auth.keys_env names. */
+static int load_auth(const cJSON *root, const char *file, struct gw_auth *a, char *err)
+{
+	const cJSON *auth = cJSON_GetObjectItemCaseSensitive(root, "auth");
+	const cJSON *list;
+	const cJSON *item;
+	char got[96];
+	char unused;
+	size_t i = 0;
+	int n;
+	int rc;
+
+	if (!auth)
+		return 0;
+	rc = cfg_apply(auth_keys, NELEM(auth_keys), auth, &unused, file, "auth", err);
+	if (rc)
+		return rc;
+	list = cJSON_GetObjectItemCaseSensitive(auth, "keys_env");
+	n = cJSON_GetArraySize(list);
+	if (!cJSON_IsArray(list) || n < 1 || n > GW_MAX_CLIENT_KEYS) {
+		if (cJSON_IsArray(list))
+			snprintf(got, sizeof(got), "%d of them", n);
+		else
+			cfg_describe(list, got, sizeof(got));
+		return cfg_error(err, file, "auth", "keys_env",
+				 "expected an array of 1 to %d environment variable names, got %s",
+				 GW_MAX_CLIENT_KEYS, got);
+	}
+	a->keys = calloc((size_t)n, sizeof(*a->keys));
+	a->lens = calloc((size_t)n, sizeof(*a->lens));
+	if (!a->keys || !a->lens)
+		return cfg_error(err, file, "auth", "keys_env", "out of memory");
+	cJSON_ArrayForEach(item, list) {
+		rc = load_client_key(list, item, i++, file, a, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker,
@@ -844,6 +956,8 @@ int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, c
 	if (!root)
 		return -EINVAL;
 	rc = load_top(root, path, cfg, err);
+	if (!rc)
+		rc = load_auth(root, path, &cfg->auth, err);
 	if (rc)
 		goto out;
 	rc = apply_section(breaker_keys, NBREAKER_KEYS, root, "breaker", &br, path, "breaker", err);
@@ -910,5 +1024,41 @@ void gw_config_free(struct gw_config *cfg)
 	}
 	free(cfg->providers);
 	free(cfg->aliases);
+	for (i = 0; i < cfg->auth.nkeys; i++) {
+		explicit_bzero(cfg->auth.keys[i], cfg->auth.lens[i]);
+		free(cfg->auth.keys[i]);
+	}
+	free(cfg->auth.keys);
+	free(cfg->auth.lens);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+int gw_config_check_listen(const struct gw_config *cfg, const struct sockaddr_storage *addr,
+			   const char *flag, bool allow_remote, const char *file, char *err)
+{
+	char text[64];
+
+	if (opt_addr_is_loopback((const struct sockaddr *)addr))
+		return 0;
+	opt_format_addr((const struct sockaddr *)addr, text, sizeof(text));
+	if (!allow_remote && flag) {
+		snprintf(err, CFG_ERR_LEN,
+			 "%s: expected a loopback address (127.0.0.0/8 or ::1) without "
+			 "--allow-remote, got \"%s\": anyone who can reach it would spend the "
+			 "providers' keys (serving remotely needs --allow-remote and client keys "
+			 "in auth.keys_env)", flag, text);
+		return -EINVAL;
+	}
+	if (!allow_remote)
+		return cfg_error(err, file, "", "listen",
+				 "expected a loopback address (127.0.0.0/8 or ::1) without "
+				 "--allow-remote, got \"%s\": anyone who can reach it would spend "
+				 "the providers' keys (serving remotely needs --allow-remote and "
+				 "client keys in auth.keys_env)", text);
+	if (!cfg->auth.nkeys)
+		return cfg_error(err, file, "auth", "keys_env",
+				 "missing (required to serve on %s, from %s, which is not loopback: "
+				 "without client keys anyone who can reach it would spend the "
+				 "providers' keys)", text, flag ? flag : "listen");
+	return 0;
 }

@@ -16,6 +16,11 @@
 #include "cfg.h"
 #include "health.h"
 
+/* Limits of the client keys (auth.keys_env). */
+#define GW_MAX_CLIENT_KEYS 32
+#define GW_CLIENT_KEY_MIN 16		/* bytes: shorter keys can be guessed */
+#define GW_CLIENT_KEY_MAX 1024
+
 /* Limits of a chain. */
 #define GW_MAX_TARGETS 16
 #define GW_MAX_ATTEMPTS 64
@@ -89,6 +94,16 @@ struct gw_alias {
 	struct gw_budget budget;
 };
 
+/*
+ * The client keys a request must present (README: Client keys); none when
+ * nkeys is 0. The keys are never logged, and are wiped when freed.
+ */
+struct gw_auth {
+	char **keys;			/* each 16-1024 printable bytes, no spaces */
+	size_t *lens;
+	size_t nkeys;
+};
+
 struct gw_config {
 	struct sockaddr_storage listen;
 	double deadline_ms;
@@ -108,16 +123,29 @@ struct gw_config {
 	size_t nproviders;
 	struct gw_alias *aliases;
 	size_t naliases;
+	struct gw_auth auth;		/* auth.keys_env */
 };
 
 /*
  * Loads and validates a config file. Providers' base URLs must be on
  * loopback unless allow_remote. An api_key_env must name a variable that
  * is set (its value is read here, and never written anywhere but the
- * upstream request). Returns 0, or -EINVAL with "FILE: KEY.PATH: expected
- * …, got …" in err (CFG_ERR_LEN bytes); cfg is then empty.
+ * upstream request). So must each of auth.keys_env, whose values are the
+ * client keys. Returns 0, or -EINVAL with "FILE: KEY.PATH: expected …,
+ * got …" in err (CFG_ERR_LEN bytes); cfg is then empty.
  */
 int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err);
+
+/*
+ * Checks that the gateway may serve on addr, the config's listen or (when
+ * flag is not NULL) the flag's value: an address that is not loopback
+ * needs allow_remote and client keys (auth.keys_env), else anyone who can
+ * reach it spends the providers' keys. file is the config's path. Returns
+ * 0, or -EINVAL with a message naming the file and key, or the flag, in
+ * err (CFG_ERR_LEN bytes).
+ */
+int gw_config_check_listen(const struct gw_config *cfg, const struct sockaddr_storage *addr,
+			   const char *flag, bool allow_remote, const char *file, char *err);
 
 /* Frees what gw_config_load allocated. */
 void gw_config_free(struct gw_config *cfg);

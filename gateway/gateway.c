@@ -204,6 +204,36 @@ static void serve_health(struct http_exchange *ex, const char *method)
 		http_respond(ex, 200, h, 1, ok, sizeof(ok) - 1);
 }
 
+/*
+ * With client keys configured, whether the request carries one; if not,
+ * it is answered 401 and counted (by reason, and as a chat answer when
+ * chat). Neither the key nor the header is written anywhere.
+ */
+static bool authorized(struct gateway *gw, struct http_exchange *ex, bool chat)
+{
+	const struct http_request *req = http_exchange_request(ex);
+	enum auth_verdict v = auth_check(&gw->cfg->auth, http_request_header(req, "Authorization"));
+	const struct http_kv missing[] = { { "WWW-Authenticate", "Bearer realm=\"faultline\"" } };
+	const struct http_kv invalid[] = {
+		{ "WWW-Authenticate", "Bearer realm=\"faultline\", error=\"invalid_token\"" },
+	};
+
+	if (v == AUTH_OK)
+		return true;
+	gw->auth_failures[v]++;
+	if (chat)
+		status_counts_add(&gw->unrouted, 401);
+	if (v == AUTH_MISSING)
+		http_respond_error(ex, 401, "You didn't provide an API key. You need to provide your "
+				   "API key in an Authorization header using Bearer auth (i.e. "
+				   "Authorization: Bearer YOUR_KEY).", "invalid_request_error", NULL,
+				   "invalid_api_key", missing, 1);
+	else
+		http_respond_error(ex, 401, "Incorrect API key provided.", "invalid_request_error",
+				   NULL, "invalid_api_key", invalid, 1);
+	return false;
+}
+
 static void on_request(struct http_exchange *ex, void *data)
 {
 	struct gateway *gw = data;
@@ -213,6 +243,10 @@ static void on_request(struct http_exchange *ex, void *data)
 
 	if (strncmp(path, "/v1/", 4) == 0)
 		path += 3;
+	/* Everything but /healthz needs a client key, when there are any (README). */
+	if (strcmp(path, "/healthz") != 0 &&
+	    !authorized(gw, ex, strcmp(path, "/chat/completions") == 0))
+		return;
 	if (strcmp(path, "/chat/completions") == 0) {
 		if (strcmp(req->method, "POST")) {
 			status_counts_add(&gw->unrouted, 405);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <uv.h>
 
+#include "auth.h"
 #include "buf.h"
 #include "config.h"
 #include "curl_uv.h"
@@ -31,6 +32,7 @@ struct gateway {
 	struct router router;
 	struct provider_stats *pstats;	/* one per provider, by config index */
 	struct status_counts unrouted;	/* answers to requests with no known alias */
+	uint64_t auth_failures[AUTH_NVERDICTS];	/* requests refused for their key, by verdict */
 	struct cost_table *costs;	/* spend by provider, tenant and feature */
 	struct curl_uv cu;
 	struct curl_uv hcu;		/* the health checks' transfers */

@@ -33,7 +33,8 @@ static const char usage_text[] =
 	"  --listen HOST:PORT  where to serve (default: the config's listen)\n"
 	"  --events FILE       append a JSON line per breaker state change\n"
 	"  --seed N            seed for retry and cooldown jitter (default: the config's)\n"
-	"  --allow-remote      allow provider base URLs that are not loopback\n"
+	"  --allow-remote      allow provider base URLs and a listen address that are\n"
+	"                      not loopback (the latter needs auth.keys_env)\n"
 	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
 	"  --help              this text\n"
 	"\n"
@@ -198,6 +199,12 @@ int main(int argc, char **argv)
 		gw_config_free(&cfg);
 		opt_usage_error("gateway", "--listen: expected HOST:PORT, got \"%s\"", a.listen);
 	}
+	if (gw_config_check_listen(&cfg, &addr, a.listen ? "--listen" : NULL, a.allow_remote,
+				   a.config, err)) {
+		fprintf(stderr, "gateway: %s\n", err);
+		gw_config_free(&cfg);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: an error to report, not a death */
 	check_fd_limit(&cfg);
@@ -233,8 +240,8 @@ int main(int argc, char **argv)
 	opt_format_addr(http_server_addr(ms.gw.srv), text, sizeof(text));
 	printf("listening %s\nready\n", text);
 	fflush(stdout);
-	log_info("serving %zu alias(es) over %zu provider(s) on %s", cfg.naliases, cfg.nproviders,
-		 text);
+	log_info("serving %zu alias(es) over %zu provider(s) on %s, %s", cfg.naliases,
+		 cfg.nproviders, text, cfg.auth.nkeys ? "client keys required" : "no client keys");
 	uv_run(ms.loop, UV_RUN_DEFAULT);
 	if (ms.gw.events_failed)
 		exit_code = 1;

@@ -331,6 +331,105 @@ Test(gateway_api, models_and_healthz, .timeout = 20)
 
 /* ---- what goes upstream ---- */
 
+/* The client key of request_is_forwarded_as_written, and a wrong one. */
+#define CLIENT_KEY "client-secret-5c1e9a7f30b24d86"
+#define WRONG_CLIENT_KEY "client-secret-5c1e9a7f30b24d87"
+
+/*
+ * A port on 127.0.0.1 that refuses connections: bound (so nothing else
+ * takes it) but not listening, its socket left in *fd, "127.0.0.1:PORT"
+ * in out. Returns 0 or -1.
+ */
+static int closed_port(int *fd, char *out, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*fd < 0)
+		return -1;
+	if (bind(*fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(*fd, (struct sockaddr *)&a, &alen)) {
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	snprintf(out, len, "127.0.0.1:%d", ntohs(a.sin_port));
+	return 0;
+}
+
+/* Asserts that none of the keys is in text (named what). */
+static void expect_no_key_in(const char *text, const char *what)
+{
+	static const char *const keys[] = { "sk-test-123", CLIENT_KEY, WRONG_CLIENT_KEY };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cr_assert_null(strstr(text, keys[i]), "the key %s is in %s:\n%s", keys[i], what,
+			       text);
+}
+
+/*
+ * The second half of request_is_forwarded_as_written: requests with a
+ * wrong client key and with none are refused; a failure on alias "dead"
+ * (its provider's port refuses: closed_fd) opens its breaker, so the
+ * events file has a line; then no key is in the gateway's stderr,
+ * /metrics, the events file or any answer, and the client key never went
+ * upstream.
+ */
+static void expect_no_key_written(const char *client, const char *const *with_key,
+				  int closed_fd)
+{
+	static const char *const wrong[] = { "Authorization: Bearer " WRONG_CLIENT_KEY, NULL };
+	static char text[1 << 16];
+	struct http_result *r;
+	char body[256];
+	size_t i;
+	unsigned n;
+	FILE *fp;
+
+	r = request(NULL, CHAT, client, wrong);
+	cr_assert_eq(r->status, 401, "a wrong client key: %ld %s", r->status, r->body);
+	r = request(NULL, CHAT, client, NULL);
+	cr_assert_eq(r->status, 401, "no client key: %ld %s", r->status, r->body);
+	r = request("GET", "/metrics", NULL, wrong);
+	cr_assert_eq(r->status, 401, "/metrics with a wrong client key: %ld %s", r->status,
+		     r->body);
+	r = request(NULL, CHAT, gw_chat_body("dead", body, sizeof(body)), with_key);
+	cr_assert(r->status >= 500, "dead: %ld %s", r->status, r->body);
+	close(closed_fd);
+	r = request("GET", "/metrics", NULL, with_key);
+	cr_assert_eq(r->status, 200, "/metrics: %ld %s", r->status, r->body);
+	cr_assert_eq(gw_metric(r->body, "faultline_auth_failures_total", "reason=invalid"), 2,
+		     "%s", r->body);
+	cr_assert_eq(gw_metric(r->body, "faultline_auth_failures_total", "reason=missing"), 1,
+		     "%s", r->body);
+	expect_no_key_in(r->body, "/metrics");
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 5000), 0);
+
+	for (i = 0; i < held.nresults; i++) {
+		expect_no_key_in(held.results[i].headers ? held.results[i].headers : "",
+				 "an answer's headers");
+		expect_no_key_in(held.results[i].body ? held.results[i].body : "", "an answer");
+	}
+	expect_no_key_in(gw_stderr(&gw, text, sizeof(text)), "the gateway's stderr");
+	cr_assert(strstr(text, "debug"), "nothing logged at debug:\n%s", text);
+	fp = fopen(gw.events_path, "r");
+	cr_assert_not_null(fp, "no events file");
+	text[fread(text, 1, sizeof(text) - 1, fp)] = '\0';
+	fclose(fp);
+	cr_assert(strstr(text, "\"provider\":\"down\""), "no breaker change in the events:\n%s",
+		  text);
+	expect_no_key_in(text, "the events file");
+	pthread_mutex_lock(&stub.mu);
+	n = stub.requests < STUB_MAX_REQUESTS ? stub.requests : STUB_MAX_REQUESTS;
+	pthread_mutex_unlock(&stub.mu);
+	for (i = 0; i < n; i++) {
+		cr_assert_null(strstr(stub.headers[i], CLIENT_KEY), "the client key went upstream");
+		cr_assert_null(strstr(stub.bodies[i], CLIENT_KEY), "the client key went upstream");
+	}
+}
+
 /*
  * The client's body, with the top-level model's value as %s: odd spacing,
  * a \u escape, "model" inside a string and in a nested object, and keys
@@ -350,34 +449,52 @@ Test(gateway_api, models_and_healthz, .timeout = 20)
  * space does not). The client gets the stub's body byte for byte and none
  * of its other headers, and x-faultline-cost-usd = 7 × 0.5/1k + 3 × 1.5/1k (the stub's
  * usage) = 0.008.
+ *
+ * No key is written anywhere: with a client key configured (auth.keys_env)
+ * and requests made with it and with a wrong one, neither the provider's
+ * key nor the client keys, right or wrong, are in the gateway's stderr (at
+ * --log-level debug), /metrics, the events file (a breaker change is
+ * provoked to have a line there) or any answer; the client's key never
+ * goes upstream.
  */
 Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 {
-	static const char *const env[] = { "FL_GW_TEST_KEY=sk-test-123", NULL };
+	static const char *const env[] = { "FL_GW_TEST_KEY=sk-test-123",
+					   "FL_GW_CLIENT_KEY=" CLIENT_KEY, NULL };
 	static const char *const hdrs[] = { "x-request-id: rid-pass-1",
 					    "idempotency-key: idem-42",
-					    "Authorization: Bearer client-secret", NULL };
-	static const char *const spaced_key[] = { "idempotency-key: has a space", NULL };
+					    "Authorization: Bearer " CLIENT_KEY, NULL };
+	static const char *const spaced_key[] = { "idempotency-key: has a space",
+						  "Authorization: Bearer " CLIENT_KEY, NULL };
+	static const char *const with_key[] = { "Authorization: Bearer " CLIENT_KEY, NULL };
 	static const struct http_kv stub_extra[] = { { "x-upstream-internal", "secret" } };
+	const struct gw_opts opts = { .env = env, .log_level = "debug" };
 	char cfg[2048];
 	char client[512];
 	char want[512];
 	char v[256];
 	char url[128];
+	char closed[64];
+	int closed_fd;
 	struct http_result *r;
 	struct http_result *direct;
 	struct http_opts o = { .timeout_ms = 3000 };
 	double cost;
 
 	cr_assert_eq(stub_start(&stub, stub_extra, 1), 0, "the stub server did not start");
+	cr_assert_eq(closed_port(&closed_fd, closed, sizeof(closed)), 0);
 	snprintf(cfg, sizeof(cfg),
 		 "{'providers':{"
 		 "'stub':{'base_url':'http://%s/v1','api_key_env':'FL_GW_TEST_KEY',"
 		 "'price_per_1k':{'input':0.5,'output':1.5}},"
-		 "'nokey':{'base_url':'http://%s/v1'}},"
+		 "'nokey':{'base_url':'http://%s/v1'},"
+		 "'down':{'base_url':'http://%s/v1','api_key_env':'FL_GW_TEST_KEY',"
+		 "'breaker':{'consecutive_failures':1}}},"
 		 "'models':{'chat':{'targets':[{'provider':'stub','model':'upstream-model-x'}]},"
-		 "'plain':{'targets':[{'provider':'nokey','model':'m2'}]}}}", stub.addr, stub.addr);
-	start_gw_env(cfg, env);
+		 "'plain':{'targets':[{'provider':'nokey','model':'m2'}]},"
+		 "'dead':{'targets':[{'provider':'down','model':'m3'}]}},"
+		 "'auth':{'keys_env':['FL_GW_CLIENT_KEY']}}", stub.addr, stub.addr, closed);
+	gw_start_template(&gw, cfg, &mock, &opts);
 
 	snprintf(client, sizeof(client), CLIENT_BODY, "chat");
 	snprintf(want, sizeof(want), CLIENT_BODY, "upstream-model-x");
@@ -388,7 +505,7 @@ Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 			 stub.bodies[0], want);
 	cr_assert_str_eq(stub_header(&stub, 0, "authorization", v, sizeof(v)) ?
 			 v : "(absent)", "Bearer sk-test-123");
-	cr_assert_null(strstr(stub.headers[0], "client-secret"),
+	cr_assert_null(strstr(stub.headers[0], CLIENT_KEY),
 		       "the client's own Authorization went upstream:\n%s", stub.headers[0]);
 	cr_assert_str_eq(stub_header(&stub, 0, "x-request-id", v, sizeof(v)) ? v : "(absent)",
 			 "rid-pass-1");
@@ -424,7 +541,7 @@ Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 	/* No api_key_env: no Authorization upstream. */
 	snprintf(client, sizeof(client), CLIENT_BODY, "plain");
 	snprintf(want, sizeof(want), CLIENT_BODY, "m2");
-	r = request(NULL, CHAT, client, NULL);
+	r = request(NULL, CHAT, client, with_key);
 	cr_assert_eq(r->status, 200, "%ld %s", r->status, r->body);
 	cr_assert_eq(stub.requests, 3);
 	cr_assert_str_eq(stub.bodies[2], want);
@@ -440,6 +557,8 @@ Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 	cr_assert_eq(http_do(url, &o, direct), 0);
 	cr_assert_eq(direct->status, 200);
 	cr_assert_str_eq(r->body, direct->body, "the answer is not the upstream's body");
+
+	expect_no_key_written(client, with_key, closed_fd);
 }
 
 /*

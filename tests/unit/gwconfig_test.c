@@ -653,3 +653,228 @@ Test(gwconfig, health_check_interval_of_1_ms, .timeout = 10)
 	cr_assert_float_eq(c.providers[0].health.unhealthy_interval_ms, 1, 0);
 	gw_config_free(&c);
 }
+
+/* ---- client keys (auth) and the listen address ---- */
+
+#define CK1 "ck-first-0123456789abcdef"
+#define CK2 "ck-second-0123456789abcdef"
+
+/* The variables the auth cases read (each test runs in a process of its own). */
+static void set_key_env(void)
+{
+	cr_assert_eq(setenv("FL_GWCFG_CK1", CK1, 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_CK2", CK2, 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_EMPTY", "", 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_SHORT", "ck-15-bytes-abc", 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_SPACE", "ck-with a-space-0123456789", 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_CTRL", "ck-with-a-tab\t0123456789", 1), 0);
+	cr_assert_eq(unsetenv("FL_GWCFG_UNSET"), 0);
+}
+
+#define AUTH(list) "{" P_OK "," M_OK ",\"auth\":" list "}"
+
+/* auth.keys_env: each variable's value is a client key, kept in order. */
+Test(gwconfig, auth_keys_read_from_the_environment, .timeout = 10)
+{
+	struct gw_config c;
+
+	set_key_env();
+	cr_assert_eq(load(AUTH("{\"keys_env\":[\"FL_GWCFG_CK1\",\"FL_GWCFG_CK2\"]}"), &c), 0, "%s",
+		     err);
+	cr_assert_eq(c.auth.nkeys, 2);
+	cr_assert_str_eq(c.auth.keys[0], CK1);
+	cr_assert_eq(c.auth.lens[0], strlen(CK1));
+	cr_assert_str_eq(c.auth.keys[1], CK2);
+	cr_assert_eq(c.auth.lens[1], strlen(CK2));
+	gw_config_free(&c);
+	cr_assert_eq(c.auth.nkeys, 0);
+	cr_assert_null(c.auth.keys);
+
+	cr_assert_eq(load(MINIMAL, &c), 0, "%s", err);
+	cr_assert_eq(c.auth.nkeys, 0, "client keys without an auth section");
+	gw_config_free(&c);
+}
+
+/* The bounds: keys of 16 and 1024 bytes, 32 variables; one more byte or variable is refused. */
+Test(gwconfig, auth_bounds, .timeout = 10)
+{
+	static char long_key[GW_CLIENT_KEY_MAX + 2];
+	static char json[4096];
+	struct gw_config c;
+	char name[32];
+	size_t used;
+	int i;
+
+	memset(long_key, 'k', GW_CLIENT_KEY_MAX);
+	cr_assert_eq(setenv("FL_GWCFG_MIN", "ck-16-bytes-abcd", 1), 0);
+	cr_assert_eq(setenv("FL_GWCFG_MAX", long_key, 1), 0);
+	cr_assert_eq(load(AUTH("{\"keys_env\":[\"FL_GWCFG_MIN\",\"FL_GWCFG_MAX\"]}"), &c), 0, "%s",
+		     err);
+	cr_assert_eq(c.auth.lens[0], GW_CLIENT_KEY_MIN);
+	cr_assert_eq(c.auth.lens[1], GW_CLIENT_KEY_MAX);
+	gw_config_free(&c);
+	long_key[GW_CLIENT_KEY_MAX] = 'k';
+	cr_assert_eq(setenv("FL_GWCFG_MAX", long_key, 1), 0);
+	cr_assert_eq(load(AUTH("{\"keys_env\":[\"FL_GWCFG_MAX\"]}"), &c), -EINVAL);
+	cr_assert(strstr(err, ": auth.keys_env[0]: expected a client key of 16 to 1024 bytes in "
+			 "FL_GWCFG_MAX, got more"), "%s", err);
+
+	for (i = 0; i <= GW_MAX_CLIENT_KEYS; i++) {
+		snprintf(name, sizeof(name), "FL_GWCFG_K%d", i);
+		cr_assert_eq(setenv(name, "ck-many-0123456789", 1), 0);
+	}
+	for (i = GW_MAX_CLIENT_KEYS; i <= GW_MAX_CLIENT_KEYS + 1; i++) {
+		int k;
+
+		used = (size_t)snprintf(json, sizeof(json), "{" P_OK "," M_OK ",\"auth\":{\"keys_env\":[");
+		for (k = 0; k < i; k++)
+			used += (size_t)snprintf(json + used, sizeof(json) - used, "%s\"FL_GWCFG_K%d\"",
+						 k ? "," : "", k);
+		snprintf(json + used, sizeof(json) - used, "]}}");
+		if (i == GW_MAX_CLIENT_KEYS) {
+			cr_assert_eq(load(json, &c), 0, "%d variables: %s", i, err);
+			cr_assert_eq(c.auth.nkeys, (size_t)i);
+			gw_config_free(&c);
+		} else {
+			cr_assert_eq(load(json, &c), -EINVAL, "%d variables accepted", i);
+			cr_assert(strstr(err, ": auth.keys_env: expected an array of 1 to 32 "
+					 "environment variable names, got 33 of them"), "%s", err);
+		}
+	}
+}
+
+/* An auth section that must be refused, and what the message must say. */
+static const struct bad_case bad_auth_cases[] = {
+	{ AUTH("[\"FL_GWCFG_CK1\"]"), ": auth: expected an object, got an array" },
+	{ AUTH("{}"), ": auth.keys_env: missing (required)" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_CK1\"],\"keys\":[]}"), ": auth.keys: unknown key" },
+	{ AUTH("{\"keys_env\":\"FL_GWCFG_CK1\"}"),
+	  ": auth.keys_env: expected an array of 1 to 32 environment variable names, got the "
+	  "string \"FL_GWCFG_CK1\"" },
+	{ AUTH("{\"keys_env\":[]}"),
+	  ": auth.keys_env: expected an array of 1 to 32 environment variable names, got 0 of "
+	  "them" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_CK1\",7]}"),
+	  ": auth.keys_env[1]: expected an environment variable's name" },
+	{ AUTH("{\"keys_env\":[\"1FL\"]}"), ": auth.keys_env[0]: expected an environment variable's name" },
+	{ AUTH("{\"keys_env\":[\"FL-GW\"]}"), ": auth.keys_env[0]: expected an environment variable's name" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_CK1\",\"FL_GWCFG_UNSET\"]}"),
+	  ": auth.keys_env[1]: expected the name of a set environment variable holding a client "
+	  "key, but FL_GWCFG_UNSET is not set" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_EMPTY\"]}"),
+	  ": auth.keys_env[0]: expected the name of a set environment variable holding a client "
+	  "key, but FL_GWCFG_EMPTY is empty" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_SHORT\"]}"),
+	  ": auth.keys_env[0]: expected a client key of 16 to 1024 bytes in FL_GWCFG_SHORT, got "
+	  "fewer" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_SPACE\"]}"),
+	  ": auth.keys_env[0]: expected a client key of printable ASCII without spaces in "
+	  "FL_GWCFG_SPACE" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_CTRL\"]}"),
+	  ": auth.keys_env[0]: expected a client key of printable ASCII without spaces in "
+	  "FL_GWCFG_CTRL" },
+	{ AUTH("{\"keys_env\":[\"FL_GWCFG_CK1\",\"FL_GWCFG_CK2\",\"FL_GWCFG_CK1\"]}"),
+	  ": auth.keys_env[2]: expected each variable once, but FL_GWCFG_CK1 is also "
+	  "auth.keys_env[0]" },
+};
+
+/* Each bad auth section is refused naming the file and key path, and never a key's value. */
+Test(gwconfig, bad_auth_configs, .timeout = 10)
+{
+	static const char *const values[] = { CK1, CK2, "ck-15-bytes-abc", "a-space-0123456789",
+					      "0123456789" };
+	size_t i;
+	size_t j;
+
+	set_key_env();
+	for (i = 0; i < sizeof(bad_auth_cases) / sizeof(bad_auth_cases[0]); i++) {
+		const struct bad_case *bc = &bad_auth_cases[i];
+		struct gw_config c;
+
+		cr_assert_eq(load(bc->json, &c), -EINVAL, "accepted: %s", bc->json);
+		cr_assert(strncmp(err, file, strlen(file)) == 0, "names the file: %s", err);
+		cr_assert(strstr(err, bc->says), "expected \"%s\" in \"%s\"", bc->says, err);
+		for (j = 0; j < sizeof(values) / sizeof(values[0]); j++)
+			cr_assert_null(strstr(err, values[j]), "a key's value in \"%s\"", err);
+		cr_assert_null(c.auth.keys, "nothing kept after a refusal");
+		cr_assert_eq(c.auth.nkeys, 0);
+	}
+}
+
+/* Loads json (asserted) and checks listen (the config's, or flag's value addr). */
+static int check_listen(const char *json, const char *addr, const char *flag, bool allow_remote)
+{
+	struct sockaddr_storage ss;
+	struct gw_config c;
+	char path[sizeof(file)];
+	int rc;
+
+	cr_assert_eq(load_opts(json, allow_remote, &c), 0, "%s", err);
+	snprintf(path, sizeof(path), "%s", file);
+	ss = c.listen;
+	if (addr)
+		cr_assert_eq(opt_parse_hostport(addr, &ss), 0, "%s", addr);
+	err[0] = '\0';
+	rc = gw_config_check_listen(&c, &ss, flag, allow_remote, path, err);
+	gw_config_free(&c);
+	return rc;
+}
+
+#define LISTEN(addr) "{\"listen\":\"" addr "\"," P_OK "," M_OK "}"
+#define LISTEN_AUTH(addr) \
+	"{\"listen\":\"" addr "\"," P_OK "," M_OK ",\"auth\":{\"keys_env\":[\"FL_GWCFG_CK1\"]}}"
+
+/*
+ * A loopback listen needs nothing; any other needs --allow-remote, then
+ * client keys: the message names the file and key (or the flag), and says
+ * why.
+ */
+Test(gwconfig, remote_listen_needs_allow_remote_and_keys, .timeout = 10)
+{
+	static const char *const loopback[] = { "127.0.0.1:0", "127.1.2.3:80", "[::1]:0",
+						"localhost:0" };
+	size_t i;
+
+	set_key_env();
+	for (i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
+		cr_assert_eq(check_listen(LISTEN("127.0.0.1:0"), loopback[i], "--listen", false), 0,
+			     "%s: %s", loopback[i], err);
+		cr_assert_eq(check_listen(MINIMAL, loopback[i], NULL, false), 0, "%s: %s",
+			     loopback[i], err);
+	}
+	cr_assert_eq(check_listen(LISTEN_AUTH("127.0.0.1:0"), NULL, NULL, false), 0, "%s", err);
+
+	/* The config's listen: FILE: listen. */
+	cr_assert_eq(check_listen(LISTEN("0.0.0.0:8080"), NULL, NULL, false), -EINVAL);
+	cr_assert(strncmp(err, file, strlen(file)) == 0, "names the file: %s", err);
+	cr_assert(strstr(err, ": listen: expected a loopback address (127.0.0.0/8 or ::1) without "
+			 "--allow-remote, got \"0.0.0.0:8080\": anyone who can reach it would "
+			 "spend the providers' keys"), "%s", err);
+	cr_assert_eq(check_listen(LISTEN_AUTH("10.1.2.3:8080"), NULL, NULL, false), -EINVAL,
+		     "client keys alone do not allow a remote listen");
+	cr_assert(strstr(err, ": listen: expected a loopback address"), "%s", err);
+	/* IPv4-mapped loopback is not taken as loopback: the safe side. */
+	cr_assert_eq(check_listen(LISTEN("[::ffff:127.0.0.1]:80"), NULL, NULL, false), -EINVAL);
+
+	/* --listen: the flag, and a config listen it replaces does not count. */
+	cr_assert_eq(check_listen(LISTEN("127.0.0.1:0"), "[::]:0", "--listen", false), -EINVAL);
+	cr_assert(strncmp(err, "--listen: expected a loopback address (127.0.0.0/8 or ::1) "
+			  "without --allow-remote, got \"[::]:0\"", 56) == 0, "%s", err);
+	cr_assert(strstr(err, "--allow-remote and client keys in auth.keys_env"), "%s", err);
+	cr_assert_eq(check_listen(LISTEN("0.0.0.0:8080"), "127.0.0.1:0", "--listen", false), 0,
+		     "%s", err);
+
+	/* --allow-remote without client keys: FILE: auth.keys_env. */
+	cr_assert_eq(check_listen(LISTEN("0.0.0.0:8080"), NULL, NULL, true), -EINVAL);
+	cr_assert(strncmp(err, file, strlen(file)) == 0, "names the file: %s", err);
+	cr_assert(strstr(err, ": auth.keys_env: missing (required to serve on 0.0.0.0:8080, from "
+			 "listen, which is not loopback"), "%s", err);
+	cr_assert_eq(check_listen(MINIMAL, "0.0.0.0:0", "--listen", true), -EINVAL);
+	cr_assert(strstr(err, ": auth.keys_env: missing (required to serve on 0.0.0.0:0, from "
+			 "--listen"), "%s", err);
+
+	/* Both: it may serve there. */
+	cr_assert_eq(check_listen(LISTEN_AUTH("0.0.0.0:8080"), NULL, NULL, true), 0, "%s", err);
+	cr_assert_eq(check_listen(LISTEN_AUTH("127.0.0.1:0"), "[::]:0", "--listen", true), 0, "%s",
+		     err);
+}
