@@ -47,8 +47,8 @@ static const char usage_text[] =
 	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
 	"\n"
-	"Exit status: 0 every run completed; 1 a run failed; 2 a bad command line or\n"
-	"scenario; 130/143 stopped by SIGINT/SIGTERM.\n";
+	"Exit status: 0 every run completed; 1 a run failed or a file could not be\n"
+	"written; 2 a bad command line or scenario; 130/143 stopped by SIGINT/SIGTERM.\n";
 
 /* Where mockprov, gateway and loadgen are: $FAULTLINE_BIN, else beside chaos. */
 static void find_bin_dir(char *out, size_t len)
@@ -93,14 +93,15 @@ static int cmd_plot(int argc, char **argv)
 	char bin_dir[PATH_MAX];
 	char plots[PATH_MAX];
 	char err[CFG_ERR_LEN];
+	bool write_failed = false;
 
 	if (argc != 3 || argv[2][0] == '-')
 		opt_usage_error("chaos", "plot takes one results directory (DIR/NAME/STAMP)");
 	find_bin_dir(bin_dir, sizeof(bin_dir));
 	find_plots_dir(bin_dir, plots, sizeof(plots));
-	if (plot_stamp(argv[2], plots, err)) {
+	if (plot_stamp(argv[2], plots, err, &write_failed)) {
 		fprintf(stderr, "chaos: %s\n", err);
-		return 2;
+		return write_failed ? 1 : 2;
 	}
 	printf("plots: %s/plots/ (%s, %s, %s, %s .png)\n", argv[2], plot_names[0], plot_names[1],
 	       plot_names[2], plot_names[3]);

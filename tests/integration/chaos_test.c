@@ -3,7 +3,9 @@
  * a gateway setup, with a kill and a restart, checked by its result files
  * and exit status; streams that stall, in the summary, report and gate; a
  * bad scenario; a setup that crashes; Ctrl-C in the
- * middle of a run, after which no child of it is left.
+ * middle of a run, after which no child of it is left; files that cannot
+ * be written (a file size limit, /dev/full) failing with exit 1, the file
+ * named and left as .tmp.
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -929,4 +932,198 @@ Test(chaos, an_external_gateway_slow_to_start, .timeout = 60)
 	cr_assert_eq(t.nrows - 1, 30, "%zu requests", t.nrows - 1);
 	cr_assert_eq(lg_count(&t, "outcome", "ok"), 30, "the load did not wait for the gateway");
 	csv_free(&t);
+}
+
+/* ---- files that cannot be written ---- */
+
+/*
+ * lg_spawn with the child's file size limit at limit bytes and SIGXFSZ
+ * ignored, so that a write past it fails with EFBIG as on a full disk (the
+ * runner's children get SIGXFSZ back at its default).
+ */
+static void spawn_limited(struct lg_proc *p, const char *const argv[], rlim_t limit)
+{
+	struct rlimit old;
+	struct rlimit lim;
+	void (*old_xfsz)(int);
+	int rc;
+
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = limit;
+	old_xfsz = signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	rc = lg_spawn(p, argv);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, old_xfsz);
+	cr_assert_eq(rc, 0);
+}
+
+/* A run of 5 requests in 1 s straight at one provider, named name. */
+static void tiny_scenario(const char *name)
+{
+	char text[512];
+	char file[128];
+
+	snprintf(text, sizeof(text),
+		 "{\"name\":\"%s\",\"duration_s\":1,\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		 "\"load\":{\"rate\":5,\"timeout_ms\":500},"
+		 "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}", name);
+	snprintf(file, sizeof(file), "%s.json", name);
+	write_file(dir, file, text, scenario, sizeof(scenario));
+}
+
+/* chaos run of the scenario under a file size limit: exit 1. */
+static void run_limited(rlim_t limit, struct lg_proc *p)
+{
+	char out[600];
+	int rc;
+
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		spawn_limited(p, argv, limit);
+	}
+	rc = lg_wait(p, 50);
+	cr_assert_eq(rc, 1, "exit %d:\n%s", rc, p->err);
+}
+
+/* The run-1 summary.json or the stamp's under a file size limit: exit 1, the .tmp named and kept. */
+Test(chaos, files_too_large_fail_the_run_and_keep_their_tmp_names, .timeout = 60)
+{
+	struct lg_proc p;
+	char stamp[800];
+	char path[1000];
+
+	/*
+	 * 4 KiB: more than any file of the children (under 2 KB) and the
+	 * scenario's copy, less than the run's summary.json (about 8 KB).
+	 */
+	tiny_scenario("tiny4k");
+	run_limited(4096, &p);
+	stamp_dir("tiny4k", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "cannot write %s/d/run-1.tmp/summary.json.tmp: File too large",
+		 stamp);
+	cr_assert(strstr(p.err, path), "no \"%s\" in:\n%s", path, p.err);
+	snprintf(path, sizeof(path), "%s/d/run-1.tmp/summary.json.tmp", stamp);
+	cr_assert(exists(path), "the .tmp is not kept");
+	snprintf(path, sizeof(path), "%s/d/run-1.tmp/summary.json", stamp);
+	cr_assert_not(exists(path), "a summary.json that could not be written has its final name");
+	snprintf(path, sizeof(path), "%s/d/run-1", stamp);
+	cr_assert_not(exists(path), "the run was renamed as complete");
+
+	/* 16 KiB: the run's summary fits, the stamp's (about 30 KB) does not. */
+	tiny_scenario("tiny16k");
+	run_limited(16384, &p);
+	stamp_dir("tiny16k", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "chaos: cannot write %s/summary.json.tmp: File too large",
+		 stamp);
+	cr_assert(strstr(p.err, path), "no \"%s\" in:\n%s", path, p.err);
+	snprintf(path, sizeof(path), "%s/summary.json.tmp", stamp);
+	cr_assert(exists(path), "the .tmp is not kept");
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	cr_assert_not(exists(path), "a summary.json that could not be written has its final name");
+	snprintf(path, sizeof(path), "%s/report.md", stamp);
+	cr_assert_not(exists(path), "a report was written without its summary");
+	snprintf(path, sizeof(path), "%s/d/run-1/summary.json", stamp);
+	cr_assert(exists(path), "the run itself completed");
+}
+
+/* The whole file at path, or NULL (the caller frees it). */
+static char *slurp(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	struct buf b = { 0 };
+	char chunk[4096];
+	size_t n;
+
+	if (!fp)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(&b, chunk, n);
+	fclose(fp);
+	return b.data ? buf_steal(&b) : strdup("");
+}
+
+/*
+ * Runs argv (a chaos command) with FILE.tmp a link to /dev/full (a write
+ * there fails with ENOSPC, a real full disk): it exits 1 naming FILE.tmp
+ * and the error, the link is still there, and each of the keep files
+ * (final names, NULL-terminated) is as it was.
+ */
+static void full_disk_at(const char *const argv[], const char *file, const char *const keep[])
+{
+	char tmp[1100];
+	char want[1200];
+	char err[8192];
+	char *before[8];
+	struct stat st;
+	int rc;
+	int i;
+
+	for (i = 0; keep[i]; i++)
+		before[i] = slurp(keep[i]);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	cr_assert_eq(symlink("/dev/full", tmp), 0, "%s: %s", tmp, strerror(errno));
+	rc = run_program(argv, err, sizeof(err), 30);
+	cr_assert_eq(rc, 1, "%s %s with %s full: exit %d:\n%s", argv[1], argv[2], tmp, rc, err);
+	snprintf(want, sizeof(want), "cannot write %s: No space left on device", tmp);
+	cr_assert(strstr(err, want), "no \"%s\" in:\n%s", want, err);
+	cr_assert_eq(lstat(tmp, &st), 0, "%s is not kept", tmp);
+	for (i = 0; keep[i]; i++) {
+		char *now = slurp(keep[i]);
+
+		if (before[i])
+			cr_assert(now && strcmp(now, before[i]) == 0, "%s changed", keep[i]);
+		else
+			cr_assert_null(now, "%s was made", keep[i]);
+		free(now);
+		free(before[i]);
+	}
+	unlink(tmp);
+}
+
+Test(chaos, report_gate_and_plot_on_a_full_disk, .timeout = 90)
+{
+	char out[600];
+	char stamp[800];
+	char run_sum[1000];
+	char sum[1000];
+	char md[1000];
+	char base[1000];
+	char dat[1000];
+	char err[8192];
+	int rc;
+
+	tiny_scenario("full");
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	stamp_dir("full", stamp, sizeof(stamp));
+	snprintf(run_sum, sizeof(run_sum), "%s/d/run-1/summary.json", stamp);
+	snprintf(sum, sizeof(sum), "%s/summary.json", stamp);
+	snprintf(md, sizeof(md), "%s/report.md", stamp);
+	snprintf(base, sizeof(base), "%s/baseline.json", dir);
+	snprintf(dat, sizeof(dat), "%s/plots/data/answered-d.dat", stamp);
+	{
+		const char *report[] = { "chaos", "report", stamp, NULL };
+		const char *gate[] = { "chaos", "gate", stamp, "--save-baseline", base, NULL };
+		const char *plot[] = { "chaos", "plot", stamp, NULL };
+		const char *const keep[] = { run_sum, sum, md, base, dat, NULL };
+
+		/* What chaos report writes (the stamp's summary in its own key order). */
+		rc = run_program(report, err, sizeof(err), 30);
+		cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+		/* It writes each run's summary, the stamp's, then report.md. */
+		full_disk_at(report, run_sum, keep);
+		full_disk_at(report, sum, keep);
+		full_disk_at(report, md, keep);
+		full_disk_at(gate, base, keep);
+		full_disk_at(plot, dat, keep);
+	}
 }
