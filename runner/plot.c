@@ -1142,6 +1142,10 @@ static int run_gnuplot(struct plot *pl, const char *script, const char *out, con
 	if (g.timed_out)
 		return errorf(pl, -ETIMEDOUT, "%s: gnuplot took longer than %d s and was killed",
 			      script, PLOT_TIMEOUT_MS / 1000);
+	if (g.p.log_err) {
+		pl->write_failed = true;
+		return errorf(pl, g.p.log_err, "cannot write %s: %s", log, strerror(-g.p.log_err));
+	}
 	if (g.p.exit_status == 0 && !g.p.term_signal)
 		return 0;
 	if (g.p.term_signal == SIGXFSZ) {
@@ -1150,7 +1154,7 @@ static int run_gnuplot(struct plot *pl, const char *script, const char *out, con
 			      "size limit)", out);
 	}
 	proc_describe_exit(&g.p, how, sizeof(how));
-	proc_log_tail(log, TAIL_LINES, &tail);
+	proc_stderr_tail(&g.p, TAIL_LINES, &tail);
 	/* One line: gnuplot's message rows joined. */
 	for (size_t i = 0; i < tail.len; i++) {
 		if (tail.data[i] == '\n')

@@ -127,6 +127,7 @@ struct chaos {
 	bool stopping;
 	bool failed;
 	char why[4096];
+	char log_error[1500];		/* the first child log that could not be written; "": none */
 	cJSON **runs;			/* this setup's summaries so far */
 	size_t nruns;
 	cJSON *combined;		/* setup name → stats_combine */
@@ -179,8 +180,13 @@ static void on_proc_closed(struct proc *p)
 /* Closes the child's process (which has exited); its memory goes when closed. */
 static void child_close(struct child *c)
 {
+	struct chaos *ch = c->ch;
+
 	if (!c->p)
 		return;
+	if (c->p->log_err && !ch->log_error[0])
+		snprintf(ch->log_error, sizeof(ch->log_error), "cannot write %s: %s",
+			 c->p->log_path, strerror(-c->p->log_err));
 	proc_close(c->p, on_proc_closed);
 	c->p = NULL;
 }
@@ -843,13 +849,23 @@ static bool clean_stop(const struct chaos *ch, const struct child *c)
 	return p->exit_status == 0 && !p->term_signal;	/* mockprov and the gateway say so */
 }
 
+/*
+ * Fails the run with the child's last stderr lines, kept in memory: they
+ * are there even when its log (named for the rest) could not be written.
+ */
 static void fail_with_tail(struct chaos *ch, const struct child *c, const char *what)
 {
 	struct buf tail = { 0 };
+	char log[1500];
 
-	proc_log_tail(c->p->log_path, LOG_TAIL_LINES, &tail);
-	run_fail(ch, "%s (%s) %s; the last lines of %s:\n%s", role_name(c), c->p->name, what,
-		 c->p->log_path, tail.data ? tail.data : "");
+	proc_stderr_tail(c->p, LOG_TAIL_LINES, &tail);
+	if (c->p->log_err)
+		snprintf(log, sizeof(log), "%s could not be written: %s", c->p->log_path,
+			 strerror(-c->p->log_err));
+	else
+		snprintf(log, sizeof(log), "all its output is in %s", c->p->log_path);
+	run_fail(ch, "%s (%s) %s; its last stderr lines (%s):\n%s", role_name(c), c->p->name,
+		 what, log, tail.len ? tail.data : "(none)\n");
 	buf_free(&tail);
 }
 
@@ -1141,6 +1157,11 @@ static void run_end(struct chaos *ch)
 	if (!ch->st)
 		return;
 	run_cleanup(ch);
+	if (ok && ch->log_error[0]) {
+		/* A child's log is one of the run's files: the run is not whole without it. */
+		snprintf(ch->why, sizeof(ch->why), "%s", ch->log_error);
+		ok = false;
+	}
 	if (ok && summarise(ch))
 		ok = false;
 	if (ok && rename(ch->dir, ch->final_dir)) {
@@ -1210,6 +1231,7 @@ static void run_begin(struct chaos *ch)
 	ch->stopping = false;
 	ch->failed = false;
 	ch->why[0] = '\0';
+	ch->log_error[0] = '\0';
 	ch->mocks_ready = 0;
 	ch->healthz_next = 0;
 	ch->next_action = 0;

@@ -3,9 +3,10 @@
  * a gateway setup, with a kill and a restart, checked by its result files
  * and exit status; streams that stall, in the summary, report and gate; a
  * bad scenario; a setup that crashes; Ctrl-C in the
- * middle of a run, after which no child of it is left; files that cannot
- * be written (a file size limit, /dev/full) failing with exit 1, the file
- * named and left as .tmp.
+ * middle of a run, after which no child of it is left; a child that
+ * explains its failure on stderr when its log cannot be written; files
+ * that cannot be written (a file size limit, /dev/full) failing with exit
+ * 1, the file named and left as .tmp.
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -957,6 +958,35 @@ static void spawn_limited(struct lg_proc *p, const char *const argv[], rlim_t li
 	setrlimit(RLIMIT_FSIZE, &old);
 	signal(SIGXFSZ, old_xfsz);
 	cr_assert_eq(rc, 0);
+}
+
+Test(chaos, a_child_explains_itself_when_its_log_cannot_be_written, .timeout = 60)
+{
+	struct lg_proc p;
+	char out[600];
+	int rc;
+
+	/*
+	 * The setup writes 20 KB of stderr, then why it gives up: its log,
+	 * under a 16 KiB file size limit, cannot take the end, so only the
+	 * runner's memory of its stderr can say why.
+	 */
+	external_scenario("last-words", 1.5,
+			  "i=0; while [ $i -lt 2000 ]; do echo filler line $i >&2; i=$((i+1)); "
+			  "done; echo 'FATAL: cannot bind port 1: a test' >&2; exit 3");
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		spawn_limited(&p, argv, 16384);
+	}
+	rc = lg_wait(&p, 50);
+	cr_assert_eq(rc, 1, "exit %d:\n%s", rc, p.err);
+	cr_assert(strstr(p.err, "setup (external.log) exited with status 3"), "%s", p.err);
+	cr_assert(strstr(p.err, "filler line 1999\nFATAL: cannot bind port 1: a test"),
+		  "the setup's last stderr lines are not in the error:\n%s", p.err);
+	cr_assert(strstr(p.err, "external.log could not be written: File too large"), "%s",
+		  p.err);
 }
 
 /* A run of 5 requests in 1 s straight at one provider, named name. */
