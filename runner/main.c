@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 
 #include "gate.h"
+#include "guard.h"
 #include "opt.h"
 #include "plot.h"
 #include "report.h"
@@ -88,6 +89,16 @@ static void find_plots_dir(const char *bin_dir, char *out, size_t len)
 	snprintf(out, len, "plots");
 }
 
+/* Children started from now on die with this process (guard.h); 0, or 1 after saying why. */
+static int guard_children(void)
+{
+	int rc = guard_init();
+
+	if (rc)
+		fprintf(stderr, "chaos: cannot set up the children's lifeline: %s\n", strerror(-rc));
+	return rc ? 1 : 0;
+}
+
 static int cmd_plot(int argc, char **argv)
 {
 	char bin_dir[PATH_MAX];
@@ -99,6 +110,8 @@ static int cmd_plot(int argc, char **argv)
 		opt_usage_error("chaos", "plot takes one results directory (DIR/NAME/STAMP)");
 	find_bin_dir(bin_dir, sizeof(bin_dir));
 	find_plots_dir(bin_dir, plots, sizeof(plots));
+	if (guard_children())
+		return 1;
 	if (plot_stamp(argv[2], plots, err, &write_failed)) {
 		fprintf(stderr, "chaos: %s\n", err);
 		return write_failed ? 1 : 2;
@@ -219,6 +232,10 @@ static int cmd_run(int argc, char **argv)
 	o.bin_dir = bin_dir;
 	o.plots_dir = plots;
 	signal(SIGPIPE, SIG_IGN);
+	if (guard_children()) {
+		scenario_free(&sc);
+		return 1;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "chaos: cannot initialise libcurl\n");
 		scenario_free(&sc);
@@ -256,6 +273,9 @@ static int cmd_gate(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* The runner starts its children through itself (guard.h); not for people. */
+	if (argc >= 2 && strcmp(argv[1], "_guard") == 0)
+		return guard_main(argc, argv);
 	if (argc < 2)
 		opt_usage_error("chaos", "a command is required: run or list");
 	if (strcmp(argv[1], "run") == 0)

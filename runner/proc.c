@@ -1,20 +1,26 @@
 /*
- * proc: spawning children in their own process groups on libuv, their
- * stdout split into lines, stdout and stderr logged, the end of stderr
- * kept, their exit reported.
+ * proc: spawning children in their own process groups on libuv (through
+ * the guard once it is set up), their stdout split into lines, stdout and
+ * stderr logged, the end of stderr kept, their exit reported.
  */
 #include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "guard.h"
+
 /* A stdout line longer than this is handed over in pieces of this size. */
 #define MAX_LINE 8192
+
+/* The longest argv proc_start takes when it puts the guard in front. */
+#define MAX_ARGS 256
 
 static void log_write(struct proc *p, const char *data, size_t len)
 {
@@ -123,12 +129,49 @@ static void on_exit_cb(uv_process_t *h, int64_t status, int sig)
 		p->on_exit(p);
 }
 
+/*
+ * Whether execvp would find file: 0, or a negative errno (-ENOENT, -EACCES).
+ * Asked before a guarded start, whose exec happens in the guard, too late
+ * to fail proc_start.
+ */
+static int find_program(const char *file)
+{
+	const char *path = getenv("PATH");
+	const char *dir;
+	const char *end;
+	char full[PATH_MAX];
+	int rc = -ENOENT;
+
+	if (strchr(file, '/'))
+		return access(file, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (dir = path;; dir = end + 1) {
+		end = strchr(dir, ':');
+		if (!end)
+			end = dir + strlen(dir);
+		/* An empty entry is the current directory, as for execvp. */
+		if ((size_t)snprintf(full, sizeof(full), "%.*s%s%s", (int)(end - dir), dir,
+				     end == dir ? "" : "/", file) < sizeof(full)) {
+			if (access(full, X_OK) == 0)
+				return 0;
+			if (errno == EACCES)
+				rc = -EACCES;
+		}
+		if (!*end)
+			return rc;
+	}
+}
+
 int proc_start(struct proc *p, uv_loop_t *loop, const char *name, const char *const argv[],
 	       const char *log_path)
 {
 	uv_process_options_t o = { 0 };
-	uv_stdio_container_t io[3];
+	uv_stdio_container_t io[4];
+	const char *guarded[MAX_ARGS + 3];
+	const char *guard = guard_program();
 	int devnull;
+	size_t n;
 	int rc;
 
 	p->loop = loop;
@@ -143,6 +186,21 @@ int proc_start(struct proc *p, uv_loop_t *loop, const char *name, const char *co
 	p->tail_total = 0;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->log_path, sizeof(p->log_path), "%s", log_path);
+	if (guard) {
+		rc = find_program(argv[0]);
+		for (n = 0; !rc && argv[n]; n++) {
+			if (n == MAX_ARGS)
+				rc = -E2BIG;
+			else
+				guarded[n + 2] = argv[n];
+		}
+		if (rc)
+			return rc;
+		guarded[0] = guard;
+		guarded[1] = "_guard";
+		guarded[n + 2] = NULL;
+		argv = guarded;
+	}
 	p->log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (p->log_fd < 0)
 		return -errno;
@@ -160,12 +218,14 @@ int proc_start(struct proc *p, uv_loop_t *loop, const char *name, const char *co
 					.data.stream = (uv_stream_t *)&p->out };
 	io[2] = (uv_stdio_container_t){ .flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
 					.data.stream = (uv_stream_t *)&p->err };
+	io[GUARD_LIFELINE_FD] = (uv_stdio_container_t){ .flags = UV_INHERIT_FD,
+							.data.fd = guard_lifeline() };
 	o.file = argv[0];
 	o.args = (char **)argv;
 	o.exit_cb = on_exit_cb;
 	o.flags = UV_PROCESS_DETACHED;	/* setsid(): a process group of its own */
 	o.stdio = io;
-	o.stdio_count = 3;
+	o.stdio_count = guard ? 4 : 3;
 	p->handle.data = p;
 	rc = uv_spawn(loop, &p->handle, &o);
 	close(devnull);

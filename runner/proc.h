@@ -3,11 +3,12 @@
  * loadgen, gnuplot) on its libuv loop. Each runs in a process group of its
  * own (a new session), so a signal to the group also reaches whatever it
  * started and a Ctrl-C at the terminal reaches only the runner, which stops
- * each group itself. A child's stdout is read line by line — the
- * `listening` and `ready` lines the programs print — and, with its stderr,
- * appended to a log file; the last PROC_TAIL_BYTES of its stderr are also
- * kept in memory, so a crash report does not depend on the log having been
- * written. Its exit is reported once.
+ * each group itself; once guard_init has run, each is started through
+ * `chaos _guard` and dies with the runner (guard.h). A child's stdout is
+ * read line by line — the `listening` and `ready` lines the programs print
+ * — and, with its stderr, appended to a log file; the last PROC_TAIL_BYTES
+ * of its stderr are also kept in memory, so a crash report does not depend
+ * on the log having been written. Its exit is reported once.
  */
 #ifndef FAULTLINE_RUNNER_PROC_H
 #define FAULTLINE_RUNNER_PROC_H
