@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "cfg.h"
 #include "json.h"
+#include "outfile.h"
 #include "stats.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -924,49 +925,11 @@ static cJSON *default_tolerances(void)
 	return tol;
 }
 
-/* Writes text to path through path.tmp and a rename; err says what failed. */
-static int write_atomic(const char *path, const char *text, char *err)
-{
-	char tmp[4200];
-	FILE *fp;
-	int rc = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		snprintf(err, CFG_ERR_LEN, "%.200s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fp = fopen(tmp, "w");
-	if (!fp) {
-		rc = -errno;
-		snprintf(err, CFG_ERR_LEN, "%.300s: cannot create: %s", tmp, strerror(-rc));
-		return rc;
-	}
-	if (fputs(text, fp) < 0 || fputc('\n', fp) < 0)
-		rc = -EIO;
-	if (fclose(fp) && !rc)
-		rc = -errno;
-	if (rc) {
-		snprintf(err, CFG_ERR_LEN, "%.300s: cannot write: %s", tmp, strerror(-rc));
-		goto out_unlink;
-	}
-	if (rename(tmp, path)) {
-		rc = -errno;
-		snprintf(err, CFG_ERR_LEN, "%.200s: cannot rename %.200s to it: %s", path, tmp,
-			 strerror(-rc));
-		goto out_unlink;
-	}
-	return 0;
-out_unlink:
-	unlink(tmp);
-	return rc;
-}
-
 /* The summary as a baseline file: a copy with the default tolerances written out. */
 static int save_baseline(const cJSON *summary, const char *path, char *err)
 {
 	cJSON *copy = cJSON_Duplicate(summary, 1);
 	cJSON *tol = default_tolerances();
-	char *text = NULL;
 	int rc;
 
 	if (!copy || !tol)
@@ -975,15 +938,11 @@ static int save_baseline(const cJSON *summary, const char *path, char *err)
 	if (!cJSON_AddItemToObject(copy, "tolerances", tol))
 		goto out_oom;
 	tol = NULL;
-	text = cJSON_Print(copy);
-	if (!text)
-		goto out_oom;
-	rc = write_atomic(path, text, err);
+	rc = outfile_write_json(path, copy, err, CFG_ERR_LEN);
 	goto out_free;
 out_oom:
 	rc = oom(err);
 out_free:
-	free(text);
 	cJSON_Delete(tol);
 	cJSON_Delete(copy);
 	return rc;
@@ -1050,10 +1009,13 @@ int gate_command(const char *stamp_dir, const char *baseline_path, const char *s
 		goto out_err;
 	if (save_path) {
 		rc = check_as_baseline(summary, sum_path, err);
-		if (!rc)
-			rc = save_baseline(summary, save_path, err);
 		if (rc)
 			goto out_err;
+		if (save_baseline(summary, save_path, err)) {
+			status = 1;	/* a file not written: the command did not do its work */
+			fprintf(stderr, "chaos gate: %s\n", err);
+			goto out_free;
+		}
 		fprintf(out, "baseline saved: %s\n", save_path);
 	}
 	gate_print(out, &r);

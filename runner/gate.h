@@ -176,10 +176,12 @@ void gate_result_free(struct gate_result *r);
  * the run), and baseline_path when not NULL; evaluates; prints the table to
  * out. With save_path (may be NULL) it then writes the summary as a baseline
  * file, with the default tolerances written out, through save_path.tmp and a
- * rename, and says so on out before the table. Returns the exit status: 0
- * when every check holds (also when there is none), 1 when one broke, 2 for
- * unusable input or a baseline that cannot be written (the message, on
- * stderr, names the file and what is wrong; nothing is saved then).
+ * rename (outfile_write), and says so on out before the table. Returns the
+ * exit status: 0 when every check holds (also when there is none), 1 when
+ * one broke or the baseline cannot be written (said on stderr, naming the
+ * file and the error; no table then, and save_path.tmp is left as far as
+ * it got), 2 for unusable input (the message, on stderr, names the file
+ * and what is wrong; nothing is saved then).
  */
 int gate_command(const char *stamp_dir, const char *baseline_path, const char *save_path,
 		 FILE *out);

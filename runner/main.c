@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 
 #include "gate.h"
+#include "guard.h"
 #include "opt.h"
 #include "plot.h"
 #include "report.h"
@@ -47,8 +48,8 @@ static const char usage_text[] =
 	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
 	"\n"
-	"Exit status: 0 every run completed; 1 a run failed; 2 a bad command line or\n"
-	"scenario; 130/143 stopped by SIGINT/SIGTERM.\n";
+	"Exit status: 0 every run completed; 1 a run failed or a file could not be\n"
+	"written; 2 a bad command line or scenario; 130/143 stopped by SIGINT/SIGTERM.\n";
 
 /* Where mockprov, gateway and loadgen are: $FAULTLINE_BIN, else beside chaos. */
 static void find_bin_dir(char *out, size_t len)
@@ -88,19 +89,32 @@ static void find_plots_dir(const char *bin_dir, char *out, size_t len)
 	snprintf(out, len, "plots");
 }
 
+/* Children started from now on die with this process (guard.h); 0, or 1 after saying why. */
+static int guard_children(void)
+{
+	int rc = guard_init();
+
+	if (rc)
+		fprintf(stderr, "chaos: cannot set up the children's lifeline: %s\n", strerror(-rc));
+	return rc ? 1 : 0;
+}
+
 static int cmd_plot(int argc, char **argv)
 {
 	char bin_dir[PATH_MAX];
 	char plots[PATH_MAX];
 	char err[CFG_ERR_LEN];
+	bool write_failed = false;
 
 	if (argc != 3 || argv[2][0] == '-')
 		opt_usage_error("chaos", "plot takes one results directory (DIR/NAME/STAMP)");
 	find_bin_dir(bin_dir, sizeof(bin_dir));
 	find_plots_dir(bin_dir, plots, sizeof(plots));
-	if (plot_stamp(argv[2], plots, err)) {
+	if (guard_children())
+		return 1;
+	if (plot_stamp(argv[2], plots, err, &write_failed)) {
 		fprintf(stderr, "chaos: %s\n", err);
-		return 2;
+		return write_failed ? 1 : 2;
 	}
 	printf("plots: %s/plots/ (%s, %s, %s, %s .png)\n", argv[2], plot_names[0], plot_names[1],
 	       plot_names[2], plot_names[3]);
@@ -218,6 +232,10 @@ static int cmd_run(int argc, char **argv)
 	o.bin_dir = bin_dir;
 	o.plots_dir = plots;
 	signal(SIGPIPE, SIG_IGN);
+	if (guard_children()) {
+		scenario_free(&sc);
+		return 1;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "chaos: cannot initialise libcurl\n");
 		scenario_free(&sc);
@@ -255,6 +273,9 @@ static int cmd_gate(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* The runner starts its children through itself (guard.h); not for people. */
+	if (argc >= 2 && strcmp(argv[1], "_guard") == 0)
+		return guard_main(argc, argv);
 	if (argc < 2)
 		opt_usage_error("chaos", "a command is required: run or list");
 	if (strcmp(argv[1], "run") == 0)

@@ -20,9 +20,9 @@
 #include "buf.h"
 #include "cfg.h"
 #include "json.h"
+#include "outfile.h"
 #include "stats.h"
 #include "proc.h"
-#include "recfile.h"
 #include "scenario.h"
 
 const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", "phases" };
@@ -36,6 +36,7 @@ struct plot {
 	const char *stamp;
 	const char *scripts;
 	char *err;
+	bool write_failed;		/* err is about a file that could not be written */
 	char summary_path[PATH_LEN];
 	char out_dir[PATH_LEN];		/* STAMP/plots */
 	char data_dir[PATH_LEN];	/* STAMP/plots/data */
@@ -153,23 +154,14 @@ static void meta_sep(struct plot *pl, size_t i)
 		buf_puts(&pl->meta, ", ");
 }
 
-/* Writes b to path through path.tmp and a rename. */
+/* Writes b to path through path.tmp and a rename (outfile_write). */
 static int write_file(struct plot *pl, const char *path, const struct buf *b)
 {
-	struct recfile f;
-	int rc = recfile_open(&f, path, false, NULL);
+	int rc = outfile_write(path, b->data ? b->data : "", b->len, pl->err, CFG_ERR_LEN);
 
 	if (rc)
-		return errorf(pl, rc, "%s: cannot write: %s", path, strerror(-rc));
-	rc = recfile_write(&f, b->data ? b->data : "", b->len);
-	if (rc) {
-		recfile_abandon(&f);
-		return errorf(pl, rc, "%s: cannot write: %s", path, strerror(-rc));
-	}
-	rc = recfile_commit(&f);
-	if (rc)
-		return errorf(pl, rc, "%s: cannot write: %s", path, strerror(-rc));
-	return 0;
+		pl->write_failed = true;
+	return rc;
 }
 
 static int make_dir(struct plot *pl, const char *path)
@@ -1150,10 +1142,19 @@ static int run_gnuplot(struct plot *pl, const char *script, const char *out, con
 	if (g.timed_out)
 		return errorf(pl, -ETIMEDOUT, "%s: gnuplot took longer than %d s and was killed",
 			      script, PLOT_TIMEOUT_MS / 1000);
+	if (g.p.log_err) {
+		pl->write_failed = true;
+		return errorf(pl, g.p.log_err, "cannot write %s: %s", log, strerror(-g.p.log_err));
+	}
 	if (g.p.exit_status == 0 && !g.p.term_signal)
 		return 0;
+	if (g.p.term_signal == SIGXFSZ) {
+		pl->write_failed = true;
+		return errorf(pl, -EFBIG, "cannot write %s: gnuplot was killed by SIGXFSZ (a file "
+			      "size limit)", out);
+	}
 	proc_describe_exit(&g.p, how, sizeof(how));
-	proc_log_tail(log, TAIL_LINES, &tail);
+	proc_stderr_tail(&g.p, TAIL_LINES, &tail);
 	/* One line: gnuplot's message rows joined. */
 	for (size_t i = 0; i < tail.len; i++) {
 		if (tail.data[i] == '\n')
@@ -1163,6 +1164,26 @@ static int run_gnuplot(struct plot *pl, const char *script, const char *out, con
 	       tail.data && *tail.data ? tail.data : "(no output)");
 	buf_free(&tail);
 	return -EIO;
+}
+
+/*
+ * Whether the file at path ends as a whole PNG does: with its IEND chunk
+ * (gnuplot may exit 0 having written part of one to a full disk).
+ */
+static bool png_whole(const char *path)
+{
+	static const unsigned char iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D',
+						0xae, 0x42, 0x60, 0x82 };
+	unsigned char end[12];
+	FILE *fp = fopen(path, "rb");
+	bool whole;
+
+	if (!fp)
+		return false;
+	whole = fseek(fp, -(long)sizeof(end), SEEK_END) == 0 &&
+		fread(end, 1, sizeof(end), fp) == sizeof(end) && memcmp(end, iend, sizeof(end)) == 0;
+	fclose(fp);
+	return whole;
 }
 
 /* Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp, through NAME.png.tmp. */
@@ -1186,17 +1207,24 @@ static int render(struct plot *pl, const char *name)
 	rc = run_gnuplot(pl, script, tmp, log);
 	if (!rc && (stat(tmp, &st) || st.st_size == 0))
 		rc = errorf(pl, -EIO, "%s: gnuplot wrote no %s", script, tmp);
+	if (!rc && !png_whole(tmp)) {
+		pl->write_failed = true;
+		rc = errorf(pl, -EIO, "cannot write %s: gnuplot wrote part of it (a full disk?)",
+			    tmp);
+	}
 	if (!rc && rename(tmp, png))
-		rc = errorf(pl, -errno, "%s: cannot rename to %s: %s", tmp, png, strerror(errno));
+		rc = errorf(pl, -errno, "cannot rename %s to %s: %s", tmp, png, strerror(errno));
 	if (rc) {
-		unlink(tmp);
+		/* A PNG that could not be written whole is kept, as every such file is. */
+		if (!pl->write_failed)
+			unlink(tmp);
 		return rc;
 	}
 	unlink(log);
 	return 0;
 }
 
-int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err)
+int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed)
 {
 	struct plot pl = { .stamp = stamp_dir, .scripts = scripts_dir, .err = err };
 	char path[PATH_LEN];
@@ -1248,5 +1276,7 @@ out:
 	buf_free(&pl.meta);
 	scenario_free(&pl.sc);
 	cJSON_Delete(pl.summary);
+	if (write_failed)
+		*write_failed = rc && pl.write_failed;
 	return rc;
 }

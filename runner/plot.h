@@ -30,6 +30,8 @@
 #ifndef FAULTLINE_RUNNER_PLOT_H
 #define FAULTLINE_RUNNER_PLOT_H
 
+#include <stdbool.h>
+
 /* The plots plot_stamp makes, in order; each is SCRIPTS/NAME.gp → STAMP/plots/NAME.png. */
 extern const char *const plot_names[];
 #define PLOT_COUNT 4
@@ -47,8 +49,11 @@ extern const char *const plot_names[];
  * scenario.json, script or gnuplot itself; -EINVAL for a file that does
  * not hold what it should; -ETIMEDOUT for a gnuplot run past
  * PLOT_TIMEOUT_MS; -EIO for a script that fails (the message ends with
- * the last lines gnuplot wrote, which stay in STAMP/plots/data/NAME.log).
+ * the last lines gnuplot wrote on stderr, which stay in
+ * STAMP/plots/data/NAME.log). *write_failed (may be NULL) says whether the
+ * error is a file that could not be written (a data file, a gnuplot log,
+ * a PNG gnuplot wrote only part of): its .tmp is then left.
  */
-int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err);
+int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed);
 
 #endif

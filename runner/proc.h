@@ -1,12 +1,14 @@
 /*
  * proc: the runner's child processes (mockprov, the setup under test,
- * loadgen) on its libuv loop. Each runs in a process group of its own (a
- * new session), so a signal to the group also reaches whatever it started
- * and a Ctrl-C at the terminal reaches only the runner, which stops each
- * group itself. A child's stdout is read line by line — the `listening` and
- * `ready` lines the programs print — and, with its stderr, appended to a
- * log file, whose last lines make a crash report. Its exit is reported
- * once.
+ * loadgen, gnuplot) on its libuv loop. Each runs in a process group of its
+ * own (a new session), so a signal to the group also reaches whatever it
+ * started and a Ctrl-C at the terminal reaches only the runner, which stops
+ * each group itself; once guard_init has run, each is started through
+ * `chaos _guard` and dies with the runner (guard.h). A child's stdout is
+ * read line by line — the `listening` and `ready` lines the programs print
+ * — and, with its stderr, appended to a log file; the last PROC_TAIL_BYTES
+ * of its stderr are also kept in memory, so a crash report does not depend
+ * on the log having been written. Its exit is reported once.
  */
 #ifndef FAULTLINE_RUNNER_PROC_H
 #define FAULTLINE_RUNNER_PROC_H
@@ -19,6 +21,9 @@
 
 #include "buf.h"
 
+/* How much of a child's stderr is kept in memory (its last bytes). */
+#define PROC_TAIL_BYTES 8192
+
 struct proc;
 
 /* One line of the child's stdout, without its newline. */
@@ -30,10 +35,14 @@ typedef void (*proc_exit_cb)(struct proc *p);
 struct proc {
 	uv_process_t handle;		/* first: the handle's memory is the proc's */
 	uv_pipe_t out;			/* the child's stdout */
+	uv_pipe_t err;			/* the child's stderr */
 	uv_loop_t *loop;
 	char name[64];			/* for messages: "mockprov", "gateway"… */
 	char log_path[512];
 	int log_fd;			/* -1 once closed */
+	int log_err;			/* the first error writing the log (negative errno); 0: none */
+	char tail[PROC_TAIL_BYTES];	/* the end of its stderr, a ring */
+	uint64_t tail_total;		/* bytes of stderr ever read (tail_total % size: the ring's end) */
 	pid_t pid;			/* also the process group's id */
 	bool running;			/* started, exit not yet seen */
 	int64_t exit_status;
@@ -48,12 +57,14 @@ struct proc {
 };
 
 /*
- * Starts argv (argv[0] a path; the list NULL-terminated) in a new process
- * group, with stdin from /dev/null, stdout read by p and appended to
- * log_path with stderr (the file is created or appended to). Set p's
- * on_line, on_exit and data before the call (the rest is p's own). Returns
- * 0, or a negative errno (-ENOENT: no such program) with nothing running;
- * either way p goes to proc_close before its memory is freed.
+ * Starts argv (argv[0] a path, or a name looked for on PATH; the list
+ * NULL-terminated) in a new process group, with stdin from /dev/null, and
+ * stdout and stderr read by p and appended to log_path (the file is
+ * created or appended to; a failed write is noted in log_err, and the rest
+ * of the output still read). Set p's on_line, on_exit and data before the
+ * call (the rest is p's own). Returns 0, or a negative errno (-ENOENT: no
+ * such program) with nothing running; either way p goes to proc_close
+ * before its memory is freed.
  */
 int proc_start(struct proc *p, uv_loop_t *loop, const char *name, const char *const argv[],
 	       const char *log_path);
@@ -75,10 +86,10 @@ void proc_close(struct proc *p, void (*on_closed)(struct proc *p));
 void proc_describe_exit(const struct proc *p, char *out, size_t len);
 
 /*
- * Appends the last nlines lines of the file at path to out (all of it when
- * shorter), for a crash report. Returns 0, or a negative errno when the
- * file cannot be read.
+ * Appends the last nlines lines of the child's stderr (of its last
+ * PROC_TAIL_BYTES; a line cut there is left out) to out, for a crash
+ * report. Returns 0 or -ENOMEM.
  */
-int proc_log_tail(const char *path, size_t nlines, struct buf *out);
+int proc_stderr_tail(const struct proc *p, size_t nlines, struct buf *out);
 
 #endif

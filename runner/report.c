@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "json.h"
+#include "outfile.h"
 #include "stats.h"
 
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
@@ -433,25 +434,27 @@ static void cost_md(FILE *fp, const struct scenario *sc, const cJSON *setups)
 	cost_map_md(fp, setups, "by_feature", "feature");
 }
 
-int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *summary)
+int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
+		 char *err)
 {
 	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
 	const cJSON *repeat = cJSON_GetObjectItemCaseSensitive(summary, "repeat");
 	struct buf path = { 0 };
-	struct buf tmp = { 0 };
+	char *text = NULL;
+	size_t len = 0;
 	FILE *fp;
 	size_t i;
 	int rc = 0;
 
-	if (buf_printf(&path, "%s/report.md", stamp_dir) ||
-	    buf_printf(&tmp, "%s/report.md.tmp", stamp_dir)) {
+	if (buf_printf(&path, "%s/report.md", stamp_dir)) {
 		rc = -ENOMEM;
-		goto out;
+		goto out_oom;
 	}
-	fp = fopen(tmp.data, "w");
+	/* Made in memory, where only memory can run out, then written in one go. */
+	fp = open_memstream(&text, &len);
 	if (!fp) {
 		rc = -errno;
-		goto out;
+		goto out_oom;
 	}
 	fprintf(fp, "# %s\n\n%s\n\n", sc->name, sc->description[0] ? sc->description : "");
 	fprintf(fp, "Time scale %g (the timeline ran %.1f s), %d run%s per setup. Phases: ",
@@ -468,13 +471,19 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	report_table(fp, sc, summary, true);
 	cost_md(fp, sc, setups);
 	transitions_md(fp, sc, setups);
-	if (fclose(fp))
-		rc = -errno;
-	if (!rc && rename(tmp.data, path.data))
-		rc = -errno;
-out:
+	if (ferror(fp))
+		rc = -ENOMEM;
+	if (fclose(fp) && !rc)
+		rc = -ENOMEM;
+	if (rc)
+		goto out_oom;
+	rc = outfile_write(path.data, text, len, err, CFG_ERR_LEN);
+	goto out_free;
+out_oom:
+	snprintf(err, CFG_ERR_LEN, "cannot write %s/report.md: %s", stamp_dir, strerror(-rc));
+out_free:
+	free(text);
 	buf_free(&path);
-	buf_free(&tmp);
 	return rc;
 }
 
@@ -573,9 +582,10 @@ int report_command(const char *stamp_dir, FILE *out)
 				goto out;
 			}
 			snprintf(lg_path, sizeof(lg_path), "%s/summary.json", run_dir);
-			if (json_write_file(lg_path, sum)) {
-				fprintf(stderr, "chaos: cannot write %s\n", lg_path);
+			if (outfile_write_json(lg_path, sum, err, sizeof(err))) {
+				fprintf(stderr, "chaos: %s\n", err);
 				cJSON_Delete(sum);
+				rc = 1;
 				goto out;
 			}
 			more = realloc(runs, (n + 1) * sizeof(*runs));
@@ -600,8 +610,10 @@ int report_command(const char *stamp_dir, FILE *out)
 	}
 	cJSON_AddNumberToObject(top, "repeat", most);
 	snprintf(path, sizeof(path), "%s/summary.json", stamp_dir);
-	if (json_write_file(path, top) || report_write(stamp_dir, &sc, top)) {
-		fprintf(stderr, "chaos: cannot write the summary or report.md in %s\n", stamp_dir);
+	if (outfile_write_json(path, top, err, sizeof(err)) ||
+	    report_write(stamp_dir, &sc, top, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		rc = 1;
 		goto out;
 	}
 	report_table(out, &sc, top, false);

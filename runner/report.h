@@ -39,16 +39,22 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
  */
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown);
 
-/* Writes STAMP/report.md (through a .tmp and a rename). Returns 0 or a negative errno. */
-int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *summary);
+/*
+ * Writes STAMP/report.md (outfile_write: through a .tmp and a rename).
+ * Returns 0, or a negative errno with err (CFG_ERR_LEN bytes) naming the
+ * file and the error.
+ */
+int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
+		 char *err);
 
 /*
  * `chaos report STAMP`: loads STAMP/scenario.json at the time scale its
  * summary.json (or a run's) recorded, recomputes every SETUP/run-K's
  * summary.json from its files (t0 from loadgen-summary.json), then the
  * combined summary.json and report.md, and prints the table to out.
- * Returns the exit status: 0, or 2 with a message on stderr naming the
- * file and what is wrong.
+ * Returns the exit status: 0; 1 when a file cannot be written (said on
+ * stderr naming the file and the error; it is left as FILE.tmp); 2 with a
+ * message on stderr naming the file and what is wrong with it.
  */
 int report_command(const char *stamp_dir, FILE *out);
 

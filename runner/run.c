@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "curl_uv.h"
 #include "json.h"
+#include "outfile.h"
 #include "proc.h"
 #include "plot.h"
 #include "report.h"
@@ -126,6 +127,7 @@ struct chaos {
 	bool stopping;
 	bool failed;
 	char why[4096];
+	char log_error[1500];		/* the first child log that could not be written; "": none */
 	cJSON **runs;			/* this setup's summaries so far */
 	size_t nruns;
 	cJSON *combined;		/* setup name → stats_combine */
@@ -148,20 +150,6 @@ static const char *role_name(const struct child *c)
 }
 
 /* ---- files ---- */
-
-static int write_text(const char *path, const char *text)
-{
-	FILE *fp = fopen(path, "w");
-	int rc = 0;
-
-	if (!fp)
-		return -errno;
-	if (fputs(text, fp) < 0)
-		rc = -EIO;
-	if (fclose(fp) && !rc)
-		rc = -errno;
-	return rc;
-}
 
 static int mkdir_p(const char *path)
 {
@@ -192,8 +180,13 @@ static void on_proc_closed(struct proc *p)
 /* Closes the child's process (which has exited); its memory goes when closed. */
 static void child_close(struct child *c)
 {
+	struct chaos *ch = c->ch;
+
 	if (!c->p)
 		return;
+	if (c->p->log_err && !ch->log_error[0])
+		snprintf(ch->log_error, sizeof(ch->log_error), "cannot write %s: %s",
+			 c->p->log_path, strerror(-c->p->log_err));
 	proc_close(c->p, on_proc_closed);
 	c->p = NULL;
 }
@@ -300,6 +293,7 @@ static void mock_start(struct chaos *ch, size_t i)
 	char t0[32];
 	char seed[32];
 	char log_name[128];
+	char err[CFG_ERR_LEN];
 	char *text = mock_config_of(ch, i);
 	const char *argv[] = { prog, "--config", cfg, "--t0", t0, "--log-dir", ch->dir,
 			       "--seed", seed, "--log-level", "warn", NULL };
@@ -309,9 +303,13 @@ static void mock_start(struct chaos *ch, size_t i)
 	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
 	snprintf(log_name, sizeof(log_name), "mockprov-%s.log", name);
-	if (!text || write_text(cfg, text)) {
+	if (!text) {
+		run_fail(ch, "cannot write %s: out of memory", cfg);
+		return;
+	}
+	if (outfile_write_text(cfg, text, err, sizeof(err))) {
 		free(text);
-		run_fail(ch, "cannot write %s", cfg);
+		run_fail(ch, "%s", err);
 		return;
 	}
 	free(text);
@@ -489,9 +487,9 @@ static void gateway_start(struct chaos *ch)
 		run_fail(ch, "setup %s: %s", ch->st->name, err);
 		return;
 	}
-	if (write_text(cfg, text)) {
+	if (outfile_write_text(cfg, text, err, sizeof(err))) {
 		free(text);
-		run_fail(ch, "cannot write %s", cfg);
+		run_fail(ch, "%s", err);
 		return;
 	}
 	free(text);
@@ -694,6 +692,7 @@ static void load_start(struct chaos *ch)
 	char backoff_max[48];
 	char prefix[96];
 	char mix[1300];
+	char err[CFG_ERR_LEN];
 	const char *argv[48];
 	size_t n = 0;
 
@@ -766,10 +765,13 @@ static void load_start(struct chaos *ch)
 					      cJSON_Duplicate(st->response_headers, true));
 		}
 		snprintf(mix, sizeof(mix), "%s/mix.json", ch->dir);
-		rc = m ? json_write_file(mix, m) : -ENOMEM;
+		rc = -ENOMEM;
+		snprintf(err, sizeof(err), "cannot write %.400s: out of memory", mix);
+		if (m)
+			rc = outfile_write_json(mix, m, err, sizeof(err));
 		cJSON_Delete(m);
 		if (rc) {
-			run_fail(ch, "cannot write %s", mix);
+			run_fail(ch, "%s", err);
 			return;
 		}
 		argv[n++] = "--mix";
@@ -847,13 +849,23 @@ static bool clean_stop(const struct chaos *ch, const struct child *c)
 	return p->exit_status == 0 && !p->term_signal;	/* mockprov and the gateway say so */
 }
 
+/*
+ * Fails the run with the child's last stderr lines, kept in memory: they
+ * are there even when its log (named for the rest) could not be written.
+ */
 static void fail_with_tail(struct chaos *ch, const struct child *c, const char *what)
 {
 	struct buf tail = { 0 };
+	char log[1500];
 
-	proc_log_tail(c->p->log_path, LOG_TAIL_LINES, &tail);
-	run_fail(ch, "%s (%s) %s; the last lines of %s:\n%s", role_name(c), c->p->name, what,
-		 c->p->log_path, tail.data ? tail.data : "");
+	proc_stderr_tail(c->p, LOG_TAIL_LINES, &tail);
+	if (c->p->log_err)
+		snprintf(log, sizeof(log), "%s could not be written: %s", c->p->log_path,
+			 strerror(-c->p->log_err));
+	else
+		snprintf(log, sizeof(log), "all its output is in %s", c->p->log_path);
+	run_fail(ch, "%s (%s) %s; its last stderr lines (%s):\n%s", role_name(c), c->p->name,
+		 what, log, tail.len ? tail.data : "(none)\n");
 	buf_free(&tail);
 }
 
@@ -1039,7 +1051,7 @@ static void on_start_deadline(uv_timer_t *t)
  * mockprov hands them to the kernel every loop turn — so the file is
  * finished here, as mockprov would have.
  */
-static void finish_mock_logs(struct chaos *ch)
+static int finish_mock_logs(struct chaos *ch)
 {
 	char tmp[1410];
 	char done[1400];
@@ -1050,9 +1062,15 @@ static void finish_mock_logs(struct chaos *ch)
 			continue;	/* stopped cleanly: mockprov finished its own log */
 		snprintf(done, sizeof(done), "%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", done);
-		if (access(tmp, F_OK) == 0 && access(done, F_OK) != 0)
-			rename(tmp, done);
+		if (access(tmp, F_OK) == 0 && access(done, F_OK) != 0 && rename(tmp, done)) {
+			int rc = -errno;
+
+			snprintf(ch->why, sizeof(ch->why), "cannot rename %s to %s: %s", tmp, done,
+				 strerror(-rc));
+			return rc;
+		}
 	}
+	return 0;
 }
 
 static int summarise(struct chaos *ch)
@@ -1067,17 +1085,24 @@ static int summarise(struct chaos *ch)
 	/* loadgen's own summary keeps its name apart from the run's. */
 	snprintf(path, sizeof(path), "%s/summary.json", ch->dir);
 	snprintf(lg, sizeof(lg), "%s/loadgen-summary.json", ch->dir);
-	rename(path, lg);
-	finish_mock_logs(ch);
+	if (rename(path, lg) && errno != ENOENT) {
+		rc = -errno;
+		snprintf(ch->why, sizeof(ch->why), "cannot rename %s to %s: %s", path, lg,
+			 strerror(-rc));
+		return rc;
+	}
+	rc = finish_mock_logs(ch);
+	if (rc)
+		return rc;
 	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum, err);
 	if (rc) {
 		snprintf(ch->why, sizeof(ch->why), "summary: %s", err);
 		return rc;
 	}
-	rc = json_write_file(path, sum);
+	rc = outfile_write_json(path, sum, err, sizeof(err));
 	if (rc) {
 		cJSON_Delete(sum);
-		snprintf(ch->why, sizeof(ch->why), "cannot write %s: %s", path, strerror(-rc));
+		snprintf(ch->why, sizeof(ch->why), "%s", err);
 		return rc;
 	}
 	runs = realloc(ch->runs, (ch->nruns + 1) * sizeof(*runs));
@@ -1132,6 +1157,11 @@ static void run_end(struct chaos *ch)
 	if (!ch->st)
 		return;
 	run_cleanup(ch);
+	if (ok && ch->log_error[0]) {
+		/* A child's log is one of the run's files: the run is not whole without it. */
+		snprintf(ch->why, sizeof(ch->why), "%s", ch->log_error);
+		ok = false;
+	}
 	if (ok && summarise(ch))
 		ok = false;
 	if (ok && rename(ch->dir, ch->final_dir)) {
@@ -1201,6 +1231,7 @@ static void run_begin(struct chaos *ch)
 	ch->stopping = false;
 	ch->failed = false;
 	ch->why[0] = '\0';
+	ch->log_error[0] = '\0';
 	ch->mocks_ready = 0;
 	ch->healthz_next = 0;
 	ch->next_action = 0;
@@ -1317,11 +1348,10 @@ static int make_stamp_dir(struct chaos *ch)
  * as written (unscaled), with its name stated, since the copy's file name
  * no longer gives it.
  */
-static int copy_scenario(const struct chaos *ch)
+static int copy_scenario(const struct chaos *ch, char *err, size_t errlen)
 {
-	char err[CFG_ERR_LEN];
 	char path[1300];
-	cJSON *root = json_load_file(ch->sc->path, err, sizeof(err));
+	cJSON *root = json_load_file(ch->sc->path, err, errlen);
 	int rc;
 
 	if (!root)
@@ -1329,7 +1359,7 @@ static int copy_scenario(const struct chaos *ch)
 	if (!cJSON_GetObjectItemCaseSensitive(root, "name"))
 		cJSON_AddStringToObject(root, "name", ch->sc->name);
 	snprintf(path, sizeof(path), "%s/scenario.json", ch->stamp_dir);
-	rc = json_write_file(path, root);
+	rc = outfile_write_json(path, root, err, errlen);
 	cJSON_Delete(root);
 	return rc;
 }
@@ -1358,10 +1388,9 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		ch.exit_code = 1;
 		goto out_free;
 	}
-	rc = copy_scenario(&ch);
+	rc = copy_scenario(&ch, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "chaos: cannot copy %s into %s: %s\n", sc->path, ch.stamp_dir,
-			strerror(-rc));
+		fprintf(stderr, "chaos: cannot copy %s into %s: %s\n", sc->path, ch.stamp_dir, err);
 		ch.exit_code = 1;
 		goto out_free;
 	}
@@ -1407,14 +1436,22 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		cJSON_AddItemToObject(top, "setups", ch.combined);
 		ch.combined = NULL;
 		snprintf(path, sizeof(path), "%s/summary.json", ch.stamp_dir);
-		if (json_write_file(path, top) || report_write(ch.stamp_dir, sc, top)) {
-			fprintf(stderr, "chaos: cannot write %s or its report.md\n", path);
+		if (outfile_write_json(path, top, err, sizeof(err)) ||
+		    report_write(ch.stamp_dir, sc, top, err)) {
+			fprintf(stderr, "chaos: %s\n", err);
 			ch.exit_code = 1;
 		} else {
+			bool write_failed = false;
+
 			report_table(stdout, sc, top, false);
-			/* Plots help a person; a failure to draw them is said, not a failed run. */
-			if (o->plots_dir && plot_stamp(ch.stamp_dir, o->plots_dir, err))
+			/*
+			 * Plots help a person; a failure to draw them (no gnuplot) is
+			 * said, not a failed run; a file that cannot be written is.
+			 */
+			if (o->plots_dir && plot_stamp(ch.stamp_dir, o->plots_dir, err, &write_failed))
 				fprintf(stderr, "chaos: no plots: %s\n", err);
+			if (write_failed)
+				ch.exit_code = 1;
 			printf("results: %s (report.md, summary.json, plots/)\n", ch.stamp_dir);
 		}
 		cJSON_Delete(top);

@@ -30,10 +30,11 @@ struct chaos_opts {
  * Runs the scenario. Writes OUT/NAME/STAMP/SETUP/run-K/ for each run and
  * OUT/NAME/STAMP/summary.json (every setup's runs combined), and prints
  * where they are. Returns the exit status: 0 when every run completed, 1
- * when one failed (a child crashed, a setup never became ready…: said on
- * stderr with the child's log tail; that run's directory stays
- * run-K.tmp), 130 after SIGINT and 143 after SIGTERM (every child stopped,
- * no run left half-renamed).
+ * when one failed (a child crashed, a setup never became ready, a file of
+ * it could not be written…: said on stderr with the child's last stderr
+ * lines; that run's directory stays run-K.tmp) or a file of the stamp
+ * could not be written (left as FILE.tmp), 130 after SIGINT and 143 after
+ * SIGTERM (every child stopped, no run left half-renamed).
  */
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o);
 

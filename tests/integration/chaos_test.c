@@ -3,7 +3,12 @@
  * a gateway setup, with a kill and a restart, checked by its result files
  * and exit status; streams that stall, in the summary, report and gate; a
  * bad scenario; a setup that crashes; Ctrl-C in the
- * middle of a run, after which no child of it is left.
+ * middle of a run, after which no child of it is left; a runner killed
+ * with SIGKILL, whose children (and a setup's own children) die within a
+ * second and leave no file growing; a child that explains its failure on
+ * stderr when its log cannot be written; files that cannot be written
+ * (a file size limit, /dev/full) failing with exit 1, the file named and
+ * left as .tmp.
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -13,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -591,7 +597,10 @@ Test(chaos, a_crashing_setup_fails_the_run_with_its_log, .timeout = 40)
 	cr_assert(exists(path), "the failed run's files are gone");
 }
 
-/* How many processes have dir in their command line (the children of a run). */
+/*
+ * How many processes have d in their command line (the children of a run;
+ * their guards, `chaos _guard PROGRAM…`, left out).
+ */
 static int processes_under(const char *d)
 {
 	struct dirent *e;
@@ -619,7 +628,7 @@ static int processes_under(const char *d)
 				cmd[i] = ' ';
 		}
 		cmd[len] = '\0';
-		if (strstr(cmd, d) && !strstr(cmd, "chaos run"))
+		if (strstr(cmd, d) && !strstr(cmd, "chaos run") && !strstr(cmd, "chaos _guard"))
 			n++;
 	}
 	closedir(proc);
@@ -929,4 +938,431 @@ Test(chaos, an_external_gateway_slow_to_start, .timeout = 60)
 	cr_assert_eq(t.nrows - 1, 30, "%zu requests", t.nrows - 1);
 	cr_assert_eq(lg_count(&t, "outcome", "ok"), 30, "the load did not wait for the gateway");
 	csv_free(&t);
+}
+
+/* ---- a runner that dies ---- */
+
+/* Whether pid is a live process (a zombie, dead but not yet reaped, is not). */
+static bool alive(pid_t pid)
+{
+	char path[64];
+	char stat[512];
+	char *paren;
+	size_t n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return false;
+	n = fread(stat, 1, sizeof(stat) - 1, fp);
+	fclose(fp);
+	stat[n] = '\0';
+	paren = strrchr(stat, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+/*
+ * The live processes, but not skip, with needle in their command line
+ * (at its start, with at_start), into pids (at most max).
+ */
+static int live_pids(const char *needle, bool at_start, pid_t skip, pid_t *pids, int max)
+{
+	struct dirent *e;
+	DIR *proc = opendir("/proc");
+	int n = 0;
+
+	cr_assert_not_null(proc);
+	while ((e = readdir(proc)) && n < max) {
+		char path[300];
+		char cmd[4096];
+		pid_t pid;
+		size_t len;
+		size_t i;
+		FILE *fp;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		pid = (pid_t)strtol(e->d_name, NULL, 10);
+		if (pid == skip || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fp = fopen(path, "r");
+		if (!fp)
+			continue;
+		len = fread(cmd, 1, sizeof(cmd) - 1, fp);
+		fclose(fp);
+		for (i = 0; i < len; i++) {
+			if (cmd[i] == '\0')
+				cmd[i] = ' ';
+		}
+		cmd[len] = '\0';
+		if ((at_start ? strncmp(cmd, needle, strlen(needle)) == 0 : !!strstr(cmd, needle)) &&
+		    alive(pid))
+			pids[n++] = pid;
+	}
+	closedir(proc);
+	return n;
+}
+
+/* Every regular file under d with its size, a line each, onto out (for telling whether one grows). */
+static void file_sizes(const char *d, struct buf *out)
+{
+	struct dirent *e;
+	DIR *dp = opendir(d);
+
+	cr_assert_not_null(dp, "no %s", d);
+	while ((e = readdir(dp))) {
+		char path[1200];
+		struct stat st;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d, e->d_name);
+		if (lstat(path, &st))
+			continue;
+		if (S_ISDIR(st.st_mode))
+			file_sizes(path, out);
+		else if (S_ISREG(st.st_mode))
+			buf_printf(out, "%s %lld\n", path, (long long)st.st_size);
+	}
+	closedir(dp);
+}
+
+/*
+ * The runner p has started the children of its run — want processes with
+ * dir in their command line besides their guards, and also_pid (not 0)
+ * alive — and loadgen is recording; SIGKILL it. Then every one of them is
+ * gone within 2 s (each is killed here if not, so none outlives the
+ * test), the stamp has a run-1.tmp and no summary, and no file of the
+ * stamp grows afterwards.
+ */
+static void kill_runner_and_check(struct lg_proc *p, const char *name, const char *setup_name,
+				  int want, pid_t also_pid)
+{
+	pid_t pids[64];
+	char stamp[800];
+	char path[1000];
+	struct buf before = { 0 };
+	struct buf after = { 0 };
+	struct stat st;
+	double t;
+	int n;
+	int i;
+	int left;
+
+	cr_assert(lg_await_stderr(p, "run 1 of 1", 15000), "no start line: %s", p->err);
+	stamp_dir(name, stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/%s/run-1.tmp/requests.csv.tmp", stamp, setup_name);
+	/* Polling /proc and the file: no event says a grandchild has started or written. */
+	for (t = now_ms(); now_ms() - t < 15000; usleep(20000)) {
+		if (processes_under(dir) >= want && (also_pid == 0 || alive(also_pid)) &&
+		    stat(path, &st) == 0 && st.st_size > 0)
+			break;
+	}
+	cr_assert_geq(processes_under(dir), want, "the run's children did not all start: %s",
+		      p->err);
+	cr_assert(stat(path, &st) == 0 && st.st_size > 0, "loadgen is not recording");
+	n = live_pids(dir, false, p->pid, pids, 60);
+	if (also_pid)
+		pids[n++] = also_pid;
+
+	kill(p->pid, SIGKILL);
+	cr_assert_eq(lg_wait(p, 10), 128 + SIGKILL);
+	t = now_ms();
+	do {
+		for (left = 0, i = 0; i < n; i++)
+			left += alive(pids[i]);
+		if (left)
+			usleep(10000);	/* polling other processes' deaths: nothing to wait on */
+	} while (left && now_ms() - t < 2000);
+	for (i = 0; left && i < n; i++)
+		kill(pids[i], SIGKILL);	/* the old runner's orphans: not left running */
+	cr_assert_eq(left, 0, "%d of the run's %d processes outlived the runner by 2 s", left, n);
+
+	snprintf(path, sizeof(path), "%s/%s/run-1.tmp", stamp, setup_name);
+	cr_assert(exists(path), "the run's files are not left as run-1.tmp");
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	cr_assert_not(exists(path), "a killed runner's stamp has a summary");
+	/* No event tells that nothing happens: watch the files for a while. */
+	file_sizes(stamp, &before);
+	usleep(300000);
+	file_sizes(stamp, &after);
+	cr_assert_str_eq(after.data, before.data, "a file of the stamp still grows");
+	buf_free(&before);
+	buf_free(&after);
+}
+
+Test(chaos, a_killed_runner_takes_its_children, .timeout = 60)
+{
+	static const char longer[] =
+		"{\"name\":\"orphans\",\"duration_s\":30,"
+		"\"providers\":[{\"name\":\"p\",\"ttft_ms\":20},{\"name\":\"q\",\"ttft_ms\":20}],"
+		"\"load\":{\"concurrency\":4,\"timeout_ms\":1000},"
+		"\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"},\"q\":{\"base_url\":\"{upstream.q}\"}},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"},"
+		"{\"provider\":\"q\",\"model\":\"m\"}]}}}}]}";
+	struct lg_proc p;
+	char out[600];
+
+	write_file(dir, "orphans.json", longer, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		cr_assert_eq(lg_spawn(&p, argv), 0);
+	}
+	/* Two mockprovs, the gateway, loadgen. */
+	kill_runner_and_check(&p, "orphans", "gw", 4, 0);
+}
+
+Test(chaos, a_killed_runner_takes_a_setups_own_children, .timeout = 60)
+{
+	struct lg_proc p;
+	char out[600];
+	char script[256];
+	char sleep_cmd[64];
+	pid_t sleeper[2];
+	double t;
+
+	/* The external setup's sh leaves a sleep of its own (its duration: this test's mark). */
+	snprintf(sleep_cmd, sizeof(sleep_cmd), "sleep 298.%06d", (int)(getpid() % 1000000));
+	snprintf(script, sizeof(script), "%s & exec MOCKPROV --config CONFIG", sleep_cmd);
+	external_scenario("orphans-ext", 30, script);
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		cr_assert_eq(lg_spawn(&p, argv), 0);
+	}
+	/* The sleep itself: the setup's sh and its guard have the command in theirs too. */
+	for (t = now_ms(); live_pids(sleep_cmd, true, 0, sleeper, 2) < 1 && now_ms() - t < 15000;)
+		usleep(20000);	/* polling /proc: no event says a grandchild has started */
+	cr_assert_eq(live_pids(sleep_cmd, true, 0, sleeper, 2), 1, "the setup's sleep did not start");
+	/* The provider's mockprov, the setup's, loadgen; and the sleep. */
+	kill_runner_and_check(&p, "orphans-ext", "ext", 3, sleeper[0]);
+}
+
+/* ---- files that cannot be written ---- */
+
+/*
+ * lg_spawn with the child's file size limit at limit bytes and SIGXFSZ
+ * ignored, so that a write past it fails with EFBIG as on a full disk (the
+ * runner's children get SIGXFSZ back at its default).
+ */
+static void spawn_limited(struct lg_proc *p, const char *const argv[], rlim_t limit)
+{
+	struct rlimit old;
+	struct rlimit lim;
+	void (*old_xfsz)(int);
+	int rc;
+
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = limit;
+	old_xfsz = signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	rc = lg_spawn(p, argv);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, old_xfsz);
+	cr_assert_eq(rc, 0);
+}
+
+Test(chaos, a_child_explains_itself_when_its_log_cannot_be_written, .timeout = 60)
+{
+	struct lg_proc p;
+	char out[600];
+	int rc;
+
+	/*
+	 * The setup writes 20 KB of stderr, then why it gives up: its log,
+	 * under a 16 KiB file size limit, cannot take the end, so only the
+	 * runner's memory of its stderr can say why.
+	 */
+	external_scenario("last-words", 1.5,
+			  "i=0; while [ $i -lt 2000 ]; do echo filler line $i >&2; i=$((i+1)); "
+			  "done; echo 'FATAL: cannot bind port 1: a test' >&2; exit 3");
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		spawn_limited(&p, argv, 16384);
+	}
+	rc = lg_wait(&p, 50);
+	cr_assert_eq(rc, 1, "exit %d:\n%s", rc, p.err);
+	cr_assert(strstr(p.err, "setup (external.log) exited with status 3"), "%s", p.err);
+	cr_assert(strstr(p.err, "filler line 1999\nFATAL: cannot bind port 1: a test"),
+		  "the setup's last stderr lines are not in the error:\n%s", p.err);
+	cr_assert(strstr(p.err, "external.log could not be written: File too large"), "%s",
+		  p.err);
+}
+
+/* A run of 5 requests in 1 s straight at one provider, named name. */
+static void tiny_scenario(const char *name)
+{
+	char text[512];
+	char file[128];
+
+	snprintf(text, sizeof(text),
+		 "{\"name\":\"%s\",\"duration_s\":1,\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		 "\"load\":{\"rate\":5,\"timeout_ms\":500},"
+		 "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}", name);
+	snprintf(file, sizeof(file), "%s.json", name);
+	write_file(dir, file, text, scenario, sizeof(scenario));
+}
+
+/* chaos run of the scenario under a file size limit: exit 1. */
+static void run_limited(rlim_t limit, struct lg_proc *p)
+{
+	char out[600];
+	int rc;
+
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		spawn_limited(p, argv, limit);
+	}
+	rc = lg_wait(p, 50);
+	cr_assert_eq(rc, 1, "exit %d:\n%s", rc, p->err);
+}
+
+/* The run-1 summary.json or the stamp's under a file size limit: exit 1, the .tmp named and kept. */
+Test(chaos, files_too_large_fail_the_run_and_keep_their_tmp_names, .timeout = 60)
+{
+	struct lg_proc p;
+	char stamp[800];
+	char path[1000];
+
+	/*
+	 * 4 KiB: more than any file of the children (under 2 KB) and the
+	 * scenario's copy, less than the run's summary.json (about 8 KB).
+	 */
+	tiny_scenario("tiny4k");
+	run_limited(4096, &p);
+	stamp_dir("tiny4k", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "cannot write %s/d/run-1.tmp/summary.json.tmp: File too large",
+		 stamp);
+	cr_assert(strstr(p.err, path), "no \"%s\" in:\n%s", path, p.err);
+	snprintf(path, sizeof(path), "%s/d/run-1.tmp/summary.json.tmp", stamp);
+	cr_assert(exists(path), "the .tmp is not kept");
+	snprintf(path, sizeof(path), "%s/d/run-1.tmp/summary.json", stamp);
+	cr_assert_not(exists(path), "a summary.json that could not be written has its final name");
+	snprintf(path, sizeof(path), "%s/d/run-1", stamp);
+	cr_assert_not(exists(path), "the run was renamed as complete");
+
+	/* 16 KiB: the run's summary fits, the stamp's (about 30 KB) does not. */
+	tiny_scenario("tiny16k");
+	run_limited(16384, &p);
+	stamp_dir("tiny16k", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "chaos: cannot write %s/summary.json.tmp: File too large",
+		 stamp);
+	cr_assert(strstr(p.err, path), "no \"%s\" in:\n%s", path, p.err);
+	snprintf(path, sizeof(path), "%s/summary.json.tmp", stamp);
+	cr_assert(exists(path), "the .tmp is not kept");
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	cr_assert_not(exists(path), "a summary.json that could not be written has its final name");
+	snprintf(path, sizeof(path), "%s/report.md", stamp);
+	cr_assert_not(exists(path), "a report was written without its summary");
+	snprintf(path, sizeof(path), "%s/d/run-1/summary.json", stamp);
+	cr_assert(exists(path), "the run itself completed");
+}
+
+/* The whole file at path, or NULL (the caller frees it). */
+static char *slurp(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	struct buf b = { 0 };
+	char chunk[4096];
+	size_t n;
+
+	if (!fp)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		buf_append(&b, chunk, n);
+	fclose(fp);
+	return b.data ? buf_steal(&b) : strdup("");
+}
+
+/*
+ * Runs argv (a chaos command) with FILE.tmp a link to /dev/full (a write
+ * there fails with ENOSPC, a real full disk): it exits 1 naming FILE.tmp
+ * and the error, the link is still there, and each of the keep files
+ * (final names, NULL-terminated) is as it was.
+ */
+static void full_disk_at(const char *const argv[], const char *file, const char *const keep[])
+{
+	char tmp[1100];
+	char want[1200];
+	char err[8192];
+	char *before[8];
+	struct stat st;
+	int rc;
+	int i;
+
+	for (i = 0; keep[i]; i++)
+		before[i] = slurp(keep[i]);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	cr_assert_eq(symlink("/dev/full", tmp), 0, "%s: %s", tmp, strerror(errno));
+	rc = run_program(argv, err, sizeof(err), 30);
+	cr_assert_eq(rc, 1, "%s %s with %s full: exit %d:\n%s", argv[1], argv[2], tmp, rc, err);
+	snprintf(want, sizeof(want), "cannot write %s: No space left on device", tmp);
+	cr_assert(strstr(err, want), "no \"%s\" in:\n%s", want, err);
+	cr_assert_eq(lstat(tmp, &st), 0, "%s is not kept", tmp);
+	for (i = 0; keep[i]; i++) {
+		char *now = slurp(keep[i]);
+
+		if (before[i])
+			cr_assert(now && strcmp(now, before[i]) == 0, "%s changed", keep[i]);
+		else
+			cr_assert_null(now, "%s was made", keep[i]);
+		free(now);
+		free(before[i]);
+	}
+	unlink(tmp);
+}
+
+Test(chaos, report_gate_and_plot_on_a_full_disk, .timeout = 90)
+{
+	char out[600];
+	char stamp[800];
+	char run_sum[1000];
+	char sum[1000];
+	char md[1000];
+	char base[1000];
+	char dat[1000];
+	char err[8192];
+	int rc;
+
+	tiny_scenario("full");
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	stamp_dir("full", stamp, sizeof(stamp));
+	snprintf(run_sum, sizeof(run_sum), "%s/d/run-1/summary.json", stamp);
+	snprintf(sum, sizeof(sum), "%s/summary.json", stamp);
+	snprintf(md, sizeof(md), "%s/report.md", stamp);
+	snprintf(base, sizeof(base), "%s/baseline.json", dir);
+	snprintf(dat, sizeof(dat), "%s/plots/data/answered-d.dat", stamp);
+	{
+		const char *report[] = { "chaos", "report", stamp, NULL };
+		const char *gate[] = { "chaos", "gate", stamp, "--save-baseline", base, NULL };
+		const char *plot[] = { "chaos", "plot", stamp, NULL };
+		const char *const keep[] = { run_sum, sum, md, base, dat, NULL };
+
+		/* What chaos report writes (the stamp's summary in its own key order). */
+		rc = run_program(report, err, sizeof(err), 30);
+		cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+		/* It writes each run's summary, the stamp's, then report.md. */
+		full_disk_at(report, run_sum, keep);
+		full_disk_at(report, sum, keep);
+		full_disk_at(report, md, keep);
+		full_disk_at(gate, base, keep);
+		full_disk_at(plot, dat, keep);
+	}
 }

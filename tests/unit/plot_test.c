@@ -4,7 +4,8 @@
  * the four PNGs made, the data files holding the rows worked out by hand
  * (answered share per window, breaker steps, percentiles per phase,
  * requests coloured by provider, fault and kill windows), and the errors:
- * no summary.json, no script, a failing script, no gnuplot.
+ * no summary.json, no script, a failing script, no gnuplot, a data file
+ * on a full disk, a PNG gnuplot wrote only part of.
  */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
@@ -219,7 +220,7 @@ Test(plot, four_pngs_from_a_stamp, .timeout = 30)
 	size_t i;
 
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	for (i = 0; i < PLOT_COUNT; i++)
 		assert_png(plot_names[i]);
 }
@@ -227,7 +228,7 @@ Test(plot, four_pngs_from_a_stamp, .timeout = 30)
 Test(plot, answered_share_per_window, .timeout = 30)
 {
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	/*
 	 * mid_s from_s to_s answered_pct requests interactive_pct batch_pct; a
 	 * window with no request is NaN, and so are classes the summary lacks.
@@ -262,7 +263,7 @@ Test(plot, answered_share_per_class, .timeout = 30)
 		write_file("summary.json", out);
 	}
 	free(text);
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 75 10 50 100\n");
 	assert_has("plots/data/meta.gp", "\nanswered_classes = 1\n");
 	assert_png("answered");
@@ -273,7 +274,7 @@ Test(plot, breaker_steps_from_closed_to_the_end, .timeout = 30)
 	char *text;
 
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	text = read_file("plots/data/breakers-gw.dat");
 	cr_expect_not_null(strstr(text, "# target primary/m\n# t_s state to\n"
 				  "0 0 \"start\"\n"
@@ -291,7 +292,7 @@ Test(plot, breaker_steps_from_closed_to_the_end, .timeout = 30)
 Test(plot, fault_and_kill_windows, .timeout = 30)
 {
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	assert_has("plots/data/meta.gp", "nfaults = 2\n");
 	assert_has("plots/data/meta.gp", "array fault_from[2] = [5, 12]\n");
 	assert_has("plots/data/meta.gp", "array fault_to[2] = [10, 15]\n");
@@ -323,7 +324,7 @@ Test(plot, near_fault_labels_on_rows_of_their_own, .timeout = 30)
 
 	make_stamp();
 	write_file("scenario.json", near);
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	assert_has("plots/data/meta.gp", "array fault_row[4] = [0, 1, 0, 2]\n");
 	assert_png("answered");
 }
@@ -331,7 +332,7 @@ Test(plot, near_fault_labels_on_rows_of_their_own, .timeout = 30)
 Test(plot, requests_coloured_by_provider, .timeout = 30)
 {
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	/* t_s latency_ms provider_index ok provider outcome; providers in file order. */
 	assert_has("plots/data/meta.gp", "array prov_name[2] = ['primary', 'secondary']\n");
 	assert_has("plots/data/latency-gw.dat", "\n5.1 30 2 1 \"secondary\" \"ok\"\n");
@@ -345,7 +346,7 @@ Test(plot, requests_coloured_by_provider, .timeout = 30)
 Test(plot, percentiles_per_phase, .timeout = 30)
 {
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), 0, "plot_stamp: %s", err);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
 	assert_has("plots/data/phases.dat", "\n1 1 20 22 25 5 \"healthy\" \"direct\"\n");
 	assert_has("plots/data/phases.dat", "\n2 1 NaN NaN NaN 0 \"outage\" \"direct\"\n");
 	assert_has("plots/data/phases.dat", "\n2 2 30 900 1000 5 \"outage\" \"gw\"\n");
@@ -356,7 +357,7 @@ Test(plot, percentiles_per_phase, .timeout = 30)
 Test(plot_bad, no_summary_named, .timeout = 30)
 {
 	write_file("scenario.json", scenario_json);
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), -ENOENT);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), -ENOENT);
 	cr_expect_not_null(strstr(err, "summary.json"), "%s", err);
 	cr_expect_not_null(strstr(err, dir), "%s", err);
 }
@@ -365,14 +366,14 @@ Test(plot_bad, malformed_summary_named, .timeout = 30)
 {
 	make_stamp();
 	write_file("summary.json", "{\"scenario\": \"plot-t\", \"time_scale\": 1}");
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), -EINVAL);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), -EINVAL);
 	cr_expect_not_null(strstr(err, "summary.json: setups"), "%s", err);
 }
 
 Test(plot_bad, no_script_dir, .timeout = 30)
 {
 	make_stamp();
-	cr_assert_eq(plot_stamp(dir, "/nonexistent/plots", err), -ENOENT);
+	cr_assert_eq(plot_stamp(dir, "/nonexistent/plots", err, NULL), -ENOENT);
 	cr_expect_not_null(strstr(err, "/nonexistent/plots/answered.gp"), "%s", err);
 }
 
@@ -389,7 +390,7 @@ Test(plot_bad, failing_script_quotes_gnuplot, .timeout = 30)
 	cr_assert_not_null(fp);
 	fputs("set terminal pngcairo\nset output outfile\nplot no_such_function(x)\n", fp);
 	fclose(fp);
-	cr_assert_eq(plot_stamp(dir, scripts, err), -EIO);
+	cr_assert_eq(plot_stamp(dir, scripts, err, NULL), -EIO);
 	cr_expect_not_null(strstr(err, "answered.gp: gnuplot exited with status 1"), "%s", err);
 	cr_expect_not_null(strstr(err, "undefined function"), "%s", err);
 	cr_expect_not(exists("plots/answered.png.tmp"));
@@ -400,6 +401,54 @@ Test(plot_bad, no_gnuplot, .timeout = 30)
 {
 	make_stamp();
 	setenv("PATH", "/nonexistent", 1);
-	cr_assert_eq(plot_stamp(dir, plots_dir(), err), -ENOENT);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), -ENOENT);
 	cr_expect_not_null(strstr(err, "gnuplot: not found"), "%s", err);
+}
+
+/*
+ * A data file on a full disk (its .tmp a link to /dev/full: a real
+ * ENOSPC): a write error, named with the file; the .tmp is what is left,
+ * no file has the final name.
+ */
+Test(plot_bad, a_data_file_on_a_full_disk, .timeout = 30)
+{
+	char full[400];
+	bool write_failed = false;
+
+	make_stamp();
+	make_dir("plots");
+	make_dir("plots/data");
+	snprintf(full, sizeof(full), "%s/plots/data/answered-direct.dat.tmp", dir);
+	cr_assert_eq(symlink("/dev/full", full), 0);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, &write_failed), -ENOSPC, "%s", err);
+	cr_expect(write_failed);
+	cr_expect_not_null(strstr(err, "cannot write "), "%s", err);
+	cr_expect_not_null(strstr(err, full), "%s", err);
+	cr_expect_not_null(strstr(err, "No space left on device"), "%s", err);
+	cr_expect_not(exists("plots/data/answered-direct.dat"));
+	cr_expect_not(exists("plots/answered.png"));
+}
+
+/* gnuplot exits 0 having written something that is no whole PNG: kept as .tmp, said. */
+Test(plot_bad, a_png_written_in_part, .timeout = 30)
+{
+	char path[128];
+	bool write_failed = false;
+	FILE *fp;
+
+	make_stamp();
+	snprintf(scripts, sizeof(scripts), "/tmp/fl-plot-scripts-XXXXXX");
+	cr_assert_not_null(mkdtemp(scripts));
+	snprintf(path, sizeof(path), "%s/answered.gp", scripts);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("set print outfile\nprint 'the first bytes of a picture'\n", fp);
+	fclose(fp);
+	cr_assert_eq(plot_stamp(dir, scripts, err, &write_failed), -EIO, "%s", err);
+	cr_expect(write_failed);
+	cr_expect_not_null(strstr(err, "cannot write "), "%s", err);
+	cr_expect_not_null(strstr(err, "plots/answered.png.tmp: gnuplot wrote part of it"), "%s",
+			   err);
+	cr_expect(exists("plots/answered.png.tmp"), "the part is kept under its .tmp name");
+	cr_expect_not(exists("plots/answered.png"));
 }

@@ -2,7 +2,9 @@
  * proc: real children (/bin/sh) on a private loop — stdout lines in order
  * and logged with stderr, the exit status and the killing signal, a signal
  * to the whole process group reaching a grandchild, a program that does
- * not exist, and the log's tail.
+ * not exist, and the end of stderr kept in memory: there at the exit
+ * callback, cut to its last lines, and there when the log cannot be
+ * written (/dev/full).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +26,9 @@ struct seen {
 	unsigned exits;
 	unsigned closed;
 	pid_t grandchild;
+	char tail[16384];		/* proc_stderr_tail(…, 3) at the exit */
+	int log_err;			/* p->log_err at the exit */
+	unsigned lines_at_exit;		/* nlines then */
 };
 
 static struct seen seen;
@@ -60,8 +66,28 @@ static void on_closed(struct proc *p)
 
 static void on_exit_close(struct proc *p)
 {
+	struct buf tail = { 0 };
+
 	seen.exits++;
+	seen.lines_at_exit = seen.nlines;
+	cr_assert_eq(proc_stderr_tail(p, 3, &tail), 0);
+	snprintf(seen.tail, sizeof(seen.tail), "%s", tail.len ? tail.data : "");
+	buf_free(&tail);
+	seen.log_err = p->log_err;
 	proc_close(p, on_closed);
+}
+
+/* The whole file at path into out. */
+static void read_whole(const char *path, struct buf *out)
+{
+	char chunk[4096];
+	FILE *fp = fopen(path, "r");
+	size_t n;
+
+	cr_assert_not_null(fp, "no %s", path);
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		cr_assert_eq(buf_append(out, chunk, n), 0);
+	fclose(fp);
 }
 
 /* Whether pid is a live process (a zombie awaiting its reaper is not). */
@@ -107,7 +133,7 @@ static void run(uv_loop_t *loop)
 	cr_assert_eq(uv_loop_close(loop), 0, "the loop still has handles");
 }
 
-static struct proc *start_sh(uv_loop_t *loop, const char *script)
+static struct proc *start_sh_logging(uv_loop_t *loop, const char *script, const char *log)
 {
 	static struct proc p;
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
@@ -115,10 +141,15 @@ static struct proc *start_sh(uv_loop_t *loop, const char *script)
 	memset(&p, 0, sizeof(p));
 	p.on_line = on_line;
 	p.on_exit = on_exit_close;
-	cr_assert_eq(proc_start(&p, loop, "sh", argv, log_path), 0);
+	cr_assert_eq(proc_start(&p, loop, "sh", argv, log), 0);
 	cr_assert_gt(p.pid, 0);
 	cr_assert(p.running);
 	return &p;
+}
+
+static struct proc *start_sh(uv_loop_t *loop, const char *script)
+{
+	return start_sh_logging(loop, script, log_path);
 }
 
 TestSuite(proc, .init = setup, .fini = teardown);
@@ -143,7 +174,7 @@ Test(proc, lines_log_and_exit_status, .timeout = 10)
 	cr_assert_eq(p->term_signal, 0);
 	proc_describe_exit(p, how, sizeof(how));
 	cr_assert_str_eq(how, "exited with status 3");
-	cr_assert_eq(proc_log_tail(log_path, 10, &log), 0);
+	read_whole(log_path, &log);
 	cr_assert(strstr(log.data, "listening 127.0.0.1:1\n"), "stdout is logged: %s", log.data);
 	cr_assert(strstr(log.data, "oops\n"), "stderr is logged: %s", log.data);
 	cr_assert(strstr(log.data, "ready"), "%s", log.data);
@@ -204,19 +235,54 @@ Test(proc, no_such_program, .timeout = 10)
 	cr_assert_eq(uv_loop_close(&loop), 0);
 }
 
-Test(proc, log_tail, .timeout = 10)
+/*
+ * The child's last words reach the exit callback, even when the loop
+ * first runs after the child has exited (waitid without reaping makes
+ * sure of it), so that the pipes and the exit are seen in one poll: libuv
+ * reads the pipes before it handles SIGCHLD.
+ */
+Test(proc, stderr_is_in_the_tail_at_the_exit, .timeout = 10)
 {
-	struct buf out = { 0 };
-	FILE *fp = fopen(log_path, "w");
+	uv_loop_t loop;
+	siginfo_t info;
+	struct proc *p;
 
-	cr_assert_not_null(fp);
-	fputs("one\ntwo\nthree\nfour\n", fp);
-	fclose(fp);
-	cr_assert_eq(proc_log_tail(log_path, 2, &out), 0);
-	cr_assert_str_eq(out.data, "three\nfour\n");
-	buf_reset(&out);
-	cr_assert_eq(proc_log_tail(log_path, 10, &out), 0);
-	cr_assert_str_eq(out.data, "one\ntwo\nthree\nfour\n", "shorter than asked: all of it");
-	buf_free(&out);
-	cr_assert_eq(proc_log_tail("/nonexistent/log", 2, &out), -ENOENT);
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	p = start_sh(&loop, "echo ready; echo one >&2; echo two >&2; printf 'last words' >&2; "
+		     "exit 3");
+	cr_assert_eq(waitid(P_PID, (id_t)p->pid, &info, WEXITED | WNOWAIT), 0);
+	run(&loop);
+	cr_assert_eq(seen.exits, 1);
+	cr_assert_str_eq(seen.tail, "one\ntwo\nlast words", "%s", seen.tail);
+	cr_assert_eq(seen.lines_at_exit, 1, "stdout's line came after the exit");
+}
+
+/* Of a long stderr, the last lines; the line the 8 KiB ring cut into is left out. */
+Test(proc, stderr_tail_is_its_last_lines, .timeout = 10)
+{
+	uv_loop_t loop;
+	struct buf log = { 0 };
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	start_sh(&loop, "i=0; while [ $i -lt 2000 ]; do echo line $i >&2; i=$((i+1)); done; "
+		 "echo the end >&2; exit 1");
+	run(&loop);
+	cr_assert_str_eq(seen.tail, "line 1998\nline 1999\nthe end\n", "%s", seen.tail);
+	read_whole(log_path, &log);
+	cr_assert(strstr(log.data, "line 0\nline 1\n") && strstr(log.data, "the end\n"),
+		  "the log has all of it");
+	buf_free(&log);
+}
+
+/* A log that cannot be written (a full disk: /dev/full): the error is kept, and the tail too. */
+Test(proc, an_unwritable_log_still_leaves_the_tail, .timeout = 10)
+{
+	uv_loop_t loop;
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	start_sh_logging(&loop, "echo ready; echo cannot bind 127.0.0.1:1 >&2; exit 2", "/dev/full");
+	run(&loop);
+	cr_assert_eq(seen.log_err, -ENOSPC, "log_err %d", seen.log_err);
+	cr_assert_str_eq(seen.tail, "cannot bind 127.0.0.1:1\n");
+	cr_assert_eq(seen.nlines, 1, "stdout is still read after the log failed");
 }
