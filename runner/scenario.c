@@ -483,6 +483,8 @@ static int load_providers(const cJSON *root, const char *file, struct scenario *
 		}
 	}
 	rc = mock_config_from_json(top, file, &mc, err);
+	if (!rc)	/* the runner never passes --allow-remote: fail here, not at start */
+		rc = mock_config_require_loopback(&mc, file, err);
 	if (rc)
 		goto out;
 	sc->provider_names = calloc(mc.nproviders, sizeof(*sc->provider_names));

@@ -407,6 +407,8 @@ static const struct bad_case bad_cases[] = {
 	  ": providers[0].ttft_ms: expected a number from 0 to 600000, got -1" },
 	{ "{" DUR ",\"providers\":[{\"name\":\"a\",\"listen\":\"nowhere\"}]," LOAD "," SETUP "}",
 	  ": providers[0].listen: expected HOST:PORT" },
+	{ "{" DUR ",\"providers\":[{\"name\":\"a\",\"listen\":\"0.0.0.0:9001\"}]," LOAD "," SETUP "}",
+	  ": providers[0].listen: expected a loopback address" },
 	{ "{" DUR ",\"providers\":[{\"name\":\"a\",\"listen\":\"127.0.0.1:9001\"},"
 	  "{\"name\":\"b\",\"listen\":\"127.0.0.1:9001\"}]," LOAD "," SETUP "}",
 	  ": providers[1].listen: expected a port no other provider uses" },
