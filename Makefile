@@ -45,7 +45,8 @@ MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 GATEWAY_LIB_SRC := $(filter-out gateway/main.c,$(sort $(wildcard gateway/*.c)))
 RUNNER_LIB_SRC := $(filter-out runner/main.c,$(sort $(wildcard runner/*.c)))
-UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c \
+	tests/support/jsondiff.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
 
