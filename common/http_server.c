@@ -85,6 +85,7 @@ struct conn {
 	size_t hdr_cap;
 	struct http_kv *kv;
 	bool last_was_value;
+	bool head_done;		/* its headers are whole: fields now are trailers */
 	bool in_message;	/* a request has started arriving */
 	bool message_ready;
 	size_t head_bytes;
@@ -202,6 +203,7 @@ static void request_reset(struct conn *c)
 	buf_reset(&c->body);
 	c->nhdr = 0;
 	c->last_was_value = false;
+	c->head_done = false;
 	c->in_message = false;
 	c->message_ready = false;
 	c->head_bytes = 0;
@@ -259,12 +261,20 @@ static int add_header_slot(struct conn *c)
 	return 0;
 }
 
+/*
+ * A chunked body's trailer fields come through the header callbacks after
+ * the body. They are not the request's headers (a trailer must not set
+ * x-request-id or pick a provider): counted against the header limit, and
+ * dropped.
+ */
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = p->data;
 
 	if (head_grow(c, len))
 		return -1;
+	if (c->head_done)
+		return 0;
 	if (c->last_was_value || c->nhdr == 0) {
 		if (c->nhdr && buf_append(&c->hdr, "", 1))	/* end the value */
 			return -1;
@@ -279,7 +289,11 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = p->data;
 
-	if (head_grow(c, len) || c->nhdr == 0)
+	if (head_grow(c, len))
+		return -1;
+	if (c->head_done)
+		return 0;
+	if (c->nhdr == 0)
 		return -1;
 	if (!c->last_was_value) {
 		if (buf_append(&c->hdr, "", 1))			/* end the name */
@@ -303,6 +317,7 @@ static int on_headers_complete(http_parser *p)
 	struct conn *c = p->data;
 	size_t i;
 
+	c->head_done = true;
 	if (c->nhdr && !c->last_was_value) {
 		/* A field with no value at all. */
 		if (buf_append(&c->hdr, "", 1))

@@ -9,7 +9,9 @@
  * (http_stream_begin/_write/_end). Keep-alive, request size limits, header
  * and idle timeouts, a connection limit and `Expect: 100-continue` are
  * handled here; protocol errors get an OpenAI-style JSON error (400, 408 is
- * a silent close, 413, 431).
+ * a silent close, 413, 431). A chunked request's trailer fields are read
+ * (they count toward max_header_bytes) and dropped: a request's headers are
+ * the ones before its body.
  *
  * Ownership: the exchange belongs to the server. It stays valid until the
  * program ends it (the last write of a response, http_exchange_close, or any

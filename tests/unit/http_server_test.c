@@ -50,6 +50,7 @@ struct seen {
 	char custom[64];	/* X-Custom, looked up as "x-CUSTOM" */
 	char host[64];		/* looked up as "HOST" */
 	char content_type[64];	/* looked up as "content-type" */
+	size_t nheaders;
 	char body[8192];
 	size_t body_len;
 	bool body_terminated;
@@ -340,6 +341,7 @@ static void record_request(struct http_exchange *ex, void *data)
 	copy_str(s->host, sizeof(s->host), http_request_header(req, "HOST"));
 	copy_str(s->content_type, sizeof(s->content_type),
 		 http_request_header(req, "content-type"));
+	s->nheaders = req->nheaders;
 	s->body_len = req->body_len;
 	if (req->body_len < sizeof(s->body))
 		memcpy(s->body, req->body, req->body_len + 1);
@@ -1334,6 +1336,72 @@ Test(http_server, expect_100_continue, .timeout = 10)
 	cr_assert_str_eq(fx.seen.body, "hello");
 	close(fd);
 	buf_free(&out);
+	fx_stop();
+}
+
+/*
+ * A chunked request's trailer fields are not its headers: one that
+ * repeats a header of the head, or names a new one, does not reach the
+ * program (a trailer must not set x-request-id or pick a provider).
+ */
+Test(http_server, request_trailers_are_dropped, .timeout = 10)
+{
+	static const char first[] =
+		"POST /t HTTP/1.1\r\nHost: x\r\nX-Custom: from-the-head\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n"
+		"5\r\nhello\r\n0\r\nX-Custom: from-the-trailer\r\n"
+		"Content-Type: evil/trailer\r\n\r\n";
+	static const char second[] =
+		"POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"3\r\nabc\r\n0\r\nX-Custom: only-in-the-trailer\r\n\r\n";
+	struct http_server_config cfg;
+	struct response r[2];
+	struct buf out = { 0 };
+	int fd;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_echo);
+	fd = tcp_connect();
+	send_str(fd, first);
+	cr_assert_eq(recv_responses(fd, &out, r, 1, WAIT_MS), 1, "%s", out.data);
+	cr_assert(body_is(&r[0], "got:hello"), "%.*s", (int)r[0].body_len, r[0].body);
+	fx_lock();
+	cr_assert_str_eq(fx.seen.custom, "from-the-head");
+	cr_assert_str_eq(fx.seen.content_type, "(null)");
+	cr_assert_eq(fx.seen.nheaders, 3);
+	fx_unlock();
+
+	/* The same connection goes on: the trailer ended the first request. */
+	buf_reset(&out);
+	send_str(fd, second);
+	cr_assert_eq(recv_responses(fd, &out, r, 1, WAIT_MS), 1, "%s", out.data);
+	cr_assert(body_is(&r[0], "got:abc"), "%.*s", (int)r[0].body_len, r[0].body);
+	fx_lock();
+	cr_assert_eq(fx.requests, 2);
+	cr_assert_str_eq(fx.seen.custom, "(null)");
+	cr_assert_eq(fx.seen.nheaders, 2);
+	fx_unlock();
+	close(fd);
+	buf_free(&out);
+	fx_stop();
+}
+
+/* Trailer fields count toward max_header_bytes, as the head does. */
+Test(http_server, request_trailers_over_the_limit_are_431, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct buf req = { 0 };
+	size_t i;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_echo);
+	cr_assert_eq(buf_puts(&req, "POST /t HTTP/1.1\r\nHost: x\r\n"
+			      "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n"), 0);
+	for (i = 0; i < 40; i++)
+		cr_assert_eq(buf_printf(&req, "X-Pad-%zu: %040zu\r\n", i, i), 0);
+	cr_assert_eq(buf_puts(&req, "\r\n"), 0);
+	expect_error_and_close(req.data, req.len, 431);
+	buf_free(&req);
 	fx_stop();
 }
 
