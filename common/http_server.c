@@ -27,6 +27,8 @@
 #define READ_BUF_SIZE 65536
 #define INBUF_PAUSE_BYTES (256 * 1024)
 #define LINGER_MS 2000
+/* At most one "connection limit" line per this; the rest are counted. */
+#define REJECT_LOG_NS 1000000000ull
 
 enum conn_state {
 	CONN_READING,	/* waiting for or receiving a request */
@@ -127,6 +129,9 @@ struct http_server {
 	bool have_addr;
 	struct conn *conns;
 	unsigned nconns;
+	uint64_t rejected;		/* connections closed at once: max_conns were open */
+	uint64_t reject_unlogged;	/* of them, since the last log line */
+	uint64_t reject_logged_ns;	/* when that line was written; 0: never */
 	unsigned closing_listeners;
 	bool freeing;
 	void (*free_done)(void *arg);
@@ -1147,6 +1152,31 @@ static void on_reject_closed(uv_handle_t *h)
 	free(h);
 }
 
+/*
+ * Counts a connection closed for the limit, and says so in the log at most
+ * once per REJECT_LOG_NS, with how many went unsaid since the last line: a
+ * flood of connections must not become a flood of lines.
+ */
+static void note_rejected(struct http_server *srv)
+{
+	uint64_t now = clock_mono_ns();
+
+	srv->rejected++;
+	if (srv->reject_logged_ns && now - srv->reject_logged_ns < REJECT_LOG_NS) {
+		srv->reject_unlogged++;
+		return;
+	}
+	if (srv->reject_unlogged)
+		log_warn("connection limit (%u) reached: closing a new connection "
+			 "(%llu more suppressed)", srv->cfg.max_conns,
+			 (unsigned long long)srv->reject_unlogged);
+	else
+		log_warn("connection limit (%u) reached: closing a new connection",
+			 srv->cfg.max_conns);
+	srv->reject_unlogged = 0;
+	srv->reject_logged_ns = now ? now : 1;
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
 	struct http_server *srv = listener->data;
@@ -1163,8 +1193,7 @@ static void on_connection(uv_stream_t *listener, int status)
 			return;
 		uv_tcp_init(srv->loop, t);
 		if (uv_accept(listener, (uv_stream_t *)t) == 0)
-			log_warn("connection limit (%u) reached: closing a new connection",
-				 srv->cfg.max_conns);
+			note_rejected(srv);
 		uv_close((uv_handle_t *)t, on_reject_closed);
 		return;
 	}
@@ -1381,6 +1410,11 @@ void http_server_close_conns(struct http_server *srv, bool reset)
 unsigned http_server_conn_count(const struct http_server *srv)
 {
 	return srv->nconns;
+}
+
+uint64_t http_server_rejected(const struct http_server *srv)
+{
+	return srv->rejected;
 }
 
 static void on_drain_idle_closed(uv_handle_t *h)

@@ -44,7 +44,7 @@ struct http_server_config {
 	size_t max_body_bytes;		/* over: 413 */
 	uint64_t header_timeout_ms;	/* first byte to complete request */
 	uint64_t idle_timeout_ms;	/* keep-alive wait between requests */
-	unsigned max_conns;		/* further connections are closed */
+	unsigned max_conns;		/* further connections are closed (http_server_rejected) */
 	int backlog;
 };
 
@@ -135,6 +135,14 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 
 /* The number of open connections. */
 unsigned http_server_conn_count(const struct http_server *srv);
+
+/*
+ * The number of connections closed as soon as accepted because max_conns
+ * were open, since the server was made. The log says so at most once a
+ * second ("connection limit (N) reached: closing a new connection (M more
+ * suppressed)", M counting those since the line before).
+ */
+uint64_t http_server_rejected(const struct http_server *srv);
 
 /*
  * Closes the listener and every connection (aborting exchanges in progress)

@@ -266,6 +266,7 @@ struct loop_op {
 	unsigned count;
 	bool listening;
 	unsigned short port;
+	uint64_t rejected;
 };
 
 static void op_close_conns(void *arg)
@@ -280,6 +281,13 @@ static void op_conn_count(void *arg)
 	struct loop_op *op = arg;
 
 	op->count = http_server_conn_count(fx.srv);
+}
+
+static void op_rejected(void *arg)
+{
+	struct loop_op *op = arg;
+
+	op->rejected = http_server_rejected(fx.srv);
 }
 
 static void op_unlisten(void *arg)
@@ -1725,6 +1733,105 @@ Test(http_server, max_conns_closes_extra_connections, .timeout = 10)
 	cr_assert_eq(fx.aborts[HTTP_ABORT_PEER], 1);
 	close(b);
 	buf_free(&out);
+}
+
+/* Waits until the server has rejected n connections (polled, as counts are). */
+static bool wait_rejected(uint64_t n, int timeout_ms)
+{
+	struct loop_op op = { 0 };
+	double deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		fx_call(op_rejected, &op);
+		if (op.rejected >= n)
+			return op.rejected == n;
+		if (now_ms() > deadline)
+			return false;
+		poll(NULL, 0, 5);
+	}
+}
+
+/* How many lines of the file hold needle; the last of them is copied to last. */
+static unsigned count_lines(const char *path, const char *needle, char *last, size_t len)
+{
+	char line[1024];
+	unsigned n = 0;
+	FILE *fp = fopen(path, "r");
+
+	cr_assert_not_null(fp);
+	last[0] = '\0';
+	while (fgets(line, sizeof(line), fp)) {
+		if (strstr(line, needle)) {
+			n++;
+			snprintf(last, len, "%s", line);
+		}
+	}
+	fclose(fp);
+	return n;
+}
+
+/*
+ * A flood of connections past max_conns is one log line a second, not one
+ * per connection; the next line says how many went unsaid, and
+ * http_server_rejected counts them all.
+ */
+Test(http_server, connection_limit_log_is_rate_limited, .timeout = 15)
+{
+	static const char hold[] = "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char needle[] = "connection limit (2) reached: closing a new connection";
+	char path[] = "/tmp/fl-http-log-XXXXXX";
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	char last[1024];
+	int fds[50];
+	double t0;
+	int logfd;
+	int saved;
+	int a, b, c;
+	size_t i;
+
+	logfd = mkstemp(path);
+	cr_assert_geq(logfd, 0);
+	saved = dup(2);
+	cr_assert_eq(dup2(logfd, 2), 2);
+	log_set_level(LOG_WARN);
+	test_config(&cfg);
+	cfg.max_conns = 2;
+	fx_start(&cfg, on_hold);
+	a = tcp_connect();
+	send_str(a, hold);
+	b = tcp_connect();
+	send_str(b, hold);
+	cr_assert(fx_wait(&fx.requests, 2, WAIT_MS));
+
+	t0 = now_ms();
+	for (i = 0; i < 50; i++)
+		fds[i] = tcp_connect();
+	cr_assert(wait_rejected(50, WAIT_MS), "not 50 connections rejected");
+	cr_assert_lt(now_ms() - t0, 900, "the burst took too long to test a 1 s limit");
+	cr_assert_eq(count_lines(path, needle, last, sizeof(last)), 1, "%s", last);
+	cr_assert_null(strstr(last, "suppressed"), "%s", last);
+
+	/* A second on, the next one is logged with the count of the rest. */
+	while (now_ms() - t0 < 1100)
+		poll(NULL, 0, 20);
+	c = tcp_connect();
+	cr_assert(wait_rejected(51, WAIT_MS));
+	cr_assert_eq(count_lines(path, needle, last, sizeof(last)), 2, "%s", last);
+	cr_assert(strstr(last, "(49 more suppressed)"), "%s", last);
+	fx_call(op_rejected, &op);
+	cr_assert_eq(op.rejected, 51);
+
+	for (i = 0; i < 50; i++)
+		close(fds[i]);
+	close(c);
+	close(a);
+	close(b);
+	fx_stop();
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+	unlink(path);
 }
 
 Test(http_server, stream_is_reassembled_by_curl, .timeout = 10)
