@@ -1177,6 +1177,39 @@ static void note_rejected(struct http_server *srv)
 	srv->reject_logged_ns = now ? now : 1;
 }
 
+/* A new connection, its handles initialised and counted; NULL when out of memory. */
+static struct conn *conn_new(struct http_server *srv)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = srv;
+	uv_tcp_init(srv->loop, &c->tcp);
+	uv_timer_init(srv->loop, &c->timer);
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->open_handles = 2;
+	c->ex.conn = c;
+	c->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->nconns++;
+	return c;
+}
+
+/* Starts reading the first request of a connection with its socket in place. */
+static void conn_begin(struct conn *c)
+{
+	uv_tcp_nodelay(&c->tcp, 1);	/* fails harmlessly on a socketpair */
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->state = CONN_READING;
+	conn_arm(c, TIMER_IDLE);
+	conn_start_read(c);
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
 	struct http_server *srv = listener->data;
@@ -1197,31 +1230,30 @@ static void on_connection(uv_stream_t *listener, int status)
 		uv_close((uv_handle_t *)t, on_reject_closed);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_new(srv);
 	if (!c)
 		return;
-	c->srv = srv;
-	uv_tcp_init(srv->loop, &c->tcp);
-	uv_timer_init(srv->loop, &c->timer);
-	c->tcp.data = c;
-	c->timer.data = c;
-	c->open_handles = 2;
-	c->ex.conn = c;
-	c->next = srv->conns;
-	if (srv->conns)
-		srv->conns->prev = c;
-	srv->conns = c;
-	srv->nconns++;
 	if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
 		conn_close(c, false);
 		return;
 	}
-	uv_tcp_nodelay(&c->tcp, 1);
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
-	c->state = CONN_READING;
-	conn_arm(c, TIMER_IDLE);
-	conn_start_read(c);
+	conn_begin(c);
+}
+
+int http_server_serve_fd(struct http_server *srv, int fd)
+{
+	struct conn *c = conn_new(srv);
+	int rc;
+
+	if (!c)
+		return UV_ENOMEM;
+	rc = uv_tcp_open(&c->tcp, fd);
+	if (rc) {
+		conn_close(c, false);
+		return rc;
+	}
+	conn_begin(c);
+	return 0;
 }
 
 /* ---- server ---- */

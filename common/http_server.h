@@ -103,6 +103,15 @@ int http_server_listen(struct http_server *srv, const struct sockaddr *addr);
  */
 int http_server_relisten(struct http_server *srv);
 
+/*
+ * Serves fd, a connected stream socket (one end of a socketpair, say), as
+ * a connection the listener accepted: for tests and fuzzing that feed the
+ * request parser without TCP. max_conns does not apply. Returns 0, the
+ * server then owning fd (closed with the connection), or a libuv error
+ * code, fd staying the caller's.
+ */
+int http_server_serve_fd(struct http_server *srv, int fd);
+
 /* The bound address (valid after a successful listen). */
 const struct sockaddr *http_server_addr(const struct http_server *srv);
 

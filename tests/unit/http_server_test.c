@@ -290,6 +290,13 @@ static void op_rejected(void *arg)
 	op->rejected = http_server_rejected(fx.srv);
 }
 
+static void op_serve_fd(void *arg)
+{
+	struct loop_op *op = arg;
+
+	op->rc = http_server_serve_fd(fx.srv, (int)op->count);
+}
+
 static void op_unlisten(void *arg)
 {
 	struct loop_op *op = arg;
@@ -1832,6 +1839,38 @@ Test(http_server, connection_limit_log_is_rate_limited, .timeout = 15)
 	close(saved);
 	close(logfd);
 	unlink(path);
+}
+
+/*
+ * A socket handed over with http_server_serve_fd (one end of a socketpair:
+ * no TCP) is served as an accepted connection, and closed with it.
+ */
+Test(http_server, serve_fd_serves_a_socketpair, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	struct buf out = { 0 };
+	struct response r[2];
+	int sv[2];
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_path);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	op.count = (unsigned)sv[0];
+	fx_call(op_serve_fd, &op);
+	cr_assert_eq(op.rc, 0, "%s", uv_strerror(op.rc));
+	send_str(sv[1], "GET /one HTTP/1.1\r\nHost: x\r\n\r\n"
+		 "GET /two HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	rc = recv_to_end(sv[1], &out, WAIT_MS);
+	cr_assert_eq(rc, 0, "not closed: %s", strerror(-rc));
+	cr_assert_eq(recv_responses(sv[1], &out, r, 2, 0), 2, "%s", out.data);
+	cr_assert(body_is(&r[0], "/one"));
+	cr_assert(body_is(&r[1], "/two"));
+	cr_assert(wait_conn_count(0, WAIT_MS));
+	close(sv[1]);
+	buf_free(&out);
+	fx_stop();
 }
 
 Test(http_server, stream_is_reassembled_by_curl, .timeout = 10)
