@@ -1,7 +1,9 @@
 /*
- * json: cJSON helpers — loading a file with a located parse error, escaping
- * strings into a buffer, and the OpenAI-style error body every program
- * answers bad requests with.
+ * json: cJSON helpers — loading a file with a located parse error, parsing
+ * a body held to JSON's own rules where cJSON is lax, escaping strings into
+ * a buffer, the OpenAI-style error body every program answers bad requests
+ * with, and a byte scanner that finds a member's value as written (so the
+ * gateway can splice one without re-printing the body).
  */
 #ifndef FAULTLINE_JSON_H
 #define FAULTLINE_JSON_H
