@@ -988,16 +988,22 @@ static void conn_abort_exchange(struct conn *c, enum http_abort_reason why)
 
 static void conn_close(struct conn *c, bool reset)
 {
+	static const struct linger rst = { 1, 0 };
+	uv_os_fd_t fd;
+
 	if (c->state == CONN_CLOSING)
 		return;
 	c->state = CONN_CLOSING;
 	conn_abort_exchange(c, HTTP_ABORT_PEER);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
-	if (reset)
-		uv_tcp_close_reset(&c->tcp, on_conn_handle_closed);
-	else
-		uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+	if (reset && uv_tcp_close_reset(&c->tcp, on_conn_handle_closed) == 0)
+		return;
+	/* libuv refuses the reset while a shutdown (a graceful close) is
+	 * pending, and then leaves the handle open: the linger is set here. */
+	if (reset && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
+	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
 /*

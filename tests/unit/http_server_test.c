@@ -1873,6 +1873,42 @@ Test(http_server, serve_fd_serves_a_socketpair, .timeout = 10)
 	fx_stop();
 }
 
+/*
+ * http_server_close_conns with reset ends a connection whose graceful
+ * close is under way (its answer still queued for a reader that stopped,
+ * the FIN waiting behind it): libuv refuses its own reset while a
+ * shutdown is pending, and the connection must not stay open for ever.
+ */
+Test(http_server, close_conns_resets_a_connection_being_shut, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { .reset = true };
+	char chunk[4096];
+	double deadline;
+	ssize_t n = 0;
+	int fd;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_big);
+	cr_assert_eq(tcp_open(SMALL_RCVBUF, &fd), 0);
+	send_str(fd, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	/* Answered: the 8 MiB are queued and the close waits for them. */
+	cr_assert(fx_wait(&fx.requests, 1, WAIT_MS));
+	cr_assert_eq(fx.rcs[0], 0);
+	fx_call(op_close_conns, &op);
+	cr_assert(wait_conn_count(0, 2000), "the connection stayed open");
+	/* The client sees a reset, after what had reached it. */
+	deadline = now_ms() + WAIT_MS;
+	while (now_ms() < deadline) {
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n <= 0)
+			break;
+	}
+	cr_assert(n < 0 && errno == ECONNRESET, "not reset: recv %zd (%s)", n, strerror(errno));
+	close(fd);
+	fx_stop();
+}
+
 Test(http_server, stream_is_reassembled_by_curl, .timeout = 10)
 {
 	struct http_server_config cfg;
