@@ -1,13 +1,16 @@
 /*
  * fuzz: the HTTP server's request side. The input, after its first byte,
- * is what a client sends, in pieces of a size the first byte picks, on a
- * socketpair served through http_server_serve_fd on a libuv loop; then
- * the client shuts its side. Each request that gets through is checked
- * (its body NUL-terminated and within the limit, its headers whole) and
- * answered as its path's first letter says: whole, streamed with
- * trailers, a declared length then raw bytes, a close, a reset part-way,
- * or later from a timer. The connection must be gone within a bounded
- * number of loop turns once the client has shut its side.
+ * is what a client sends on a socketpair served through
+ * http_server_serve_fd on a libuv loop; then the client shuts its side.
+ * The first byte: 0x80, send in pieces of (its low five bits + 1) bytes
+ * with the loop run between them, else all at once; 0x40, then close
+ * every connection with http_server_close_conns, 0x20 with a reset. Each
+ * request that gets through is checked (its body NUL-terminated and
+ * within the limit, its headers whole) and answered as its path's first
+ * letter says: whole, streamed with trailers (64 copies of the body, more
+ * than a socket buffer holds), a declared length then raw bytes, a close,
+ * a reset part-way, or later from a timer. The connection must be gone
+ * within a bounded number of loop turns once the client has shut its side.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -98,13 +101,17 @@ static void on_request(struct http_exchange *ex, void *data)
 	static const struct http_kv trailer = { "x-t", "1" };
 	const struct http_request *req = http_exchange_request(ex);
 	struct later *l;
+	int rc;
+	int i;
 
 	(void)data;
 	check(req);
 	switch (req->path[1]) {
 	case 's':
-		if (http_stream_begin(ex, 200, NULL, 0) == 0 &&
-		    http_stream_write(ex, req->body, req->body_len) == 0)
+		rc = http_stream_begin(ex, 200, NULL, 0);
+		for (i = 0; i < 64 && !rc; i++)
+			rc = http_stream_write(ex, req->body, req->body_len);
+		if (!rc)
 			http_stream_end_trailers(ex, &trailer, 1);
 		break;
 	case 'h':
@@ -165,6 +172,7 @@ static bool drain(int fd)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	uint8_t mode;
 	size_t piece;
 	size_t off = 0;
 	int turns = 0;
@@ -173,7 +181,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	piece = data[0] & 0x80 ? (size_t)(data[0] & 0x3f) + 1 : size;
+	mode = data[0];
+	piece = mode & 0x80 ? (size_t)(mode & 0x1f) + 1 : size;
 	data++;
 	size--;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
@@ -189,6 +198,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uv_run(&loop, UV_RUN_NOWAIT);
 		drain(sv[1]);
 	}
+	if (mode & 0x40)
+		http_server_close_conns(srv, mode & 0x20);
 	shutdown(sv[1], SHUT_WR);
 	turns = 0;
 	while (http_server_conn_count(srv) && turns++ < SETTLE_TURNS) {
