@@ -3,6 +3,8 @@
 #   make            build every program into bin/ (mockprov, loadgen, gateway, chaos; streamclient, curlfloor)
 #   make test       build and run the unit and integration tests
 #   make asan       build with ASan+UBSan and run the same tests
+#   make fuzz       build the libFuzzer harnesses (tests/fuzz/, clang) and run each
+#                   for FUZZ_SECONDS (20); fails on any crash, kept under $(O)/fuzz/artifacts/
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
@@ -45,7 +47,8 @@ MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 GATEWAY_LIB_SRC := $(filter-out gateway/main.c,$(sort $(wildcard gateway/*.c)))
 RUNNER_LIB_SRC := $(filter-out runner/main.c,$(sort $(wildcard runner/*.c)))
-UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c \
+	tests/support/jsondiff.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
 BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
 
@@ -53,7 +56,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite clean deps
+.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite clean deps
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -151,6 +154,63 @@ asan: asan-build $(NODE_STAMP)
 	@if [ -n "$$(ls -A $(ASAN_LOGS))" ]; then \
 		cat $(ASAN_LOGS)/*; echo "make asan: sanitizer reports above" >&2; exit 1; fi
 
+# ---- fuzzing ----
+# libFuzzer harnesses, one per parser or loader a stranger's bytes reach
+# (tests/fuzz/*.c), built with clang under ASan+UBSan into $(O)/fuzz. Each
+# runs for FUZZ_SECONDS from its committed seeds (tests/fuzz/corpus/NAME/,
+# only read), a dictionary (tests/fuzz/{http,sse,json}.dict) and the corpus
+# it grew before ($(O)/fuzz/corpus/NAME/, where new inputs go); a crash, leak, UB or hang is written to
+# $(O)/fuzz/artifacts/NAME/ and fails the run. Replay one input with
+# $(O)/fuzz/bin/NAME FILE.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_FLAGS := -O1 -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZERS := http_request sse_relay json_span gw_config mock_config scenario
+
+$(O)/fuzz/%.o: %.c $(O)/deps.mk | fuzz-cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(DEP_CFLAGS) -Itests/support -c $< -o $@
+
+fuzz-cc:
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || \
+		{ echo "make fuzz: needs $(FUZZ_CC) with libFuzzer (Debian: clang)" >&2; exit 1; }
+
+FUZZ_OBJ = $(patsubst %.c,$(O)/fuzz/%.o,$(1))
+$(O)/fuzz/bin/http_request: $(call FUZZ_OBJ,tests/fuzz/http_request.c $(COMMON_SRC))
+$(O)/fuzz/bin/sse_relay: $(call FUZZ_OBJ,tests/fuzz/sse_relay.c gateway/relay.c $(COMMON_SRC))
+$(O)/fuzz/bin/json_span: $(call FUZZ_OBJ,tests/fuzz/json_span.c tests/support/jsondiff.c $(COMMON_SRC))
+$(O)/fuzz/bin/gw_config: $(call FUZZ_OBJ,tests/fuzz/gw_config.c tests/fuzz/fuzzfile.c \
+	$(GATEWAY_LIB_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
+$(O)/fuzz/bin/mock_config: $(call FUZZ_OBJ,tests/fuzz/mock_config.c tests/fuzz/fuzzfile.c \
+	$(MOCKPROV_LIB_SRC) $(COMMON_SRC))
+$(O)/fuzz/bin/scenario: $(call FUZZ_OBJ,tests/fuzz/scenario.c tests/fuzz/fuzzfile.c \
+	$(RUNNER_LIB_SRC) $(MOCKPROV_LIB_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
+$(O)/fuzz/bin/%:
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(DEP_LIBS) $(CURL_LIBS)
+
+fuzz-build: $(addprefix $(O)/fuzz/bin/,$(FUZZERS))
+
+# Every harness runs, then the run fails if any found something.
+fuzz: fuzz-build
+	@failed=""; for f in $(FUZZERS); do \
+		mkdir -p $(O)/fuzz/corpus/$$f $(O)/fuzz/artifacts/$$f; \
+		case $$f in http_request) dict=http;; sse_relay) dict=sse;; *) dict=json;; esac; \
+		echo "fuzz: $$f for $(FUZZ_SECONDS) s (log: $(O)/fuzz/$$f.log)"; \
+		if $(O)/fuzz/bin/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-print_final_stats=1 -artifact_prefix=$(O)/fuzz/artifacts/$$f/ \
+			-dict=tests/fuzz/$$dict.dict \
+			$(O)/fuzz/corpus/$$f tests/fuzz/corpus/$$f > $(O)/fuzz/$$f.log 2>&1; then \
+			grep -E '^stat::(number_of_executed_units|new_units_added)' $(O)/fuzz/$$f.log | \
+				tr '\n' ' ' | sed 's/^/      /'; echo; \
+		else \
+			tail -n 40 $(O)/fuzz/$$f.log; failed="$$failed $$f"; \
+		fi; \
+	done; \
+	if [ -n "$$failed" ]; then \
+		echo "make fuzz: failed:$$failed (inputs under $(O)/fuzz/artifacts/)" >&2; exit 1; fi
+
 bench-mockprov: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/mockprov.sh
 
@@ -175,4 +235,4 @@ suite: all
 clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)
 
--include $(shell find $(O)/rel $(O)/asan -name '*.d' 2>/dev/null)
+-include $(shell find $(O)/rel $(O)/asan $(O)/fuzz -name '*.d' 2>/dev/null)

@@ -27,6 +27,8 @@
 #define READ_BUF_SIZE 65536
 #define INBUF_PAUSE_BYTES (256 * 1024)
 #define LINGER_MS 2000
+/* At most one "connection limit" line per this; the rest are counted. */
+#define REJECT_LOG_NS 1000000000ull
 
 enum conn_state {
 	CONN_READING,	/* waiting for or receiving a request */
@@ -85,6 +87,7 @@ struct conn {
 	size_t hdr_cap;
 	struct http_kv *kv;
 	bool last_was_value;
+	bool head_done;		/* its headers are whole: fields now are trailers */
 	bool in_message;	/* a request has started arriving */
 	bool message_ready;
 	size_t head_bytes;
@@ -126,6 +129,9 @@ struct http_server {
 	bool have_addr;
 	struct conn *conns;
 	unsigned nconns;
+	uint64_t rejected;		/* connections closed at once: max_conns were open */
+	uint64_t reject_unlogged;	/* of them, since the last log line */
+	uint64_t reject_logged_ns;	/* when that line was written; 0: never */
 	unsigned closing_listeners;
 	bool freeing;
 	void (*free_done)(void *arg);
@@ -202,6 +208,7 @@ static void request_reset(struct conn *c)
 	buf_reset(&c->body);
 	c->nhdr = 0;
 	c->last_was_value = false;
+	c->head_done = false;
 	c->in_message = false;
 	c->message_ready = false;
 	c->head_bytes = 0;
@@ -259,12 +266,20 @@ static int add_header_slot(struct conn *c)
 	return 0;
 }
 
+/*
+ * A chunked body's trailer fields come through the header callbacks after
+ * the body. They are not the request's headers (a trailer must not set
+ * x-request-id or pick a provider): counted against the header limit, and
+ * dropped.
+ */
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = p->data;
 
 	if (head_grow(c, len))
 		return -1;
+	if (c->head_done)
+		return 0;
 	if (c->last_was_value || c->nhdr == 0) {
 		if (c->nhdr && buf_append(&c->hdr, "", 1))	/* end the value */
 			return -1;
@@ -279,7 +294,11 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct conn *c = p->data;
 
-	if (head_grow(c, len) || c->nhdr == 0)
+	if (head_grow(c, len))
+		return -1;
+	if (c->head_done)
+		return 0;
+	if (c->nhdr == 0)
 		return -1;
 	if (!c->last_was_value) {
 		if (buf_append(&c->hdr, "", 1))			/* end the name */
@@ -303,6 +322,7 @@ static int on_headers_complete(http_parser *p)
 	struct conn *c = p->data;
 	size_t i;
 
+	c->head_done = true;
 	if (c->nhdr && !c->last_was_value) {
 		/* A field with no value at all. */
 		if (buf_append(&c->hdr, "", 1))
@@ -968,16 +988,22 @@ static void conn_abort_exchange(struct conn *c, enum http_abort_reason why)
 
 static void conn_close(struct conn *c, bool reset)
 {
+	static const struct linger rst = { 1, 0 };
+	uv_os_fd_t fd;
+
 	if (c->state == CONN_CLOSING)
 		return;
 	c->state = CONN_CLOSING;
 	conn_abort_exchange(c, HTTP_ABORT_PEER);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
-	if (reset)
-		uv_tcp_close_reset(&c->tcp, on_conn_handle_closed);
-	else
-		uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+	if (reset && uv_tcp_close_reset(&c->tcp, on_conn_handle_closed) == 0)
+		return;
+	/* libuv refuses the reset while a shutdown (a graceful close) is
+	 * pending, and then leaves the handle open: the linger is set here. */
+	if (reset && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst));
+	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
 
 /*
@@ -1132,6 +1158,64 @@ static void on_reject_closed(uv_handle_t *h)
 	free(h);
 }
 
+/*
+ * Counts a connection closed for the limit, and says so in the log at most
+ * once per REJECT_LOG_NS, with how many went unsaid since the last line: a
+ * flood of connections must not become a flood of lines.
+ */
+static void note_rejected(struct http_server *srv)
+{
+	uint64_t now = clock_mono_ns();
+
+	srv->rejected++;
+	if (srv->reject_logged_ns && now - srv->reject_logged_ns < REJECT_LOG_NS) {
+		srv->reject_unlogged++;
+		return;
+	}
+	if (srv->reject_unlogged)
+		log_warn("connection limit (%u) reached: closing a new connection "
+			 "(%llu more suppressed)", srv->cfg.max_conns,
+			 (unsigned long long)srv->reject_unlogged);
+	else
+		log_warn("connection limit (%u) reached: closing a new connection",
+			 srv->cfg.max_conns);
+	srv->reject_unlogged = 0;
+	srv->reject_logged_ns = now ? now : 1;
+}
+
+/* A new connection, its handles initialised and counted; NULL when out of memory. */
+static struct conn *conn_new(struct http_server *srv)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = srv;
+	uv_tcp_init(srv->loop, &c->tcp);
+	uv_timer_init(srv->loop, &c->timer);
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->open_handles = 2;
+	c->ex.conn = c;
+	c->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->nconns++;
+	return c;
+}
+
+/* Starts reading the first request of a connection with its socket in place. */
+static void conn_begin(struct conn *c)
+{
+	uv_tcp_nodelay(&c->tcp, 1);	/* fails harmlessly on a socketpair */
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->state = CONN_READING;
+	conn_arm(c, TIMER_IDLE);
+	conn_start_read(c);
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
 	struct http_server *srv = listener->data;
@@ -1148,36 +1232,34 @@ static void on_connection(uv_stream_t *listener, int status)
 			return;
 		uv_tcp_init(srv->loop, t);
 		if (uv_accept(listener, (uv_stream_t *)t) == 0)
-			log_warn("connection limit (%u) reached: closing a new connection",
-				 srv->cfg.max_conns);
+			note_rejected(srv);
 		uv_close((uv_handle_t *)t, on_reject_closed);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_new(srv);
 	if (!c)
 		return;
-	c->srv = srv;
-	uv_tcp_init(srv->loop, &c->tcp);
-	uv_timer_init(srv->loop, &c->timer);
-	c->tcp.data = c;
-	c->timer.data = c;
-	c->open_handles = 2;
-	c->ex.conn = c;
-	c->next = srv->conns;
-	if (srv->conns)
-		srv->conns->prev = c;
-	srv->conns = c;
-	srv->nconns++;
 	if (uv_accept(listener, (uv_stream_t *)&c->tcp)) {
 		conn_close(c, false);
 		return;
 	}
-	uv_tcp_nodelay(&c->tcp, 1);
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
-	c->state = CONN_READING;
-	conn_arm(c, TIMER_IDLE);
-	conn_start_read(c);
+	conn_begin(c);
+}
+
+int http_server_serve_fd(struct http_server *srv, int fd)
+{
+	struct conn *c = conn_new(srv);
+	int rc;
+
+	if (!c)
+		return UV_ENOMEM;
+	rc = uv_tcp_open(&c->tcp, fd);
+	if (rc) {
+		conn_close(c, false);
+		return rc;
+	}
+	conn_begin(c);
+	return 0;
 }
 
 /* ---- server ---- */
@@ -1366,6 +1448,11 @@ void http_server_close_conns(struct http_server *srv, bool reset)
 unsigned http_server_conn_count(const struct http_server *srv)
 {
 	return srv->nconns;
+}
+
+uint64_t http_server_rejected(const struct http_server *srv)
+{
+	return srv->rejected;
 }
 
 static void on_drain_idle_closed(uv_handle_t *h)

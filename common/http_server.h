@@ -9,7 +9,9 @@
  * (http_stream_begin/_write/_end). Keep-alive, request size limits, header
  * and idle timeouts, a connection limit and `Expect: 100-continue` are
  * handled here; protocol errors get an OpenAI-style JSON error (400, 408 is
- * a silent close, 413, 431).
+ * a silent close, 413, 431). A chunked request's trailer fields are read
+ * (they count toward max_header_bytes) and dropped: a request's headers are
+ * the ones before its body.
  *
  * Ownership: the exchange belongs to the server. It stays valid until the
  * program ends it (the last write of a response, http_exchange_close, or any
@@ -42,7 +44,7 @@ struct http_server_config {
 	size_t max_body_bytes;		/* over: 413 */
 	uint64_t header_timeout_ms;	/* first byte to complete request */
 	uint64_t idle_timeout_ms;	/* keep-alive wait between requests */
-	unsigned max_conns;		/* further connections are closed */
+	unsigned max_conns;		/* further connections are closed (http_server_rejected) */
 	int backlog;
 };
 
@@ -101,6 +103,15 @@ int http_server_listen(struct http_server *srv, const struct sockaddr *addr);
  */
 int http_server_relisten(struct http_server *srv);
 
+/*
+ * Serves fd, a connected stream socket (one end of a socketpair, say), as
+ * a connection the listener accepted: for tests and fuzzing that feed the
+ * request parser without TCP. max_conns does not apply. Returns 0, the
+ * server then owning fd (closed with the connection), or a libuv error
+ * code, fd staying the caller's.
+ */
+int http_server_serve_fd(struct http_server *srv, int fd);
+
 /* The bound address (valid after a successful listen). */
 const struct sockaddr *http_server_addr(const struct http_server *srv);
 
@@ -133,6 +144,14 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 
 /* The number of open connections. */
 unsigned http_server_conn_count(const struct http_server *srv);
+
+/*
+ * The number of connections closed as soon as accepted because max_conns
+ * were open, since the server was made. The log says so at most once a
+ * second ("connection limit (N) reached: closing a new connection (M more
+ * suppressed)", M counting those since the line before).
+ */
+uint64_t http_server_rejected(const struct http_server *srv);
 
 /*
  * Closes the listener and every connection (aborting exchanges in progress)

@@ -10,6 +10,90 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ---- what cJSON takes that JSON does not ---- */
+
+bool json_is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The value of four hex digits at p (n bytes left), or -1 when they are not. */
+static long hex4(const char *p, size_t n)
+{
+	long v = 0;
+	size_t i;
+
+	if (n < 4)
+		return -1;
+	for (i = 0; i < 4; i++) {
+		char c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/* Whether the string ending at s[i - 1] is an object key: a ':' follows it. */
+static bool is_key(const char *s, size_t len, size_t i)
+{
+	while (i < len && json_is_ws(s[i]))
+		i++;
+	return i < len && s[i] == ':';
+}
+
+/*
+ * The offset of the first byte where text breaks a rule of JSON that cJSON
+ * does not hold it to (json_parse_whole says which), or len when none does.
+ * Only a text cJSON also accepts is then known to be JSON.
+ */
+static size_t lax_at(const char *s, size_t len)
+{
+	size_t at;
+	size_t i = 0;
+	bool nul;
+
+	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+		return 0;
+	while (i < len) {
+		if (s[i] != '"') {
+			if ((unsigned char)s[i] <= 0x20 && !json_is_ws(s[i]))
+				return i;
+			i++;
+			continue;
+		}
+		at = i++;
+		nul = false;
+		while (i < len && s[i] != '"') {
+			if (s[i] != '\\') {
+				i++;
+			} else if (i + 1 < len && s[i + 1] == 'u') {
+				long cp = hex4(s + i + 2, len - i - 2);
+
+				if (cp < 0)
+					return i;
+				nul |= cp == 0;
+				i += 6;
+			} else {
+				i += 2;
+			}
+		}
+		i++;
+		if (nul && is_key(s, len, i))
+			return at;
+	}
+	return len;
+}
+
+/* ---- loading, writing, escaping ---- */
+
 cJSON *json_load_file(const char *path, char *err, size_t errlen)
 {
 	struct buf b = { 0 };
@@ -37,8 +121,10 @@ cJSON *json_load_file(const char *path, char *err, size_t errlen)
 	root = cJSON_ParseWithLengthOpts(b.data ? b.data : "", b.len, &end, 0);
 	if (root) {
 		/* One value per file: anything but white space after it is an error. */
-		while (end < b.data + b.len && strchr(" \t\r\n", *end))
+		while (end < b.data + b.len && json_is_ws(*end))
 			end++;
+		if (end == b.data + b.len)
+			end = b.data + lax_at(b.data, b.len);
 		if (end < b.data + b.len) {
 			cJSON_Delete(root);
 			root = NULL;
@@ -133,7 +219,7 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
 
 cJSON *json_parse_whole(const char *text, size_t len)
 {
-	if (memchr(text, '\0', len))
+	if (memchr(text, '\0', len) || lax_at(text, len) < len)
 		return NULL;
 	return cJSON_ParseWithLengthOpts(text, len + 1, NULL, true);
 }
@@ -157,41 +243,42 @@ const char *json_get_string(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* ---- the byte scanner (json_member_span) ---- */
+
 static size_t skip_ws(const char *s, size_t len, size_t i)
 {
-	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+	while (i < len && json_is_ws(s[i]))
 		i++;
 	return i;
 }
 
-/* s[i] is '"': the index after the closing quote; *escaped when it has a '\\'. */
-static size_t skip_string(const char *s, size_t len, size_t i, bool *escaped)
+/* s[i] is '"': the index of the closing quote, or len when there is none. */
+static size_t string_end(const char *s, size_t len, size_t i)
 {
 	for (i++; i < len && s[i] != '"'; i++) {
-		if (s[i] == '\\') {
-			*escaped = true;
+		if (s[i] == '\\')
 			i++;
-		}
 	}
-	return i + 1;
+	return i < len ? i : len;
 }
 
-/* The index after the value at s[i] (valid JSON assumed). */
+/* The index after the value at s[i] (valid JSON assumed), at most len. */
 static size_t skip_value(const char *s, size_t len, size_t i)
 {
-	bool esc = false;
 	int depth = 0;
 
-	if (i < len && s[i] == '"')
-		return skip_string(s, len, i, &esc);
+	if (i < len && s[i] == '"') {
+		i = string_end(s, len, i);
+		return i < len ? i + 1 : len;
+	}
 	if (i < len && s[i] != '{' && s[i] != '[') {
-		while (i < len && !strchr(",}] \t\r\n", s[i]))
+		while (i < len && s[i] && !json_is_ws(s[i]) && !strchr(",}]", s[i]))
 			i++;
 		return i;
 	}
 	for (; i < len; i++) {
 		if (s[i] == '"') {
-			i = skip_string(s, len, i, &esc) - 1;
+			i = string_end(s, len, i);
 		} else if (s[i] == '{' || s[i] == '[') {
 			depth++;
 		} else if (s[i] == '}' || s[i] == ']') {
@@ -199,7 +286,95 @@ static size_t skip_value(const char *s, size_t len, size_t i)
 				return i + 1;
 		}
 	}
-	return i;
+	return len;
+}
+
+/* Writes code point cp as UTF-8 into out (4 bytes); returns its length. */
+static size_t utf8_put(unsigned long cp, char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * Decodes the escape at s[*i] ('\\', e the string's end) into out (4
+ * bytes), as cJSON does: the two-character escapes, \uXXXX, and a
+ * surrogate pair as one code point. Advances *i past it. Returns the
+ * length written, or 0 for an escape cJSON refuses.
+ */
+static size_t unescape(const char *s, size_t e, size_t *i, char *out)
+{
+	static const char from[] = "bfnrt\"\\/";
+	static const char to[] = "\b\f\n\r\t\"\\/";
+	const char *one;
+	long hi;
+	long lo;
+
+	if (*i + 1 >= e)
+		return 0;
+	if (s[*i + 1] != 'u') {
+		one = strchr(from, s[*i + 1]);
+		if (!one || !*one)
+			return 0;
+		*out = to[one - from];
+		*i += 2;
+		return 1;
+	}
+	hi = hex4(s + *i + 2, e - *i - 2);
+	if (hi < 0 || (hi >= 0xdc00 && hi <= 0xdfff))
+		return 0;
+	*i += 6;
+	if (hi < 0xd800 || hi > 0xdbff)
+		return utf8_put((unsigned long)hi, out);
+	if (*i + 1 >= e || s[*i] != '\\' || s[*i + 1] != 'u')
+		return 0;
+	lo = hex4(s + *i + 2, e - *i - 2);
+	if (lo < 0xdc00 || lo > 0xdfff)
+		return 0;
+	*i += 6;
+	return utf8_put(0x10000 + (((unsigned long)hi & 0x3ff) << 10 | ((unsigned long)lo & 0x3ff)),
+			out);
+}
+
+/* Whether the string between s[k] and s[e] (its quotes excluded) says key, unescaped. */
+static bool key_is(const char *s, size_t k, size_t e, const char *key, size_t klen)
+{
+	char u[4];
+	size_t n = 0;
+	size_t ulen;
+
+	while (k < e) {
+		if (s[k] != '\\') {
+			if (n >= klen || s[k] != key[n])
+				return false;
+			n++;
+			k++;
+			continue;
+		}
+		ulen = unescape(s, e, &k, u);
+		if (ulen == 0 || klen - n < ulen || memcmp(u, key + n, ulen) != 0)
+			return false;
+		n += ulen;
+	}
+	return n == klen;
 }
 
 int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end)
@@ -212,21 +387,16 @@ int json_member_span(const char *s, size_t len, const char *key, size_t *start, 
 		return -EINVAL;
 	i = skip_ws(s, len, i + 1);
 	while (i < len && s[i] == '"') {
-		bool escaped = false;
 		size_t k = i + 1;
-		size_t klen_raw;
+		size_t e = string_end(s, len, i);
 		size_t v;
 
-		i = skip_string(s, len, i, &escaped);
-		if (escaped)
-			return -EINVAL;
-		klen_raw = i - 1 - k;
-		i = skip_ws(s, len, i);
+		i = skip_ws(s, len, e + (e < len));
 		if (i >= len || s[i] != ':')
 			return -EINVAL;
 		v = skip_ws(s, len, i + 1);
 		i = skip_value(s, len, v);
-		if (klen_raw == klen && memcmp(s + k, key, klen) == 0) {
+		if (key_is(s, k, e, key, klen)) {
 			if (found)
 				return -EEXIST;
 			found = true;

@@ -1,19 +1,23 @@
 /*
- * json: cJSON helpers — loading a file with a located parse error, escaping
- * strings into a buffer, and the OpenAI-style error body every program
- * answers bad requests with.
+ * json: cJSON helpers — loading a file with a located parse error, parsing
+ * a body held to JSON's own rules where cJSON is lax, escaping strings into
+ * a buffer, the OpenAI-style error body every program answers bad requests
+ * with, and a byte scanner that finds a member's value as written (so the
+ * gateway can splice one without re-printing the body).
  */
 #ifndef FAULTLINE_JSON_H
 #define FAULTLINE_JSON_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
 
 /*
- * Reads and parses a JSON file. On failure returns NULL and writes a message
- * naming the file (and line:column for syntax errors) into err.
+ * Reads and parses a JSON file: one value, held to the rules json_parse_whole
+ * adds to cJSON's. On failure returns NULL and writes a message naming the
+ * file (and line:column for syntax errors) into err.
  */
 cJSON *json_load_file(const char *path, char *err, size_t errlen);
 
@@ -35,9 +39,21 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
 int json_write_file(const char *path, const cJSON *root);
 
 /*
+ * Whether c is JSON white space (RFC 8259): space, tab, LF or CR. The one
+ * definition: cJSON alone takes any byte up to 0x20.
+ */
+bool json_is_ws(char c);
+
+/*
  * Parses a NUL-terminated text of len bytes as one JSON value with nothing
- * but white space after it (cJSON alone takes trailing bytes). NULL when it
- * is not, or has a NUL inside.
+ * but white space after it. NULL when it is not, or has a NUL inside, or
+ * breaks a rule of JSON that cJSON alone lets pass, so that cJSON and a
+ * byte scanner (json_member_span) cannot read one accepted text two ways:
+ * bytes after the value (cJSON alone takes them); white space outside
+ * strings other than space, tab, LF and CR (cJSON takes any byte up to
+ * 0x20); a leading byte-order mark (cJSON skips it); a \u escape without
+ * four hex digits (cJSON reads it as U+0000); an object key with a \u0000
+ * (cJSON cuts the key there).
  */
 cJSON *json_parse_whole(const char *text, size_t len);
 
@@ -51,13 +67,15 @@ void json_copy_cut(char *out, size_t len, const char *s, size_t max);
 const char *json_get_string(const cJSON *obj, const char *key);
 
 /*
- * Finds the value of the top-level member key in s (len bytes of JSON that
- * cJSON has already parsed as an object), as the byte span [*start, *end).
- * Keys are compared as written, so a key spelt with escapes is not found
- * for its unescaped self: callers that must catch every spelling check
- * the return value. Returns 0; -ENOENT when no member is called key;
- * -EEXIST when two are; -EINVAL when some top-level key has an escape (it
- * might be key) or s is not an object.
+ * Finds the value of the top-level member key in s, len bytes that
+ * json_parse_whole accepted as an object, as the byte span [*start, *end):
+ * the value exactly as written, so a caller can splice another in without
+ * re-printing the rest. Keys are compared unescaped, as cJSON reads them
+ * (\uXXXX, surrogate pairs, \n and the other two-character escapes), so
+ * the members found are exactly those cJSON calls key. Returns 0; -ENOENT
+ * when no member is called key; -EEXIST when more than one is; -EINVAL when
+ * s is not an object. On a text json_parse_whole refuses, the result means
+ * nothing, but the scan stays inside the len bytes.
  */
 int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end);
 

@@ -6,8 +6,9 @@
 #   scripts/deps.sh --packages   print the package list (for .ci/run)
 set -eu
 
+# clang is for `make fuzz` only (libFuzzer); a plain build does not check for it.
 PACKAGES="pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev libhttp-parser-dev
-libcriterion-dev gnuplot-nox"
+libcriterion-dev gnuplot-nox clang"
 if [ "${1:-}" = --packages ]; then
 	echo $PACKAGES
 	exit 0

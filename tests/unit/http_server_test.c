@@ -50,6 +50,7 @@ struct seen {
 	char custom[64];	/* X-Custom, looked up as "x-CUSTOM" */
 	char host[64];		/* looked up as "HOST" */
 	char content_type[64];	/* looked up as "content-type" */
+	size_t nheaders;
 	char body[8192];
 	size_t body_len;
 	bool body_terminated;
@@ -265,6 +266,7 @@ struct loop_op {
 	unsigned count;
 	bool listening;
 	unsigned short port;
+	uint64_t rejected;
 };
 
 static void op_close_conns(void *arg)
@@ -279,6 +281,20 @@ static void op_conn_count(void *arg)
 	struct loop_op *op = arg;
 
 	op->count = http_server_conn_count(fx.srv);
+}
+
+static void op_rejected(void *arg)
+{
+	struct loop_op *op = arg;
+
+	op->rejected = http_server_rejected(fx.srv);
+}
+
+static void op_serve_fd(void *arg)
+{
+	struct loop_op *op = arg;
+
+	op->rc = http_server_serve_fd(fx.srv, (int)op->count);
 }
 
 static void op_unlisten(void *arg)
@@ -340,6 +356,7 @@ static void record_request(struct http_exchange *ex, void *data)
 	copy_str(s->host, sizeof(s->host), http_request_header(req, "HOST"));
 	copy_str(s->content_type, sizeof(s->content_type),
 		 http_request_header(req, "content-type"));
+	s->nheaders = req->nheaders;
 	s->body_len = req->body_len;
 	if (req->body_len < sizeof(s->body))
 		memcpy(s->body, req->body, req->body_len + 1);
@@ -1337,6 +1354,72 @@ Test(http_server, expect_100_continue, .timeout = 10)
 	fx_stop();
 }
 
+/*
+ * A chunked request's trailer fields are not its headers: one that
+ * repeats a header of the head, or names a new one, does not reach the
+ * program (a trailer must not set x-request-id or pick a provider).
+ */
+Test(http_server, request_trailers_are_dropped, .timeout = 10)
+{
+	static const char first[] =
+		"POST /t HTTP/1.1\r\nHost: x\r\nX-Custom: from-the-head\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n"
+		"5\r\nhello\r\n0\r\nX-Custom: from-the-trailer\r\n"
+		"Content-Type: evil/trailer\r\n\r\n";
+	static const char second[] =
+		"POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"3\r\nabc\r\n0\r\nX-Custom: only-in-the-trailer\r\n\r\n";
+	struct http_server_config cfg;
+	struct response r[2];
+	struct buf out = { 0 };
+	int fd;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_echo);
+	fd = tcp_connect();
+	send_str(fd, first);
+	cr_assert_eq(recv_responses(fd, &out, r, 1, WAIT_MS), 1, "%s", out.data);
+	cr_assert(body_is(&r[0], "got:hello"), "%.*s", (int)r[0].body_len, r[0].body);
+	fx_lock();
+	cr_assert_str_eq(fx.seen.custom, "from-the-head");
+	cr_assert_str_eq(fx.seen.content_type, "(null)");
+	cr_assert_eq(fx.seen.nheaders, 3);
+	fx_unlock();
+
+	/* The same connection goes on: the trailer ended the first request. */
+	buf_reset(&out);
+	send_str(fd, second);
+	cr_assert_eq(recv_responses(fd, &out, r, 1, WAIT_MS), 1, "%s", out.data);
+	cr_assert(body_is(&r[0], "got:abc"), "%.*s", (int)r[0].body_len, r[0].body);
+	fx_lock();
+	cr_assert_eq(fx.requests, 2);
+	cr_assert_str_eq(fx.seen.custom, "(null)");
+	cr_assert_eq(fx.seen.nheaders, 2);
+	fx_unlock();
+	close(fd);
+	buf_free(&out);
+	fx_stop();
+}
+
+/* Trailer fields count toward max_header_bytes, as the head does. */
+Test(http_server, request_trailers_over_the_limit_are_431, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct buf req = { 0 };
+	size_t i;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_echo);
+	cr_assert_eq(buf_puts(&req, "POST /t HTTP/1.1\r\nHost: x\r\n"
+			      "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n"), 0);
+	for (i = 0; i < 40; i++)
+		cr_assert_eq(buf_printf(&req, "X-Pad-%zu: %040zu\r\n", i, i), 0);
+	cr_assert_eq(buf_puts(&req, "\r\n"), 0);
+	expect_error_and_close(req.data, req.len, 431);
+	buf_free(&req);
+	fx_stop();
+}
+
 Test(http_server, body_over_limit_is_413, .timeout = 10)
 {
 	struct http_server_config cfg;
@@ -1657,6 +1740,173 @@ Test(http_server, max_conns_closes_extra_connections, .timeout = 10)
 	cr_assert_eq(fx.aborts[HTTP_ABORT_PEER], 1);
 	close(b);
 	buf_free(&out);
+}
+
+/* Waits until the server has rejected n connections (polled, as counts are). */
+static bool wait_rejected(uint64_t n, int timeout_ms)
+{
+	struct loop_op op = { 0 };
+	double deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		fx_call(op_rejected, &op);
+		if (op.rejected >= n)
+			return op.rejected == n;
+		if (now_ms() > deadline)
+			return false;
+		poll(NULL, 0, 5);
+	}
+}
+
+/* How many lines of the file hold needle; the last of them is copied to last. */
+static unsigned count_lines(const char *path, const char *needle, char *last, size_t len)
+{
+	char line[1024];
+	unsigned n = 0;
+	FILE *fp = fopen(path, "r");
+
+	cr_assert_not_null(fp);
+	last[0] = '\0';
+	while (fgets(line, sizeof(line), fp)) {
+		if (strstr(line, needle)) {
+			n++;
+			snprintf(last, len, "%s", line);
+		}
+	}
+	fclose(fp);
+	return n;
+}
+
+/*
+ * A flood of connections past max_conns is one log line a second, not one
+ * per connection; the next line says how many went unsaid, and
+ * http_server_rejected counts them all.
+ */
+Test(http_server, connection_limit_log_is_rate_limited, .timeout = 15)
+{
+	static const char hold[] = "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char needle[] = "connection limit (2) reached: closing a new connection";
+	char path[] = "/tmp/fl-http-log-XXXXXX";
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	char last[1024];
+	int fds[50];
+	double t0;
+	int logfd;
+	int saved;
+	int a, b, c;
+	size_t i;
+
+	logfd = mkstemp(path);
+	cr_assert_geq(logfd, 0);
+	saved = dup(2);
+	cr_assert_eq(dup2(logfd, 2), 2);
+	log_set_level(LOG_WARN);
+	test_config(&cfg);
+	cfg.max_conns = 2;
+	fx_start(&cfg, on_hold);
+	a = tcp_connect();
+	send_str(a, hold);
+	b = tcp_connect();
+	send_str(b, hold);
+	cr_assert(fx_wait(&fx.requests, 2, WAIT_MS));
+
+	t0 = now_ms();
+	for (i = 0; i < 50; i++)
+		fds[i] = tcp_connect();
+	cr_assert(wait_rejected(50, WAIT_MS), "not 50 connections rejected");
+	cr_assert_lt(now_ms() - t0, 900, "the burst took too long to test a 1 s limit");
+	cr_assert_eq(count_lines(path, needle, last, sizeof(last)), 1, "%s", last);
+	cr_assert_null(strstr(last, "suppressed"), "%s", last);
+
+	/* A second on, the next one is logged with the count of the rest. */
+	while (now_ms() - t0 < 1100)
+		poll(NULL, 0, 20);
+	c = tcp_connect();
+	cr_assert(wait_rejected(51, WAIT_MS));
+	cr_assert_eq(count_lines(path, needle, last, sizeof(last)), 2, "%s", last);
+	cr_assert(strstr(last, "(49 more suppressed)"), "%s", last);
+	fx_call(op_rejected, &op);
+	cr_assert_eq(op.rejected, 51);
+
+	for (i = 0; i < 50; i++)
+		close(fds[i]);
+	close(c);
+	close(a);
+	close(b);
+	fx_stop();
+	dup2(saved, 2);
+	close(saved);
+	close(logfd);
+	unlink(path);
+}
+
+/*
+ * A socket handed over with http_server_serve_fd (one end of a socketpair:
+ * no TCP) is served as an accepted connection, and closed with it.
+ */
+Test(http_server, serve_fd_serves_a_socketpair, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	struct buf out = { 0 };
+	struct response r[2];
+	int sv[2];
+	int rc;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_path);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	op.count = (unsigned)sv[0];
+	fx_call(op_serve_fd, &op);
+	cr_assert_eq(op.rc, 0, "%s", uv_strerror(op.rc));
+	send_str(sv[1], "GET /one HTTP/1.1\r\nHost: x\r\n\r\n"
+		 "GET /two HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	rc = recv_to_end(sv[1], &out, WAIT_MS);
+	cr_assert_eq(rc, 0, "not closed: %s", strerror(-rc));
+	cr_assert_eq(recv_responses(sv[1], &out, r, 2, 0), 2, "%s", out.data);
+	cr_assert(body_is(&r[0], "/one"));
+	cr_assert(body_is(&r[1], "/two"));
+	cr_assert(wait_conn_count(0, WAIT_MS));
+	close(sv[1]);
+	buf_free(&out);
+	fx_stop();
+}
+
+/*
+ * http_server_close_conns with reset ends a connection whose graceful
+ * close is under way (its answer still queued for a reader that stopped,
+ * the FIN waiting behind it): libuv refuses its own reset while a
+ * shutdown is pending, and the connection must not stay open for ever.
+ */
+Test(http_server, close_conns_resets_a_connection_being_shut, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { .reset = true };
+	char chunk[4096];
+	double deadline;
+	ssize_t n = 0;
+	int fd;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_big);
+	cr_assert_eq(tcp_open(SMALL_RCVBUF, &fd), 0);
+	send_str(fd, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	/* Answered: the 8 MiB are queued and the close waits for them. */
+	cr_assert(fx_wait(&fx.requests, 1, WAIT_MS));
+	cr_assert_eq(fx.rcs[0], 0);
+	fx_call(op_close_conns, &op);
+	cr_assert(wait_conn_count(0, 2000), "the connection stayed open");
+	/* The client sees a reset, after what had reached it. */
+	deadline = now_ms() + WAIT_MS;
+	while (now_ms() < deadline) {
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n <= 0)
+			break;
+	}
+	cr_assert(n < 0 && errno == ECONNRESET, "not reset: recv %zd (%s)", n, strerror(errno));
+	close(fd);
+	fx_stop();
 }
 
 Test(http_server, stream_is_reassembled_by_curl, .timeout = 10)

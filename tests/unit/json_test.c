@@ -1,6 +1,8 @@
 /*
- * json: string escaping, the OpenAI-style error body, and the located
- * errors of json_load_file.
+ * json: string escaping, the OpenAI-style error body, the located errors
+ * of json_load_file, what json_parse_whole refuses that cJSON takes, and
+ * the body scanner json_member_span — by cases, and against cJSON on
+ * generated texts (tests/support/jsondiff.c).
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -10,6 +12,8 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "jsondiff.h"
+#include "rng.h"
 
 static const char *escaped(struct buf *b, const char *s)
 {
@@ -229,7 +233,16 @@ static const struct span_case span_cases[] = {
 	{ "{\"models\":\"m\",\"mode\":1}", "model", "ENOENT" },
 	{ "{}", "model", "ENOENT" },
 	{ "{\"model\":\"a\",\"model\":\"b\"}", "model", "EEXIST" },
-	{ "{\"mod\\u0065l\":\"a\"}", "model", "EINVAL" },
+	{ "{\"mod\\u0065l\":\"a\"}", "model", "\"a\"" },
+	{ "{\"mod\\u0065l\":\"a\",\"model\":\"b\"}", "model", "EEXIST" },
+	{ "{\"\\u006D\\u006f\\u0064\\u0065\\u006c\":7}", "model", "7" },
+	{ "{\"a\\/b\\n\":1,\"a/b\":2}", "a/b", "2" },
+	{ "{\"a\\/b\\n\":1,\"a/b\":2}", "a/b\n", "1" },
+	{ "{\"\\ud83d\\ude00\":\"smile\"}", "\xf0\x9f\x98\x80", "\"smile\"" },
+	{ "{\"\\u00e9\":1,\"\\u4e2d\":2}", "\xe4\xb8\xad", "2" },
+	{ "{\"model\\\"\":\"q\"}", "model", "ENOENT" },
+	{ "{\"model\":1e400,\"n\":123456789012345678901234567890}", "model", "1e400" },
+	{ "{\"n\":123456789012345678901234567890}", "n", "123456789012345678901234567890" },
 	{ "[\"model\"]", "model", "EINVAL" },
 	{ "{\"content\":\"\\\"model\\\":\\\"fake\\\"\",\"model\":\"real\"}", "model", "\"real\"" },
 };
@@ -245,4 +258,189 @@ Test(json, member_span, .timeout = 10)
 		cr_assert_str_eq(span_of(c->json, c->key, out, sizeof(out)), c->want, "in %s",
 				 c->json);
 	}
+}
+
+/* ---- json_parse_whole: what cJSON alone would take ---- */
+
+struct whole_case {
+	const char *text;
+	size_t len;		/* 0: strlen */
+	bool ok;
+};
+
+#define WC(s, ok) { s, sizeof(s) - 1, ok }
+
+static const struct whole_case whole_cases[] = {
+	WC("{\"a\":1}", true),
+	WC(" \t\r\n{ \"a\" :\t[ 1 ,\r\n2 ] }\n ", true),
+	WC("{\"a\":1}\f", false),
+	WC("\v{\"a\":1}", false),
+	WC("{\"model\":\"chat\"\f,\"model\":\"other\"}", false),
+	WC("{\"a\":\x01" "1}", false),
+	WC("{\"a\":[1,\x1f" "2]}", false),
+	WC("{\"a\"\x0b:1}", false),
+	WC("{\"a\":\"\f in a string is the string's\"}", true),
+	WC("{\"a\":1} x", false),
+	WC("{\"a\":1}{}", false),
+	WC("\xef\xbb\xbf{\"a\":1}", false),
+	WC("{\"a\\uZZZZb\":1}", false),
+	WC("{\"a\":\"\\u12G4\"}", false),
+	WC("{\"a\\u0000b\":1}", false),
+	WC("{\"a\" : {\"b\\u0000\" :1}}", false),
+	WC("{\"a\":\"x\\u0000y\"}", true),
+	WC("[\"\\u0000\", 1]", true),
+	WC("{\"\\ud83d\\ude00\":1}", true),
+	WC("{\"a\":\"b\\u0000\\\":\"}", true),
+	WC("{\"a\":\"b\0\"}", false),
+};
+
+Test(json, parse_whole_holds_cjson_to_json, .timeout = 10)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(whole_cases) / sizeof(whole_cases[0]); i++) {
+		const struct whole_case *c = &whole_cases[i];
+		cJSON *root = json_parse_whole(c->text, c->len);
+
+		cr_expect_eq(root != NULL, c->ok, "case %zu (%s): %s", i, c->text,
+			     root ? "accepted" : "refused");
+		cJSON_Delete(root);
+	}
+}
+
+Test(json, load_file_locates_a_form_feed, .timeout = 10)
+{
+	char path[64];
+	char err[256] = "";
+	char want[96];
+
+	write_tmp(path, sizeof(path), "{\n  \"a\": 1,\f\n  \"b\": 2\n}\n");
+	cr_assert_null(json_load_file(path, err, sizeof(err)));
+	snprintf(want, sizeof(want), "%s:2:10: invalid JSON", path);
+	cr_assert_str_eq(err, want);
+	unlink(path);
+}
+
+/* ---- json_member_span against cJSON ---- */
+
+static const char *const diff_seeds[] = {
+	"{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	"\"stream\":true}",
+	" { \"messages\" : [ {\"model\":\"inner\"} ] , \"model\" : \"x\\\"y\" } ",
+	"{\"a\":{\"b\":[1,{\"c\":\"}\"}]},\"model\":\"m\",\"n\":1e400,"
+	"\"big\":12345678901234567890}",
+	"{\"mod\\u0065l\":\"a\",\"x\":\"\\ud83d\\ude00\",\"\\u006dodel\":\"b\"}",
+	"{\"content\":\"\\\"model\\\":\\\"fake\\\"\",\"model\":\"real\",\"s\":\"\\\\\","
+	"\"t\":\"\\/\"}",
+	"{\"model\":null,\"m\":[],\"o\":{},\"t\":true,\"f\":false,\"e\":\"\","
+	"\"u\":\"\\u00e9\\u4e2d\"}",
+};
+
+/* Inserts n bytes at offset at of t (at ≤ t->len). */
+static void buf_insert(struct buf *t, size_t at, const char *p, size_t n)
+{
+	cr_assert_eq(buf_reserve(t, n), 0);
+	memmove(t->data + at + n, t->data + at, t->len - at + 1);
+	memcpy(t->data + at, p, n);
+	t->len += n;
+}
+
+/* Removes n bytes at offset at of t (at + n ≤ t->len). */
+static void buf_cut(struct buf *t, size_t at, size_t n)
+{
+	memmove(t->data + at, t->data + at + n, t->len - at - n + 1);
+	t->len -= n;
+}
+
+/* Bytes a mutation inserts: every control byte and space, and JSON's own. */
+static char pool_byte(struct rng *r)
+{
+	static const char extra[] = "\"\\,:{}[]u0el";
+	uint64_t k = rng_next(r) % (0x21 + sizeof(extra) - 1);
+
+	return k <= 0x20 ? (char)k : extra[k - 0x21];
+}
+
+/* Changes t in one of a few ways that keep it JSON often enough to matter. */
+static void mutate(struct buf *t, struct rng *r)
+{
+	static const char *const pieces[] = {
+		",\"model\":\"dup\"", "\"model\":1,", "\\ud83d\\ude00", "\\u0000", " ", "\t",
+		"\r\n", "\f", "\\\"", "\\/",
+	};
+	size_t at = t->len ? (size_t)(rng_next(r) % t->len) : 0;
+	char hex[8];
+	char c;
+
+	switch (rng_next(r) % 6) {
+	case 0:		/* insert a byte */
+		c = pool_byte(r);
+		buf_insert(t, at, &c, 1);
+		break;
+	case 1:		/* replace a byte */
+		if (t->len)
+			t->data[at] = pool_byte(r);
+		break;
+	case 2:		/* delete a byte */
+		if (t->len)
+			buf_cut(t, at, 1);
+		break;
+	case 3:		/* spell a letter as an escape (inside a string, the same key) */
+		c = t->len ? t->data[at] : 'x';
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+			snprintf(hex, sizeof(hex), rng_next(r) & 1 ? "\\u%04x" : "\\u%04X", c);
+			buf_cut(t, at, 1);
+			buf_insert(t, at, hex, 6);
+		}
+		break;
+	case 4:		/* a member given twice, or another piece */
+	default: {
+		const char *p = pieces[rng_next(r) % (sizeof(pieces) / sizeof(pieces[0]))];
+
+		if (p[0] == ',' && t->len && t->data[t->len - 1] == '}')
+			at = t->len - 1;
+		else if (p[0] == '"' && t->len && t->data[0] == '{')
+			at = 1;
+		buf_insert(t, at, p, strlen(p));
+		break;
+	}
+	}
+}
+
+Test(json, member_span_agrees_with_cjson, .timeout = 60)
+{
+	static const char *const fixed[] = {
+		"{\"model\":\"chat\"\f,\"model\":\"other\",\"messages\":[1]}",
+		"{\"model\":\"chat\",\"mod\\u0065l\":\"other\"}",
+		"{\"\\u006dodel\":\"a\",\"messages\":[1]}",
+		"{\"model\":\"chat\"\v,\"messages\":[1]}",
+	};
+	struct buf t = { 0 };
+	struct rng r;
+	char why[512] = "";
+	unsigned accepted = 0;
+	size_t i;
+	int n;
+
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		n = jsondiff_check(fixed[i], strlen(fixed[i]), why, sizeof(why));
+		cr_assert_geq(n, 0, "%s\nin %s", why, fixed[i]);
+	}
+	rng_seed(&r, 15);
+	for (i = 0; i < 40000; i++) {
+		int k = 1 + (int)(rng_next(&r) % 3);
+
+		buf_reset(&t);
+		cr_assert_eq(buf_puts(&t, diff_seeds[i % (sizeof(diff_seeds) /
+							  sizeof(diff_seeds[0]))]), 0);
+		while (k--)
+			mutate(&t, &r);
+		cr_assert_eq(buf_append(&t, "", 0), 0);
+		n = jsondiff_check(t.data, t.len, why, sizeof(why));
+		cr_assert_geq(n, 0, "%s\nin %s", why, t.data);
+		accepted += n == 1;
+	}
+	/* Enough of the mutants stay objects for the comparison to mean something. */
+	cr_assert_gt(accepted, 5000, "only %u accepted", accepted);
+	buf_free(&t);
 }
