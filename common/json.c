@@ -224,16 +224,89 @@ cJSON *json_parse_whole(const char *text, size_t len)
 	return cJSON_ParseWithLengthOpts(text, len + 1, NULL, true);
 }
 
+/*
+ * The length of the well-formed UTF-8 sequence at s (avail bytes there),
+ * or 0 when the bytes there are not one (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF).
+ */
+static size_t utf8_seq(const unsigned char *s, size_t avail)
+{
+	unsigned char lo = 0x80;
+	unsigned char hi = 0xbf;
+	size_t n;
+	size_t i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (avail < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++) {
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	}
+	return n;
+}
+
 void json_copy_cut(char *out, size_t len, const char *s, size_t max)
 {
-	size_t n = strlen(s);
+	const unsigned char *u = (const unsigned char *)s;
+	size_t avail = strlen(s);
+	size_t o = 0;
+	size_t i = 0;
 
-	if (n > max) {
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
+	if (len == 0)
+		return;
+	if (max > len - 1)
+		max = len - 1;
+	while (i < avail) {
+		size_t n = utf8_seq(u + i, avail - i);
+
+		if (n == 0) {
+			/* Not text: shown as \xNN, so what is echoed stays UTF-8. */
+			if (o + 4 > max)
+				break;
+			snprintf(out + o, len - o, "\\x%02x", u[i]);
+			o += 4;
+			i++;
+			continue;
+		}
+		if (o + n > max)
+			break;
+		memcpy(out + o, s + i, n);
+		o += n;
+		i += n;
 	}
-	snprintf(out, len, "%.*s", (int)n, s);
+	out[o] = '\0';
+}
+
+bool json_string_has_nul(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i++) {
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
+			return true;
+		i++;	/* the escaped character: a '\\' there escapes nothing after it */
+	}
+	return false;
 }
 
 const char *json_get_string(const cJSON *obj, const char *key)

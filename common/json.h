@@ -58,10 +58,19 @@ bool json_is_ws(char c);
 cJSON *json_parse_whole(const char *text, size_t len);
 
 /*
- * Copies at most max bytes of s into out (len bytes, max < len), cutting
- * before a UTF-8 sequence rather than inside it, so the copy stays text.
+ * Copies at most max bytes of text made from s into out (len bytes),
+ * cutting before a UTF-8 sequence rather than inside it; each byte of s
+ * that is not part of well-formed UTF-8 is written as the four characters
+ * \xNN. The copy is always valid UTF-8: safe to echo in an answer.
  */
 void json_copy_cut(char *out, size_t len, const char *s, size_t max);
+
+/*
+ * Whether a JSON string literal as written (len bytes of s, the quotes
+ * included or not) holds the escape \u0000: cJSON decodes it and then
+ * cuts the string there, so "chat\u0000evil" would read as "chat".
+ */
+bool json_string_has_nul(const char *s, size_t len);
 
 /* The string value of key in obj, or NULL when absent or not a string. */
 const char *json_get_string(const cJSON *obj, const char *key);

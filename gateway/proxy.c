@@ -135,12 +135,11 @@ struct greq {
 	char feature[COST_LABEL_MAX + 1];	/* x-faultline-feature */
 	struct gw_route *route;
 
-	/* The client's body, and where its model value is (end 0: re-print root). */
+	/* The client's body, and where its model value is. */
 	const char *body;
 	size_t body_len;
 	size_t model_at;
 	size_t model_end;
-	cJSON *root;			/* kept only when the body must be re-printed */
 	int64_t est_tokens_in;		/* the messages' text / 4: cost without usage */
 
 	/* The budget and where the chain is. */
@@ -384,7 +383,6 @@ static void on_handle_closed(uv_handle_t *h)
 		buf_free(&g->legs[i].resp);
 		relay_free(&g->legs[i].relay);
 	}
-	cJSON_Delete(g->root);
 	free(g->notes);
 	free(g);
 }
@@ -761,29 +759,15 @@ static size_t on_body(char *data, size_t size, size_t n, void *userp)
 static int build_body(struct greq *g, struct leg *l)
 {
 	const struct gw_target *t = l->t;
-	cJSON *model;
-	char *text;
 	int rc = 0;
 
 	if (l->up_model == t->model)
 		return 0;
 	buf_reset(&l->up_body);
 	l->up_model = NULL;
-	if (g->model_end) {
-		rc |= buf_append(&l->up_body, g->body, g->model_at);
-		rc |= json_escape(&l->up_body, t->model);
-		rc |= buf_append(&l->up_body, g->body + g->model_end, g->body_len - g->model_end);
-	} else {
-		/* A key spelt with escapes: the body is re-printed, one model member. */
-		while (cJSON_GetObjectItemCaseSensitive(g->root, "model"))
-			cJSON_DeleteItemFromObjectCaseSensitive(g->root, "model");
-		model = cJSON_AddStringToObject(g->root, "model", t->model);
-		if (!model)
-			return -ENOMEM;
-		text = cJSON_PrintUnformatted(g->root);
-		rc = text ? buf_puts(&l->up_body, text) : -ENOMEM;
-		free(text);
-	}
+	rc |= buf_append(&l->up_body, g->body, g->model_at);
+	rc |= json_escape(&l->up_body, t->model);
+	rc |= buf_append(&l->up_body, g->body + g->model_end, g->body_len - g->model_end);
 	if (rc)
 		return -ENOMEM;
 	l->up_model = t->model;
@@ -1972,12 +1956,14 @@ static bool id_ok(const char *v)
 }
 
 /*
- * Checks the body (one JSON object with a model string, a non-empty
- * messages array, and stream a boolean if given); on a bad one answers 400 and returns
- * NULL, else returns the parsed body.
+ * Checks the body (one JSON object with one model member, a string
+ * without NUL, a non-empty messages array, and stream a boolean if given);
+ * on a bad one answers 400 and returns NULL, else returns the parsed body
+ * and where the model value's bytes are, [*model_at, *model_end).
  */
 static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
-			    const struct http_request *req, const char *id)
+			    const struct http_request *req, const char *id, size_t *model_at,
+			    size_t *model_end)
 {
 	cJSON *root = json_parse_whole(req->body, req->body_len);
 	const cJSON *messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
@@ -1985,11 +1971,21 @@ static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
 	const char *msg = NULL;
 	const char *param = NULL;
 	const char *code = NULL;
+	int rc = -EINVAL;
 
+	if (cJSON_IsObject(root))
+		rc = json_member_span(req->body, req->body_len, "model", model_at, model_end);
 	if (!cJSON_IsObject(root)) {
 		msg = "The body of the request is not a JSON object.";
-	} else if (!cJSON_IsString(model) || !model->valuestring[0]) {
+	} else if (rc == -EEXIST) {
+		msg = "The model parameter is given more than once.";
+		param = "model";
+	} else if (rc || !cJSON_IsString(model) || !model->valuestring[0]) {
 		msg = "You must provide a model parameter.";
+		param = "model";
+	} else if (json_string_has_nul(req->body + *model_at, *model_end - *model_at)) {
+		/* cJSON would cut it there: "chat\u0000evil" must not route as "chat". */
+		msg = "The model parameter must not contain a NUL character.";
 		param = "model";
 	} else if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
 		msg = "You must provide a non-empty messages array.";
@@ -2048,14 +2044,15 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	char msg[256];
 	char name[160];
 	unsigned nlegs;
+	size_t model_at = 0;
+	size_t model_end = 0;
 	size_t i;
-	int rc;
 
 	if (rid && id_ok(rid))
 		snprintf(id, sizeof(id), "%s", rid);
 	else
 		snprintf(id, sizeof(id), "%s%llu", gw->id_prefix, (unsigned long long)++gw->next_id);
-	root = check_request(gw, ex, req, id);
+	root = check_request(gw, ex, req, id, &model_at, &model_end);
 	if (!root)
 		return;
 	route = router_find(&gw->router, json_get_string(root, "model"));
@@ -2086,24 +2083,18 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
 		goto out_free_root;
 	}
-	rc = json_member_span(req->body, req->body_len, "model", &g->model_at, &g->model_end);
-	if (rc == -EEXIST) {
-		free(g);
-		refuse(gw, ex, route, id, 400, "The model parameter is given more than once.",
-		       "model", NULL);
-		goto out_free_root;
-	}
-	if (rc) {
-		g->model_end = 0;	/* re-print the parsed body */
-		g->root = root;
-		root = NULL;
-	}
+	/*
+	 * Upstream, the model's bytes are replaced in place: never a re-printed
+	 * body, which would turn 1e400 into null and round large integers.
+	 */
+	g->model_at = model_at;
+	g->model_end = model_end;
 	g->gw = gw;
 	g->ex = ex;
 	g->route = route;
 	g->nlegs = nlegs;
-	g->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root ? root : g->root, "stream"));
-	g->est_tokens_in = estimate_prompt_tokens(root ? root : g->root);
+	g->stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"));
+	g->est_tokens_in = estimate_prompt_tokens(root);
 	g->batch = klass && strcasecmp(klass, "batch") == 0;
 	g->body = req->body;
 	g->body_len = req->body_len;

@@ -151,6 +151,12 @@ static const struct bad_case bad_cases[] = {
 	  "invalid_request_error", "invalid_type", "stream", NULL, true },
 	{ "unknown alias", NULL, CHAT, "{'model':'no-such-alias'," MSG "}", NULL, 404, NULL,
 	  "model_not_found", NULL, NULL, true },
+	/* cJSON cuts a string at \u0000: this must not route as "chat". */
+	{ "a NUL in the model", NULL, CHAT, "{'model':'chat\\u0000evil'," MSG "}", NULL, 400,
+	  "invalid_request_error", NULL, "model", NULL, true },
+	{ "the model twice, once with an escaped key", NULL, CHAT,
+	  "{'model':'chat','mod\\u0065l':'other'," MSG "}", NULL, 400, "invalid_request_error",
+	  NULL, "model", NULL, true },
 	{ "provider not in the chain", NULL, CHAT, "{'model':'chat'," MSG "}",
 	  "x-faultline-provider: nosuch", 400, "invalid_request_error", NULL, NULL, NULL, true },
 	{ "GET on chat completions", "GET", CHAT, NULL, NULL, 405, NULL, NULL, NULL, "POST",
@@ -559,6 +565,49 @@ Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 	cr_assert_str_eq(r->body, direct->body, "the answer is not the upstream's body");
 
 	expect_no_key_written(client, with_key, closed_fd);
+}
+
+/*
+ * The model key spelt with an escape, next to numbers cJSON cannot print
+ * back as written (1e400, an integer past 2^53): the upstream gets the
+ * client's bytes with only the model's value replaced — no re-printed
+ * body. A model that is not UTF-8 is echoed in the 404 as text (\xNN).
+ */
+Test(gateway_api, model_spliced_and_echoed_as_text, .timeout = 20)
+{
+	static const char body_fmt[] = "{\"mod\\u0065l\":\"%s\",\"messages\":[{\"role\":"
+		"\"user\",\"content\":\"hi\"}],\"huge\":1e400,"
+		"\"big\":123456789012345678901234567890,\"small\":-0.0}";
+	char cfg[512];
+	char client[512];
+	char want[512];
+	struct http_result *r;
+	const cJSON *err;
+	cJSON *doc;
+
+	cr_assert_eq(stub_start(&stub, NULL, 0), 0, "the stub server did not start");
+	snprintf(cfg, sizeof(cfg), "{'providers':{'stub':{'base_url':'http://%s/v1'}},"
+		 "'models':{'chat':{'targets':[{'provider':'stub','model':'up-x'}]}}}", stub.addr);
+	start_gw(cfg);
+
+	snprintf(client, sizeof(client), body_fmt, "chat");
+	snprintf(want, sizeof(want), body_fmt, "up-x");
+	r = request(NULL, CHAT, client, NULL);
+	cr_assert_eq(r->status, 200, "%ld %s", r->status, r->body);
+	cr_assert_eq(stub.requests, 1);
+	cr_assert_str_eq(stub.bodies[0], want, "the upstream got\n%s\nexpected\n%s",
+			 stub.bodies[0], want);
+
+	r = request(NULL, CHAT, "{\"model\":\"ch\xff\xfe" "at\",\"messages\":[{\"role\":"
+		    "\"user\",\"content\":\"hi\"}]}", NULL);
+	cr_assert_eq(r->status, 404, "%ld %s", r->status, r->body);
+	doc = gw_held_doc(&held, gw_error_doc(r->body));
+	cr_assert_not_null(doc, "%s", r->body);
+	err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+	cr_assert(strstr(gw_json_str(err, "message"), "'ch\\xff\\xfeat'"),
+		  "the model is not echoed as text: %s", r->body);
+	cr_assert_null(strchr(r->body, '\xff'), "a raw 0xff byte in the answer: %s", r->body);
+	cr_assert_eq(stub.requests, 1);
 }
 
 /*

@@ -444,3 +444,45 @@ Test(json, member_span_agrees_with_cjson, .timeout = 60)
 	cr_assert_gt(accepted, 5000, "only %u accepted", accepted);
 	buf_free(&t);
 }
+
+/* json_copy_cut: valid UTF-8 out whatever comes in, cut between sequences. */
+Test(json, copy_cut_is_always_text)
+{
+	static const struct {
+		const char *in;
+		size_t max;
+		const char *out;
+	} cases[] = {
+		{ "chat", 128, "chat" },
+		{ "caf\xc3\xa9", 128, "caf\xc3\xa9" },
+		{ "caf\xc3\xa9", 4, "caf" },			/* not inside the sequence */
+		{ "ch\xff" "at", 128, "ch\\xffat" },		/* a byte that is never UTF-8 */
+		{ "\xc3", 128, "\\xc3" },			/* a sequence cut short */
+		{ "\xc0\xaf", 128, "\\xc0\\xaf" },		/* overlong */
+		{ "\xed\xa0\x80", 128, "\\xed\\xa0\\x80" },	/* a surrogate */
+		{ "\xf4\x90\x80\x80", 128, "\\xf4\\x90\\x80\\x80" },	/* past U+10FFFF */
+		{ "\xf0\x9f\x98\x80", 128, "\xf0\x9f\x98\x80" },	/* U+1F600 */
+		{ "ab\xff", 4, "ab" },				/* \xff does not fit whole */
+		{ "abcdef", 3, "abc" },
+	};
+	char out[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_copy_cut(out, sizeof(out), cases[i].in, cases[i].max);
+		cr_expect_str_eq(out, cases[i].out, "case %zu", i);
+	}
+	json_copy_cut(out, 4, "abcdef", 100);	/* the buffer bounds it too */
+	cr_expect_str_eq(out, "abc");
+}
+
+/* json_string_has_nul: the \u0000 escape as written, not an escaped backslash before u0000. */
+Test(json, string_has_nul)
+{
+	cr_expect(json_string_has_nul("\"chat\\u0000evil\"", 16));
+	cr_expect(json_string_has_nul("\\u0000", 6));
+	cr_expect_not(json_string_has_nul("\"chat\"", 6));
+	cr_expect_not(json_string_has_nul("\"a\\\\u0000\"", 10));	/* "a\\u0000": a backslash, then text */
+	cr_expect_not(json_string_has_nul("\"\\u00001\"", 5));	/* cut before the escape ends */
+	cr_expect_not(json_string_has_nul("\"\\u0001\"", 8));
+}
