@@ -389,6 +389,10 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 		     "Committed streams still being relayed.");
 	rc |= buf_printf(b, "faultline_streams_in_flight %llu\n",
 			 (unsigned long long)gw->streams_in_flight);
+	rc |= family(b, "faultline_connections_rejected_total", "counter",
+		     "Client connections closed at once because max_connections were open.");
+	rc |= buf_printf(b, "faultline_connections_rejected_total %llu\n",
+			 (unsigned long long)(gw->srv ? http_server_rejected(gw->srv) : 0));
 	rc |= family(b, "faultline_gateway_overloaded_total", "counter",
 		     "Upstream attempts and health checks that failed for want of the gateway's "
 		     "own resources (descriptors, memory, ports, the body budget).");

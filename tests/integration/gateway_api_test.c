@@ -888,6 +888,8 @@ Test(gateway_api, connection_limits_and_timeouts, .timeout = 20)
 	cr_assert(strstr(got, "HTTP/1.1 200"), "a, again: %s", got);
 	close(a);
 	close(b);
+	/* Counted: polled until the gateway has seen a and b go, so /metrics is served. */
+	cr_assert_geq(gw_metric_wait(&gw, "faultline_connections_rejected_total", "", 1, 3000), 1);
 	cr_assert_eq(gw_stop(&gw, SIGTERM, 5000), 0);
 
 	start_gw("{'header_timeout_ms':300,'idle_timeout_ms':400,"
