@@ -74,6 +74,32 @@ static void send_all(const char *prefix, const char *extra, double *attempts, lo
 	}
 }
 
+/* What each provider's log says of request PREFIX-i: how often it arrived. */
+struct seen {
+	size_t primary[NREQ];
+	size_t secondary[NREQ];
+};
+
+/* Stops mockprov (its logs complete) and counts each request's rows in them. */
+static void read_logs(const char *prefix, struct seen *seen)
+{
+	static const char *const provs[] = { "primary", "secondary", NULL };
+	const struct csv_table *p;
+	const struct csv_table *s;
+	size_t rows[16];
+	char rid[32];
+	int i;
+
+	gw_mock_settle(&mock, provs);
+	p = gw_mock_rows(&held, &mock, "primary");
+	s = gw_mock_rows(&held, &mock, "secondary");
+	for (i = 0; i < NREQ; i++) {
+		snprintf(rid, sizeof(rid), "%s-%d", prefix, i);
+		seen->primary[i] = gw_rows_of(p, rid, rows, 16);
+		seen->secondary[i] = gw_rows_of(s, rid, rows, 16);
+	}
+}
+
 /*
  * libcurl's own re-sends on reused connections are attempts: for every
  * request, the deliveries both providers logged equal the gateway's
@@ -81,39 +107,27 @@ static void send_all(const char *prefix, const char *extra, double *attempts, lo
  */
 Test(gateway_deliveries, resends_are_attempts, .timeout = 60)
 {
-	static const char *const provs[] = { "primary", "secondary", NULL };
 	double attempts[NREQ];
 	long status[NREQ];
-	const struct csv_table *p;
-	const struct csv_table *s;
+	struct seen seen;
 	const char *text;
-	size_t rows[16];
 	size_t twice = 0;
 	size_t total = 0;
 	double counted;
-	char rid[32];
 	int i;
 
 	start_resetting();
 	send_all("rs", NULL, attempts, status);
 	text = gw_metrics_held(&gw, &held);
 	counted = gw_metric_sum(text, "faultline_attempts_total", "provider=primary", NULL);
-	gw_mock_settle(&mock, provs);
-	p = gw_mock_rows(&held, &mock, "primary");
-	s = gw_mock_rows(&held, &mock, "secondary");
+	read_logs("rs", &seen);
 	for (i = 0; i < NREQ; i++) {
-		size_t np;
-		size_t ns;
-
-		snprintf(rid, sizeof(rid), "rs-%d", i);
-		np = gw_rows_of(p, rid, rows, 16);
-		ns = gw_rows_of(s, rid, rows, 16);
-		cr_expect_eq(status[i], 200, "%s: status %ld", rid, status[i]);
-		cr_expect_eq(attempts[i], (double)(np + ns),
-			     "%s: the gateway says %.0f attempts, the providers saw %zu + %zu",
-			     rid, attempts[i], np, ns);
-		twice += np >= 2;
-		total += np;
+		cr_expect_eq(status[i], 200, "rs-%d: status %ld", i, status[i]);
+		cr_expect_eq(attempts[i], (double)(seen.primary[i] + seen.secondary[i]),
+			     "rs-%d: the gateway says %.0f attempts, the providers saw %zu + %zu",
+			     i, attempts[i], seen.primary[i], seen.secondary[i]);
+		twice += seen.primary[i] >= 2;
+		total += seen.primary[i];
 	}
 	cr_assert_gt(twice, 0, "no request reached the primary twice: nothing was re-sent");
 	cr_expect_eq(counted, (double)total,
@@ -127,31 +141,20 @@ Test(gateway_deliveries, resends_are_attempts, .timeout = 60)
  */
 Test(gateway_deliveries, no_reroute_sent_once, .timeout = 60)
 {
-	static const char *const provs[] = { "primary", "secondary", NULL };
 	double attempts[NREQ];
 	long status[NREQ];
-	const struct csv_table *p;
-	const struct csv_table *s;
-	size_t rows[16];
+	struct seen seen;
 	size_t failed = 0;
-	char rid[32];
 	int i;
 
 	start_resetting();
 	send_all("nr", "x-faultline-no-reroute: 1", attempts, status);
-	gw_mock_settle(&mock, provs);
-	p = gw_mock_rows(&held, &mock, "primary");
-	s = gw_mock_rows(&held, &mock, "secondary");
+	read_logs("nr", &seen);
 	for (i = 0; i < NREQ; i++) {
-		size_t np;
-		size_t ns;
-
-		snprintf(rid, sizeof(rid), "nr-%d", i);
-		np = gw_rows_of(p, rid, rows, 16);
-		ns = gw_rows_of(s, rid, rows, 16);
-		cr_expect_eq(np, 1, "%s: the primary saw it %zu times", rid, np);
-		cr_expect_eq(ns, 0, "%s: rerouted to the secondary", rid);
-		cr_expect_eq(attempts[i], 1, "%s: %.0f attempts", rid, attempts[i]);
+		cr_expect_eq(seen.primary[i], 1, "nr-%d: the primary saw it %zu times", i,
+			     seen.primary[i]);
+		cr_expect_eq(seen.secondary[i], 0, "nr-%d: rerouted to the secondary", i);
+		cr_expect_eq(attempts[i], 1, "nr-%d: %.0f attempts", i, attempts[i]);
 		failed += status[i] != 200;
 	}
 	/* Half are reset: the test saw the fault it is about. */
