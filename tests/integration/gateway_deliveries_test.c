@@ -129,6 +129,8 @@ Test(gateway_deliveries, resends_are_attempts, .timeout = 60)
 		twice += seen.primary[i] >= 2;
 		total += seen.primary[i];
 	}
+	cr_log_info("%d requests: the primary logged %zu deliveries (%zu requests twice), "
+		    "the gateway counted %.0f attempts on it", NREQ, total, twice, counted);
 	cr_assert_gt(twice, 0, "no request reached the primary twice: nothing was re-sent");
 	cr_expect_eq(counted, (double)total,
 		     "faultline_attempts_total{provider=primary} is %.0f, the primary saw %zu",
@@ -158,5 +160,6 @@ Test(gateway_deliveries, no_reroute_sent_once, .timeout = 60)
 		failed += status[i] != 200;
 	}
 	/* Half are reset: the test saw the fault it is about. */
+	cr_log_info("%d no-reroute requests, each delivered once; %zu of them reset", NREQ, failed);
 	cr_assert_gt(failed, 0, "no request was reset");
 }
