@@ -174,7 +174,7 @@ $(O)/fuzz/%.o: %.c $(O)/deps.mk | fuzz-cc
 
 fuzz-cc:
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || \
-		{ echo "make fuzz: needs $(FUZZ_CC) with libFuzzer (Debian: clang)" >&2; exit 1; }
+		{ echo "make fuzz: needs $(FUZZ_CC) with libFuzzer (Debian: clang libclang-rt-dev)" >&2; exit 1; }
 
 FUZZ_OBJ = $(patsubst %.c,$(O)/fuzz/%.o,$(1))
 $(O)/fuzz/bin/http_request: $(call FUZZ_OBJ,tests/fuzz/http_request.c $(COMMON_SRC))

@@ -6,9 +6,11 @@
 #   scripts/deps.sh --packages   print the package list (for .ci/run)
 set -eu
 
-# clang is for `make fuzz` only (libFuzzer); a plain build does not check for it.
+# clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes, only
+# recommended by clang) are for `make fuzz` only; a plain build does not
+# check for them.
 PACKAGES="pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev libhttp-parser-dev
-libcriterion-dev gnuplot-nox clang"
+libcriterion-dev gnuplot-nox clang libclang-rt-dev"
 if [ "${1:-}" = --packages ]; then
 	echo $PACKAGES
 	exit 0
