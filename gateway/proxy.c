@@ -101,9 +101,7 @@ struct leg {
 	bool paused;			/* the transfer waits for a slow client */
 	bool settle;			/* the relay saw [DONE] or a break: end the client */
 	bool stalled;			/* the stall timer ended the transfer */
-	unsigned sends;			/* times libcurl sent the request (on_prereq) */
-	unsigned sends_counted;		/* of which the re-sends are counted (count_resends) */
-	double sent_ms;			/* when it was last sent */
+	unsigned sends;			/* times libcurl was about to send the request (on_prereq) */
 	long status;
 	double retry_after_ms;		/* from Retry-After; -1: none */
 	char ctype[128];
@@ -621,9 +619,12 @@ static void finish_error(struct greq *g)
 
 /*
  * CURLOPT_PREREQFUNCTION: libcurl is about to send the request on a
- * connection it opened or reused. It is called again when libcurl sends
- * the request a second time on its own (a reused connection that broke
- * before any answer): every delivery is counted, none is hidden.
+ * connection it opened or reused. It is called a second time when libcurl
+ * would send the request again on its own (a reused connection broke
+ * before any answer): that delivery would be hidden from the gateway's
+ * attempts, breakers and max_attempts, so it is refused here, before a
+ * byte of it goes out, and the attempt ends as a reset of the first one.
+ * Every delivery is then an attempt the gateway chose (leg_end).
  */
 static int on_prereq(void *userp, char *ip, char *local_ip, int port, int local_port)
 {
@@ -633,43 +634,8 @@ static int on_prereq(void *userp, char *ip, char *local_ip, int port, int local_
 	(void)local_ip;
 	(void)port;
 	(void)local_port;
-	l->sends++;
-	l->sent_ms = gw_now_ms();
-	return CURL_PREREQFUNC_OK;
+	return ++l->sends > 1 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
 }
-
-/*
- * Counts the deliveries libcurl made on its own in l's transfer, once each:
- * every one but the last broke before an answer (libcurl re-sends only
- * then), so each is an attempt that failed as a reset — in the request's
- * attempts and notes, its target's breaker (as an ordinary result: a
- * probe is judged by the delivery the gateway used) and the provider's
- * counters. The upstream read it: the request counts as delivered.
- */
-static void count_resends(struct leg *l)
-{
-	struct greq *g = l->g;
-	struct gateway *gw = g->gw;
-	struct breaker_change chg;
-	double now = gw_now_ms();
-	/* The re-sends' times are not known apart: they share the time to the last send. */
-	double ms = l->sends > 1 ? (l->sent_ms - l->start_ms) / (l->sends - 1) : 0;
-
-	while (l->sends_counted + 1 < l->sends) {
-		l->sends_counted++;
-		g->budget.attempts++;
-		g->delivered = true;
-		provider_stats_attempt(&gw->pstats[l->t->provider],
-				       metrics_failure_outcome(ATTEMPT_FAIL_RESET), ms);
-		breaker_record(&l->t->br, now, false, ms, 0, &gw->rng_breaker, &chg);
-		gateway_breaker_changed(gw, l->t, &chg);
-		note_add(g, l->t, attempt_failure_name(ATTEMPT_FAIL_RESET), 0, ms);
-		log_info("request %s: %s/%s: the connection broke after the request was sent; "
-			 "libcurl sent it again (counted as attempt %u)", g->id, l->t->prov->name,
-			 l->t->model, g->attempts_before + g->budget.attempts);
-	}
-}
-
 
 /* CURLOPT_HEADERFUNCTION: the headers an answer or a retry needs. */
 static size_t on_header(char *line, size_t size, size_t n, void *userp)
@@ -923,7 +889,6 @@ static void stream_commit(struct greq *g, struct leg *l)
 	}
 	if (l->hedge)
 		g->route->hedges[HEDGE_WON]++;
-	count_resends(l);	/* x-faultline-attempts below counts them */
 	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
 	n += answer_headers(g, h + n, attempts);
@@ -1223,8 +1188,6 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 	l->settle = false;
 	l->stalled = false;
 	l->sends = 0;
-	l->sends_counted = 0;
-	l->sent_ms = now;
 	relay_reset(&l->relay);
 	l->too_big = false;
 	l->over_budget = false;
@@ -1262,8 +1225,9 @@ static void leg_start(struct greq *g, struct gw_target *t, bool hedge, uint64_t 
 	curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
 	curl_easy_setopt(e, CURLOPT_PREREQDATA, l);
 	/*
-	 * libcurl sends a request again on its own only when a reused connection
-	 * broke: one that must be delivered at most once never reuses one.
+	 * A request that must be delivered at most once never goes on a reused
+	 * connection: one the provider closed while idle breaks at the first
+	 * send, which could not be told from a delivery it acted on.
 	 */
 	curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, g->no_reroute ? 1L : 0L);
 	if (curl_uv_add_noted(&gw->cu, e, &l->note)) {
@@ -1297,7 +1261,6 @@ static void leg_cancelled(struct leg *l, bool lost)
 	double now = gw_now_ms();
 	struct breaker_change chg;
 
-	count_resends(l);
 	provider_stats_attempt(&gw->pstats[l->t->provider], GW_OUT_CANCELLED, now - l->start_ms);
 	bill_discarded(g, l, true);	/* the upstream was working on it */
 	if (!lost) {
@@ -1527,7 +1490,6 @@ static void leg_end(struct leg *l, CURLcode code)
 	int err;
 
 	leg_off(l);
-	count_resends(l);
 	if (g->committed && l == g->win) {
 		stream_over(g, code);
 		return;
@@ -1537,6 +1499,17 @@ static void leg_end(struct leg *l, CURLcode code)
 		uv_timer_stop(&l->timer);
 		leg_cancelled(l, true);
 		return;
+	}
+	if (l->sends > 1 || (l->sends && code == CURLE_COULDNT_CONNECT)) {
+		/*
+		 * It went out once and its connection broke before any answer;
+		 * libcurl's own replay was refused (on_prereq), or could not
+		 * connect: a reset of the one delivery.
+		 */
+		log_debug("request %s: %s/%s: the connection broke after the request was sent; "
+			  "not sent again by libcurl", g->id, l->t->prov->name, l->t->model);
+		code = CURLE_RECV_ERROR;
+		f.curl_code = code;
 	}
 	err = local_errno(l, code);
 	if (err || (l->over_budget && !l->cut)) {
