@@ -248,9 +248,12 @@ static curl_socket_t on_open(void *clientp, curlsocktype purpose, struct curl_so
 	curl_socket_t fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
 
 	if (fd < 0) {
-		note->socket_errno = errno;
+		/* Only the process's own resources: any other errno is curl's to report. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			note->socket_errno = errno;
 		return CURL_SOCKET_BAD;
 	}
+	note->socket_errno = 0;	/* an earlier failure (another address) is past */
 	if (purpose != CURLSOCKTYPE_IPCXN)
 		return fd;
 	if (grow_fds(cu, fd)) {

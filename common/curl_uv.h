@@ -79,9 +79,10 @@ int curl_uv_add(struct curl_uv *cu, CURL *easy);
 /*
  * curl_uv_add, noting in *note (which must outlive the transfer) what
  * curl_uv sees of it that libcurl does not report: note->socket_errno is
- * the errno of a socket() that failed for it (EMFILE, ENFILE, ENOBUFS,
- * ENOMEM: the process's own resources, not the upstream's fault; libcurl
- * says only CURLE_COULDNT_CONNECT, with CURLINFO_OS_ERRNO 0), else 0.
+ * EMFILE, ENFILE, ENOBUFS or ENOMEM when the last socket() made for it
+ * failed so (the process's own resources, not the upstream's fault;
+ * libcurl says only CURLE_COULDNT_CONNECT, with CURLINFO_OS_ERRNO 0),
+ * else 0.
  */
 int curl_uv_add_noted(struct curl_uv *cu, CURL *easy, struct curl_uv_note *note);
 

@@ -395,7 +395,7 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 			 (unsigned long long)(gw->srv ? http_server_rejected(gw->srv) : 0));
 	rc |= family(b, "faultline_gateway_overloaded_total", "counter",
 		     "Upstream attempts and health checks that failed for want of the gateway's "
-		     "own resources (descriptors, memory, ports, the body budget).");
+		     "own resources (descriptors, memory, the body budget).");
 	rc |= buf_printf(b, "faultline_gateway_overloaded_total %llu\n",
 			 (unsigned long long)gw->overloaded);
 	rc |= family(b, "faultline_upstream_body_bytes", "gauge",

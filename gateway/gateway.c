@@ -405,10 +405,25 @@ void gateway_close(struct gateway *gw)
 	gw->base_headers = NULL;
 	if (gw->events && fflush(gw->events))
 		events_fail(gw, errno);
-	if (gw->events && fclose(gw->events)) {
-		gw->events_failed = true;
-		log_error("events file %s: cannot close it: %s (the gateway will exit 1)",
-			  gw->events_path, strerror(errno));
+	if (gw->events && fsync(fileno(gw->events)) && errno != EINVAL)
+		events_fail(gw, errno);
+	if (gw->events) {
+		FILE *fp = gw->events;
+		struct stat st;
+		bool regular = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode);
+
+		/* fclose's error comes after the file is gone from us: renamed here. */
+		if (fclose(fp)) {
+			struct buf tmp = { 0 };
+
+			gw->events_failed = true;
+			if (regular && !buf_printf(&tmp, "%s.tmp", gw->events_path))
+				rename(gw->events_path, tmp.data);
+			log_error("events file %s: cannot close it: %s; it is left as %s.tmp "
+				  "(the gateway will exit 1)", gw->events_path, strerror(errno),
+				  gw->events_path);
+			buf_free(&tmp);
+		}
 	}
 	gw->events = NULL;
 }

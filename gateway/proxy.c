@@ -752,6 +752,8 @@ static void stream_write(struct greq *g)
 		g->client_gone = true;
 	}
 	buf_reset(&r->out);
+	if (g->win->active)
+		hold(g->win);	/* written: no longer held against the budget */
 }
 
 /* Takes g off the list of streams waiting for the flush. */
@@ -1419,8 +1421,9 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out)
 
 /*
  * The errno of an attempt that failed for want of the gateway's own
- * resources — no socket (out of descriptors or memory), no local port —
- * or 0 when the failure, if any, is the upstream's.
+ * resources — no socket (out of descriptors or memory), no buffer for the
+ * connect — or 0 when the failure, if any, is the upstream's (a missing
+ * local port, EADDRNOTAVAIL, may be the destination's: it fails over).
  */
 static int local_errno(const struct leg *l, CURLcode code)
 {
@@ -1431,7 +1434,7 @@ static int local_errno(const struct leg *l, CURLcode code)
 	if (l->note.socket_errno)
 		return l->note.socket_errno;
 	curl_easy_getinfo(l->easy, CURLINFO_OS_ERRNO, &os);
-	return os == EADDRNOTAVAIL || os == ENOBUFS || os == ENOMEM ? (int)os : 0;
+	return os == ENOBUFS || os == ENOMEM ? (int)os : 0;
 }
 
 /*

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +406,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	log_init(PROG, LOG_INFO);
+	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: a write error to report, not a death */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "loadgen: curl_global_init failed\n");
 		return 1;

@@ -186,6 +186,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: a write error to report, not a death */
 	opt_raise_fd_limit(0);
 	mp.loop = uv_default_loop();
 	mp.env.loop = mp.loop;

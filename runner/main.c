@@ -232,6 +232,7 @@ static int cmd_run(int argc, char **argv)
 	o.bin_dir = bin_dir;
 	o.plots_dir = plots;
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: a write error to report, not a death */
 	if (guard_children()) {
 		scenario_free(&sc);
 		return 1;

@@ -198,7 +198,6 @@ int mock_start_opts(struct mock_proc *m, const char *config_json, const struct m
 		if (o->fsize_limit > 0) {
 			struct rlimit rl = { (rlim_t)o->fsize_limit, (rlim_t)o->fsize_limit };
 
-			signal(SIGXFSZ, SIG_IGN);	/* kept across exec */
 			if (setrlimit(RLIMIT_FSIZE, &rl))
 				_exit(126);
 		}
