@@ -145,6 +145,12 @@ int recfile_commit(struct recfile *f)
 	return rc;
 }
 
+void recfile_close_short(struct recfile *f)
+{
+	fclose(f->fp);	/* its errors were the reason: said already */
+	recfile_release(f);
+}
+
 void recfile_abandon(struct recfile *f)
 {
 	fclose(f->fp);

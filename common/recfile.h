@@ -41,6 +41,12 @@ int recfile_commit(struct recfile *f);
 void recfile_abandon(struct recfile *f);
 
 /*
+ * Closes PATH.tmp and leaves it under that name: a file a write error cut
+ * short keeps what it has, and the name that says it is not whole.
+ */
+void recfile_close_short(struct recfile *f);
+
+/*
  * A row being built: fields are added in order and the row ends with a
  * newline. The same row type serves CSV (RFC 4180 quoting) and JSON Lines
  * (one object a line); the caller picks with csv.

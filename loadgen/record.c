@@ -370,6 +370,7 @@ int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
 	char *text = s ? cJSON_Print(s) : NULL;
 	char *path = join(r->dir, "summary.json");
 	const char *what = "summary.json";
+	bool kept = true;	/* the records are left as .tmp: every way out but the last */
 	int rc = -ENOMEM;
 
 	cJSON_Delete(s);
@@ -388,7 +389,7 @@ int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
 	what = "requests.csv";
 	rc = recfile_commit(&r->csv);
 	if (rc) {
-		recfile_abandon(&r->jsonl);
+		recfile_close_short(&r->jsonl);
 		recfile_abandon(&sum);
 		goto out_err;
 	}
@@ -399,18 +400,29 @@ int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
 		goto out_err;
 	}
 	what = "summary.json";
+	kept = false;
 	rc = recfile_commit(&sum);
 	if (rc)
 		goto out_err;
 	goto out_free;
 out_abandon:
-	recorder_abandon(r);
+	recorder_keep_short(r);
 out_err:
-	snprintf(err, errlen, "cannot write %s in %s: %s", what, r->dir, strerror(-rc));
+	snprintf(err, errlen, "cannot write %s in %s: %s%s", what, r->dir, strerror(-rc),
+		 kept ? "; the records not written whole are left under their .tmp names "
+			"(requests.csv.tmp, requests.jsonl.tmp)" : "");
 out_free:
 	free(text);
 	free(path);
 	return rc;
+}
+
+void recorder_keep_short(struct recorder *r)
+{
+	if (r->csv.fp)
+		recfile_close_short(&r->csv);
+	if (r->jsonl.fp)
+		recfile_close_short(&r->jsonl);
 }
 
 void recorder_abandon(struct recorder *r)

@@ -129,6 +129,13 @@ int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
 /* Removes the unfinished files (a run that could not start). */
 void recorder_abandon(struct recorder *r);
 
+/*
+ * Closes the record files where a write failed, leaving them as
+ * requests.csv.tmp and requests.jsonl.tmp: what they hold is kept, and
+ * their names say they are not whole.
+ */
+void recorder_keep_short(struct recorder *r);
+
 /* Frees the recorder's memory. */
 void recorder_free(struct recorder *r);
 

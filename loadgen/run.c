@@ -1258,8 +1258,9 @@ int run_load(const struct lg_config *cfg)
 		.delayed_by_connections = run->delayed,
 	};
 	if (run->write_failed) {
-		fprintf(stderr, "loadgen: %s\n", run->write_err);
-		recorder_abandon(&run->rec);
+		fprintf(stderr, "loadgen: %s; the records are left as requests.csv.tmp and "
+			"requests.jsonl.tmp\n", run->write_err);
+		recorder_keep_short(&run->rec);
 		status = 1;
 	} else if (recorder_finish(&run->rec, &info, err, sizeof(err))) {
 		fprintf(stderr, "loadgen: %s\n", err);

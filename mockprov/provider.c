@@ -182,14 +182,6 @@ static void log_failed(struct provider *p, int err)
 }
 
 /* Closes a log that could not be written whole, leaving it as NAME.tmp. */
-static void log_close_tmp(struct provider *p)
-{
-	fclose(p->log.fp);	/* what it fails on was said already */
-	free(p->log.path);
-	free(p->log.tmp);
-	memset(&p->log, 0, sizeof(p->log));
-}
-
 static void log_row(struct provider *p, const struct mreq *m, const char *fault,
 		    const char *outcome)
 {
@@ -1185,7 +1177,7 @@ int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), vo
 	if (p->log.fp && !keep_log) {
 		recfile_abandon(&p->log);
 	} else if (p->log.fp && p->log_err) {
-		log_close_tmp(p);
+		recfile_close_short(&p->log);
 		rc = -p->log_err;
 	} else if (p->log.fp) {
 		rc = recfile_commit(&p->log);

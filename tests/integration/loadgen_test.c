@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1973,4 +1974,40 @@ Test(loadgen, constant_rate_mix_streams_are_phase_shifted, .timeout = 20)
 		snprintf(path, sizeof(path), "streams/%s/requests", names[k]);
 		cr_assert_eq(lg_json_num(s, path), 10, "%s is %g", path, lg_json_num(s, path));
 	}
+}
+
+/*
+ * Records that cannot be written whole (a 4 KiB file size limit, as on a
+ * full disk) are kept under their .tmp names, never renamed to the final
+ * ones, and loadgen says so and exits 1.
+ */
+Test(loadgen, short_records_keep_their_tmp_names, .timeout = 30)
+{
+	struct rlimit old;
+	struct rlimit lim;
+	struct lg_proc p;
+	char url[128];
+	char out[128];
+	char path[192];
+	struct stat st;
+	int rc;
+
+	start_mock("\"ttft_ms\":1,\"output_tokens\":2", "", 0, 1);
+	mock_target(url, sizeof(url));
+	new_out(out, sizeof(out));
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 4096;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	rc = lg_run(&p, out, (const char *[]){ "--target", url, "--rate", "200", "--requests",
+					       "500", "--duration", "2.5s", NULL }, 25);
+	setrlimit(RLIMIT_FSIZE, &old);
+	cr_assert_eq(rc, 1, "loadgen exited %d; stderr:\n%s", rc, p.err);
+	cr_assert(strstr(p.err, "requests.csv.tmp"), "stderr: %s", p.err);
+	cr_log_info("loadgen: %s", p.err);
+	snprintf(path, sizeof(path), "%s/requests.csv", out);
+	cr_assert_neq(stat(path, &st), 0, "%s has its final name", path);
+	snprintf(path, sizeof(path), "%s/requests.csv.tmp", out);
+	cr_assert_eq(stat(path, &st), 0, "no %s", path);
+	cr_assert_gt(st.st_size, 0, "%s is empty", path);
 }
