@@ -261,3 +261,63 @@ Test(gateway_limits, short_events_file_keeps_tmp_name, .timeout = 30)
 	cr_expect_neq(access(gw.events_path, F_OK), 0, "%s is still there", gw.events_path);
 	cr_expect_eq(access(tmp, F_OK), 0, "no %s", tmp);
 }
+
+/* The soft and hard "Max open files" of process pid (/proc/PID/limits); -1 when unread. */
+static void open_files_limit(pid_t pid, long *soft, long *hard)
+{
+	char path[64];
+	char line[256];
+	FILE *fp;
+
+	*soft = *hard = -1;
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	fp = fopen(path, "r");
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp)) {
+		if (strncmp(line, "Max open files", 14) == 0 &&
+		    sscanf(line + 14, "%ld %ld", soft, hard) != 2)
+			*soft = *hard = -1;
+	}
+	fclose(fp);
+}
+
+/*
+ * At start the gateway raises its soft open-file limit to the hard one;
+ * when that is still under what max_connections may need (2 × 10000 + 64
+ * here, against a hard limit of 200) it says so, naming both numbers —
+ * unless it was allowed to raise the hard limit too. With max_connections
+ * 50 (needing 164) the raise is enough and nothing is said.
+ */
+Test(gateway_limits, fd_limit_raised_or_warned_at_start, .timeout = 30)
+{
+	struct rlimit lim = { 100, 200 };
+	const struct gw_opts warn = { .log_level = "warn" };
+	struct gw_proc small;
+	char err[4096];
+	long soft;
+	long hard;
+
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0, "setrlimit: %s", strerror(errno));
+	gw_start_template(&gw, "{'providers':{'p':{'base_url':'http://127.0.0.1:9/v1'}},"
+			  "'models':{'m':{'targets':[{'provider':'p','model':'x'}]}}}", NULL, &warn);
+	open_files_limit(gw.pid, &soft, &hard);
+	gw_stderr(&gw, err, sizeof(err));
+	if (soft >= 20064) {
+		cr_log_info("the gateway raised its hard limit to %ld", hard);
+	} else {
+		cr_expect_eq(soft, 200, "soft limit %ld, not raised to the hard 200", soft);
+		cr_expect(strstr(err, "open-file limit is 200") && strstr(err, "20064"),
+			  "no warning naming 200 and 20064: %s", err);
+	}
+
+	memset(&small, 0, sizeof(small));
+	cr_assert_eq(gw_start(&small, "{\"max_connections\":50,\"providers\":{\"p\":{\"base_url\":"
+			      "\"http://127.0.0.1:9/v1\"}},\"models\":{\"m\":{\"targets\":"
+			      "[{\"provider\":\"p\",\"model\":\"x\"}]}}}", &warn), 0);
+	open_files_limit(small.pid, &soft, &hard);
+	cr_expect_geq(soft, 164, "soft limit %ld", soft);
+	gw_stderr(&small, err, sizeof(err));
+	cr_expect_null(strstr(err, "open-file limit"), "a warning where the limit is enough: %s",
+		       err);
+}

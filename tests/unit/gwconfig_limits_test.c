@@ -38,7 +38,7 @@ static int load(const char *head, struct gw_config *cfg)
 	return rc;
 }
 
-Test(gwconfig_limits, defaults)
+Test(gwconfig_limits, defaults, .timeout = 10)
 {
 	struct gw_config cfg;
 
@@ -48,7 +48,7 @@ Test(gwconfig_limits, defaults)
 	gw_config_free(&cfg);
 }
 
-Test(gwconfig_limits, set)
+Test(gwconfig_limits, set, .timeout = 10)
 {
 	struct gw_config cfg;
 
@@ -59,7 +59,7 @@ Test(gwconfig_limits, set)
 	gw_config_free(&cfg);
 }
 
-Test(gwconfig_limits, errors)
+Test(gwconfig_limits, errors, .timeout = 10)
 {
 	static const struct {
 		const char *head;
