@@ -51,30 +51,40 @@ void gateway_easy_put(struct gateway *gw, CURL *easy)
 		curl_easy_cleanup(easy);
 }
 
+/* Whether fp is a regular file: only one may be renamed aside. */
+static bool events_regular(FILE *fp)
+{
+	struct stat st;
+
+	return fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /*
- * The events file could not take a line (err): it is short now, so it must
- * not keep its name. It is closed and renamed NAME.tmp (a regular file
- * only), no more lines are written, and the gateway exits 1 at its stop.
+ * The events file, now closed, is short: a write or its close failed
+ * (what, err). It must not keep its name: a regular file is renamed
+ * NAME.tmp, no more lines are written, and the gateway exits 1 at its stop.
  */
-static void events_fail(struct gateway *gw, int err)
+static void events_set_aside(struct gateway *gw, bool regular, const char *what, int err)
 {
 	struct buf tmp = { 0 };
-	struct stat st;
-	bool regular = fstat(fileno(gw->events), &st) == 0 && S_ISREG(st.st_mode);
+	bool renamed = regular && !buf_printf(&tmp, "%s.tmp", gw->events_path) &&
+		       rename(gw->events_path, tmp.data) == 0;
 
-	fclose(gw->events);
 	gw->events = NULL;
 	gw->events_failed = true;
-	if (regular && !buf_printf(&tmp, "%s.tmp", gw->events_path) &&
-	    rename(gw->events_path, tmp.data) == 0)
-		log_error("events file %s: cannot write a breaker change: %s; it is incomplete, "
-			  "renamed %s, and no more changes are written (the gateway will exit 1)",
-			  gw->events_path, strerror(err), tmp.data);
-	else
-		log_error("events file %s: cannot write a breaker change: %s; it is incomplete "
-			  "and no more changes are written (the gateway will exit 1)",
-			  gw->events_path, strerror(err));
+	log_error("events file %s: cannot %s: %s; it is incomplete%s%s, and no more changes are "
+		  "written (the gateway will exit 1)", gw->events_path, what, strerror(err),
+		  renamed ? ", renamed " : "", renamed ? tmp.data : "");
 	buf_free(&tmp);
+}
+
+/* The events file could not take a line (err): closed and set aside. */
+static void events_fail(struct gateway *gw, int err)
+{
+	bool regular = events_regular(gw->events);
+
+	fclose(gw->events);
+	events_set_aside(gw, regular, "write a breaker change", err);
 }
 
 void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
@@ -403,27 +413,13 @@ void gateway_close(struct gateway *gw)
 	gw->easy_pool = NULL;
 	curl_slist_free_all(gw->base_headers);
 	gw->base_headers = NULL;
-	if (gw->events && fflush(gw->events))
-		events_fail(gw, errno);
-	if (gw->events && fsync(fileno(gw->events)) && errno != EINVAL)
+	if (gw->events && (fflush(gw->events) || (fsync(fileno(gw->events)) && errno != EINVAL)))
 		events_fail(gw, errno);
 	if (gw->events) {
-		FILE *fp = gw->events;
-		struct stat st;
-		bool regular = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode);
+		bool regular = events_regular(gw->events);
 
-		/* fclose's error comes after the file is gone from us: renamed here. */
-		if (fclose(fp)) {
-			struct buf tmp = { 0 };
-
-			gw->events_failed = true;
-			if (regular && !buf_printf(&tmp, "%s.tmp", gw->events_path))
-				rename(gw->events_path, tmp.data);
-			log_error("events file %s: cannot close it: %s; it is left as %s.tmp "
-				  "(the gateway will exit 1)", gw->events_path, strerror(errno),
-				  gw->events_path);
-			buf_free(&tmp);
-		}
+		if (fclose(gw->events))
+			events_set_aside(gw, regular, "close it", errno);
 	}
 	gw->events = NULL;
 }
