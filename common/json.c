@@ -483,32 +483,3 @@ int json_member_span(const char *s, size_t len, const char *key, size_t *start, 
 	return found ? 0 : -ENOENT;
 }
 
-int json_write_file(const char *path, const cJSON *root)
-{
-	struct buf tmp = { 0 };
-	char *text = cJSON_Print(root);
-	FILE *fp;
-	int rc = 0;
-
-	if (!text || buf_printf(&tmp, "%s.tmp", path)) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	fp = fopen(tmp.data, "w");
-	if (!fp) {
-		rc = -errno;
-		goto out;
-	}
-	if (fputs(text, fp) < 0 || fputc('\n', fp) == EOF)
-		rc = -EIO;
-	if (fclose(fp) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp.data, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp.data);
-out:
-	free(text);
-	buf_free(&tmp);
-	return rc;
-}

@@ -33,12 +33,6 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
 		      const char *param, const char *code);
 
 /*
- * Writes root, indented, to path through path.tmp and a rename, so a
- * reader never sees half a file. Returns 0 or a negative errno.
- */
-int json_write_file(const char *path, const cJSON *root);
-
-/*
  * Whether c is JSON white space (RFC 8259): space, tab, LF or CR. The one
  * definition: cJSON alone takes any byte up to 0x20.
  */

@@ -84,8 +84,9 @@ out_free:
 
 int recfile_write(struct recfile *f, const void *data, size_t len)
 {
+	errno = 0;
 	if (fwrite(data, 1, len, f->fp) != len)
-		return -EIO;
+		return errno ? -errno : -EIO;
 	f->dirty = true;
 	return 0;
 }

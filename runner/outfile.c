@@ -4,64 +4,34 @@
 #include "outfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "buf.h"
+#include "recfile.h"
 
 /* Writes all of data to fd. Returns 0 or a negative errno. */
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int outfile_write(const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
-	struct buf tmp = { 0 };
-	int fd;
+	struct recfile f;
 	int rc;
 
-	if (buf_printf(&tmp, "%s.tmp", path)) {
-		snprintf(err, errlen, "cannot write %s: out of memory", path);
-		return -ENOMEM;
-	}
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", tmp.data, strerror(-rc));
-		goto out_free;
-	}
-	rc = write_all(fd, data, len);
-	/* A disk that fills up may say so only when the data is written back. */
-	if (!rc && fsync(fd))
-		rc = -errno;
-	if (close(fd) && !rc && errno != EINTR)
-		rc = -errno;
+	rc = recfile_open(&f, path, false, NULL);
 	if (rc) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp.data, strerror(-rc));
-		goto out_free;
+		snprintf(err, errlen, "cannot create %s.tmp: %s", path, strerror(-rc));
+		return rc;
 	}
-	if (rename(tmp.data, path)) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp.data, path, strerror(-rc));
+	rc = recfile_write(&f, data, len);
+	if (rc) {
+		recfile_close_short(&f);
+		snprintf(err, errlen, "cannot write %s.tmp: %s", path, strerror(-rc));
+		return rc;
 	}
-out_free:
-	buf_free(&tmp);
+	/* Flushed, synced (a full disk may say so only then), closed, renamed. */
+	rc = recfile_commit(&f);
+	if (rc)
+		snprintf(err, errlen, "cannot write %s.tmp: %s", path, strerror(-rc));
 	return rc;
 }
 

@@ -22,7 +22,7 @@ int outfile_write(const char *path, const void *data, size_t len, char *err, siz
 /* outfile_write of a NUL-terminated text. */
 int outfile_write_text(const char *path, const char *text, char *err, size_t errlen);
 
-/* outfile_write of root as indented JSON and a newline (json_write_file's format). */
+/* outfile_write of root as indented JSON and a newline. */
 int outfile_write_json(const char *path, const cJSON *root, char *err, size_t errlen);
 
 #endif
