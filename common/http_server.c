@@ -130,8 +130,7 @@ struct http_server {
 	struct conn *conns;
 	unsigned nconns;
 	uint64_t rejected;		/* connections closed at once: max_conns were open */
-	uint64_t reject_unlogged;	/* of them, since the last log line */
-	uint64_t reject_logged_ns;	/* when that line was written; 0: never */
+	struct log_limit reject_log;	/* their log line, at most once per REJECT_LOG_NS */
 	unsigned closing_listeners;
 	bool freeing;
 	void (*free_done)(void *arg);
@@ -1165,22 +1164,17 @@ static void on_reject_closed(uv_handle_t *h)
  */
 static void note_rejected(struct http_server *srv)
 {
-	uint64_t now = clock_mono_ns();
+	uint64_t quiet;
 
 	srv->rejected++;
-	if (srv->reject_logged_ns && now - srv->reject_logged_ns < REJECT_LOG_NS) {
-		srv->reject_unlogged++;
+	if (!log_limit_pass(&srv->reject_log, clock_mono_ns(), REJECT_LOG_NS, &quiet))
 		return;
-	}
-	if (srv->reject_unlogged)
+	if (quiet)
 		log_warn("connection limit (%u) reached: closing a new connection "
-			 "(%llu more suppressed)", srv->cfg.max_conns,
-			 (unsigned long long)srv->reject_unlogged);
+			 "(%llu more suppressed)", srv->cfg.max_conns, (unsigned long long)quiet);
 	else
 		log_warn("connection limit (%u) reached: closing a new connection",
 			 srv->cfg.max_conns);
-	srv->reject_unlogged = 0;
-	srv->reject_logged_ns = now ? now : 1;
 }
 
 /* A new connection, its handles initialised and counted; NULL when out of memory. */

@@ -66,3 +66,15 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	/* One fprintf per line keeps lines whole when processes share stderr. */
 	fprintf(stderr, "%s\n", line);
 }
+
+bool log_limit_pass(struct log_limit *l, uint64_t now_ns, uint64_t interval_ns, uint64_t *quiet)
+{
+	if (l->last_ns && now_ns - l->last_ns < interval_ns) {
+		l->quiet++;
+		return false;
+	}
+	*quiet = l->quiet;
+	l->quiet = 0;
+	l->last_ns = now_ns ? now_ns : 1;
+	return true;
+}

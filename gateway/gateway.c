@@ -127,20 +127,15 @@ void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
 
 void gateway_overloaded(struct gateway *gw, const char *why, const char *provider)
 {
-	double now = gw_now_ms();
+	uint64_t quiet;
 
 	gw->overloaded++;
-	if (gw->overload_logged_ms && now - gw->overload_logged_ms < 1000) {
-		gw->overload_quiet++;
+	if (!log_limit_pass(&gw->overload_log, clock_mono_ns(), 1000000000ull, &quiet))
 		return;
-	}
 	log_error("an attempt on provider %s failed for want of the gateway's own resources: "
 		  "%s (not the provider's fault; answered 503 gateway_overloaded)", provider, why);
-	if (gw->overload_quiet)
-		log_error("%llu more such failures since the last line",
-			  (unsigned long long)gw->overload_quiet);
-	gw->overload_logged_ms = now;
-	gw->overload_quiet = 0;
+	if (quiet)
+		log_error("%llu more such failures since the last line", (unsigned long long)quiet);
 }
 
 /* ---- endpoints ---- */

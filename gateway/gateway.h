@@ -19,6 +19,7 @@
 #include "config.h"
 #include "curl_uv.h"
 #include "http_server.h"
+#include "log.h"
 #include "metrics.h"
 #include "rng.h"
 #include "router.h"
@@ -56,8 +57,7 @@ struct gateway {
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t overloaded;		/* attempts failed for want of the gateway's resources */
 	size_t body_bytes;		/* upstream answers buffered, every leg (the budget's) */
-	double overload_logged_ms;	/* when the last of their log lines went out */
-	uint64_t overload_quiet;	/* of them, not logged since */
+	struct log_limit overload_log;	/* their log line, at most once a second */
 	uint64_t next_id;		/* for generated request ids */
 	char id_prefix[24];
 	CURL **easy_pool;		/* idle easy handles, a stack */
