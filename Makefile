@@ -27,7 +27,7 @@ endif
 O ?= build
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror
 BASE_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(WARN) \
-	-MMD -MP -Icommon
+	-MMD -MP -I.
 REL_FLAGS := -O2
 ASAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
@@ -71,7 +71,7 @@ deps: $(O)/deps.mk
 define variant
 $(O)/$(1)/%.o: %.c $(O)/deps.mk
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(BASE_CFLAGS) $(2) $$(DEP_CFLAGS) $$(if $$(filter tests/%,$$<),$$(TEST_CFLAGS) -Itests/support) -c $$< -o $$@
+	$$(CC) $$(BASE_CFLAGS) $(2) $$(DEP_CFLAGS) $$(if $$(filter tests/%,$$<),$$(TEST_CFLAGS)) -c $$< -o $$@
 
 $(O)/$(1)/bin/mockprov: $$(patsubst %.c,$(O)/$(1)/%.o,mockprov/main.c $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC))
 	@mkdir -p $$(dir $$@)
@@ -170,7 +170,7 @@ FUZZERS := http_request sse_relay json_span gw_config mock_config scenario
 
 $(O)/fuzz/%.o: %.c $(O)/deps.mk | fuzz-cc
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(DEP_CFLAGS) -Itests/support -c $< -o $@
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) $(DEP_CFLAGS) -c $< -o $@
 
 fuzz-cc:
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 || \

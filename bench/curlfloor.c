@@ -16,9 +16,9 @@
 #include <string.h>
 #include <uv.h>
 
-#include "clock.h"
-#include "curl_uv.h"
-#include "opt.h"
+#include "common/clock.h"
+#include "common/curl_uv.h"
+#include "common/opt.h"
 
 static const char usage_text[] =
 	"usage: curlfloor --url URL [--connections N] [--duration D] [--body JSON]\n";

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "curl_uv.h"
-#include "streamclient.h"
+#include "common/clock.h"
+#include "common/curl_uv.h"
+#include "bench/streamclient.h"
 
 struct curl_run {
 	struct curl_uv cu;

@@ -25,9 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "opt.h"
-#include "streamclient.h"
+#include "common/clock.h"
+#include "common/opt.h"
+#include "bench/streamclient.h"
 
 #define READ_BUF_SIZE 65536
 

@@ -10,7 +10,7 @@
  * http-parser by default, or libcurl's multi interface. This file holds the
  * flags, the SSE splitting and timing, and the report.
  */
-#include "streamclient.h"
+#include "bench/streamclient.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "clock.h"
-#include "opt.h"
+#include "common/clock.h"
+#include "common/opt.h"
 
 #define MAX_STREAMS 50000
 #define FD_SPARE 64	/* descriptors kept for everything but the streams */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* A growable array of samples in milliseconds. */
 struct samples {

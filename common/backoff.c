@@ -3,7 +3,7 @@
  * (delta-seconds or an IMF-fixdate) parsed by hand so that neither the
  * locale nor the process time zone can change the answer.
  */
-#include "backoff.h"
+#include "common/backoff.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,7 +7,7 @@
 #ifndef FAULTLINE_BACKOFF_H
 #define FAULTLINE_BACKOFF_H
 
-#include "rng.h"
+#include "common/rng.h"
 
 struct backoff {
 	double base_ms;		/* the first retry's ceiling */

@@ -1,7 +1,7 @@
 /*
  * buf: growable NUL-terminated byte buffers.
  */
-#include "buf.h"
+#include "common/buf.h"
 
 #include <errno.h>
 #include <stdio.h>

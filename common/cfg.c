@@ -1,7 +1,7 @@
 /*
  * cfg: table-driven validation of JSON config objects.
  */
-#include "cfg.h"
+#include "common/cfg.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * clock: monotonic time and the t0-relative time base.
  */
-#include "clock.h"
+#include "common/clock.h"
 
 #include <math.h>
 #include <time.h>

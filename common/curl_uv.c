@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "curl_uv.h"
+#include "common/curl_uv.h"
 
 /* One socket curl asked us to watch. */
 struct curl_watch {

@@ -3,7 +3,7 @@
  * holds the value i; above that, values whose top bit is bit msb fall into
  * octave shift = msb - 7, split into 128 buckets of width 2^shift.
  */
-#include "hist.h"
+#include "common/hist.h"
 
 #include <math.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * client that goes away is seen at once (the exchange's on_abort); the bytes
  * of a pipelined next request wait in conn->inbuf until the answer is done.
  */
-#include "http_server.h"
+#include "common/http_server.h"
 
 #include <errno.h>
 #include <http_parser.h>
@@ -18,11 +18,11 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 
-#include "buf.h"
-#include "clock.h"
-#include "json.h"
-#include "log.h"
-#include "opt.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/opt.h"
 
 #define READ_BUF_SIZE 65536
 #define INBUF_PAUSE_BYTES (256 * 1024)

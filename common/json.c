@@ -1,7 +1,7 @@
 /*
  * json: cJSON helpers.
  */
-#include "json.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /*
  * Reads and parses a JSON file: one value, held to the rules json_parse_whole

@@ -1,7 +1,7 @@
 /*
  * log: leveled lines on stderr.
  */
-#include "log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /*
  * opt: value parsers shared by command lines and config files.
  */
-#include "opt.h"
+#include "common/opt.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

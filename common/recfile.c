@@ -1,7 +1,7 @@
 /*
  * recfile: atomically renamed result files and CSV/JSONL rows.
  */
-#include "recfile.h"
+#include "common/recfile.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "common/json.h"
 
 /* Cuts an unfinished last line (a write the kill interrupted) off fp. */
 static int cut_partial_line(FILE *fp, bool *resumed)

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 struct recfile {
 	FILE *fp;

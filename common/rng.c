@@ -2,7 +2,7 @@
  * rng: xoshiro256** seeded through splitmix64 (public-domain algorithms by
  * Blackman and Vigna, written here from their description).
  */
-#include "rng.h"
+#include "common/rng.h"
 
 #include <math.h>
 

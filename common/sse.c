@@ -4,7 +4,7 @@
  * lie, and only a line cut by the end of a feed is copied aside until the
  * rest arrives.
  */
-#include "sse.h"
+#include "common/sse.h"
 
 #include <errno.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* Longest line accepted; a longer one makes sse_feed fail. */
 #define SSE_MAX_LINE (1u << 20)

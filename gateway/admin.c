@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <math.h>
 
-#include "gateway.h"
-#include "json.h"
+#include "gateway/gateway.h"
+#include "common/json.h"
 
 int admin_models(const struct gateway *gw, struct buf *b)
 {

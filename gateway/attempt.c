@@ -3,7 +3,7 @@
  * decisions and the final error, as plain functions of their arguments.
  * Only libcurl's error constants are taken from its header.
  */
-#include "attempt.h"
+#include "gateway/attempt.h"
 
 #include <curl/curl.h>
 #include <math.h>

@@ -11,8 +11,8 @@
 
 #include <stdbool.h>
 
-#include "backoff.h"
-#include "rng.h"
+#include "common/backoff.h"
+#include "common/rng.h"
 
 /* An attempt needs at least this much of the deadline left to be worth starting. */
 #define ATTEMPT_MIN_USEFUL_MS 1.0

@@ -1,7 +1,7 @@
 /*
  * auth: reading a bearer key and comparing it with the client keys.
  */
-#include "auth.h"
+#include "gateway/auth.h"
 
 #include <string.h>
 #include <strings.h>

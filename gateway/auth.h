@@ -7,7 +7,7 @@
 #ifndef FAULTLINE_GATEWAY_AUTH_H
 #define FAULTLINE_GATEWAY_AUTH_H
 
-#include "config.h"
+#include "gateway/config.h"
 
 /* What a request's credentials come to. */
 enum auth_verdict {

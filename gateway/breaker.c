@@ -5,7 +5,7 @@
  * is cleared when its time comes round again. Every state change goes
  * through set_state(), which fills the caller's breaker_change.
  */
-#include "breaker.h"
+#include "gateway/breaker.h"
 
 #include <errno.h>
 #include <math.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "common/rng.h"
 
 /* The window is split into at most this many buckets. */
 #define BREAKER_MAX_BUCKETS 60

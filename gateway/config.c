@@ -4,7 +4,7 @@
  * alias's retry) is read with a copy of the table whose defaults are the
  * enclosing section's values, so an absent key inherits.
  */
-#include "config.h"
+#include "gateway/config.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "json.h"
-#include "opt.h"
+#include "common/buf.h"
+#include "common/json.h"
+#include "common/opt.h"
 
 /* ---- tables ---- */
 

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "breaker.h"
-#include "cfg.h"
-#include "health.h"
+#include "gateway/breaker.h"
+#include "common/cfg.h"
+#include "gateway/health.h"
 
 /* Limits of the client keys (auth.keys_env). */
 #define GW_MAX_CLIENT_KEYS 32

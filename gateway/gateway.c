@@ -3,7 +3,7 @@
  * request to its endpoint, and writing breaker state changes (events file,
  * log, counters).
  */
-#include "gateway.h"
+#include "gateway/gateway.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "json.h"
-#include "log.h"
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/log.h"
 
 /* Idle easy handles kept for reuse; more are cleaned up. */
 #define EASY_POOL_MAX 4096

@@ -14,15 +14,15 @@
 #include <stdio.h>
 #include <uv.h>
 
-#include "auth.h"
-#include "buf.h"
-#include "config.h"
-#include "curl_uv.h"
-#include "http_server.h"
-#include "log.h"
-#include "metrics.h"
-#include "rng.h"
-#include "router.h"
+#include "gateway/auth.h"
+#include "common/buf.h"
+#include "gateway/config.h"
+#include "common/curl_uv.h"
+#include "common/http_server.h"
+#include "common/log.h"
+#include "gateway/metrics.h"
+#include "common/rng.h"
+#include "gateway/router.h"
 
 struct greq;
 struct probe;

@@ -1,7 +1,7 @@
 /*
  * health: fall and rise counting.
  */
-#include "health.h"
+#include "gateway/health.h"
 
 void health_init(struct health *h)
 {

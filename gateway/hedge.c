@@ -1,7 +1,7 @@
 /*
  * hedge: latency percentiles, the hedge delay, the retry and hedge budget.
  */
-#include "hedge.h"
+#include "gateway/hedge.h"
 
 #include <math.h>
 #include <stdlib.h>

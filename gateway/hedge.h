@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "config.h"
+#include "gateway/config.h"
 
 /* Latencies a target remembers for the adaptive delay. */
 #define LAT_RING_SIZE 256

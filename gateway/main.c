@@ -14,10 +14,10 @@
 #include <sys/resource.h>
 #include <uv.h>
 
-#include "config.h"
-#include "gateway.h"
-#include "log.h"
-#include "opt.h"
+#include "gateway/config.h"
+#include "gateway/gateway.h"
+#include "common/log.h"
+#include "common/opt.h"
 
 /* Descriptors the gateway keeps for itself: listener, loop, events file, health checks. */
 #define FD_RESERVE 64

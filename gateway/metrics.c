@@ -1,7 +1,7 @@
 /*
  * metrics: counting answers and attempts.
  */
-#include "metrics.h"
+#include "gateway/metrics.h"
 
 #include <errno.h>
 #include <stdint.h>

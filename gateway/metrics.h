@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attempt.h"
-#include "buf.h"
+#include "gateway/attempt.h"
+#include "common/buf.h"
 
 /* Distinct statuses kept apart per route; more fall into "other". */
 #define STATUS_SLOTS 24

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "gateway.h"
-#include "json.h"
-#include "log.h"
+#include "common/buf.h"
+#include "gateway/gateway.h"
+#include "common/json.h"
+#include "common/log.h"
 
 struct probe {
 	uv_timer_t timer;		/* first: the struct is freed with the handle */

@@ -22,14 +22,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "attempt.h"
-#include "backoff.h"
-#include "clock.h"
-#include "gateway.h"
-#include "hedge.h"
-#include "json.h"
-#include "log.h"
-#include "relay.h"
+#include "gateway/attempt.h"
+#include "common/backoff.h"
+#include "common/clock.h"
+#include "gateway/gateway.h"
+#include "gateway/hedge.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "gateway/relay.h"
 
 static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
 			       "\"type\":\"server_error\",\"param\":null,\"code\":null}}";

@@ -1,13 +1,13 @@
 /*
  * relay: parsing and re-framing an upstream event stream.
  */
-#include "relay.h"
+#include "gateway/relay.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <string.h>
 
-#include "json.h"
+#include "common/json.h"
 
 /* Token counts past this are taken as garbage (0). */
 #define MAX_TOKENS 1e15

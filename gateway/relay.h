@@ -15,8 +15,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "buf.h"
-#include "sse.h"
+#include "common/buf.h"
+#include "common/sse.h"
 
 /* How an upstream stream went wrong, as far as the relay can see. */
 enum relay_break {

@@ -1,7 +1,7 @@
 /*
  * router: building the target and route tables, and the choices over them.
  */
-#include "router.h"
+#include "gateway/router.h"
 
 #include <errno.h>
 #include <math.h>

@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "breaker.h"
-#include "config.h"
-#include "hedge.h"
-#include "metrics.h"
+#include "gateway/breaker.h"
+#include "gateway/config.h"
+#include "gateway/hedge.h"
+#include "gateway/metrics.h"
 
 struct greq;
 

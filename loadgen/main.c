@@ -14,11 +14,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "mix.h"
-#include "opt.h"
-#include "run.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "loadgen/mix.h"
+#include "common/opt.h"
+#include "loadgen/run.h"
 
 static const char usage_text[] =
 	"usage: loadgen --target URL [--target URL…] --duration D\n"

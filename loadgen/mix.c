@@ -3,7 +3,7 @@
  * the response header names to read), and the one-stream mix the command
  * line makes when there is no file.
  */
-#include "mix.h"
+#include "loadgen/mix.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json.h"
+#include "common/json.h"
 
 /* The bound on "rate" and "share". */
 #define MIX_MAX_RATE 1e6

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cfg.h"
-#include "schedule.h"
+#include "common/cfg.h"
+#include "loadgen/schedule.h"
 
 struct mix_stream {
 	char *name;

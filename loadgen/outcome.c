@@ -3,7 +3,7 @@
  */
 #include <curl/curl.h>
 
-#include "outcome.h"
+#include "loadgen/outcome.h"
 
 static const char *const names[OUT_COUNT] = {
 	[OUT_OK] = "ok",

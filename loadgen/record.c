@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "mix.h"
-#include "record.h"
+#include "loadgen/mix.h"
+#include "loadgen/record.h"
 
 #define RECORD_BUF (1u << 18)
 

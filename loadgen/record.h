@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hist.h"
-#include "outcome.h"
-#include "recfile.h"
+#include "common/hist.h"
+#include "loadgen/outcome.h"
+#include "common/recfile.h"
 
 /* One finished request. Absent values: NaN, -1, NULL or 0 as noted. */
 struct record {

@@ -21,17 +21,17 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "buf.h"
-#include "clock.h"
-#include "curl_uv.h"
-#include "hist.h"
-#include "json.h"
-#include "log.h"
-#include "outcome.h"
-#include "record.h"
-#include "rng.h"
-#include "run.h"
-#include "sse.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/curl_uv.h"
+#include "common/hist.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "loadgen/outcome.h"
+#include "loadgen/record.h"
+#include "common/rng.h"
+#include "loadgen/run.h"
+#include "common/sse.h"
 
 /* A non-streaming answer larger than this is cut off as invalid. */
 #define MAX_BODY (16u << 20)

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backoff.h"
-#include "mix.h"
-#include "schedule.h"
+#include "common/backoff.h"
+#include "loadgen/mix.h"
+#include "loadgen/schedule.h"
 
 /* A run's settings, from the command line and the mix file. */
 struct lg_config {

@@ -4,7 +4,7 @@
  * source or by weight. No clock and no I/O: everything follows from the
  * rates and the seed.
  */
-#include "schedule.h"
+#include "loadgen/schedule.h"
 
 #include <errno.h>
 #include <limits.h>

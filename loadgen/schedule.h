@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "common/rng.h"
 
 enum arrival {
 	ARRIVAL_CONSTANT,	/* evenly spaced: the k-th at k / rate */

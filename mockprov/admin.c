@@ -1,16 +1,16 @@
 /*
  * admin: the admin API.
  */
-#include "admin.h"
+#include "mockprov/admin.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cfg.h"
-#include "json.h"
-#include "log.h"
+#include "common/cfg.h"
+#include "common/json.h"
+#include "common/log.h"
 
 static void reply_json(struct http_exchange *ex, int status, cJSON *obj)
 {

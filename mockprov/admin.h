@@ -12,8 +12,8 @@
 
 #include <sys/socket.h>
 
-#include "http_server.h"
-#include "provider.h"
+#include "common/http_server.h"
+#include "mockprov/provider.h"
 
 struct admin {
 	struct http_server *srv;

@@ -1,15 +1,15 @@
 /*
  * config: loading and validating the mockprov config.
  */
-#include "config.h"
+#include "mockprov/config.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "opt.h"
+#include "common/json.h"
+#include "common/opt.h"
 
 /* Raw values as the table reads them; copied into provider_cfg after. */
 struct provider_raw {

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "cfg.h"
-#include "fault.h"
-#include "timing.h"
+#include "common/cfg.h"
+#include "mockprov/fault.h"
+#include "mockprov/timing.h"
 
 struct provider_cfg {
 	char *name;

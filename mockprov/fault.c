@@ -1,14 +1,14 @@
 /*
  * fault: the fault timeline and per-request decisions.
  */
-#include "fault.h"
+#include "mockprov/fault.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cfg.h"
+#include "common/cfg.h"
 
 static const char *const kind_names[FAULT_NKINDS + 1] = {
 	[FAULT_DOWN] = "down",

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "common/rng.h"
 
 enum fault_kind {
 	FAULT_DOWN,

@@ -12,12 +12,12 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-#include "admin.h"
-#include "clock.h"
-#include "config.h"
-#include "log.h"
-#include "opt.h"
-#include "provider.h"
+#include "mockprov/admin.h"
+#include "common/clock.h"
+#include "mockprov/config.h"
+#include "common/log.h"
+#include "common/opt.h"
+#include "mockprov/provider.h"
 
 static const char usage_text[] =
 	"usage: mockprov --config FILE [--t0 MS] [--log-dir DIR] [--admin HOST:PORT]\n"

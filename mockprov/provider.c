@@ -9,7 +9,7 @@
  * log row — whether it completed, the client left (on_abort) or the server
  * closed it.
  */
-#include "provider.h"
+#include "mockprov/provider.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,10 +18,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "json.h"
-#include "log.h"
-#include "opt.h"
-#include "timing.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/opt.h"
+#include "mockprov/timing.h"
 
 /* Stream output queued for a slow reader before the stream waits for it. */
 #define STREAM_QUEUE_MAX (64 * 1024)

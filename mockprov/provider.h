@@ -11,12 +11,12 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "clock.h"
-#include "config.h"
-#include "fault.h"
-#include "http_server.h"
-#include "recfile.h"
-#include "rng.h"
+#include "common/clock.h"
+#include "mockprov/config.h"
+#include "mockprov/fault.h"
+#include "common/http_server.h"
+#include "common/recfile.h"
+#include "common/rng.h"
 
 /* What every provider of the process shares. */
 struct mock_env {

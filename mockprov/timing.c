@@ -1,7 +1,7 @@
 /*
  * timing: the timing model and token counts.
  */
-#include "timing.h"
+#include "mockprov/timing.h"
 
 #include <math.h>
 #include <stdio.h>

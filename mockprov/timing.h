@@ -11,8 +11,8 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#include "fault.h"
-#include "rng.h"
+#include "mockprov/fault.h"
+#include "common/rng.h"
 
 struct timing_model {
 	double ttft_ms;

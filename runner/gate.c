@@ -3,7 +3,7 @@
  * expectations and a saved baseline (rules in gate.h), prints the verdicts
  * and, for gate_command, reads the stamp and writes baselines.
  */
-#include "gate.h"
+#include "runner/gate.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "cfg.h"
-#include "json.h"
-#include "outfile.h"
-#include "stats.h"
+#include "common/buf.h"
+#include "common/cfg.h"
+#include "common/json.h"
+#include "runner/outfile.h"
+#include "runner/stats.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -105,7 +105,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "scenario.h"
+#include "runner/scenario.h"
 
 /* Tolerances a baseline gets when it states none (and --save-baseline writes). */
 #define GATE_TOL_RELATIVE 0.25

@@ -2,7 +2,7 @@
  * guard: the lifeline (a pipe only the runner can write to) and `chaos
  * _guard`, which hangs a watcher on it for each child.
  */
-#include "guard.h"
+#include "runner/guard.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,13 +17,13 @@
 
 #include <curl/curl.h>
 
-#include "gate.h"
-#include "guard.h"
-#include "opt.h"
-#include "plot.h"
-#include "report.h"
-#include "run.h"
-#include "scenario.h"
+#include "runner/gate.h"
+#include "runner/guard.h"
+#include "common/opt.h"
+#include "runner/plot.h"
+#include "runner/report.h"
+#include "runner/run.h"
+#include "runner/scenario.h"
 
 static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S] [--repeat N] [--setup NAME]\n"

@@ -1,15 +1,15 @@
 /*
  * outfile: whole files through PATH.tmp, synced, then renamed.
  */
-#include "outfile.h"
+#include "runner/outfile.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "recfile.h"
+#include "common/buf.h"
+#include "common/recfile.h"
 
 /* Writes all of data to fd. Returns 0 or a negative errno. */
 int outfile_write(const char *path, const void *data, size_t len, char *err, size_t errlen)

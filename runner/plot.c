@@ -3,7 +3,7 @@
  * and runs the plots/ scripts over them, one gnuplot child a plot, on a
  * private libuv loop with a timeout.
  */
-#include "plot.h"
+#include "runner/plot.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -17,13 +17,13 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "buf.h"
-#include "cfg.h"
-#include "json.h"
-#include "outfile.h"
-#include "stats.h"
-#include "proc.h"
-#include "scenario.h"
+#include "common/buf.h"
+#include "common/cfg.h"
+#include "common/json.h"
+#include "runner/outfile.h"
+#include "runner/stats.h"
+#include "runner/proc.h"
+#include "runner/scenario.h"
 
 const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", "phases" };
 

@@ -3,7 +3,7 @@
  * the guard once it is set up), their stdout split into lines, stdout and
  * stderr logged, the end of stderr kept, their exit reported.
  */
-#include "proc.h"
+#include "runner/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "guard.h"
+#include "runner/guard.h"
 
 /* A stdout line longer than this is handed over in pieces of this size. */
 #define MAX_LINE 8192

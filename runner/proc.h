@@ -19,7 +19,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* How much of a child's stderr is kept in memory (its last bytes). */
 #define PROC_TAIL_BYTES 8192

@@ -2,7 +2,7 @@
  * report: run summaries from their files, the phase table, report.md, and
  * `chaos report`.
  */
-#include "report.h"
+#include "runner/report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "json.h"
-#include "outfile.h"
-#include "stats.h"
+#include "common/buf.h"
+#include "common/json.h"
+#include "runner/outfile.h"
+#include "runner/stats.h"
 
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,

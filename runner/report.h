@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "scenario.h"
+#include "runner/scenario.h"
 
 /*
  * One run's summary from the files in run_dir (stats_compute over the

@@ -8,7 +8,7 @@
  * Anything unexpected — a child exiting early, a setup not ready in time,
  * a signal — goes through run_fail, which stops the run the same way.
  */
-#include "run.h"
+#include "runner/run.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -25,15 +25,15 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "buf.h"
-#include "clock.h"
-#include "curl_uv.h"
-#include "json.h"
-#include "outfile.h"
-#include "proc.h"
-#include "plot.h"
-#include "report.h"
-#include "stats.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/curl_uv.h"
+#include "common/json.h"
+#include "runner/outfile.h"
+#include "runner/proc.h"
+#include "runner/plot.h"
+#include "runner/report.h"
+#include "runner/stats.h"
 
 #define STOP_GRACE_MS 5000		/* SIGTERM, then SIGKILL */
 #define STOP_KILLED_MS 2000		/* after SIGKILL, the groups' last chance to go */

@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "scenario.h"
+#include "runner/scenario.h"
 
 /* How long before t0 the runner starts a run's processes. */
 #define CHAOS_LEAD_MS 2000

@@ -2,7 +2,7 @@
  * scenario: loading and validating a scenario file, scaling its times,
  * and building the configs and command lines of a run from it.
  */
-#include "scenario.h"
+#include "runner/scenario.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../mockprov/config.h"
-#include "buf.h"
-#include "json.h"
+#include "mockprov/config.h"
+#include "common/buf.h"
+#include "common/json.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cfg.h"
+#include "common/cfg.h"
 
 /* The time scale scenario_load accepts: (0, SC_SCALE_MAX]. */
 #define SC_SCALE_MAX 100.0

@@ -4,7 +4,7 @@
  * repeats. The files are read whole into records, sorted by time once, and
  * each range is a slice found by binary search. The layout is in stats.h.
  */
-#include "stats.h"
+#include "runner/stats.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "cfg.h"
+#include "common/buf.h"
+#include "common/cfg.h"
 
 #define DEFAULT_WINDOW_MS 5000.0
 #define MAX_WINDOWS 1000000.0

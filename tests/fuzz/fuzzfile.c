@@ -2,7 +2,7 @@
  * fuzzfile: fuzz inputs as memory files.
  */
 #define _GNU_SOURCE
-#include "fuzzfile.h"
+#include "tests/fuzz/fuzzfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>

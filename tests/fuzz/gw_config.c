@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../gateway/config.h"
-#include "cfg.h"
-#include "fuzzfile.h"
+#include "gateway/config.h"
+#include "common/cfg.h"
+#include "tests/fuzz/fuzzfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

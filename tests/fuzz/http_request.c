@@ -22,8 +22,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "http_server.h"
-#include "log.h"
+#include "common/http_server.h"
+#include "common/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runner/scenario.h"
-#include "cfg.h"
-#include "fuzzfile.h"
+#include "runner/scenario.h"
+#include "common/cfg.h"
+#include "tests/fuzz/fuzzfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../gateway/relay.h"
-#include "buf.h"
-#include "sse.h"
+#include "gateway/relay.h"
+#include "common/buf.h"
+#include "common/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

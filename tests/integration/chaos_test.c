@@ -22,9 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "harness.h"
-#include "lgharness.h"
+#include "common/buf.h"
+#include "tests/support/harness.h"
+#include "tests/support/lgharness.h"
 
 static char dir[256];
 static char scenario[400];

@@ -24,10 +24,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gwharness.h"
-#include "harness.h"
-#include "lgharness.h"
-#include "opt.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
+#include "tests/support/lgharness.h"
+#include "common/opt.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 #define FAST "'ttft_ms':20,'jitter_ms':0,'token_ms':0,'output_tokens':8"

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gwharness.h"
-#include "harness.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
 
 #define FAST "'ttft_ms':20,'jitter_ms':0,'token_ms':0,'output_tokens':8"
 #define CHAT "/v1/chat/completions"

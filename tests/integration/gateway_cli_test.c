@@ -21,9 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gwharness.h"
-#include "harness.h"
-#include "opt.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
+#include "common/opt.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gwharness.h"
-#include "harness.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 #define FAST "'ttft_ms':2,'jitter_ms':0,'token_ms':0,'output_tokens':2"

@@ -17,9 +17,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "gwharness.h"
-#include "harness.h"
-#include "rawhttp.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
+#include "tests/support/rawhttp.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 #define FAST "'ttft_ms':2,'jitter_ms':0,'token_ms':0,'output_tokens':2"

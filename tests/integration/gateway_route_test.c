@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gwharness.h"
-#include "harness.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 /* Timing of a fast healthy mock provider: its answer 20 ms after the request. */

@@ -36,10 +36,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gwharness.h"
-#include "harness.h"
-#include "rawhttp.h"
-#include "scriptstub.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
+#include "tests/support/rawhttp.h"
+#include "tests/support/scriptstub.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 #define CHAT_PATH "/v1/chat/completions"

@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gwharness.h"
-#include "harness.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 /* Timing of a fast healthy mock provider. */

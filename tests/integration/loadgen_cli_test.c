@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness.h"
-#include "lgharness.h"
+#include "tests/support/harness.h"
+#include "tests/support/lgharness.h"
 
 static void teardown(void)
 {

@@ -27,8 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "lgharness.h"
+#include "tests/support/harness.h"
+#include "tests/support/lgharness.h"
 
 #define ALWAYS "\"from_s\":-1000,\"to_s\":1000"
 

@@ -17,9 +17,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "harness.h"
-#include "opt.h"
-#include "rawhttp.h"
+#include "tests/support/harness.h"
+#include "common/opt.h"
+#include "tests/support/rawhttp.h"
 
 /* p echoes any model; s only serves its own. */
 static const char config[] =

@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/support/harness.h"
 
 static const char *config =
 	"{\"providers\":[{\"name\":\"p\",\"listen\":\"127.0.0.1:0\",\"model\":\"mock-small\","

@@ -22,8 +22,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "harness.h"
-#include "opt.h"
+#include "tests/support/harness.h"
+#include "common/opt.h"
 
 /* ---- helpers ---- */
 

@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "opt.h"
+#include "tests/support/harness.h"
+#include "common/opt.h"
 
 #define ALWAYS "\"from_s\":-1000,\"to_s\":1000"
 

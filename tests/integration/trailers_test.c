@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gwharness.h"
-#include "harness.h"
-#include "rawhttp.h"
+#include "tests/support/gwharness.h"
+#include "tests/support/harness.h"
+#include "tests/support/rawhttp.h"
 
 #define FAST "'ttft_ms':10,'jitter_ms':0,'token_ms':0,'output_tokens':4"
 

@@ -3,7 +3,7 @@
  * exposes, for the gateway integration tests; and the fixtures their
  * tests share, which assert.
  */
-#include "gwharness.h"
+#include "tests/support/gwharness.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* What gw_cleanup undoes. Each Criterion test runs in a process of its own. */
 #define GW_MAX_CHILDREN 64

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "harness.h"
+#include "tests/support/harness.h"
 
 /* A bin/gateway run as a child. */
 struct gw_proc {

@@ -1,7 +1,7 @@
 /*
  * harness: processes, CSV logs and HTTP requests for the integration tests.
  */
-#include "harness.h"
+#include "tests/support/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "clock.h"
+#include "common/buf.h"
+#include "common/clock.h"
 
 double now_ms(void)
 {

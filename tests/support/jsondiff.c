@@ -1,7 +1,7 @@
 /*
  * jsondiff: json_member_span against cJSON.
  */
-#include "jsondiff.h"
+#include "tests/support/jsondiff.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "json.h"
+#include "common/buf.h"
+#include "common/json.h"
 
 /* How many top-level members cJSON calls key; the first goes to *first. */
 static int count_key(const cJSON *root, const char *key, const cJSON **first)

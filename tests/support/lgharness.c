@@ -2,7 +2,7 @@
  * lgharness: running loadgen, reading its results, a stub chat server and
  * a raw canned-bytes server for the loadgen integration tests.
  */
-#include "lgharness.h"
+#include "tests/support/lgharness.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* What lg_cleanup undoes. Each Criterion test runs in a process of its own. */
 #define LG_MAX_CHILDREN 16

@@ -20,8 +20,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "harness.h"
-#include "http_server.h"
+#include "tests/support/harness.h"
+#include "common/http_server.h"
 
 /* A loadgen (or any program) run as a child, its output captured. */
 struct lg_proc {

@@ -3,7 +3,7 @@
  * integration tests.
  */
 #define _GNU_SOURCE	/* memmem */
-#include "rawhttp.h"
+#include "tests/support/rawhttp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/support/harness.h"
 
 /* ---- SSE ---- */
 

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* One server-sent event. */
 struct sse_event {

@@ -2,7 +2,7 @@
  * scriptstub: a scripted upstream on a plain socket, for the gateway tests.
  */
 #define _GNU_SOURCE	/* memmem */
-#include "scriptstub.h"
+#include "tests/support/scriptstub.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "harness.h"
+#include "common/buf.h"
+#include "tests/support/harness.h"
 
 /*
  * Waits up to ms for fd to be readable, or the stub to be stopped.

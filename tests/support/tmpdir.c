@@ -1,7 +1,7 @@
 /*
  * tmpdir: flat temporary directories for unit tests.
  */
-#include "tmpdir.h"
+#include "tests/support/tmpdir.h"
 
 #include <dirent.h>
 #include <stdio.h>

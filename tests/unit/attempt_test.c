@@ -11,8 +11,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../../gateway/attempt.h"
-#include "rng.h"
+#include "gateway/attempt.h"
+#include "common/rng.h"
 
 #define NA(a) (sizeof(a) / sizeof(a[0]))
 

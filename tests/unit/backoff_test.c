@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "backoff.h"
-#include "rng.h"
+#include "common/backoff.h"
+#include "common/rng.h"
 
 #define DRAWS 20000
 

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../gateway/breaker.h"
-#include "rng.h"
+#include "gateway/breaker.h"
+#include "common/rng.h"
 
 #define NA(a) (sizeof(a) / sizeof(a[0]))
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 Test(buf, append_grows_past_initial_capacity, .timeout = 10)
 {

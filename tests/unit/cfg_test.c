@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cfg.h"
+#include "common/cfg.h"
 
 struct prov {
 	int64_t output_tokens;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "clock.h"
+#include "common/clock.h"
 
 Test(clock, rel_and_mono_at_are_inverses, .timeout = 10)
 {

@@ -22,10 +22,10 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-#include "buf.h"
-#include "clock.h"
-#include "curl_uv.h"
-#include "http_server.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/curl_uv.h"
+#include "common/http_server.h"
 
 #define WAIT_MS 5000		/* the longest a test waits for any one goal */
 #define NBULK 50		/* transfers added at once */

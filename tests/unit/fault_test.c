@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../mockprov/fault.h"
-#include "cfg.h"
+#include "mockprov/fault.h"
+#include "common/cfg.h"
 
 #define NF(a) (sizeof(a) / sizeof(a[0]))
 

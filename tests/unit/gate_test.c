@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runner/gate.h"
-#include "tmpdir.h"
-#include "../../runner/stats.h"
+#include "runner/gate.h"
+#include "tests/support/tmpdir.h"
+#include "runner/stats.h"
 
 static char dir[64];
 static char err[CFG_ERR_LEN];

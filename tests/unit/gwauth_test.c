@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../gateway/auth.h"
+#include "gateway/auth.h"
 
 #define K1 "ck-first-0123456789abcdef"
 #define K2 "ck-second-0123456789abcdef"

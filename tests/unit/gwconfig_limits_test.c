@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../gateway/config.h"
+#include "gateway/config.h"
 
 static char err[CFG_ERR_LEN];
 

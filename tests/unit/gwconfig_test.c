@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../gateway/config.h"
-#include "opt.h"
-#include "../../gateway/router.h"
+#include "gateway/config.h"
+#include "common/opt.h"
+#include "gateway/router.h"
 
 static char err[CFG_ERR_LEN];
 static char file[128];

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../gateway/metrics.h"
+#include "gateway/metrics.h"
 
 Test(gwmetrics, status_counts_and_overflow, .timeout = 10)
 {

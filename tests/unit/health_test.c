@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "../../gateway/health.h"
+#include "gateway/health.h"
 
 static const struct health_config cfg = {
 	.enabled = true, .interval_ms = 5000, .unhealthy_interval_ms = 1000,

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../gateway/hedge.h"
+#include "gateway/hedge.h"
 
 #define NA(a) (sizeof(a) / sizeof(a[0]))
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hist.h"
-#include "rng.h"
+#include "common/hist.h"
+#include "common/rng.h"
 
 #define SAMPLES 100000
 

@@ -29,10 +29,10 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-#include "buf.h"
-#include "clock.h"
-#include "http_server.h"
-#include "log.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/http_server.h"
+#include "common/log.h"
 
 #define WAIT_MS 5000		/* the longest a test waits for any one event */
 #define BIG_BODY (8u << 20)	/* more than the kernel's socket buffers take */

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "jsondiff.h"
-#include "rng.h"
+#include "common/json.h"
+#include "tests/support/jsondiff.h"
+#include "common/rng.h"
 
 static const char *escaped(struct buf *b, const char *s)
 {

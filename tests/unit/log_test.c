@@ -1,7 +1,7 @@
 /* log_limit_pass: one line per interval, the rest counted, on a fake clock. */
 #include <criterion/criterion.h>
 
-#include "log.h"
+#include "common/log.h"
 
 #define S 1000000000ull
 

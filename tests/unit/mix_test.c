@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../loadgen/mix.h"
+#include "loadgen/mix.h"
 
 static const struct mix_defaults defs = {
 	.model = "mock-small",

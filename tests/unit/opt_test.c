@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "opt.h"
+#include "common/opt.h"
 
 static double duration(const char *s)
 {

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../../loadgen/outcome.h"
+#include "loadgen/outcome.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

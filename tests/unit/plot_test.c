@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runner/plot.h"
-#include "cfg.h"
+#include "runner/plot.h"
+#include "common/cfg.h"
 
 static char dir[64];
 static char scripts[64];

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runner/proc.h"
+#include "runner/proc.h"
 
 /* What the callbacks saw. */
 struct seen {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "recfile.h"
+#include "common/recfile.h"
 
 struct tmpdir {
 	char dir[64];

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../gateway/relay.h"
+#include "gateway/relay.h"
 
 #define ROLE "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
 #define TOK(t) "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" t "\"}}]}\n\n"

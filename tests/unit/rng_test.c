@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "common/rng.h"
 
 #define DRAWS 100000
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../mockprov/config.h"
-#include "../../runner/scenario.h"
+#include "mockprov/config.h"
+#include "runner/scenario.h"
 
 static char err[CFG_ERR_LEN];
 static char file[160];

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../loadgen/schedule.h"
+#include "loadgen/schedule.h"
 
 #define NA(a) (sizeof(a) / sizeof(a[0]))
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sse.h"
+#include "common/sse.h"
 
 #define MAX_EVENTS 64
 

@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../runner/stats.h"
-#include "cfg.h"
-#include "tmpdir.h"
+#include "runner/stats.h"
+#include "common/cfg.h"
+#include "tests/support/tmpdir.h"
 
 #define T0 1764620000000LL
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../mockprov/timing.h"
+#include "mockprov/timing.h"
 
 /* The decision of a request no fault touches. */
 static void no_faults(struct fault_decision *d)
