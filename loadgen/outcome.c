@@ -5,24 +5,6 @@
 
 #include "loadgen/outcome.h"
 
-static const char *const names[OUT_COUNT] = {
-	[OUT_OK] = "ok",
-	[OUT_HTTP_ERROR] = "http_error",
-	[OUT_TIMEOUT] = "timeout",
-	[OUT_REFUSED] = "refused",
-	[OUT_RESET] = "reset",
-	[OUT_TRUNCATED] = "truncated",
-	[OUT_STALLED] = "stalled",
-	[OUT_INVALID] = "invalid",
-};
-
-const char *outcome_name(enum outcome o)
-{
-	if ((unsigned)o >= OUT_COUNT)
-		return "?";
-	return names[o];
-}
-
 static enum outcome from_curl(CURLcode code)
 {
 	switch (code) {

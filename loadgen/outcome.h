@@ -3,7 +3,8 @@
  * http_error, timeout, refused, reset, truncated, stalled, invalid — decided
  * from the facts of its last attempt, whether a client that retries would
  * try again, and what a request comes to when libcurl's own re-sends took
- * it past the retries the client allowed. Pure: no I/O, no clock.
+ * it past the retries the client allowed. The outcomes themselves and
+ * their names are common/records.h's. Pure: no I/O, no clock.
  */
 #ifndef FAULTLINE_OUTCOME_H
 #define FAULTLINE_OUTCOME_H
@@ -11,17 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum outcome {
-	OUT_OK,
-	OUT_HTTP_ERROR,
-	OUT_TIMEOUT,
-	OUT_REFUSED,
-	OUT_RESET,
-	OUT_TRUNCATED,
-	OUT_STALLED,
-	OUT_INVALID,
-	OUT_COUNT
-};
+#include "common/records.h"	/* enum outcome, outcome_name */
 
 /* Who ended an attempt before libcurl did. */
 enum cut {
@@ -47,9 +38,6 @@ struct attempt_facts {
 	bool bad_frame;		/* streaming: a data payload was not JSON */
 	bool content_seen;	/* streaming: a content token arrived */
 };
-
-/* The outcome's name as it appears in requests.csv. */
-const char *outcome_name(enum outcome o);
 
 /*
  * Classifies an attempt (see the README's table of outcomes). An attempt

@@ -1,5 +1,6 @@
 /*
- * record: requests.csv, requests.jsonl and summary.json.
+ * record: requests.csv, requests.jsonl and summary.json (the columns and
+ * file names are common/records.h's).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -13,14 +14,6 @@
 #include "loadgen/record.h"
 
 #define RECORD_BUF (1u << 18)
-
-const char *const record_columns[] = {
-	"id", "stream_name", "class", "tenant", "feature", "streaming",
-	"sched_ms", "start_ms", "ttft_ms", "end_ms", "latency_ms", "service_ms",
-	"status", "outcome", "error", "provider", "attempts", "hedged", "retries",
-	"tokens_in", "tokens_out", "max_gap_ms", "cost_usd",
-};
-const size_t record_ncolumns = sizeof(record_columns) / sizeof(record_columns[0]);
 
 /* Creates dir and its missing parents. Returns 0 or -errno. */
 static int make_dirs(const char *dir)
@@ -92,12 +85,12 @@ int recorder_open(struct recorder *r, const char *dir, const char *const *stream
 	rc = make_dirs(dir);
 	if (rc)
 		goto out_err;
-	what = "requests.csv";
-	rc = open_file(&r->csv, dir, "requests.csv");
+	what = REC_REQUESTS_CSV;
+	rc = open_file(&r->csv, dir, REC_REQUESTS_CSV);
 	if (rc)
 		goto out_err;
-	what = "requests.jsonl";
-	rc = open_file(&r->jsonl, dir, "requests.jsonl");
+	what = REC_REQUESTS_JSONL;
+	rc = open_file(&r->jsonl, dir, REC_REQUESTS_JSONL);
 	if (rc) {
 		recfile_abandon(&r->csv);
 		goto out_err;
@@ -112,7 +105,7 @@ int recorder_open(struct recorder *r, const char *dir, const char *const *stream
 		setvbuf(r->csv.fp, r->csv_buf, _IOFBF, RECORD_BUF);
 	if (r->jsonl_buf)
 		setvbuf(r->jsonl.fp, r->jsonl_buf, _IOFBF, RECORD_BUF);
-	rc = row_header(&r->row, record_columns, record_ncolumns);
+	rc = row_header(&r->row, req_columns, REQ_NCOLS);
 	if (!rc)
 		rc = recfile_write(&r->csv, r->row.b.data, r->row.b.len);
 	if (rc) {
@@ -134,36 +127,37 @@ static void row_count(struct row *w, const char *name, int64_t v)
 		row_str(w, name, NULL);
 }
 
-/* Adds one record's fields in column order, as CSV or JSON. */
+/* Adds one record's fields in column order (common/records.h), as CSV or JSON. */
 static void build_row(struct row *w, const struct recorder *r, const struct record *rec,
 		      bool json)
 {
-	const char *const *c = record_columns;
+	const char *const *c = req_columns;
 
 	row_begin(w, json);
-	row_str(w, c[0], rec->id);
-	row_str(w, c[1], rec->stream < r->nstreams ? r->stream_names[rec->stream] : NULL);
-	row_str(w, c[2], rec->class_name);
-	row_str(w, c[3], rec->tenant);
-	row_str(w, c[4], rec->feature);
-	row_bool(w, c[5], rec->streaming);
-	row_num(w, c[6], rec->sched_ms, 3);
-	row_num(w, c[7], rec->start_ms, 3);
-	row_num(w, c[8], rec->ttft_ms, 3);
-	row_num(w, c[9], rec->end_ms, 3);
-	row_num(w, c[10], rec->end_ms - rec->sched_ms, 3);
-	row_num(w, c[11], rec->end_ms - rec->start_ms, 3);
-	row_count(w, c[12], rec->status > 0 ? rec->status : -1);
-	row_str(w, c[13], outcome_name(rec->outcome));
-	row_str(w, c[14], rec->error && rec->error[0] ? rec->error : NULL);
-	row_str(w, c[15], rec->provider);
-	row_count(w, c[16], rec->attempts);
-	row_count(w, c[17], rec->hedged);
-	row_int(w, c[18], rec->retries);
-	row_count(w, c[19], rec->tokens_in);
-	row_count(w, c[20], rec->tokens_out);
-	row_num(w, c[21], rec->max_gap_ms, 3);
-	row_num(w, c[22], rec->cost_usd, 6);
+	row_str(w, c[REQ_ID], rec->id);
+	row_str(w, c[REQ_STREAM_NAME],
+		rec->stream < r->nstreams ? r->stream_names[rec->stream] : NULL);
+	row_str(w, c[REQ_CLASS], rec->class_name);
+	row_str(w, c[REQ_TENANT], rec->tenant);
+	row_str(w, c[REQ_FEATURE], rec->feature);
+	row_bool(w, c[REQ_STREAMING], rec->streaming);
+	row_num(w, c[REQ_SCHED_MS], rec->sched_ms, 3);
+	row_num(w, c[REQ_START_MS], rec->start_ms, 3);
+	row_num(w, c[REQ_TTFT_MS], rec->ttft_ms, 3);
+	row_num(w, c[REQ_END_MS], rec->end_ms, 3);
+	row_num(w, c[REQ_LATENCY_MS], rec->end_ms - rec->sched_ms, 3);
+	row_num(w, c[REQ_SERVICE_MS], rec->end_ms - rec->start_ms, 3);
+	row_count(w, c[REQ_STATUS], rec->status > 0 ? rec->status : -1);
+	row_str(w, c[REQ_OUTCOME], outcome_name(rec->outcome));
+	row_str(w, c[REQ_ERROR], rec->error && rec->error[0] ? rec->error : NULL);
+	row_str(w, c[REQ_PROVIDER], rec->provider);
+	row_count(w, c[REQ_ATTEMPTS], rec->attempts);
+	row_count(w, c[REQ_HEDGED], rec->hedged);
+	row_int(w, c[REQ_RETRIES], rec->retries);
+	row_count(w, c[REQ_TOKENS_IN], rec->tokens_in);
+	row_count(w, c[REQ_TOKENS_OUT], rec->tokens_out);
+	row_num(w, c[REQ_MAX_GAP_MS], rec->max_gap_ms, 3);
+	row_num(w, c[REQ_COST_USD], rec->cost_usd, 6);
 }
 
 static void count(struct recorder *r, const struct record *rec)
@@ -368,8 +362,8 @@ int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
 	struct recfile sum;
 	cJSON *s = build_summary(r, info);
 	char *text = s ? cJSON_Print(s) : NULL;
-	char *path = join(r->dir, "summary.json");
-	const char *what = "summary.json";
+	char *path = join(r->dir, REC_SUMMARY);
+	const char *what = REC_SUMMARY;
 	bool kept = true;	/* the records are left as .tmp: every way out but the last */
 	int rc = -ENOMEM;
 
@@ -386,20 +380,20 @@ int recorder_finish(struct recorder *r, const struct run_info *info, char *err,
 		recfile_abandon(&sum);
 		goto out_abandon;
 	}
-	what = "requests.csv";
+	what = REC_REQUESTS_CSV;
 	rc = recfile_commit(&r->csv);
 	if (rc) {
 		recfile_close_short(&r->jsonl);
 		recfile_abandon(&sum);
 		goto out_err;
 	}
-	what = "requests.jsonl";
+	what = REC_REQUESTS_JSONL;
 	rc = recfile_commit(&r->jsonl);
 	if (rc) {
 		recfile_abandon(&sum);
 		goto out_err;
 	}
-	what = "summary.json";
+	what = REC_SUMMARY;
 	kept = false;
 	rc = recfile_commit(&sum);
 	if (rc)

@@ -1,6 +1,6 @@
 /*
  * record: loadgen's results — one row per finished request in
- * requests.csv and requests.jsonl (DESIGN.md's columns, in its order), and
+ * requests.csv and requests.jsonl (common/records.h's columns, in order), and
  * summary.json: counts by outcome and status, the achieved rate, and
  * latency, time-to-first-token and send-lag percentiles from histograms
  * fed by the same records. Every file is written under a temporary name and
@@ -98,10 +98,6 @@ struct recorder {
 	struct hist *ttft;
 	struct hist *send_lag;		/* start - sched */
 };
-
-/* The requests.csv columns, in order. */
-extern const char *const record_columns[];
-extern const size_t record_ncolumns;
 
 /*
  * Opens DIR/requests.csv.tmp and DIR/requests.jsonl.tmp (creating DIR when

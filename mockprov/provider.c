@@ -21,17 +21,11 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/records.h"
 #include "mockprov/timing.h"
 
 /* Stream output queued for a slow reader before the stream waits for it. */
 #define STREAM_QUEUE_MAX (64 * 1024)
-
-/* The columns of mock-NAME.csv (DESIGN.md), in order. */
-static const char *const log_columns[] = {
-	"t_ms", "request_id", "streaming", "fault", "status", "ttft_ms", "dur_ms",
-	"tokens_out", "outcome",
-};
-#define NLOG_COLUMNS (sizeof(log_columns) / sizeof(log_columns[0]))
 
 enum req_kind { REQ_CHAT, REQ_MODELS };
 
@@ -67,7 +61,7 @@ struct mreq {
 	bool ended;
 };
 
-static void req_finish(struct mreq *m, const char *outcome, const char *extra_fault);
+static void req_finish(struct mreq *m, enum mock_outcome outcome, const char *extra_fault);
 static void schedule(struct mreq *m, double ms_after_arrival, uv_timer_cb cb);
 
 /* ---- helpers ---- */
@@ -183,24 +177,26 @@ static void log_failed(struct provider *p, int err)
 
 /* Closes a log that could not be written whole, leaving it as NAME.tmp. */
 static void log_row(struct provider *p, const struct mreq *m, const char *fault,
-		    const char *outcome)
+		    enum mock_outcome outcome)
 {
+	const struct mock_record rec = {
+		.t_ms = m->t_ms,
+		.request_id = m->request_id,
+		.streaming = m->streaming,
+		.fault = fault,
+		.status = m->status,
+		.ttft_ms = m->ttft_ms,
+		.dur_ms = ms_since(m->arrive_ns),
+		.tokens_out = m->tokens_out,
+		.outcome = outcome,
+	};
 	struct row *r = &p->row;
 	int rc;
 
 	if (p->log_err || !p->log.fp)
 		return;
-	row_begin(r, false);
-	row_num(r, log_columns[0], m->t_ms, 3);
-	row_str(r, log_columns[1], m->request_id);
-	row_bool(r, log_columns[2], m->streaming);
-	row_str(r, log_columns[3], fault);
-	row_int(r, log_columns[4], m->status);
-	row_num(r, log_columns[5], m->ttft_ms, 3);
-	row_num(r, log_columns[6], ms_since(m->arrive_ns), 3);
-	row_int(r, log_columns[7], m->tokens_out);
-	row_str(r, log_columns[8], outcome);
-	if (r->nfields != (int)NLOG_COLUMNS || row_end(r)) {
+	/* The row's columns are common/records.h's mock_columns. */
+	if (mock_record_row(r, &rec)) {
 		log_failed(p, ENOMEM);
 		return;
 	}
@@ -242,7 +238,7 @@ static void on_req_closed(uv_handle_t *h)
  * Ends a request: writes its log row (chat completions only), unlinks it and
  * releases it. The exchange must already have ended.
  */
-static void req_finish(struct mreq *m, const char *outcome, const char *extra_fault)
+static void req_finish(struct mreq *m, enum mock_outcome outcome, const char *extra_fault)
 {
 	struct provider *p = m->p;
 	char fault[128];
@@ -255,9 +251,9 @@ static void req_finish(struct mreq *m, const char *outcome, const char *extra_fa
 			 extra_fault && m->fd.applied[0] ? "+" : "",
 			 extra_fault ? extra_fault : "");
 		log_row(p, m, fault, outcome);
-		if (strcmp(outcome, "completed") == 0)
+		if (outcome == MOCK_COMPLETED)
 			p->n_completed++;
-		else if (strcmp(outcome, "client_aborted") == 0)
+		else if (outcome == MOCK_CLIENT_ABORTED)
 			p->n_aborted++;
 		else
 			p->n_faulted++;
@@ -282,9 +278,9 @@ static void req_write_failed(struct mreq *m, int rc)
 	m->ex = NULL;
 	if (rc == -ECONNRESET && m->act == FAULT_RESET) {
 		m->fired = true;
-		req_finish(m, "faulted", NULL);
+		req_finish(m, MOCK_FAULTED, NULL);
 	} else {
-		req_finish(m, m->fired ? "faulted" : "client_aborted", NULL);
+		req_finish(m, m->fired ? MOCK_FAULTED : MOCK_CLIENT_ABORTED, NULL);
 	}
 }
 
@@ -302,7 +298,7 @@ static void on_abort(struct http_exchange *ex, void *data, enum http_abort_reaso
 		extra = m->p->going_down ? "down" : "shutdown";
 		m->fired = true;
 	}
-	req_finish(m, m->fired ? "faulted" : "client_aborted", extra);
+	req_finish(m, m->fired ? MOCK_FAULTED : MOCK_CLIENT_ABORTED, extra);
 }
 
 /* Starts the request's timer so cb runs ms_after_arrival after it came. */
@@ -456,7 +452,7 @@ static void answer_whole(struct mreq *m)
 			body.len /= 2;
 		}
 		rc = send_json(m, 200, &body);
-		req_finish(m, m->fired || rc ? "faulted" : "completed", NULL);
+		req_finish(m, m->fired || rc ? MOCK_FAULTED : MOCK_COMPLETED, NULL);
 		goto out;
 	}
 	whole_body(&body, m, &cut_at);
@@ -478,14 +474,14 @@ static void answer_whole(struct mreq *m)
 			goto out;	/* silence until the client leaves */
 		http_exchange_close(m->ex, false);
 		m->ex = NULL;
-		req_finish(m, "faulted", NULL);
+		req_finish(m, MOCK_FAULTED, NULL);
 		goto out;
 	case FAULT_ERROR_EVENT:
 		m->fired = true;
 		m->tokens_out = m->cut;	/* generated before the error */
 		send_error(m, 500, "The server had an error while processing your request.",
 			   "server_error", NULL, "mock_error_event", NULL);
-		req_finish(m, "faulted", NULL);
+		req_finish(m, MOCK_FAULTED, NULL);
 		goto out;
 	case FAULT_MALFORMED:
 		m->fired = true;
@@ -503,7 +499,7 @@ static void answer_whole(struct mreq *m)
 		}
 		m->ttft_ms = ms_since(m->arrive_ns);
 		m->ex = NULL;
-		req_finish(m, "completed", NULL);	/* the budget outlasted the answer */
+		req_finish(m, MOCK_COMPLETED, NULL);	/* the budget outlasted the answer */
 		goto out;
 	default:
 		break;
@@ -514,7 +510,7 @@ static void answer_whole(struct mreq *m)
 		goto out;
 	}
 	m->ttft_ms = ms_since(m->arrive_ns);
-	req_finish(m, m->fired ? "faulted" : "completed", NULL);
+	req_finish(m, m->fired ? MOCK_FAULTED : MOCK_COMPLETED, NULL);
 out:
 	buf_free(&body);
 }
@@ -547,7 +543,7 @@ static void note_sent(struct mreq *m, int sent)
  * request with outcome.
  */
 static void stream_finish(struct mreq *m, const struct buf *out, int sent,
-			  const char *outcome)
+			  enum mock_outcome outcome)
 {
 	int rc = out->len ? http_stream_write(m->ex, out->data, out->len) : 0;
 
@@ -583,7 +579,7 @@ static void stream_step(struct mreq *m)
 		buf_append(&out, m->prefix.data, m->prefix.len);
 		buf_puts(&out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":"
 			 "\n\ndata: [DONE]\n\n");
-		stream_finish(m, &out, 0, "faulted");
+		stream_finish(m, &out, 0, MOCK_FAULTED);
 		goto out;
 	}
 	if (k != m->cut) {
@@ -596,12 +592,12 @@ static void stream_step(struct mreq *m)
 			sse_error(&out);
 		if (m->act != FAULT_STALL) {
 			/* truncate and error_event end cleanly, without [DONE] */
-			stream_finish(m, &out, sent, "faulted");
+			stream_finish(m, &out, sent, MOCK_FAULTED);
 			goto out;
 		}
 	} else if (sent == m->plan.tokens) {
 		sse_finish(&out, m);
-		stream_finish(m, &out, sent, m->fired ? "faulted" : "completed");
+		stream_finish(m, &out, sent, m->fired ? MOCK_FAULTED : MOCK_COMPLETED);
 		goto out;
 	}
 	rc = out.len ? http_stream_write(m->ex, out.data, out.len) : 0;
@@ -816,7 +812,7 @@ static bool answer_at_once(struct mreq *m)
 		m->fired = true;
 		http_exchange_close(m->ex, true);
 		m->ex = NULL;
-		req_finish(m, "faulted", NULL);
+		req_finish(m, MOCK_FAULTED, NULL);
 		return true;
 	case FAULT_HANG:
 		m->fired = true;
@@ -830,14 +826,14 @@ static bool answer_at_once(struct mreq *m)
 				  : "The request was rejected by the provider.",
 			   server ? "server_error" : "invalid_request_error", NULL, "mock_status",
 			   f->retry_after_s >= 0 ? retry : NULL);
-		req_finish(m, "faulted", NULL);
+		req_finish(m, MOCK_FAULTED, NULL);
 		return true;
 	case FAULT_RATE_LIMIT:
 		m->fired = true;
 		snprintf(retry, sizeof(retry), "%.0f", m->fd.retry_after_s);
 		send_error(m, 429, "Rate limit reached for requests. Please try again later.",
 			   "requests", NULL, "rate_limit_exceeded", retry);
-		req_finish(m, "faulted", NULL);
+		req_finish(m, MOCK_FAULTED, NULL);
 		return true;
 	default:
 		return false;
@@ -856,7 +852,7 @@ static void on_completion(struct provider *p, struct http_exchange *ex,
 		return;
 	}
 	if (parse_chat(m, req, &max_tokens)) {
-		req_finish(m, "completed", NULL);
+		req_finish(m, MOCK_COMPLETED, NULL);
 		return;
 	}
 	tokens = (int)p->cfg->output_tokens;
@@ -1110,7 +1106,7 @@ int provider_start(struct provider *p, struct mock_env *env,
 		return rc;
 	}
 	opt_format_addr(http_server_addr(p->srv), p->addr_text, sizeof(p->addr_text));
-	buf_printf(&path, "%s/mock-%s.csv", env->log_dir, cfg->name);
+	buf_printf(&path, "%s/" REC_MOCK_FILE_FMT, env->log_dir, cfg->name);
 	/* A restart after a kill (the runner's crash) continues the log. */
 	rc = recfile_open(&p->log, path.data, true, &resumed);
 	if (rc) {
@@ -1120,7 +1116,7 @@ int provider_start(struct provider *p, struct mock_env *env,
 		return rc;
 	}
 	buf_free(&path);
-	if (!resumed && (row_header(&p->row, log_columns, NLOG_COLUMNS) ||
+	if (!resumed && (row_header(&p->row, mock_columns, MOCK_NCOLS) ||
 			 recfile_write(&p->log, p->row.b.data, p->row.b.len))) {
 		snprintf(err, CFG_ERR_LEN, "provider %s: cannot write %s", cfg->name, p->log.tmp);
 		return -EIO;
@@ -1182,7 +1178,7 @@ int provider_stop(struct provider *p, bool keep_log, void (*done)(void *arg), vo
 	} else if (p->log.fp) {
 		rc = recfile_commit(&p->log);
 		if (rc)
-			log_error("%s: cannot finish the request log %s/mock-%s.csv: %s",
+			log_error("%s: cannot finish the request log %s/" REC_MOCK_FILE_FMT ": %s",
 				  p->cfg->name, p->env->log_dir, p->cfg->name, strerror(-rc));
 	}
 	row_free(&p->row);

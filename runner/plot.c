@@ -19,7 +19,9 @@
 
 #include "common/buf.h"
 #include "common/cfg.h"
+#include "common/csv.h"
 #include "common/json.h"
+#include "common/records.h"
 #include "runner/outfile.h"
 #include "runner/stats.h"
 #include "runner/proc.h"
@@ -518,105 +520,6 @@ out:
 
 /* ---- latency per request (the first run's requests.csv) ---- */
 
-/* A CSV record's fields, NUL-separated in one buffer. */
-struct csv {
-	const char *path;
-	const char *p;
-	const char *end;
-	size_t line;
-	struct buf fields;
-	size_t *off;
-	size_t nf;
-	size_t cap;
-};
-
-/* Reads the next RFC 4180 record. Returns 1, 0 at the end, or -EINVAL/-ENOMEM. */
-static int csv_next(struct csv *c)
-{
-	bool more = true;
-
-	if (c->p >= c->end)
-		return 0;
-	buf_reset(&c->fields);
-	c->nf = 0;
-	c->line++;
-	while (more) {
-		if (c->nf == c->cap) {
-			size_t *n = realloc(c->off, (c->cap = c->cap ? 2 * c->cap : 32) * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			c->off = n;
-		}
-		c->off[c->nf++] = c->fields.len;
-		if (c->p < c->end && *c->p == '"') {
-			c->p++;
-			for (;;) {
-				if (c->p >= c->end)
-					return -EINVAL;
-				if (*c->p == '"') {
-					if (c->p + 1 < c->end && c->p[1] == '"') {
-						buf_append(&c->fields, "\"", 1);
-						c->p += 2;
-						continue;
-					}
-					c->p++;
-					break;
-				}
-				if (*c->p == '\n')
-					c->line++;
-				buf_append(&c->fields, c->p++, 1);
-			}
-		} else {
-			const char *q = c->p;
-
-			while (q < c->end && *q != ',' && *q != '\n' && *q != '\r')
-				q++;
-			buf_append(&c->fields, c->p, (size_t)(q - c->p));
-			c->p = q;
-		}
-		if (buf_append(&c->fields, "", 1))
-			return -ENOMEM;
-		if (c->p < c->end && *c->p == ',') {
-			c->p++;
-		} else {
-			if (c->p < c->end && *c->p == '\r')
-				c->p++;
-			if (c->p < c->end && *c->p != '\n')
-				return -EINVAL;
-			c->p++;
-			more = false;
-		}
-	}
-	return 1;
-}
-
-static const char *csv_field(const struct csv *c, int i)
-{
-	return c->fields.data + c->off[i];
-}
-
-static int slurp(struct plot *pl, const char *path, struct buf *b)
-{
-	FILE *fp = fopen(path, "rb");
-	char chunk[65536];
-	size_t n;
-	int rc = 0;
-
-	if (!fp)
-		return errorf(pl, -errno, "%s: %s", path, strerror(errno));
-	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
-		if (buf_append(b, chunk, n)) {
-			rc = errorf(pl, -ENOMEM, "%s: out of memory", path);
-			break;
-		}
-	}
-	if (!rc && ferror(fp))
-		rc = errorf(pl, -EIO, "%s: cannot read", path);
-	fclose(fp);
-	return rc;
-}
-
 /* The colour index (from 1) of a provider, adding it when new; 0 when out of memory. */
 static size_t prov_index(struct plot *pl, const char *name)
 {
@@ -637,72 +540,49 @@ static size_t prov_index(struct plot *pl, const char *name)
 	return ++pl->nprov;
 }
 
-static int parse_double(const char *s, double *out)
-{
-	char *end;
-
-	if (!*s)
-		return -EINVAL;
-	errno = 0;
-	*out = strtod(s, &end);
-	if (*end || errno || !isfinite(*out))
-		return -EINVAL;
-	return 0;
-}
-
+/* The requests.csv columns the latency plot reads. */
 enum { COL_SCHED, COL_LATENCY, COL_OUTCOME, COL_PROVIDER, NCOLS };
-static const char *const col_names[NCOLS] = { "sched_ms", "latency_ms", "outcome", "provider" };
 
 /* One setup's requests into b; lo/hi widen to its latencies (> 0). */
 static int latency_rows(struct plot *pl, const char *path, const char *primary, struct buf *b,
 			double *lo, double *hi)
 {
+	const char *const col_names[NCOLS] = {
+		[COL_SCHED] = req_columns[REQ_SCHED_MS], [COL_LATENCY] = req_columns[REQ_LATENCY_MS],
+		[COL_OUTCOME] = req_columns[REQ_OUTCOME], [COL_PROVIDER] = req_columns[REQ_PROVIDER],
+	};
 	struct buf text = { 0 };
-	struct csv c = { .path = path };
+	struct csv c;
 	int idx[NCOLS];
 	size_t width;
 	int rc;
-	int i;
 
-	rc = slurp(pl, path, &text);
+	rc = csv_read_file(path, &text);
+	if (rc) {
+		errorf(pl, rc, "%s: %s", path, strerror(-rc));
+		goto out;
+	}
+	csv_init(&c, path, text.data, text.len);
+	rc = csv_header(&c, col_names, NCOLS, idx, pl->err);
 	if (rc)
-		goto out;
-	c.p = text.data ? text.data : "";
-	c.end = c.p + text.len;
-	rc = csv_next(&c);
-	if (rc <= 0) {
-		rc = errorf(pl, rc ? rc : -EINVAL, "%s: %s", path, rc ? "bad header" : "empty file");
-		goto out;
-	}
+		goto out_free_csv;
 	width = c.nf;
-	for (i = 0; i < NCOLS; i++) {
-		size_t f;
-
-		idx[i] = -1;
-		for (f = 0; f < c.nf; f++) {
-			if (strcmp(csv_field(&c, (int)f), col_names[i]) == 0)
-				idx[i] = (int)f;
-		}
-		if (idx[i] < 0) {
-			rc = errorf(pl, -EINVAL, "%s: no %s column", path, col_names[i]);
-			goto out;
-		}
-	}
-	while ((rc = csv_next(&c)) == 1) {
-		const char *prov = csv_field(&c, idx[COL_PROVIDER]);
-		const char *outcome = csv_field(&c, idx[COL_OUTCOME]);
-		bool ok = strcmp(outcome, "ok") == 0;
+	for (;;) {
+		const char *prov;
+		const char *outcome;
+		bool ok;
 		double t;
 		double lat;
 		size_t pi = 0;
 
-		if (c.nf != width) {
-			rc = errorf(pl, -EINVAL, "%s:%zu: %zu fields, the header has %zu", path, c.line,
-				    c.nf, width);
-			goto out;
-		}
-		if (parse_double(csv_field(&c, idx[COL_SCHED]), &t) ||
-		    parse_double(csv_field(&c, idx[COL_LATENCY]), &lat))
+		rc = csv_row(&c, width, pl->err);
+		if (rc <= 0)
+			break;
+		prov = csv_field(&c, idx[COL_PROVIDER]);
+		outcome = csv_field(&c, idx[COL_OUTCOME]);
+		ok = strcmp(outcome, outcome_name(OUT_OK)) == 0;
+		if (csv_num(csv_field(&c, idx[COL_SCHED]), &t) || isnan(t) ||
+		    csv_num(csv_field(&c, idx[COL_LATENCY]), &lat) || isnan(lat))
 			continue;	/* no time or no latency: nothing to place */
 		/* As in stats: an ok answer with no provider column is the primary's. */
 		if (!*prov && ok)
@@ -710,8 +590,8 @@ static int latency_rows(struct plot *pl, const char *path, const char *primary, 
 		if (*prov) {
 			pi = prov_index(pl, prov);
 			if (!pi) {
-				rc = errorf(pl, -ENOMEM, "out of memory");
-				goto out;
+				rc = -ENOMEM;
+				break;
 			}
 		}
 		if (lat > 0 && (lat < *lo || !isfinite(*lo)))
@@ -727,16 +607,14 @@ static int latency_rows(struct plot *pl, const char *path, const char *primary, 
 		dat_str(b, outcome);
 		buf_puts(b, "\n");
 	}
-	if (rc < 0) {
-		rc = errorf(pl, rc, "%s:%zu: %s", path, c.line,
-			    rc == -ENOMEM ? "out of memory" : "malformed CSV record");
-		goto out;
-	}
-	rc = 0;
+	if (rc == -ENOMEM)
+		errorf(pl, rc, "%s: out of memory", path);
+	if (rc > 0)
+		rc = 0;
+out_free_csv:
+	csv_free(&c);
 out:
 	buf_free(&text);
-	buf_free(&c.fields);
-	free(c.off);
 	return rc;
 }
 

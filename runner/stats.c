@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "common/buf.h"
 #include "common/cfg.h"
+#include "common/csv.h"
 
 #define DEFAULT_WINDOW_MS 5000.0
 #define MAX_WINDOWS 1000000.0
@@ -94,42 +94,6 @@ struct data {
 	bool have_class[CLS_N];	/* some request is of that class */
 };
 
-/* A CSV file being read record by record (RFC 4180, strictly). */
-struct csv {
-	const char *path;
-	const char *s;
-	size_t len;
-	size_t pos;
-	size_t line;		/* physical line at pos, from 1 */
-	size_t rec_line;	/* the line the last record started on */
-	struct buf fields;	/* the last record's fields, each NUL-terminated */
-	size_t *off;		/* where each field starts in fields */
-	size_t nf;
-	size_t cap;
-};
-
-static int file_error(char *err, const char *path, size_t line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int file_error(char *err, const char *path, size_t line, const char *fmt, ...)
-{
-	struct buf b = { 0 };
-	va_list ap;
-	int rc;
-
-	if (line)
-		rc = buf_printf(&b, "%s:%zu: ", path, line);
-	else
-		rc = buf_printf(&b, "%s: ", path);
-	va_start(ap, fmt);
-	if (!rc)
-		rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	snprintf(err, CFG_ERR_LEN, "%s", rc ? "stats: out of memory" : b.data);
-	buf_free(&b);
-	return -EINVAL;
-}
-
 /* Grows *p (of *cap elements of size) to hold at least n. 0 or -ENOMEM. */
 static int grow(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -167,261 +131,12 @@ static char *path_join(const char *dir, const char *name)
 	return b.data;
 }
 
-/* Reads a whole file into b. Returns 0 or a negative errno (-ENOENT…). */
-static int slurp(const char *path, struct buf *b)
-{
-	char chunk[65536];
-	FILE *fp = fopen(path, "rb");
-	int rc = 0;
-
-	if (!fp)
-		return -errno;
-	for (;;) {
-		size_t n = fread(chunk, 1, sizeof(chunk), fp);
-
-		if (n == 0)
-			break;
-		rc = buf_append(b, chunk, n);
-		if (rc)
-			goto out;
-	}
-	if (ferror(fp))
-		rc = -EIO;
-out:
-	fclose(fp);
-	return rc;
-}
-
-/* ---- CSV ---- */
-
-static void csv_init(struct csv *c, const char *path, const struct buf *content)
-{
-	memset(c, 0, sizeof(*c));
-	c->path = path;
-	c->s = content->data ? content->data : "";
-	c->len = content->len;
-	c->line = 1;
-}
-
-static void csv_free(struct csv *c)
-{
-	buf_free(&c->fields);
-	free(c->off);
-	c->off = NULL;
-}
-
-static const char *csv_field(const struct csv *c, int i)
-{
-	return c->fields.data + c->off[i];
-}
-
-/* Ends the current field, which began at start in c->fields. */
-static int csv_end_field(struct csv *c, size_t start)
-{
-	int rc = grow((void **)&c->off, &c->cap, c->nf + 1, sizeof(*c->off));
-
-	if (rc)
-		return rc;
-	if (buf_append(&c->fields, "", 1))
-		return -ENOMEM;
-	c->off[c->nf++] = start;
-	return 0;
-}
-
-/* Appends s[from, to) to the current field, rejecting NUL bytes. */
-static int csv_take(struct csv *c, size_t from, size_t to, char *err)
-{
-	if (memchr(c->s + from, '\0', to - from))
-		return file_error(err, c->path, c->rec_line, "a NUL byte");
-	if (to > from && buf_append(&c->fields, c->s + from, to - from))
-		return -ENOMEM;
-	return 0;
-}
-
-/* Reads a quoted field, c->pos just past its opening quote. */
-static int csv_quoted(struct csv *c, char *err)
-{
-	for (;;) {
-		size_t from = c->pos;
-		int rc;
-
-		while (c->pos < c->len && c->s[c->pos] != '"') {
-			if (c->s[c->pos] == '\n')
-				c->line++;
-			c->pos++;
-		}
-		if (c->pos >= c->len)
-			return file_error(err, c->path, c->rec_line, "a quoted field is not closed");
-		rc = csv_take(c, from, c->pos, err);
-		if (rc)
-			return rc;
-		c->pos++;
-		if (c->pos < c->len && c->s[c->pos] == '"') {
-			rc = csv_take(c, c->pos, c->pos + 1, err);
-			if (rc)
-				return rc;
-			c->pos++;
-			continue;
-		}
-		if (c->pos < c->len && c->s[c->pos] != ',' && c->s[c->pos] != '\n' &&
-		    c->s[c->pos] != '\r')
-			return file_error(err, c->path, c->rec_line,
-					  "text after the closing quote of field %zu", c->nf + 1);
-		return 0;
-	}
-}
-
-/* Reads an unquoted field up to a comma, a line end or the end. */
-static int csv_plain(struct csv *c, char *err)
-{
-	size_t from = c->pos;
-
-	while (c->pos < c->len && c->s[c->pos] != ',' && c->s[c->pos] != '\n' &&
-	       c->s[c->pos] != '\r') {
-		if (c->s[c->pos] == '"')
-			return file_error(err, c->path, c->rec_line,
-					  "a quote inside unquoted field %zu", c->nf + 1);
-		c->pos++;
-	}
-	return csv_take(c, from, c->pos, err);
-}
-
-/*
- * Reads the next record into c->fields / c->off / c->nf. Returns 1, 0 at
- * the end of the file, or a negative errno (-EINVAL with err set).
- */
-static int csv_next(struct csv *c, char *err)
-{
-	buf_reset(&c->fields);
-	c->nf = 0;
-	if (c->pos >= c->len)
-		return 0;
-	c->rec_line = c->line;
-	for (;;) {
-		size_t start = c->fields.len;
-		char ch;
-		int rc;
-
-		if (c->s[c->pos] == '"') {
-			c->pos++;
-			rc = csv_quoted(c, err);
-		} else {
-			rc = csv_plain(c, err);
-		}
-		if (rc)
-			return rc;
-		rc = csv_end_field(c, start);
-		if (rc)
-			return rc;
-		if (c->pos >= c->len)
-			return 1;
-		ch = c->s[c->pos++];
-		if (ch == ',') {
-			if (c->pos >= c->len) {
-				rc = csv_end_field(c, c->fields.len);
-				return rc ? rc : 1;
-			}
-			continue;
-		}
-		if (ch == '\r') {
-			if (c->pos >= c->len || c->s[c->pos] != '\n')
-				return file_error(err, c->path, c->rec_line,
-						  "a carriage return not followed by a newline");
-			c->pos++;
-		}
-		c->line++;
-		return 1;
-	}
-}
-
-/*
- * Reads the header and finds each of names[0..n) in it (idx[i]); a
- * missing or repeated column is an error. Returns 0 or a negative errno.
- */
-static int csv_header(struct csv *c, const char *const *names, size_t n, int *idx,
-		      char *err)
-{
-	size_t i;
-	size_t j;
-	int rc = csv_next(c, err);
-
-	if (rc < 0)
-		return rc;
-	if (rc == 0)
-		return file_error(err, c->path, 0, "empty file: expected a header line");
-	for (i = 0; i < c->nf; i++) {
-		for (j = 0; j < i; j++) {
-			if (strcmp(csv_field(c, (int)i), csv_field(c, (int)j)) == 0)
-				return file_error(err, c->path, c->rec_line,
-						  "column \"%.64s\" appears twice in the header",
-						  csv_field(c, (int)i));
-		}
-	}
-	for (i = 0; i < n; i++) {
-		idx[i] = -1;
-		for (j = 0; j < c->nf; j++) {
-			if (strcmp(csv_field(c, (int)j), names[i]) == 0)
-				idx[i] = (int)j;
-		}
-		if (idx[i] < 0)
-			return file_error(err, c->path, c->rec_line,
-					  "no column \"%s\" in the header", names[i]);
-	}
-	return 0;
-}
-
-/* Reads the next data row, checking it is as wide as the header. */
-static int csv_row(struct csv *c, size_t width, char *err)
-{
-	int rc = csv_next(c, err);
-
-	if (rc <= 0)
-		return rc;
-	if (c->nf == 1 && csv_field(c, 0)[0] == '\0' && width > 1)
-		return file_error(err, c->path, c->rec_line, "an empty line");
-	if (c->nf != width)
-		return file_error(err, c->path, c->rec_line,
-				  "expected %zu fields as in the header, got %zu", width, c->nf);
-	return 1;
-}
-
 /* ---- field values ---- */
-
-/* A number as a plain decimal; "" is NAN (none). Returns 0 or -EINVAL. */
-static int parse_num(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!*s) {
-		*out = NAN;
-		return 0;
-	}
-	if (strspn(s, "0123456789+-.eE") != strlen(s))
-		return -EINVAL;
-	v = strtod(s, &end);
-	if (end == s || *end || !isfinite(v))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* A whole number in [min, max]; "" is NAN. Returns 0 or -EINVAL. */
-static int parse_whole(const char *s, double min, double max, double *out)
-{
-	int rc = parse_num(s, out);
-
-	if (rc || isnan(*out))
-		return rc;
-	if (*out != floor(*out) || *out < min || *out > max)
-		return -EINVAL;
-	return 0;
-}
 
 static int value_error(char *err, const struct csv *c, const char *col, const char *what,
 		       const char *got)
 {
-	return file_error(err, c->path, c->rec_line, "column %s: expected %s, got \"%.64s\"",
+	return csv_error(err, c->path, c->rec_line, "column %s: expected %s, got \"%.64s\"",
 			  col, what, got);
 }
 
@@ -485,9 +200,9 @@ static int req_parse_stream(struct req *r, const struct csv *c, const int *sidx,
 	if (strcmp(streaming, "0") != 0 && strcmp(streaming, "1") != 0)
 		return value_error(err, c, "streaming", "0 or 1", streaming);
 	r->streaming = streaming[0] == '1';
-	if (parse_num(ttft, &r->ttft_ms))
+	if (csv_num(ttft, &r->ttft_ms))
 		return value_error(err, c, "ttft_ms", "a number or nothing", ttft);
-	if (parse_num(gap, &r->max_gap_ms))
+	if (csv_num(gap, &r->max_gap_ms))
 		return value_error(err, c, "max_gap_ms", "a number or nothing", gap);
 	r->error_event = strncmp(csv_field(c, sidx[SCOL_ERROR]), "error event", 11) == 0;
 	return 0;
@@ -503,9 +218,9 @@ static int req_parse_optional(struct req *r, const struct csv *c, const int *oid
 	r->cls = *cls ? name_index(class_names, CLS_N, cls) : CLS_INTERACTIVE;
 	if (r->cls < 0)
 		return value_error(err, c, "class", "interactive, batch or nothing", cls);
-	if (parse_whole(tin, 0, 1e15, &r->tokens_in))
+	if (csv_whole(tin, 0, 1e15, &r->tokens_in))
 		return value_error(err, c, "tokens_in", "a whole number >= 0 or nothing", tin);
-	if (parse_whole(tout, 0, 1e15, &r->tokens_out))
+	if (csv_whole(tout, 0, 1e15, &r->tokens_out))
 		return value_error(err, c, "tokens_out", "a whole number >= 0 or nothing", tout);
 	return 0;
 }
@@ -550,15 +265,15 @@ static int req_parse(struct req *r, const struct csv *c, const int *idx, const i
 		f[i] = csv_field(c, idx[i]);
 	if (!*f[RC_SCHED])
 		return value_error(err, c, "sched_ms", "a number (it is required)", "");
-	if (parse_num(f[RC_SCHED], &r->sched_ms))
+	if (csv_num(f[RC_SCHED], &r->sched_ms))
 		return value_error(err, c, "sched_ms", "a number", f[RC_SCHED]);
-	if (parse_num(f[RC_END], &r->end_ms))
+	if (csv_num(f[RC_END], &r->end_ms))
 		return value_error(err, c, "end_ms", "a number or nothing", f[RC_END]);
-	if (parse_num(f[RC_LATENCY], &r->latency_ms))
+	if (csv_num(f[RC_LATENCY], &r->latency_ms))
 		return value_error(err, c, "latency_ms", "a number or nothing", f[RC_LATENCY]);
-	if (parse_num(f[RC_COST], &r->cost_usd))
+	if (csv_num(f[RC_COST], &r->cost_usd))
 		return value_error(err, c, "cost_usd", "a number or nothing", f[RC_COST]);
-	if (parse_whole(f[RC_STATUS], 0, MAX_STATUS, &status))
+	if (csv_whole(f[RC_STATUS], 0, MAX_STATUS, &status))
 		return value_error(err, c, "status", "a whole number 0-999 or nothing",
 				   f[RC_STATUS]);
 	r->status = isnan(status) ? -1 : (int)status;
@@ -608,18 +323,6 @@ static int req_cmp_id(const void *a, const void *b)
 	return strcmp((*x)->id, (*y)->id);
 }
 
-/* Index of column name in the header c has just read, or -1. */
-static int csv_column(const struct csv *c, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < c->nf; i++) {
-		if (strcmp(csv_field(c, (int)i), name) == 0)
-			return (int)i;
-	}
-	return -1;
-}
-
 /* Finds the stream columns; *have false when the header has no "streaming". */
 static int stream_header(const struct csv *c, int *sidx, bool *have, char *err)
 {
@@ -629,7 +332,7 @@ static int stream_header(const struct csv *c, int *sidx, bool *have, char *err)
 	for (i = 0; *have && i < SCOL_N; i++) {
 		sidx[i] = csv_column(c, stream_cols[i]);
 		if (sidx[i] < 0)
-			return file_error(err, c->path, c->rec_line,
+			return csv_error(err, c->path, c->rec_line,
 					  "no column \"%s\" in the header (it goes with \"streaming\")",
 					  stream_cols[i]);
 	}
@@ -650,7 +353,7 @@ static int load_requests(struct data *d, const char *path, const struct stats_in
 	int i;
 	int rc;
 
-	rc = slurp(path, &content);
+	rc = csv_read_file(path, &content);
 	if (rc == -ENOENT) {
 		snprintf(err, CFG_ERR_LEN, "%s: no such file (loadgen's results)", path);
 		goto out_free_content;
@@ -659,7 +362,7 @@ static int load_requests(struct data *d, const char *path, const struct stats_in
 		snprintf(err, CFG_ERR_LEN, "%s: cannot read: %s", path, strerror(-rc));
 		goto out_free_content;
 	}
-	csv_init(&c, path, &content);
+	csv_init(&c, path, content.data, content.len);
 	rc = csv_header(&c, req_cols, RC_N, idx, err);
 	if (!rc)
 		rc = stream_header(&c, sidx, &have_streams, err);
@@ -717,7 +420,7 @@ static int index_ids(const struct data *d, const char *path, struct req ***out, 
 		if (strcmp(v[i]->id, v[i - 1]->id) == 0) {
 			const struct req *a = v[i]->seq < v[i - 1]->seq ? v[i] : v[i - 1];
 			const struct req *b = a == v[i] ? v[i - 1] : v[i];
-			int rc = file_error(err, path, b->line,
+			int rc = csv_error(err, path, b->line,
 					    "request id \"%.64s\" already on line %zu", b->id, a->line);
 
 			free(v);
@@ -775,9 +478,9 @@ static int mrow_parse(struct mrow *m, const struct csv *c, const int *idx,
 
 	if (!*t)
 		return value_error(err, c, "t_ms", "a number (it is required)", "");
-	if (parse_num(t, &m->t_ms))
+	if (csv_num(t, &m->t_ms))
 		return value_error(err, c, "t_ms", "a number", t);
-	if (parse_whole(tokens, 0, 1e15, &m->tokens))
+	if (csv_whole(tokens, 0, 1e15, &m->tokens))
 		return value_error(err, c, "tokens_out", "a whole number >= 0 or nothing", tokens);
 	if (isnan(m->tokens))
 		m->tokens = 0;
@@ -805,12 +508,12 @@ static int load_mock(struct data *d, size_t *cap, const char *path, const char *
 	size_t width;
 	int rc;
 
-	rc = slurp(path, &content);
+	rc = csv_read_file(path, &content);
 	if (rc) {
 		snprintf(err, CFG_ERR_LEN, "%s: cannot read: %s", path, strerror(-rc));
 		goto out_free_content;
 	}
-	csv_init(&c, path, &content);
+	csv_init(&c, path, content.data, content.len);
 	rc = csv_header(&c, mock_cols, MC_N, idx, err);
 	if (rc)
 		goto out_free_csv;
@@ -873,7 +576,7 @@ static int event_str(const cJSON *o, const char *key, bool required, char **out,
 	}
 	if (!required && (!v || cJSON_IsNull(v)))
 		return 0;
-	return file_error(err, path, line, "\"%s\": expected a string%s", key,
+	return csv_error(err, path, line, "\"%s\": expected a string%s", key,
 			  required ? "" : " or null");
 }
 
@@ -887,15 +590,15 @@ static int event_parse(struct event *e, const char *text, int64_t t0, const char
 	int rc = 0;
 
 	if (!o)
-		return file_error(err, path, line, "not valid JSON (at column %zu)",
+		return csv_error(err, path, line, "not valid JSON (at column %zu)",
 				  end ? (size_t)(end - text) + 1 : (size_t)1);
 	if (!cJSON_IsObject(o)) {
-		rc = file_error(err, path, line, "expected a JSON object");
+		rc = csv_error(err, path, line, "expected a JSON object");
 		goto out;
 	}
 	t = cJSON_GetObjectItemCaseSensitive(o, "t_unix_ms");
 	if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble)) {
-		rc = file_error(err, path, line, "\"t_unix_ms\": expected a number");
+		rc = csv_error(err, path, line, "\"t_unix_ms\": expected a number");
 		goto out;
 	}
 	e->t_ms = t->valuedouble - (double)t0;
@@ -922,7 +625,7 @@ static int load_events(struct data *d, const char *path, int64_t t0, char *err)
 	size_t line = 0;
 	int rc;
 
-	rc = slurp(path, &content);
+	rc = csv_read_file(path, &content);
 	if (rc == -ENOENT) {
 		rc = 0;
 		goto out;
@@ -945,7 +648,7 @@ static int load_events(struct data *d, const char *path, int64_t t0, char *err)
 		if (strspn(s, " \t") >= len)
 			continue;
 		if (memchr(s, '\0', len)) {
-			rc = file_error(err, path, line, "a NUL byte");
+			rc = csv_error(err, path, line, "a NUL byte");
 			break;
 		}
 		buf_reset(&text);
