@@ -84,7 +84,7 @@ void csv_init(struct csv *c, const char *path, const char *data, size_t len)
 	c->line = 1;
 }
 
-void csv_free(struct csv *c)
+void csv_close(struct csv *c)
 {
 	buf_free(&c->fields);
 	free(c->off);

@@ -32,12 +32,12 @@ struct csv {
 
 /*
  * Starts reading len bytes of data (kept, not copied; may be NULL when len
- * is 0); path names the text in messages. Free with csv_free.
+ * is 0); path names the text in messages. End with csv_close.
  */
 void csv_init(struct csv *c, const char *path, const char *data, size_t len);
 
-/* Frees the reader's memory (not the text). */
-void csv_free(struct csv *c);
+/* Ends reading: frees the reader's memory (not the text). */
+void csv_close(struct csv *c);
 
 /*
  * Reads the next record into the reader's fields. Returns 1, 0 at the end

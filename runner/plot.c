@@ -612,7 +612,7 @@ static int latency_rows(struct plot *pl, const char *path, const char *primary, 
 	if (rc > 0)
 		rc = 0;
 out_free_csv:
-	csv_free(&c);
+	csv_close(&c);
 out:
 	buf_free(&text);
 	return rc;

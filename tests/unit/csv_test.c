@@ -33,7 +33,7 @@ static int read_all(const char *text, char *out, size_t len, char *err)
 						 csv_field(&c, i));
 		used += (size_t)snprintf(out + used, len - used, ";");
 	}
-	csv_free(&c);
+	csv_close(&c);
 	return rc;
 }
 
@@ -102,7 +102,7 @@ Test(csv, a_nul_byte_is_refused, .timeout = 5)
 	cr_assert_eq(csv_next(&c, err), 1);
 	cr_assert_eq(csv_next(&c, err), -EINVAL);
 	cr_assert_str_eq(err, "t.csv:2: a NUL byte");
-	csv_free(&c);
+	csv_close(&c);
 }
 
 Test(csv, header_finds_columns_by_name, .timeout = 5)
@@ -123,7 +123,7 @@ Test(csv, header_finds_columns_by_name, .timeout = 5)
 	cr_assert_str_eq(csv_field(&c, (size_t)idx[0]), "ok");
 	cr_assert_str_eq(csv_field(&c, (size_t)idx[1]), "r1");
 	cr_assert_eq(csv_row(&c, 3, err), 0);
-	csv_free(&c);
+	csv_close(&c);
 }
 
 Test(csv, header_errors, .timeout = 5)
@@ -136,15 +136,15 @@ Test(csv, header_errors, .timeout = 5)
 	csv_init(&c, "t.csv", "", 0);
 	cr_assert_eq(csv_header(&c, names, 1, idx, err), -EINVAL);
 	cr_assert_str_eq(err, "t.csv: empty file: expected a header line");
-	csv_free(&c);
+	csv_close(&c);
 	csv_init(&c, "t.csv", "a,b\n", 4);
 	cr_assert_eq(csv_header(&c, names, 1, idx, err), -EINVAL);
 	cr_assert_str_eq(err, "t.csv:1: no column \"id\" in the header");
-	csv_free(&c);
+	csv_close(&c);
 	csv_init(&c, "t.csv", "id,b,id\n", 8);
 	cr_assert_eq(csv_header(&c, names, 1, idx, err), -EINVAL);
 	cr_assert_str_eq(err, "t.csv:1: column \"id\" appears twice in the header");
-	csv_free(&c);
+	csv_close(&c);
 }
 
 Test(csv, rows_must_be_as_wide_as_the_header, .timeout = 5)
@@ -162,7 +162,7 @@ Test(csv, rows_must_be_as_wide_as_the_header, .timeout = 5)
 	cr_assert_str_eq(err, "t.csv:3: expected 3 fields as in the header, got 2");
 	cr_assert_eq(csv_row(&c, 3, err), -EINVAL);
 	cr_assert_str_eq(err, "t.csv:4: an empty line");
-	csv_free(&c);
+	csv_close(&c);
 }
 
 Test(csv, numbers, .timeout = 5)

@@ -1,0 +1,694 @@
+/*
+ * figures: the summary's figures from a run's loaded records; the layout
+ * is in stats.h. The records are sorted by time once (rundata), and each
+ * range is a slice found by binary search.
+ */
+#include "runner/figures.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cfg.h"
+
+#define DEFAULT_WINDOW_MS 5000.0
+#define MAX_WINDOWS 1000000.0
+#define MAX_STATUS 999
+
+/* qsort, which may not be given a NULL base even for no elements. */
+static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+/* ---- what the figures judge each record by ---- */
+
+/*
+ * A row with no cost_usd is priced from its tokens (none counts as 0) at
+ * the price of the provider it went to — its provider column, else the
+ * caller's provider — when the caller has a price for that provider.
+ */
+static double req_price(const struct req *r, const struct stats_input *in)
+{
+	const char *to = r->provider ? r->provider : in->provider;
+	size_t i;
+
+	if (!isnan(r->cost_read) || !to)
+		return r->cost_read;
+	for (i = 0; i < in->nprices; i++) {
+		const struct stats_price *p = &in->prices[i];
+
+		if (strcmp(p->provider, to) != 0)
+			continue;
+		return ((isnan(r->tokens_in) ? 0 : r->tokens_in) * p->input +
+			(isnan(r->tokens_out) ? 0 : r->tokens_out) * p->output) / 1000;
+	}
+	return r->cost_read;
+}
+
+/*
+ * Fills d's derived fields: each request's cost, whether the primary
+ * answered it (an empty provider column meaning the primary) and how many
+ * mock rows carry its id; each mock row's duplicate — its outcome is
+ * client_aborted, or its request is not an ok one answered by that row's
+ * provider (no request at all counts too).
+ */
+static void prepare(struct rundata *d, const struct stats_input *in)
+{
+	size_t i;
+
+	for (i = 0; i < d->nreqs; i++) {
+		struct req *r = &d->reqs[i];
+
+		r->cost_usd = req_price(r, in);
+		r->upstream = 0;
+		r->by_primary = r->outcome == OUT_OK &&
+				(!r->provider || strcmp(r->provider, in->primary) == 0);
+	}
+	for (i = 0; i < d->nmrows; i++) {
+		struct mrow *m = &d->mrows[i];
+		const struct req *r = m->req;
+		bool answered = r && r->outcome == OUT_OK &&
+				strcmp(r->provider ? r->provider : in->primary,
+				       d->mock_providers[m->file]) == 0;
+
+		if (m->req)
+			m->req->upstream++;
+		m->duplicate = m->outcome == MOCK_CLIENT_ABORTED || !answered;
+	}
+}
+
+/* ---- figures ---- */
+
+/* A range's slices of the sorted records, and where its times start. */
+struct span {
+	double from;
+	double to;
+	double origin;		/* time_to_* are measured from here */
+	size_t r0, r1;		/* requests */
+	size_t m0, m1;		/* mock rows */
+	size_t e0, e1;		/* events */
+	bool phase;		/* a caller's phase: its answered windows too */
+};
+
+/* Scratch space shared by every range's computation. */
+struct ctx {
+	const struct rundata *d;
+	const struct stats_input *in;
+	int cls;		/* only this class's requests; -1: all */
+	double *lat_ok;
+	double *lat_all;
+	double *ttft;
+	size_t status_n[MAX_STATUS + 1];
+};
+
+/* Index of the first element whose double at offset off is ≥ t. */
+static size_t lower_bound(const void *base, size_t n, size_t size, size_t off, double t)
+{
+	size_t lo = 0;
+	size_t hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		double v;
+
+		memcpy(&v, (const char *)base + mid * size + off, sizeof(v));
+		if (v < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct span span_of(const struct rundata *d, double from, double to)
+{
+	struct span s = { .from = from, .to = to, .origin = from };
+
+	s.r0 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs), offsetof(struct req, sched_ms), from);
+	s.r1 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs), offsetof(struct req, sched_ms), to);
+	s.m0 = lower_bound(d->mrows, d->nmrows, sizeof(*d->mrows), offsetof(struct mrow, t_ms), from);
+	s.m1 = lower_bound(d->mrows, d->nmrows, sizeof(*d->mrows), offsetof(struct mrow, t_ms), to);
+	s.e0 = lower_bound(d->events, d->nevents, sizeof(*d->events), offsetof(struct event, t_ms), from);
+	s.e1 = lower_bound(d->events, d->nevents, sizeof(*d->events), offsetof(struct event, t_ms), to);
+	return s;
+}
+
+/* Adds item to o under key; false (item freed) when either is NULL or it fails. */
+static bool put(cJSON *o, const char *key, cJSON *item)
+{
+	if (!item)
+		return false;
+	if (!o || !cJSON_AddItemToObject(o, key, item)) {
+		cJSON_Delete(item);
+		return false;
+	}
+	return true;
+}
+
+/* A number, or null for NAN. */
+static cJSON *num(double v)
+{
+	return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a;
+	double y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the value at rank ceil(permille/1000 × n) of sorted v. */
+static double nearest_rank(const double *v, size_t n, size_t permille)
+{
+	size_t rank = (permille * n + 999) / 1000;
+
+	if (n == 0)
+		return NAN;
+	if (rank < 1)
+		rank = 1;
+	return v[rank - 1];
+}
+
+/* The LATENCY block of v[0..n), which it sorts. */
+static cJSON *latency_block(double *v, size_t n)
+{
+	cJSON *o = cJSON_CreateObject();
+	double sum = 0;
+	bool ok = true;
+	size_t i;
+
+	sort(v, n, sizeof(*v), dbl_cmp);
+	for (i = 0; i < n; i++)
+		sum += v[i];
+	ok &= put(o, "count", cJSON_CreateNumber((double)n));
+	ok &= put(o, "mean", num(n ? sum / (double)n : NAN));
+	ok &= put(o, "p50", num(nearest_rank(v, n, 500)));
+	ok &= put(o, "p95", num(nearest_rank(v, n, 950)));
+	ok &= put(o, "p99", num(nearest_rank(v, n, 990)));
+	ok &= put(o, "max", num(n ? v[n - 1] : NAN));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Adds v to map[key], creating it at 0. */
+static bool map_add(cJSON *map, const char *key, double v)
+{
+	cJSON *item = cJSON_GetObjectItemCaseSensitive(map, key);
+
+	if (!item)
+		return put(map, key, cJSON_CreateNumber(v));
+	cJSON_SetNumberHelper(item, item->valuedouble + v);
+	return true;
+}
+
+static cJSON *status_block(const struct ctx *x, size_t none)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+	int s;
+
+	for (s = 0; s <= MAX_STATUS; s++) {
+		char key[16];
+
+		if (!x->status_n[s])
+			continue;
+		snprintf(key, sizeof(key), "%d", s);
+		ok &= put(o, key, cJSON_CreateNumber((double)x->status_n[s]));
+	}
+	if (none)
+		ok &= put(o, "none", cJSON_CreateNumber((double)none));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Whether r counts under x's class filter. */
+static bool counted(const struct ctx *x, const struct req *r)
+{
+	return x->cls < 0 || (int)r->cls == x->cls;
+}
+
+/* The request-based figures of a span, added to o. */
+static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
+{
+	const struct rundata *d = x->d;
+	size_t outcomes[OUT_COUNT] = { 0 };
+	size_t nok = 0, nlat_ok = 0, nlat_all = 0, fallback = 0, none = 0, upstream = 0;
+	size_t n = 0;
+	double to_primary = NAN;
+	double cost = 0;
+	bool have_cost = false;
+	cJSON *oc = cJSON_CreateObject();
+	cJSON *cost_o = cJSON_CreateObject();
+	cJSON *by_tenant = cJSON_CreateObject();
+	cJSON *by_feature = cJSON_CreateObject();
+	bool ok = oc && cost_o && by_tenant && by_feature;
+	size_t i;
+	int k;
+
+	memset(x->status_n, 0, sizeof(x->status_n));
+	for (i = sp->r0; i < sp->r1 && ok; i++) {
+		const struct req *r = &d->reqs[i];
+
+		if (!counted(x, r))
+			continue;
+		n++;
+		upstream += r->upstream;
+		outcomes[r->outcome]++;
+		if (r->status < 0)
+			none++;
+		else
+			x->status_n[r->status]++;
+		if (!isnan(r->latency_ms))
+			x->lat_all[nlat_all++] = r->latency_ms;
+		if (r->outcome == OUT_OK) {
+			nok++;
+			if (!isnan(r->latency_ms))
+				x->lat_ok[nlat_ok++] = r->latency_ms;
+			if (!r->by_primary)
+				fallback++;
+			else if (isnan(to_primary) && !isnan(r->end_ms))
+				to_primary = r->end_ms - sp->origin;
+		}
+		if (!isnan(r->cost_usd)) {
+			have_cost = true;
+			cost += r->cost_usd;
+			ok &= map_add(by_tenant, r->tenant, r->cost_usd);
+			ok &= map_add(by_feature, r->feature, r->cost_usd);
+		}
+	}
+	for (k = 0; k < OUT_COUNT && ok; k++)
+		ok &= put(oc, outcome_name((enum outcome)k), cJSON_CreateNumber((double)outcomes[k]));
+	ok &= put(o, "requests", cJSON_CreateNumber((double)n));
+	ok &= put(o, "ok", cJSON_CreateNumber((double)nok));
+	ok &= put(o, "answered_share", num(n ? (double)nok / (double)n : NAN));
+	ok &= put(o, "error_rate", num(n ? (double)(n - nok) / (double)n : NAN));
+	ok &= put(o, "outcomes", oc);
+	oc = NULL;
+	ok &= put(o, "status", status_block(x, none));
+	ok &= put(o, "latency_ms", latency_block(x->lat_ok, nlat_ok));
+	ok &= put(o, "latency_all_ms", latency_block(x->lat_all, nlat_all));
+	ok &= put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
+	ok &= put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
+	ok &= put(o, "time_to_primary_ms", num(to_primary));
+	ok &= put(cost_o, "total", num(have_cost ? cost : NAN));
+	ok &= put(cost_o, "by_tenant", by_tenant);
+	by_tenant = NULL;
+	ok &= put(cost_o, "by_feature", by_feature);
+	by_feature = NULL;
+	ok &= put(o, "cost_usd", cost_o);
+	ok &= put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
+	ok &= put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
+	ok &= put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
+	return ok;
+}
+
+/* The event and mock figures of a span, added to o. */
+static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
+{
+	const struct rundata *d = x->d;
+	cJSON *dup = cJSON_CreateObject();
+	double to_open = NAN;
+	double attempts = 0;
+	double tokens = 0;
+	size_t opens = 0;
+	bool ok = true;
+	size_t i;
+
+	for (i = sp->e0; i < sp->e1; i++) {
+		if (strcmp(d->events[i].to, breaker_state_rec_name(BSTATE_OPEN)) != 0)
+			continue;
+		if (!opens)
+			to_open = d->events[i].t_ms - sp->origin;
+		opens++;
+	}
+	for (i = sp->m0; i < sp->m1; i++) {
+		const struct mrow *m = &d->mrows[i];
+
+		if (!m->duplicate || (x->cls >= 0 && (!m->req || (int)m->req->cls != x->cls)))
+			continue;
+		attempts++;
+		tokens += m->tokens;
+	}
+	ok &= put(o, "opens", cJSON_CreateNumber((double)opens));
+	ok &= put(o, "time_to_open_ms", num(to_open));
+	ok &= put(dup, "attempts", cJSON_CreateNumber(attempts));
+	ok &= put(dup, "tokens", cJSON_CreateNumber(tokens));
+	ok &= put(o, "duplicate_work", dup);
+	return ok;
+}
+
+/* The streaming requests' figures of a span, added to o. */
+static bool stream_figures(struct ctx *x, const struct span *sp, cJSON *o)
+{
+	const struct rundata *d = x->d;
+	size_t streams = 0, stalls = 0, truncations = 0, error_events = 0, silent = 0;
+	size_t nttft = 0;
+	double max_gap = NAN;
+	bool ok = true;
+	size_t i;
+
+	for (i = sp->r0; i < sp->r1; i++) {
+		const struct req *r = &d->reqs[i];
+
+		if (!r->streaming || !counted(x, r))
+			continue;
+		streams++;
+		if (r->outcome == OUT_OK && !isnan(r->ttft_ms))
+			x->ttft[nttft++] = r->ttft_ms;
+		stalls += r->outcome == OUT_STALLED;
+		truncations += r->outcome == OUT_TRUNCATED;
+		error_events += r->error_event;
+		silent += (r->outcome == OUT_STALLED || r->outcome == OUT_TRUNCATED) &&
+			  !r->error_event;
+		if (!isnan(r->max_gap_ms) && (isnan(max_gap) || r->max_gap_ms > max_gap))
+			max_gap = r->max_gap_ms;
+	}
+	ok &= put(o, "streams", cJSON_CreateNumber((double)streams));
+	ok &= put(o, "ttft_ms", latency_block(x->ttft, nttft));
+	ok &= put(o, "stalls", cJSON_CreateNumber((double)stalls));
+	ok &= put(o, "truncations", cJSON_CreateNumber((double)truncations));
+	ok &= put(o, "error_events", cJSON_CreateNumber((double)error_events));
+	ok &= put(o, "silent_breaks", cJSON_CreateNumber((double)silent));
+	ok &= put(o, "max_gap_ms", num(max_gap));
+	return ok;
+}
+
+/* Slack for window edges: a scaled phase bound may be off by a rounding. */
+#define EDGE_SLACK_MS 1e-6
+
+/*
+ * The worst answered share over the windows [k·w, (k+1)·w) of length w
+ * that lie wholly inside the span and hold a request (of x's class).
+ */
+static cJSON *window_block(const struct ctx *x, const struct span *sp, double w)
+{
+	const struct rundata *d = x->d;
+	double worst = NAN;
+	double worst_from = NAN;
+	size_t nwin = 0;
+	double k = ceil((sp->from - EDGE_SLACK_MS) / w) + 0.0;	/* + 0.0: never −0 */
+	cJSON *o = cJSON_CreateObject();
+	bool ok = true;
+
+	for (; (k + 1) * w <= sp->to + EDGE_SLACK_MS; k++) {
+		size_t r0 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs),
+					offsetof(struct req, sched_ms), k * w);
+		size_t r1 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs),
+					offsetof(struct req, sched_ms), (k + 1) * w);
+		size_t n = 0, nok = 0;
+		size_t i;
+
+		for (i = r0; i < r1; i++) {
+			if (!counted(x, &d->reqs[i]))
+				continue;
+			n++;
+			nok += d->reqs[i].outcome == OUT_OK;
+		}
+		if (!n)
+			continue;
+		nwin++;
+		if (isnan(worst) || (double)nok / (double)n < worst) {
+			worst = (double)nok / (double)n;
+			worst_from = k * w;
+		}
+	}
+	ok &= put(o, "windows", cJSON_CreateNumber((double)nwin));
+	ok &= put(o, "worst_share", num(worst));
+	ok &= put(o, "worst_from_ms", num(worst_from));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* "answered_windows" of a phase: one block per window length the caller asked for. */
+static bool window_figures(const struct ctx *x, const struct span *sp, cJSON *o)
+{
+	cJSON *aw = cJSON_CreateObject();
+	bool ok = aw != NULL;
+	size_t i;
+
+	for (i = 0; ok && i < x->in->nwindows; i++) {
+		char key[40];
+
+		stats_window_key(x->in->windows[i], key, sizeof(key));
+		if (!cJSON_GetObjectItemCaseSensitive(aw, key))
+			ok = put(aw, key, window_block(x, sp, x->in->windows[i]));
+	}
+	if (!ok) {
+		cJSON_Delete(aw);
+		return false;
+	}
+	return put(o, "answered_windows", aw);
+}
+
+static cJSON *figures(struct ctx *x, const struct span *sp);
+
+/* "classes": the span's figures over each class the run has, alone. */
+static bool class_figures(struct ctx *x, const struct span *sp, cJSON *o)
+{
+	cJSON *cl = cJSON_CreateObject();
+	bool ok = cl != NULL;
+	int c;
+
+	for (c = 0; ok && c < CLASS_COUNT; c++) {
+		if (!x->d->have_class[c])
+			continue;
+		x->cls = c;
+		ok = put(cl, req_class_name((enum req_class)c), figures(x, sp));
+		x->cls = -1;
+	}
+	if (!ok) {
+		cJSON_Delete(cl);
+		return false;
+	}
+	return put(o, "classes", cl);
+}
+
+/* FIGURES (stats.h) of a span, or NULL when out of memory. */
+static cJSON *figures(struct ctx *x, const struct span *sp)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok &= put(o, "from_ms", cJSON_CreateNumber(sp->from));
+	ok &= put(o, "to_ms", cJSON_CreateNumber(sp->to));
+	ok = ok && request_figures(x, sp, o);
+	ok = ok && other_figures(x, sp, o);
+	ok = ok && stream_figures(x, sp, o);
+	if (sp->phase)
+		ok = ok && window_figures(x, sp, o);
+	if (x->cls < 0)
+		ok = ok && class_figures(x, sp, o);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- the summary ---- */
+
+static cJSON *str_or_null(const char *s)
+{
+	return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static cJSON *transitions(const struct rundata *d)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; a && i < d->nevents; i++) {
+		const struct event *e = &d->events[i];
+		cJSON *o = cJSON_CreateObject();
+		bool ok = true;
+
+		ok &= put(o, "t_ms", cJSON_CreateNumber(e->t_ms));
+		ok &= put(o, event_keys[EVENT_PROVIDER], cJSON_CreateString(e->provider));
+		ok &= put(o, event_keys[EVENT_MODEL], str_or_null(e->model));
+		ok &= put(o, event_keys[EVENT_FROM], cJSON_CreateString(e->from));
+		ok &= put(o, event_keys[EVENT_TO], cJSON_CreateString(e->to));
+		ok &= put(o, event_keys[EVENT_REASON], str_or_null(e->reason));
+		if (!ok || !cJSON_AddItemToArray(a, o)) {
+			cJSON_Delete(o);
+			cJSON_Delete(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static cJSON *files_block(const struct rundata *d)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *mock = cJSON_CreateArray();
+	bool ok = mock != NULL;
+	size_t i;
+
+	for (i = 0; ok && i < d->nmock; i++) {
+		cJSON *s = cJSON_CreateString(d->mock_files[i]);
+
+		ok = s && cJSON_AddItemToArray(mock, s);
+		if (!ok)
+			cJSON_Delete(s);
+	}
+	ok &= put(o, "requests", cJSON_CreateString(REC_REQUESTS_CSV));
+	ok &= put(o, "mock", mock);
+	ok &= put(o, "events", d->have_events ? cJSON_CreateString(REC_EVENTS)
+					      : cJSON_CreateNull());
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static double window_len(const struct stats_input *in)
+{
+	return in->window_ms > 0 ? in->window_ms : DEFAULT_WINDOW_MS;
+}
+
+int figures_check(const struct stats_input *in, char *err)
+{
+	size_t i;
+	size_t j;
+
+	if (!in->run_dir || !in->primary) {
+		snprintf(err, CFG_ERR_LEN, "stats: run_dir and primary are required");
+		return -EINVAL;
+	}
+	if (!isfinite(in->duration_ms) || in->duration_ms <= 0 || !isfinite(in->window_ms) ||
+	    in->duration_ms / window_len(in) > MAX_WINDOWS) {
+		snprintf(err, CFG_ERR_LEN,
+			 "stats: expected duration_ms > 0 and at most %.0f windows, got %g and %g ms",
+			 MAX_WINDOWS, in->duration_ms, in->window_ms);
+		return -EINVAL;
+	}
+	for (i = 0; i < in->nwindows; i++) {
+		if (!isfinite(in->windows[i]) || !(in->windows[i] > 0) ||
+		    in->duration_ms / in->windows[i] > MAX_WINDOWS) {
+			snprintf(err, CFG_ERR_LEN, "stats: answered window %zu: expected a length "
+				 "above 0 ms and at most %.0f windows, got %g ms", i, MAX_WINDOWS,
+				 in->windows[i]);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < in->nprices; i++) {
+		if (!in->prices[i].provider) {
+			snprintf(err, CFG_ERR_LEN, "stats: price %zu: expected a provider", i);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < in->nphases; i++) {
+		const struct stats_phase *p = &in->phases[i];
+
+		if (!p->name || !isfinite(p->from_ms) || !isfinite(p->to_ms) ||
+		    p->from_ms >= p->to_ms) {
+			snprintf(err, CFG_ERR_LEN,
+				 "stats: phase %zu: expected a name and from_ms < to_ms", i);
+			return -EINVAL;
+		}
+		for (j = 0; j < i; j++) {
+			if (strcmp(in->phases[j].name, p->name) == 0) {
+				snprintf(err, CFG_ERR_LEN, "stats: phase \"%.64s\" given twice",
+					 p->name);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Builds the summary from loaded data. NULL when out of memory. */
+static cJSON *summary(struct ctx *x, const struct stats_input *in)
+{
+	const struct rundata *d = x->d;
+	cJSON *o = cJSON_CreateObject();
+	cJSON *phases = cJSON_CreateObject();
+	cJSON *windows = cJSON_CreateArray();
+	double w = window_len(in);
+	struct span all;
+	bool ok = o && phases && windows;
+	size_t i;
+
+	for (i = 0; ok && i < in->nphases; i++) {
+		struct span sp = span_of(d, in->phases[i].from_ms, in->phases[i].to_ms);
+
+		sp.phase = true;
+		ok = put(phases, in->phases[i].name, figures(x, &sp));
+	}
+	for (i = 0; ok; i++) {
+		double from = (double)i * w;
+		double to = (double)(i + 1) * w;
+		struct span sp;
+		cJSON *f;
+
+		if (from >= in->duration_ms)
+			break;
+		sp = span_of(d, from, to < in->duration_ms ? to : in->duration_ms);
+		f = figures(x, &sp);
+		ok = f && cJSON_AddItemToArray(windows, f);
+		if (!ok)
+			cJSON_Delete(f);
+	}
+	all = (struct span){ .from = 0, .to = in->duration_ms, .origin = 0,
+			     .r1 = d->nreqs, .m1 = d->nmrows, .e1 = d->nevents };
+	ok &= put(o, "primary", cJSON_CreateString(in->primary));
+	ok &= put(o, "t0_unix_ms", cJSON_CreateNumber((double)in->t0_unix_ms));
+	ok &= put(o, "duration_ms", cJSON_CreateNumber(in->duration_ms));
+	ok &= put(o, "window_ms", cJSON_CreateNumber(w));
+	ok &= put(o, "files", files_block(d));
+	ok &= put(o, "phases", phases);
+	ok &= put(o, "windows", windows);
+	ok = ok && put(o, "totals", figures(x, &all));
+	ok = ok && put(o, "breaker_transitions", transitions(d));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int figures_summary(struct rundata *d, const struct stats_input *in, cJSON **out)
+{
+	struct ctx *x = calloc(1, sizeof(*x));
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!x)
+		return -ENOMEM;
+	prepare(d, in);
+	x->d = d;
+	x->in = in;
+	x->cls = -1;
+	x->lat_ok = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
+	x->lat_all = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
+	x->ttft = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
+	if (!x->lat_ok || !x->lat_all || !x->ttft)
+		goto out_free_ctx;
+	*out = summary(x, in);
+	if (*out)
+		rc = 0;
+out_free_ctx:
+	free(x->lat_ok);
+	free(x->lat_all);
+	free(x->ttft);
+	free(x);
+	return rc;
+}

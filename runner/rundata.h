@@ -1,0 +1,97 @@
+/*
+ * rundata: one run directory's per-request records, loaded once — loadgen's
+ * requests.csv, the providers' mock-NAME.csv and the gateway's events.jsonl
+ * (their formats: common/records.h; how strictly they are read: stats.h) —
+ * into plain rows sorted by time, for the figures (runner/figures.c) and
+ * the plots to share. The only module of the runner that reads these
+ * files.
+ */
+#ifndef FAULTLINE_RUNNER_RUNDATA_H
+#define FAULTLINE_RUNNER_RUNDATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/records.h"
+
+/* One row of requests.csv. Strings are owned; provider is NULL when empty. */
+struct req {
+	size_t seq;		/* row number in the file (from 1), for stable order */
+	size_t line;		/* where the row starts, for messages */
+	char *id;
+	char *provider;
+	char *tenant;
+	char *feature;
+	double sched_ms;
+	double end_ms;		/* NAN: none */
+	double latency_ms;	/* NAN: none */
+	double cost_read;	/* cost_usd as read; NAN: none */
+	double tokens_in;	/* NAN: none */
+	double tokens_out;	/* NAN: none */
+	enum req_class cls;
+	int status;		/* -1: none */
+	enum outcome outcome;
+	bool streaming;		/* streaming = 1 */
+	bool error_event;	/* error starts with REQ_ERROR_EVENT_PREFIX */
+	double ttft_ms;		/* NAN: none */
+	double max_gap_ms;	/* NAN: none */
+	/* Filled by the figures (figures_prepare), not by the loader: */
+	double cost_usd;	/* cost_read, else priced from the tokens; NAN: none */
+	size_t upstream;	/* mock rows with this request's id */
+	bool by_primary;	/* ok and answered by the primary */
+};
+
+/* One row of a mock-NAME.csv. */
+struct mrow {
+	size_t seq;
+	double t_ms;
+	double tokens;		/* tokens_out; 0 when empty */
+	enum mock_outcome outcome;
+	size_t file;		/* index into rundata's mock_files / mock_providers */
+	struct req *req;	/* the request with its request_id; NULL: none */
+	/* Filled by the figures: */
+	bool duplicate;
+};
+
+/* One line of events.jsonl; strings owned, model and reason may be NULL. */
+struct event {
+	size_t seq;
+	double t_ms;		/* t_unix_ms − the run's t0 */
+	char *provider;
+	char *model;
+	char *from;
+	char *to;
+	char *reason;
+};
+
+/* Everything read from a run directory. */
+struct rundata {
+	struct req *reqs;	/* sorted by sched_ms, then seq */
+	size_t nreqs;
+	struct mrow *mrows;	/* sorted by t_ms, then seq */
+	size_t nmrows;
+	struct event *events;	/* sorted by t_ms, then seq */
+	size_t nevents;
+	char **mock_files;	/* names, sorted */
+	char **mock_providers;	/* the NAME of each */
+	size_t nmock;
+	bool have_events;
+	bool have_class[CLASS_COUNT];	/* some request is of that class */
+};
+
+/*
+ * Loads run_dir's files into d (zeroed first), events' times taken
+ * relative to t0_unix_ms. Returns 0; -ENOENT when the run directory or
+ * requests.csv is missing; -EINVAL for a malformed or unfinished file (a
+ * leftover requests.csv.tmp or mock-NAME.csv.tmp), a repeated request id;
+ * -ENOMEM or another negative errno when reading fails. err (CFG_ERR_LEN
+ * bytes) says "PATH:LINE: what" or "PATH: what". d is to be freed with
+ * rundata_free whatever the result.
+ */
+int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, char *err);
+
+/* Frees what rundata_load made; d is left empty. */
+void rundata_free(struct rundata *d);
+
+#endif
