@@ -146,6 +146,32 @@ int recfile_commit(struct recfile *f)
 	return rc;
 }
 
+int recfile_commit_tmp(const char *path)
+{
+	size_t len = strlen(path);
+	char *tmp = malloc(len + sizeof(".tmp"));
+	int fd;
+	int rc = 0;
+
+	if (!tmp)
+		return -ENOMEM;
+	memcpy(tmp, path, len);
+	memcpy(tmp + len, ".tmp", sizeof(".tmp"));
+	fd = open(tmp, O_RDONLY);
+	if (fd < 0)
+		rc = -errno;
+	if (!rc && fsync(fd))
+		rc = -errno;
+	if (fd >= 0 && close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (!rc)
+		rc = sync_dir(path);
+	free(tmp);
+	return rc;
+}
+
 void recfile_close_short(struct recfile *f)
 {
 	fclose(f->fp);	/* its errors were the reason: said already */

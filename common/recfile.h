@@ -37,6 +37,14 @@ int recfile_flush(struct recfile *f);
 /* Flushes, syncs, closes and renames PATH.tmp to PATH. Returns 0 or -errno. */
 int recfile_commit(struct recfile *f);
 
+/*
+ * Commits PATH.tmp that another process wrote whole (gnuplot's PNG): syncs
+ * it, renames it to PATH and syncs the directory, as recfile_commit does.
+ * Returns 0 or a negative errno (-ENOENT: no PATH.tmp); PATH.tmp is left
+ * on failure.
+ */
+int recfile_commit_tmp(const char *path);
+
 /* Closes and removes PATH.tmp. */
 void recfile_abandon(struct recfile *f);
 

@@ -21,6 +21,7 @@
 #include "common/cfg.h"
 #include "common/csv.h"
 #include "common/json.h"
+#include "common/recfile.h"
 #include "common/records.h"
 #include "runner/outfile.h"
 #include "runner/stats.h"
@@ -1076,7 +1077,7 @@ static int render(struct plot *pl, const char *name)
 
 	if (path_of(pl, script, "%s/%s.gp", pl->scripts, name) ||
 	    path_of(pl, png, "%s/%s.png", pl->out_dir, name) ||
-	    path_of(pl, tmp, "%s/%s.png.tmp", pl->out_dir, name) ||
+	    path_of(pl, tmp, "%s/%s.png" REC_TMP_SUFFIX, pl->out_dir, name) ||
 	    path_of(pl, log, "%s/%s.log", pl->data_dir, name))
 		return -ENAMETOOLONG;
 	if (stat(script, &st))
@@ -1090,8 +1091,11 @@ static int render(struct plot *pl, const char *name)
 		rc = errorf(pl, -EIO, "cannot write %s: gnuplot wrote part of it (a full disk?)",
 			    tmp);
 	}
-	if (!rc && rename(tmp, png))
-		rc = errorf(pl, -errno, "cannot rename %s to %s: %s", tmp, png, strerror(errno));
+	if (!rc) {
+		rc = recfile_commit_tmp(png);	/* synced and renamed, as every result file is */
+		if (rc)
+			errorf(pl, rc, "cannot rename %s to %s: %s", tmp, png, strerror(-rc));
+	}
 	if (rc) {
 		/* A PNG that could not be written whole is kept, as every such file is. */
 		if (!pl->write_failed)

@@ -4,6 +4,7 @@
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,32 @@ Test(recfile, commit_replaces_old_file, .timeout = 10)
 	cr_assert_eq(recfile_commit(&f), 0);
 	slurp(t.path, got, sizeof(got));
 	cr_assert_str_eq(got, "new\n");
+	tmpdir_remove(&t);
+}
+
+Test(recfile, commit_tmp_renames_what_another_process_wrote, .timeout = 10)
+{
+	struct tmpdir t;
+	char got[256];
+	FILE *fp;
+
+	tmpdir_make(&t);
+	fp = fopen(t.path, "w");
+	cr_assert_not_null(fp);
+	fputs("old\n", fp);
+	fclose(fp);
+	fp = fopen(t.tmp, "w");
+	cr_assert_not_null(fp);
+	fputs("written elsewhere\n", fp);
+	fclose(fp);
+	cr_assert_eq(recfile_commit_tmp(t.path), 0);
+	cr_assert_not(exists(t.tmp), "tmp left behind after commit");
+	slurp(t.path, got, sizeof(got));
+	cr_assert_str_eq(got, "written elsewhere\n");
+	/* Nothing to commit: an error, and PATH as it was. */
+	cr_assert_eq(recfile_commit_tmp(t.path), -ENOENT);
+	slurp(t.path, got, sizeof(got));
+	cr_assert_str_eq(got, "written elsewhere\n");
 	tmpdir_remove(&t);
 }
 
