@@ -1,21 +1,19 @@
 /*
  * plot: turns a stamp's summaries and first runs into gnuplot data files
- * and runs the plots/ scripts over them, one gnuplot child a plot, on a
- * private libuv loop with a timeout.
+ * (meta.gp and the .dat files) and runs the plots/ scripts over them, one
+ * gnuplot child a plot (runner/gnuplot.c).
  */
 #include "runner/plot.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include "common/buf.h"
 #include "common/cfg.h"
@@ -25,13 +23,10 @@
 #include "common/records.h"
 #include "runner/outfile.h"
 #include "runner/stats.h"
-#include "runner/proc.h"
+#include "runner/gnuplot.h"
 #include "runner/scenario.h"
 
 const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", "phases" };
-
-/* Lines of gnuplot's output an error message quotes. */
-#define TAIL_LINES 3
 
 #define PATH_LEN 1200
 
@@ -86,21 +81,6 @@ static int path_of(struct plot *pl, char *out, const char *fmt, ...)
 	return 0;
 }
 
-/* Appends s as a gnuplot single-quoted string ('' stands for '). */
-static void gp_str(struct buf *b, const char *s)
-{
-	buf_puts(b, "'");
-	for (; *s; s++) {
-		if (*s == '\'')
-			buf_puts(b, "''");
-		else if ((unsigned char)*s < 0x20)
-			buf_puts(b, " ");
-		else
-			buf_append(b, s, 1);
-	}
-	buf_puts(b, "'");
-}
-
 /* Appends s as a double-quoted data-file string; gnuplot has no escapes there. */
 static void dat_str(struct buf *b, const char *s)
 {
@@ -136,7 +116,7 @@ static void meta_num(struct plot *pl, const char *name, double v)
 static void meta_str(struct plot *pl, const char *name, const char *v)
 {
 	buf_printf(&pl->meta, "%s = ", name);
-	gp_str(&pl->meta, v);
+	gnuplot_quote(&pl->meta, v);
 	buf_puts(&pl->meta, "\n");
 }
 
@@ -284,7 +264,7 @@ static void meta_common(struct plot *pl)
 	i = 0;
 	for_each_setup(pl, s) {
 		meta_sep(pl, i++);
-		gp_str(&pl->meta, s->string);
+		gnuplot_quote(&pl->meta, s->string);
 	}
 	meta_array_end(pl, n);
 }
@@ -444,7 +424,7 @@ static int meta_faults(struct plot *pl)
 	meta_array_begin(pl, "fault_label", n);
 	for (i = 0; i < n; i++) {
 		meta_sep(pl, i);
-		gp_str(&pl->meta, w[i].label);
+		gnuplot_quote(&pl->meta, w[i].label);
 	}
 	meta_array_end(pl, n);
 	free(w);
@@ -683,7 +663,7 @@ static void meta_providers(struct plot *pl)
 	meta_array_begin(pl, "prov_name", pl->nprov);
 	for (k = 0; k < pl->nprov; k++) {
 		meta_sep(pl, k);
-		gp_str(&pl->meta, pl->prov[k]);
+		gnuplot_quote(&pl->meta, pl->prov[k]);
 	}
 	meta_array_end(pl, pl->nprov);
 }
@@ -779,7 +759,7 @@ static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *event
 			buf_puts(names, ", ");
 			buf_puts(colors, ", ");
 		}
-		gp_str(names, target);
+		gnuplot_quote(names, target);
 		buf_printf(colors, "%zu", prov_index(pl, json_get_string(e, "provider") ?
 						      json_get_string(e, "provider") : "?"));
 		i++;
@@ -834,7 +814,7 @@ static int write_breakers(struct plot *pl)
 			buf_puts(&firsts, ", ");
 			buf_puts(&runs, ", ");
 		}
-		gp_str(&panels, s->string);
+		gnuplot_quote(&panels, s->string);
 		buf_printf(&counts, "%zu", ntargets);
 		buf_printf(&firsts, "%zu", first);
 		buf_printf(&runs, "%u", first_run(pl, s->string, dir, sizeof(dir)));
@@ -924,7 +904,7 @@ static int write_phases(struct plot *pl)
 	meta_array_begin(pl, "phase_name", pl->sc.nphases);
 	for (i = 0; i < pl->sc.nphases; i++) {
 		meta_sep(pl, i);
-		gp_str(&pl->meta, pl->sc.phases[i].name);
+		gnuplot_quote(&pl->meta, pl->sc.phases[i].name);
 	}
 	meta_array_end(pl, pl->sc.nphases);
 	if (!isfinite(lo) || !isfinite(hi)) {
@@ -938,172 +918,22 @@ static int write_phases(struct plot *pl)
 	return 0;
 }
 
-/* ---- gnuplot ---- */
-
-struct gp_run {
-	struct proc p;
-	uv_timer_t timer;
-	bool exited;
-	bool timed_out;
-	int closing;
-};
-
-static void on_gp_exit(struct proc *p)
-{
-	struct gp_run *g = (struct gp_run *)p;
-
-	g->exited = true;
-	uv_timer_stop(&g->timer);
-}
-
-static void on_gp_timeout(uv_timer_t *t)
-{
-	struct gp_run *g = t->data;
-
-	g->timed_out = true;
-	proc_signal(&g->p, SIGKILL);
-}
-
-/* Appends a path to b as a gnuplot single-quoted string assignment. */
-static void gp_assign(struct buf *b, const char *name, const char *value)
-{
-	buf_printf(b, "%s = ", name);
-	gp_str(b, value);
-	buf_puts(b, "; ");
-}
-
-/* Runs gnuplot -e VARS script; 0 when it exited 0, else an error naming the script. */
-static int run_gnuplot(struct plot *pl, const char *script, const char *out, const char *log)
-{
-	struct gp_run g = { 0 };
-	struct buf vars = { 0 };
-	struct buf tail = { 0 };
-	uv_loop_t loop;
-	const char *argv[5];
-	char how[64];
-	int rc;
-
-	gp_assign(&vars, "datadir", pl->data_dir);
-	gp_assign(&vars, "plotsdir", pl->scripts);
-	gp_assign(&vars, "outfile", out);
-	if (!vars.data)
-		return errorf(pl, -ENOMEM, "out of memory");
-	argv[0] = "gnuplot";
-	argv[1] = "-e";
-	argv[2] = vars.data;
-	argv[3] = script;
-	argv[4] = NULL;
-	unlink(log);
-	rc = uv_loop_init(&loop);
-	if (rc) {
-		buf_free(&vars);
-		return errorf(pl, rc, "cannot start a loop: %s", uv_strerror(rc));
-	}
-	g.p.on_exit = on_gp_exit;
-	rc = proc_start(&g.p, &loop, "gnuplot", argv, log);
-	if (rc == -ENOENT)
-		errorf(pl, rc, "gnuplot: not found on PATH (install gnuplot, e.g. gnuplot-nox)");
-	else if (rc)
-		errorf(pl, rc, "gnuplot: cannot start it for %s: %s", script, strerror(-rc));
-	if (!rc) {
-		uv_timer_init(&loop, &g.timer);
-		g.timer.data = &g;
-		uv_timer_start(&g.timer, on_gp_timeout, PLOT_TIMEOUT_MS, 0);
-		uv_run(&loop, UV_RUN_DEFAULT);	/* until gnuplot exits (the timer stops then) */
-		uv_close((uv_handle_t *)&g.timer, NULL);
-	}
-	proc_close(&g.p, NULL);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	buf_free(&vars);
-	if (rc)
-		return rc;
-	if (g.timed_out)
-		return errorf(pl, -ETIMEDOUT, "%s: gnuplot took longer than %d s and was killed",
-			      script, PLOT_TIMEOUT_MS / 1000);
-	if (g.p.log_err) {
-		pl->write_failed = true;
-		return errorf(pl, g.p.log_err, "cannot write %s: %s", log, strerror(-g.p.log_err));
-	}
-	if (g.p.exit_status == 0 && !g.p.term_signal)
-		return 0;
-	if (g.p.term_signal == SIGXFSZ) {
-		pl->write_failed = true;
-		return errorf(pl, -EFBIG, "cannot write %s: gnuplot was killed by SIGXFSZ (a file "
-			      "size limit)", out);
-	}
-	proc_describe_exit(&g.p, how, sizeof(how));
-	proc_stderr_tail(&g.p, TAIL_LINES, &tail);
-	/* One line: gnuplot's message rows joined. */
-	for (size_t i = 0; i < tail.len; i++) {
-		if (tail.data[i] == '\n')
-			tail.data[i] = (i + 1 == tail.len) ? '\0' : ' ';
-	}
-	errorf(pl, -EIO, "%s: gnuplot %s: %s", script, how,
-	       tail.data && *tail.data ? tail.data : "(no output)");
-	buf_free(&tail);
-	return -EIO;
-}
-
-/*
- * Whether the file at path ends as a whole PNG does: with its IEND chunk
- * (gnuplot may exit 0 having written part of one to a full disk).
- */
-static bool png_whole(const char *path)
-{
-	static const unsigned char iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D',
-						0xae, 0x42, 0x60, 0x82 };
-	unsigned char end[12];
-	FILE *fp = fopen(path, "rb");
-	bool whole;
-
-	if (!fp)
-		return false;
-	whole = fseek(fp, -(long)sizeof(end), SEEK_END) == 0 &&
-		fread(end, 1, sizeof(end), fp) == sizeof(end) && memcmp(end, iend, sizeof(end)) == 0;
-	fclose(fp);
-	return whole;
-}
-
-/* Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp, through NAME.png.tmp. */
+/* Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp (runner/gnuplot.c). */
 static int render(struct plot *pl, const char *name)
 {
 	char script[PATH_LEN];
 	char png[PATH_LEN];
-	char tmp[PATH_LEN];
 	char log[PATH_LEN];
-	struct stat st;
+	bool write_failed;
 	int rc;
 
 	if (path_of(pl, script, "%s/%s.gp", pl->scripts, name) ||
 	    path_of(pl, png, "%s/%s.png", pl->out_dir, name) ||
-	    path_of(pl, tmp, "%s/%s.png" REC_TMP_SUFFIX, pl->out_dir, name) ||
 	    path_of(pl, log, "%s/%s.log", pl->data_dir, name))
 		return -ENAMETOOLONG;
-	if (stat(script, &st))
-		return errorf(pl, -errno, "%s: %s", script, strerror(errno));
-	unlink(tmp);
-	rc = run_gnuplot(pl, script, tmp, log);
-	if (!rc && (stat(tmp, &st) || st.st_size == 0))
-		rc = errorf(pl, -EIO, "%s: gnuplot wrote no %s", script, tmp);
-	if (!rc && !png_whole(tmp)) {
-		pl->write_failed = true;
-		rc = errorf(pl, -EIO, "cannot write %s: gnuplot wrote part of it (a full disk?)",
-			    tmp);
-	}
-	if (!rc) {
-		rc = recfile_commit_tmp(png);	/* synced and renamed, as every result file is */
-		if (rc)
-			errorf(pl, rc, "cannot rename %s to %s: %s", tmp, png, strerror(-rc));
-	}
-	if (rc) {
-		/* A PNG that could not be written whole is kept, as every such file is. */
-		if (!pl->write_failed)
-			unlink(tmp);
-		return rc;
-	}
-	unlink(log);
-	return 0;
+	rc = gnuplot_render(script, png, log, pl->data_dir, pl->scripts, pl->err, &write_failed);
+	pl->write_failed = pl->write_failed || write_failed;
+	return rc;
 }
 
 int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed)

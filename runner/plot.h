@@ -32,12 +32,14 @@
 
 #include <stdbool.h>
 
+#include "runner/gnuplot.h"
+
 /* The plots plot_stamp makes, in order; each is SCRIPTS/NAME.gp → STAMP/plots/NAME.png. */
 extern const char *const plot_names[];
 #define PLOT_COUNT 4
 
 /* How long one gnuplot run may take before it is killed. */
-#define PLOT_TIMEOUT_MS 30000
+#define PLOT_TIMEOUT_MS GNUPLOT_TIMEOUT_MS
 
 /*
  * Writes STAMP/plots/NAME.png (NAME each of plot_names) from the stamp dir's files: data files under

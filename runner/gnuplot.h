@@ -1,0 +1,38 @@
+/*
+ * gnuplot: runs one plot script into a PNG — `gnuplot -e VARS SCRIPT` as
+ * a child on a private libuv loop, killed past GNUPLOT_TIMEOUT_MS — with
+ * the PNG written to PNG.tmp and committed (recfile_commit_tmp) only when
+ * gnuplot exited 0 and the file ends as a whole PNG does; and gnuplot's
+ * string quoting for the variables plot writes.
+ */
+#ifndef FAULTLINE_RUNNER_GNUPLOT_H
+#define FAULTLINE_RUNNER_GNUPLOT_H
+
+#include <stdbool.h>
+
+#include "common/buf.h"
+
+/* How long one gnuplot run may take before it is killed. */
+#define GNUPLOT_TIMEOUT_MS 30000
+
+/*
+ * Appends s to b as a gnuplot single-quoted string ('' stands for ', control
+ * characters become spaces).
+ */
+void gnuplot_quote(struct buf *b, const char *s);
+
+/*
+ * Runs script with gnuplot variables datadir (data_dir), plotsdir
+ * (scripts_dir) and outfile (PNG.tmp), gnuplot's output going to log
+ * (removed when the PNG is made). Returns 0 with PNG in place, or a
+ * negative errno with a message in err (CFG_ERR_LEN bytes): -ENOENT for a
+ * missing script or gnuplot, -ETIMEDOUT past GNUPLOT_TIMEOUT_MS, -EIO for
+ * a script that fails (the message ends with gnuplot's last stderr lines;
+ * log is kept) or writes no PNG. *write_failed says whether the error is a
+ * file that could not be written (the log, a PNG written in part): its
+ * .tmp is then left; otherwise PNG.tmp is removed.
+ */
+int gnuplot_render(const char *script, const char *png, const char *log, const char *data_dir,
+		   const char *scripts_dir, char *err, bool *write_failed);
+
+#endif
