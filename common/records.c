@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/recfile.h"
+
 #define MOCK_PREFIX "mock-"
 #define MOCK_SUFFIX ".csv"
 

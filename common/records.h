@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/recfile.h"
+struct row;	/* common/recfile.h */
 
 /* ---- the results layout ---- */
 

@@ -15,7 +15,9 @@
 #include "common/buf.h"
 #include "common/cfg.h"
 #include "common/json.h"
+#include "common/records.h"
 #include "runner/outfile.h"
+#include "runner/stamp.h"
 #include "runner/stats.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -983,10 +985,8 @@ int gate_command(const char *stamp_dir, const char *baseline_path, const char *s
 	int status = 2;
 	int rc;
 
-	if ((size_t)snprintf(sum_path, sizeof(sum_path), "%s/summary.json", stamp_dir) >=
-		    sizeof(sum_path) ||
-	    (size_t)snprintf(scn_path, sizeof(scn_path), "%s/scenario.json", stamp_dir) >=
-		    sizeof(scn_path)) {
+	if (stamp_path(sum_path, sizeof(sum_path), stamp_dir, REC_SUMMARY) ||
+	    stamp_path(scn_path, sizeof(scn_path), stamp_dir, REC_SCENARIO)) {
 		fprintf(stderr, "chaos gate: %.200s: path too long\n", stamp_dir);
 		return 2;
 	}

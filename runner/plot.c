@@ -25,31 +25,26 @@
 #include "runner/stats.h"
 #include "runner/gnuplot.h"
 #include "runner/scenario.h"
+#include "runner/stamp.h"
 
 const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", "phases" };
 
 #define PATH_LEN 1200
 
 struct plot {
-	const char *stamp;
+	const struct stamp *st;		/* the summary and the scenario */
 	const char *scripts;
 	char *err;
 	bool write_failed;		/* err is about a file that could not be written */
-	char summary_path[PATH_LEN];
 	char out_dir[PATH_LEN];		/* STAMP/plots */
 	char data_dir[PATH_LEN];	/* STAMP/plots/data */
-	cJSON *summary;
-	const cJSON *setups;		/* the summary's "setups" object */
-	const char *name;		/* the scenario's, from the summary */
-	double scale;
-	struct scenario sc;
 	struct buf meta;		/* meta.gp being built */
 	char **prov;			/* providers seen, colour order (1-based in gnuplot) */
 	size_t nprov;
 };
 
 /* The summary's setups in order, as a cJSON child list. */
-#define for_each_setup(pl, s) for ((s) = (pl)->setups->child; (s); (s) = (s)->next)
+#define for_each_setup(pl, s) for ((s) = (pl)->st->setups->child; (s); (s) = (s)->next)
 
 static int errorf(struct plot *pl, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -158,84 +153,15 @@ static int make_dir(struct plot *pl, const char *path)
 
 /* ---- the summary and the scenario ---- */
 
-static int load_summary(struct plot *pl)
-{
-	char msg[CFG_ERR_LEN];
-	const cJSON *v;
-	const cJSON *s;
-	struct stat st;
-
-	if (path_of(pl, pl->summary_path, "%s/summary.json", pl->stamp))
-		return -ENAMETOOLONG;
-	if (stat(pl->summary_path, &st))
-		return errorf(pl, -errno, "%s: %s (not a finished chaos run's stamp directory?)",
-			      pl->summary_path, strerror(errno));
-	pl->summary = json_load_file(pl->summary_path, msg, sizeof(msg));
-	if (!pl->summary)
-		return errorf(pl, -EINVAL, "%s", msg);
-	v = cJSON_GetObjectItemCaseSensitive(pl->summary, "scenario");
-	if (!cJSON_IsString(v))
-		return errorf(pl, -EINVAL, "%s: scenario: expected a string", pl->summary_path);
-	pl->name = v->valuestring;
-	v = cJSON_GetObjectItemCaseSensitive(pl->summary, "time_scale");
-	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > SC_SCALE_MAX)
-		return errorf(pl, -EINVAL, "%s: time_scale: expected a number in (0, %g]",
-			      pl->summary_path, SC_SCALE_MAX);
-	pl->scale = v->valuedouble;
-	pl->setups = cJSON_GetObjectItemCaseSensitive(pl->summary, "setups");
-	if (!cJSON_IsObject(pl->setups) || !pl->setups->child)
-		return errorf(pl, -EINVAL, "%s: setups: expected an object with a setup",
-			      pl->summary_path);
-	for_each_setup(pl, s) {
-		if (!cJSON_IsObject(s) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(s, "windows")))
-			return errorf(pl, -EINVAL, "%s: setups.%s.windows: expected an array",
-				      pl->summary_path, s->string);
-	}
-	return 0;
-}
-
-static int load_scenario(struct plot *pl)
-{
-	char path[PATH_LEN];
-	struct stat st;
-	int rc;
-
-	if (path_of(pl, path, "%s/scenario.json", pl->stamp))
-		return -ENAMETOOLONG;
-	if (stat(path, &st))
-		return errorf(pl, -errno, "%s: %s", path, strerror(errno));
-	rc = scenario_load(path, pl->scale, &pl->sc, pl->err);
-	return rc;
-}
-
 static const struct sc_setup *scenario_setup(const struct plot *pl, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < pl->sc.nsetups; i++) {
-		if (strcmp(pl->sc.setups[i].name, name) == 0)
-			return &pl->sc.setups[i];
+	for (i = 0; i < pl->st->sc->nsetups; i++) {
+		if (strcmp(pl->st->sc->setups[i].name, name) == 0)
+			return &pl->st->sc->setups[i];
 	}
 	return NULL;
-}
-
-/* The first completed run of a setup (1 to repeat): its number, or 0 when none is there. */
-static unsigned first_run(const struct plot *pl, const char *setup, char *dir, size_t len)
-{
-	const cJSON *rep = cJSON_GetObjectItemCaseSensitive(pl->summary, "repeat");
-	unsigned n = cJSON_IsNumber(rep) && rep->valuedouble >= 1 ? (unsigned)rep->valuedouble : 1;
-	struct stat st;
-	unsigned k;
-
-	for (k = 1; k <= n && k <= 100; k++) {
-		int n_out = snprintf(dir, len, "%s/%s/run-%u", pl->stamp, setup, k);
-
-		if (n_out < 0 || (size_t)n_out >= len)
-			return 0;
-		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-			return k;
-	}
-	return 0;
 }
 
 /* ---- shared variables: titles, setups, fault windows ---- */
@@ -248,17 +174,17 @@ static void meta_common(struct plot *pl)
 	size_t n = 0;
 	size_t i;
 
-	snprintf(tail, sizeof(tail), "%s, time scale %g", pl->name, pl->scale);
+	snprintf(tail, sizeof(tail), "%s, time scale %g", pl->st->name, pl->st->scale);
 	buf_puts(&pl->meta, "# faultline chaos plot variables (written by chaos plot)\n");
-	meta_str(pl, "scenario", pl->name);
-	meta_num(pl, "time_scale", pl->scale);
+	meta_str(pl, "scenario", pl->st->name);
+	meta_num(pl, "time_scale", pl->st->scale);
 	meta_str(pl, "title_tail", tail);
-	meta_num(pl, "duration_s", pl->sc.duration_ms / 1000);
+	meta_num(pl, "duration_s", pl->st->sc->duration_ms / 1000);
 	for_each_setup(pl, s)
 		n++;
-	s = pl->setups->child;
+	s = pl->st->setups->child;
 	w = cJSON_GetObjectItemCaseSensitive(s, "window_ms");
-	meta_num(pl, "window_s", cJSON_IsNumber(w) ? w->valuedouble / 1000 : 5 * pl->scale);
+	meta_num(pl, "window_s", cJSON_IsNumber(w) ? w->valuedouble / 1000 : 5 * pl->st->scale);
 	meta_num(pl, "nsetups", (double)n);
 	meta_array_begin(pl, "setup_name", n);
 	i = 0;
@@ -319,7 +245,7 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 	size_t j;
 
 	*n = 0;
-	cJSON_ArrayForEach(p, pl->sc.providers) {
+	cJSON_ArrayForEach(p, pl->st->sc->providers) {
 		const char *pname = json_get_string(p, "name");
 		const cJSON *f;
 
@@ -349,17 +275,17 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 			(*n)++;
 		}
 	}
-	for (i = 0; i < pl->sc.nactions; i++) {
-		const struct sc_action *a = &pl->sc.actions[i];
-		double end = pl->sc.duration_ms;
+	for (i = 0; i < pl->st->sc->nactions; i++) {
+		const struct sc_action *a = &pl->st->sc->actions[i];
+		double end = pl->st->sc->duration_ms;
 		bool restarted = false;
 
 		if (a->kind != SC_KILL)
 			continue;
-		for (j = i + 1; j < pl->sc.nactions; j++) {
-			if (pl->sc.actions[j].provider == a->provider &&
-			    pl->sc.actions[j].kind == SC_RESTART) {
-				end = pl->sc.actions[j].at_ms;
+		for (j = i + 1; j < pl->st->sc->nactions; j++) {
+			if (pl->st->sc->actions[j].provider == a->provider &&
+			    pl->st->sc->actions[j].kind == SC_RESTART) {
+				end = pl->st->sc->actions[j].at_ms;
 				restarted = true;
 				break;
 			}
@@ -375,10 +301,10 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 		w[*n].to_s = end / 1000;
 		w[*n].kill = true;
 		snprintf(w[*n].label, sizeof(w[*n].label), "%s: killed%s",
-			 pl->sc.provider_names[a->provider], restarted ? "" : " (no restart)");
+			 pl->st->sc->provider_names[a->provider], restarted ? "" : " (no restart)");
 		(*n)++;
 	}
-	label_rows(w, *n, pl->sc.duration_ms / 1000);
+	label_rows(w, *n, pl->st->sc->duration_ms / 1000);
 	*out = w;
 	return 0;
 
@@ -465,7 +391,7 @@ static int write_answered(struct plot *pl)
 			if (!cJSON_IsNumber(from) || !cJSON_IsNumber(to)) {
 				rc = errorf(pl, -EINVAL,
 					    "%s: setups.%s.windows[%zu]: expected from_ms and to_ms numbers",
-					    pl->summary_path, s->string, k);
+					    pl->st->summary_path, s->string, k);
 				goto out;
 			}
 			put_num(&b, (from->valuedouble + to->valuedouble) / 2000);
@@ -613,13 +539,13 @@ static int write_latency(struct plot *pl)
 	int rc = 0;
 
 	/* The scenario's providers first, so colours follow the file's order. */
-	for (k = 0; k < pl->sc.nproviders; k++) {
-		if (!prov_index(pl, pl->sc.provider_names[k]))
+	for (k = 0; k < pl->st->sc->nproviders; k++) {
+		if (!prov_index(pl, pl->st->sc->provider_names[k]))
 			return errorf(pl, -ENOMEM, "out of memory");
 	}
 	for_each_setup(pl, s) {
 		const char *primary = json_get_string(s, "primary");
-		unsigned run = first_run(pl, s->string, dir, sizeof(dir));
+		unsigned run = stamp_first_run(pl->st, s->string, dir, sizeof(dir));
 
 		buf_reset(&b);
 		buf_printf(&b, "# setup %s, run %u: every request\n"
@@ -701,7 +627,7 @@ static void event_target(const cJSON *e, char *out, size_t len)
 static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *events,
 			  struct buf *b, struct buf *names, struct buf *colors, size_t *ntargets)
 {
-	double end_s = pl->sc.duration_ms / 1000;
+	double end_s = pl->st->sc->duration_ms / 1000;
 	char target[256];
 	char other[256];
 	const cJSON *e;
@@ -719,7 +645,7 @@ static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *event
 			return errorf(pl, -EINVAL,
 				      "%s: setups.%s.breaker_transitions[0][%zu]: expected t_ms and "
 				      "from/to of closed, half_open, open",
-				      pl->summary_path, setup, i);
+				      pl->st->summary_path, setup, i);
 		if (t->valuedouble / 1000 > end_s)
 			end_s = t->valuedouble / 1000;
 		i++;
@@ -791,7 +717,7 @@ static int write_breakers(struct plot *pl)
 
 		if (events && !cJSON_IsArray(events)) {
 			rc = errorf(pl, -EINVAL, "%s: setups.%s.breaker_transitions[0]: expected an array",
-				    pl->summary_path, s->string);
+				    pl->st->summary_path, s->string);
 			goto out;
 		}
 		/* Gateway setups, and any other that logged breaker changes. */
@@ -817,7 +743,7 @@ static int write_breakers(struct plot *pl)
 		gnuplot_quote(&panels, s->string);
 		buf_printf(&counts, "%zu", ntargets);
 		buf_printf(&firsts, "%zu", first);
-		buf_printf(&runs, "%u", first_run(pl, s->string, dir, sizeof(dir)));
+		buf_printf(&runs, "%u", stamp_first_run(pl->st, s->string, dir, sizeof(dir)));
 		first += ntargets;
 		npanels++;
 	}
@@ -868,11 +794,11 @@ static int write_phases(struct plot *pl)
 
 	buf_puts(&b, "# ok requests' latency percentiles per phase and setup (mean over runs)\n"
 		 "# phase_index setup_index p50_ms p95_ms p99_ms ok phase setup\n");
-	for (i = 0; i < pl->sc.nphases; i++) {
+	for (i = 0; i < pl->st->sc->nphases; i++) {
 		j = 0;
 		for_each_setup(pl, s) {
 			const cJSON *phases = cJSON_GetObjectItemCaseSensitive(s, "phases");
-			const cJSON *ph = cJSON_GetObjectItemCaseSensitive(phases, pl->sc.phases[i].name);
+			const cJSON *ph = cJSON_GetObjectItemCaseSensitive(phases, pl->st->sc->phases[i].name);
 
 			buf_printf(&b, "%zu %zu", i + 1, ++j);
 			for (k = 0; k < 3; k++) {
@@ -888,7 +814,7 @@ static int write_phases(struct plot *pl)
 			buf_puts(&b, " ");
 			put_num(&b, stats_mean(ph, "ok", NULL));
 			buf_puts(&b, " ");
-			dat_str(&b, pl->sc.phases[i].name);
+			dat_str(&b, pl->st->sc->phases[i].name);
 			buf_puts(&b, " ");
 			dat_str(&b, s->string);
 			buf_puts(&b, "\n");
@@ -900,13 +826,13 @@ static int write_phases(struct plot *pl)
 	buf_free(&b);
 	if (rc)
 		return rc;
-	meta_num(pl, "nphases", (double)pl->sc.nphases);
-	meta_array_begin(pl, "phase_name", pl->sc.nphases);
-	for (i = 0; i < pl->sc.nphases; i++) {
+	meta_num(pl, "nphases", (double)pl->st->sc->nphases);
+	meta_array_begin(pl, "phase_name", pl->st->sc->nphases);
+	for (i = 0; i < pl->st->sc->nphases; i++) {
 		meta_sep(pl, i);
-		gnuplot_quote(&pl->meta, pl->sc.phases[i].name);
+		gnuplot_quote(&pl->meta, pl->st->sc->phases[i].name);
 	}
-	meta_array_end(pl, pl->sc.nphases);
+	meta_array_end(pl, pl->st->sc->nphases);
 	if (!isfinite(lo) || !isfinite(hi)) {
 		lo = 1;
 		hi = 1000;
@@ -936,23 +862,18 @@ static int render(struct plot *pl, const char *name)
 	return rc;
 }
 
-int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed)
+/* Makes the data files and the plots of a loaded stamp. */
+static int plot_make(const struct stamp *st, const char *scripts_dir, char *err,
+		     bool *write_failed)
 {
-	struct plot pl = { .stamp = stamp_dir, .scripts = scripts_dir, .err = err };
+	struct plot pl = { .st = st, .scripts = scripts_dir, .err = err };
 	char path[PATH_LEN];
 	size_t i;
 	int rc;
 
-	err[0] = '\0';
-	rc = load_summary(&pl);
-	if (rc)
-		goto out;
-	rc = load_scenario(&pl);
-	if (rc)
-		goto out;
-	rc = path_of(&pl, pl.out_dir, "%s/plots", stamp_dir);
+	rc = path_of(&pl, pl.out_dir, "%s/" REC_PLOTS_DIR, st->dir);
 	if (!rc)
-		rc = path_of(&pl, pl.data_dir, "%s/plots/data", stamp_dir);
+		rc = path_of(&pl, pl.data_dir, "%s/" REC_PLOTS_DATA_DIR, st->dir);
 	if (!rc)
 		rc = make_dir(&pl, pl.out_dir);
 	if (!rc)
@@ -986,9 +907,38 @@ out:
 		free(pl.prov[i]);
 	free(pl.prov);
 	buf_free(&pl.meta);
-	scenario_free(&pl.sc);
-	cJSON_Delete(pl.summary);
 	if (write_failed)
 		*write_failed = rc && pl.write_failed;
+	return rc;
+}
+
+int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed)
+{
+	struct stamp st;
+	int rc;
+
+	err[0] = '\0';
+	if (write_failed)
+		*write_failed = false;
+	rc = stamp_load(&st, stamp_dir, err);
+	if (!rc)
+		rc = plot_make(&st, scripts_dir, err, write_failed);
+	stamp_free(&st);
+	return rc;
+}
+
+int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
+		 const char *scripts_dir, char *err, bool *write_failed)
+{
+	struct stamp st;
+	int rc;
+
+	err[0] = '\0';
+	if (write_failed)
+		*write_failed = false;
+	rc = stamp_use(&st, stamp_dir, summary, sc, err);
+	if (!rc)
+		rc = plot_make(&st, scripts_dir, err, write_failed);
+	stamp_free(&st);
 	return rc;
 }

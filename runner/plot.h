@@ -32,7 +32,10 @@
 
 #include <stdbool.h>
 
+#include <cjson/cJSON.h>
+
 #include "runner/gnuplot.h"
+#include "runner/scenario.h"
 
 /* The plots plot_stamp makes, in order; each is SCRIPTS/NAME.gp → STAMP/plots/NAME.png. */
 extern const char *const plot_names[];
@@ -57,5 +60,13 @@ extern const char *const plot_names[];
  * a PNG gnuplot wrote only part of): its .tmp is then left.
  */
 int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed);
+
+/*
+ * plot_stamp from the stamp's combined summary and its scenario already in
+ * memory (`chaos run`, which has just written them: nothing is read
+ * again), sc loaded at the summary's time_scale. Returns as plot_stamp.
+ */
+int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
+		 const char *scripts_dir, char *err, bool *write_failed);
 
 #endif

@@ -14,7 +14,9 @@
 
 #include "common/buf.h"
 #include "common/json.h"
+#include "common/records.h"
 #include "runner/outfile.h"
+#include "runner/stamp.h"
 #include "runner/stats.h"
 
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
@@ -446,7 +448,7 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	size_t i;
 	int rc = 0;
 
-	if (buf_printf(&path, "%s/report.md", stamp_dir)) {
+	if (buf_printf(&path, "%s/" REC_REPORT, stamp_dir)) {
 		rc = -ENOMEM;
 		goto out_oom;
 	}
@@ -480,7 +482,7 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	rc = outfile_write(path.data, text, len, err, CFG_ERR_LEN);
 	goto out_free;
 out_oom:
-	snprintf(err, CFG_ERR_LEN, "cannot write %s/report.md: %s", stamp_dir, strerror(-rc));
+	snprintf(err, CFG_ERR_LEN, "cannot write %s/" REC_REPORT ": %s", stamp_dir, strerror(-rc));
 out_free:
 	free(text);
 	buf_free(&path);
@@ -494,29 +496,6 @@ static double json_num(const cJSON *root, const char *key)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-/* The time scale the stamp ran at: its summary's, or its first run's. */
-static double stamp_scale(const char *stamp_dir, const struct scenario *probe)
-{
-	char path[1200];
-	char err[CFG_ERR_LEN];
-	cJSON *root;
-	double s;
-	size_t i;
-
-	snprintf(path, sizeof(path), "%s/summary.json", stamp_dir);
-	root = json_load_file(path, err, sizeof(err));
-	s = json_num(root, "time_scale");
-	cJSON_Delete(root);
-	for (i = 0; isnan(s) && i < probe->nsetups; i++) {
-		snprintf(path, sizeof(path), "%s/%s/run-1/summary.json", stamp_dir,
-			 probe->setups[i].name);
-		root = json_load_file(path, err, sizeof(err));
-		s = json_num(root, "time_scale");
-		cJSON_Delete(root);
-	}
-	return s;
 }
 
 int report_command(const char *stamp_dir, FILE *out)
@@ -534,7 +513,7 @@ int report_command(const char *stamp_dir, FILE *out)
 	unsigned k;
 	int rc = 2;
 
-	snprintf(path, sizeof(path), "%s/scenario.json", stamp_dir);
+	stamp_path(path, sizeof(path), stamp_dir, REC_SCENARIO);
 	if (scenario_load(path, 1, &probe, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
 		return 2;
@@ -566,10 +545,10 @@ int report_command(const char *stamp_dir, FILE *out)
 			cJSON **more;
 			double t0;
 
-			snprintf(run_dir, sizeof(run_dir), "%s/%s/run-%u", stamp_dir, st->name, k);
+			stamp_run_dir(run_dir, sizeof(run_dir), stamp_dir, st->name, k);
 			if (access(run_dir, F_OK) != 0)
 				break;
-			snprintf(lg_path, sizeof(lg_path), "%s/loadgen-summary.json", run_dir);
+			stamp_path(lg_path, sizeof(lg_path), run_dir, REC_LOADGEN_SUMMARY);
 			lg = json_load_file(lg_path, err, sizeof(err));
 			t0 = json_num(lg, "t0_unix_ms");
 			cJSON_Delete(lg);
@@ -581,7 +560,7 @@ int report_command(const char *stamp_dir, FILE *out)
 				fprintf(stderr, "chaos: %s\n", err);
 				goto out;
 			}
-			snprintf(lg_path, sizeof(lg_path), "%s/summary.json", run_dir);
+			stamp_path(lg_path, sizeof(lg_path), run_dir, REC_SUMMARY);
 			if (outfile_write_json(lg_path, sum, err, sizeof(err))) {
 				fprintf(stderr, "chaos: %s\n", err);
 				cJSON_Delete(sum);
@@ -609,7 +588,7 @@ int report_command(const char *stamp_dir, FILE *out)
 		goto out;
 	}
 	cJSON_AddNumberToObject(top, "repeat", most);
-	snprintf(path, sizeof(path), "%s/summary.json", stamp_dir);
+	stamp_path(path, sizeof(path), stamp_dir, REC_SUMMARY);
 	if (outfile_write_json(path, top, err, sizeof(err)) ||
 	    report_write(stamp_dir, &sc, top, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
@@ -617,7 +596,7 @@ int report_command(const char *stamp_dir, FILE *out)
 		goto out;
 	}
 	report_table(out, &sc, top, false);
-	fprintf(out, "report: %s/report.md\n", stamp_dir);
+	fprintf(out, "report: %s/" REC_REPORT "\n", stamp_dir);
 	rc = 0;
 out:
 	free(runs);

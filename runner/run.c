@@ -1448,7 +1448,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 			 * Plots help a person; a failure to draw them (no gnuplot) is
 			 * said, not a failed run; a file that cannot be written is.
 			 */
-			if (o->plots_dir && plot_stamp(ch.stamp_dir, o->plots_dir, err, &write_failed))
+			if (o->plots_dir && plot_summary(ch.stamp_dir, sc, top, o->plots_dir, err,
+							&write_failed))
 				fprintf(stderr, "chaos: no plots: %s\n", err);
 			if (write_failed)
 				ch.exit_code = 1;

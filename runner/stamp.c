@@ -1,0 +1,179 @@
+/*
+ * stamp: a results stamp's layout and the loading of its summary and
+ * scenario; see stamp.h.
+ */
+#include "runner/stamp.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cfg.h"
+#include "common/json.h"
+#include "common/records.h"
+
+/* The summary's setups in order, as a cJSON child list. */
+#define for_each_setup(s, st) for ((st) = (s)->setups->child; (st); (st) = (st)->next)
+
+static int errorf(char *err, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int errorf(char *err, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, CFG_ERR_LEN, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int stamp_path(char *out, size_t len, const char *stamp_dir, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", stamp_dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int stamp_run_dir(char *out, size_t len, const char *stamp_dir, const char *setup, unsigned k)
+{
+	int n = snprintf(out, len, REC_RUN_DIR_FMT, stamp_dir, setup, k);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Checks the summary's head and points s at its parts. */
+static int check_summary(struct stamp *s, char *err)
+{
+	const char *path = s->summary_path;
+	const cJSON *v;
+	const cJSON *st;
+
+	v = cJSON_GetObjectItemCaseSensitive(s->summary, "scenario");
+	if (!cJSON_IsString(v))
+		return errorf(err, -EINVAL, "%s: scenario: expected a string", path);
+	s->name = v->valuestring;
+	v = cJSON_GetObjectItemCaseSensitive(s->summary, "time_scale");
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > SC_SCALE_MAX)
+		return errorf(err, -EINVAL, "%s: time_scale: expected a number in (0, %g]", path,
+			      SC_SCALE_MAX);
+	s->scale = v->valuedouble;
+	s->setups = cJSON_GetObjectItemCaseSensitive(s->summary, "setups");
+	if (!cJSON_IsObject(s->setups) || !s->setups->child)
+		return errorf(err, -EINVAL, "%s: setups: expected an object with a setup", path);
+	for_each_setup(s, st) {
+		if (!cJSON_IsObject(st) ||
+		    !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(st, "windows")))
+			return errorf(err, -EINVAL, "%s: setups.%s.windows: expected an array", path,
+				      st->string);
+	}
+	return 0;
+}
+
+/* Sets s->dir and s->summary_path. */
+static int begin(struct stamp *s, const char *stamp_dir, char *err)
+{
+	memset(s, 0, sizeof(*s));
+	s->dir = stamp_dir;
+	if (stamp_path(s->summary_path, sizeof(s->summary_path), stamp_dir, REC_SUMMARY))
+		return errorf(err, -ENAMETOOLONG, "%s…: path too long", s->summary_path);
+	return 0;
+}
+
+int stamp_load(struct stamp *s, const char *stamp_dir, char *err)
+{
+	char msg[CFG_ERR_LEN];
+	char path[STAMP_PATH_LEN];
+	struct stat st;
+	int rc;
+
+	rc = begin(s, stamp_dir, err);
+	if (rc)
+		return rc;
+	if (stat(s->summary_path, &st))
+		return errorf(err, -errno, "%s: %s (not a finished chaos run's stamp directory?)",
+			      s->summary_path, strerror(errno));
+	s->own_summary = json_load_file(s->summary_path, msg, sizeof(msg));
+	if (!s->own_summary)
+		return errorf(err, -EINVAL, "%s", msg);
+	s->summary = s->own_summary;
+	rc = check_summary(s, err);
+	if (rc)
+		return rc;
+	if (stamp_path(path, sizeof(path), stamp_dir, REC_SCENARIO))
+		return errorf(err, -ENAMETOOLONG, "%s…: path too long", path);
+	if (stat(path, &st))
+		return errorf(err, -errno, "%s: %s", path, strerror(errno));
+	rc = scenario_load(path, s->scale, &s->own_sc, err);
+	if (rc)
+		return rc;
+	s->sc = &s->own_sc;
+	return 0;
+}
+
+int stamp_use(struct stamp *s, const char *stamp_dir, const cJSON *summary,
+	      const struct scenario *sc, char *err)
+{
+	int rc = begin(s, stamp_dir, err);
+
+	if (rc)
+		return rc;
+	s->summary = summary;
+	s->sc = sc;
+	return check_summary(s, err);
+}
+
+void stamp_free(struct stamp *s)
+{
+	cJSON_Delete(s->own_summary);
+	scenario_free(&s->own_sc);
+	memset(s, 0, sizeof(*s));
+}
+
+unsigned stamp_first_run(const struct stamp *s, const char *setup, char *dir, size_t len)
+{
+	const cJSON *rep = cJSON_GetObjectItemCaseSensitive(s->summary, "repeat");
+	unsigned n = cJSON_IsNumber(rep) && rep->valuedouble >= 1 ? (unsigned)rep->valuedouble : 1;
+	struct stat st;
+	unsigned k;
+
+	for (k = 1; k <= n && k <= 100; k++) {
+		if (stamp_run_dir(dir, len, s->dir, setup, k))
+			return 0;
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			return k;
+	}
+	return 0;
+}
+
+/* A number member of a JSON file's top object; NAN when the file or the member is not there. */
+static double file_num(const char *path, const char *key)
+{
+	char err[CFG_ERR_LEN];
+	cJSON *root = json_load_file(path, err, sizeof(err));
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+
+	cJSON_Delete(root);
+	return d;
+}
+
+double stamp_scale(const char *stamp_dir, const struct scenario *probe)
+{
+	char path[STAMP_PATH_LEN];
+	char dir[STAMP_PATH_LEN];
+	double s = NAN;
+	size_t i;
+
+	if (!stamp_path(path, sizeof(path), stamp_dir, REC_SUMMARY))
+		s = file_num(path, "time_scale");
+	for (i = 0; isnan(s) && i < probe->nsetups; i++) {
+		if (stamp_run_dir(dir, sizeof(dir), stamp_dir, probe->setups[i].name, 1) ||
+		    stamp_path(path, sizeof(path), dir, REC_SUMMARY))
+			continue;
+		s = file_num(path, "time_scale");
+	}
+	return s;
+}

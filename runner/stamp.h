@@ -1,0 +1,77 @@
+/*
+ * stamp: the one module that knows a results stamp's layout — STAMP/
+ * summary.json (the combined summary), scenario.json (the scenario's copy),
+ * report.md, plots/, and SETUP/run-K/ with each run's files (their names:
+ * common/records.h) — and loads a stamp's summary and scenario once for
+ * the command that works on it (plot; report and gate find their files
+ * through it).
+ */
+#ifndef FAULTLINE_RUNNER_STAMP_H
+#define FAULTLINE_RUNNER_STAMP_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runner/scenario.h"
+
+/* Room for a path inside a stamp. */
+#define STAMP_PATH_LEN 1200
+
+/* A stamp's summary and scenario, loaded (stamp_load) or lent (stamp_use). */
+struct stamp {
+	const char *dir;
+	char summary_path[STAMP_PATH_LEN];	/* STAMP/summary.json, for messages */
+	const cJSON *summary;
+	const cJSON *setups;		/* the summary's "setups" object (≥ 1 setup) */
+	const char *name;		/* the scenario's, from the summary */
+	double scale;			/* the summary's time_scale */
+	const struct scenario *sc;	/* loaded at that time scale */
+	cJSON *own_summary;		/* what stamp_load loaded (stamp_use: NULL) */
+	struct scenario own_sc;
+};
+
+/*
+ * STAMP/NAME into out (len bytes). Returns 0, or -ENAMETOOLONG when it
+ * does not fit.
+ */
+int stamp_path(char *out, size_t len, const char *stamp_dir, const char *name);
+
+/* STAMP/SETUP/run-K into out (len bytes). Returns 0 or -ENAMETOOLONG. */
+int stamp_run_dir(char *out, size_t len, const char *stamp_dir, const char *setup, unsigned k);
+
+/*
+ * Loads STAMP/summary.json and checks its head — scenario (a string),
+ * time_scale (in (0, SC_SCALE_MAX]), setups (an object with a setup, each
+ * with a "windows" array) — then STAMP/scenario.json at that time scale.
+ * Returns 0; a negative errno with a message in err (CFG_ERR_LEN bytes)
+ * naming the file: -ENOENT for a missing file, -EINVAL for one that does
+ * not hold what it should. Free s with stamp_free whatever the result.
+ */
+int stamp_load(struct stamp *s, const char *stamp_dir, char *err);
+
+/*
+ * The same from a summary and scenario already in memory (lent: they must
+ * outlive s), with the same checks of the summary. Returns 0 or -EINVAL.
+ */
+int stamp_use(struct stamp *s, const char *stamp_dir, const cJSON *summary,
+	      const struct scenario *sc, char *err);
+
+/* Frees what stamp_load loaded; s is left empty. */
+void stamp_free(struct stamp *s);
+
+/*
+ * The first completed run of a setup (1 to the summary's "repeat", at most
+ * 100): its number, with its directory in dir (len bytes); 0 when none is
+ * there.
+ */
+unsigned stamp_first_run(const struct stamp *s, const char *setup, char *dir, size_t len);
+
+/*
+ * The time scale a stamp ran at: its summary.json's time_scale, or else
+ * the first of probe's setups' SETUP/run-1/summary.json that has one; NAN
+ * when none does.
+ */
+double stamp_scale(const char *stamp_dir, const struct scenario *probe);
+
+#endif
