@@ -17,13 +17,13 @@
 
 #include "common/buf.h"
 #include "common/cfg.h"
-#include "common/csv.h"
 #include "common/json.h"
 #include "common/recfile.h"
 #include "common/records.h"
 #include "runner/outfile.h"
 #include "runner/stats.h"
 #include "runner/gnuplot.h"
+#include "runner/rundata.h"
 #include "runner/scenario.h"
 #include "runner/stamp.h"
 
@@ -425,7 +425,7 @@ out:
 	return rc;
 }
 
-/* ---- latency per request (the first run's requests.csv) ---- */
+/* ---- latency per request (the first run's requests) ---- */
 
 /* The colour index (from 1) of a provider, adding it when new; 0 when out of memory. */
 static size_t prov_index(struct plot *pl, const char *name)
@@ -447,81 +447,63 @@ static size_t prov_index(struct plot *pl, const char *name)
 	return ++pl->nprov;
 }
 
-/* The requests.csv columns the latency plot reads. */
-enum { COL_SCHED, COL_LATENCY, COL_OUTCOME, COL_PROVIDER, NCOLS };
-
-/* One setup's requests into b; lo/hi widen to its latencies (> 0). */
-static int latency_rows(struct plot *pl, const char *path, const char *primary, struct buf *b,
-			double *lo, double *hi)
+/*
+ * One setup's requests (its run directory's requests.csv, loaded by
+ * runner/rundata.c) into b, in the file's order; lo/hi widen to their
+ * latencies (> 0).
+ */
+static int latency_rows(struct plot *pl, const char *run_dir, const char *primary,
+			struct buf *b, double *lo, double *hi)
 {
-	const char *const col_names[NCOLS] = {
-		[COL_SCHED] = req_columns[REQ_SCHED_MS], [COL_LATENCY] = req_columns[REQ_LATENCY_MS],
-		[COL_OUTCOME] = req_columns[REQ_OUTCOME], [COL_PROVIDER] = req_columns[REQ_PROVIDER],
-	};
-	struct buf text = { 0 };
-	struct csv c;
-	int idx[NCOLS];
-	size_t width;
+	struct rundata d;
+	const struct req **by_seq = NULL;
+	size_t i;
 	int rc;
 
-	rc = csv_read_file(path, &text);
-	if (rc) {
-		errorf(pl, rc, "%s: %s", path, strerror(-rc));
+	rc = rundata_load_requests(&d, run_dir, pl->err);
+	if (rc)
+		goto out;
+	by_seq = calloc(d.nreqs ? d.nreqs : 1, sizeof(*by_seq));
+	if (!by_seq) {
+		rc = errorf(pl, -ENOMEM, "out of memory");
 		goto out;
 	}
-	csv_init(&c, path, text.data, text.len);
-	rc = csv_header(&c, col_names, NCOLS, idx, pl->err);
-	if (rc)
-		goto out_free_csv;
-	width = c.nf;
-	for (;;) {
-		const char *prov;
-		const char *outcome;
-		bool ok;
-		double t;
-		double lat;
+	for (i = 0; i < d.nreqs; i++)
+		by_seq[d.reqs[i].seq - 1] = &d.reqs[i];
+	for (i = 0; i < d.nreqs; i++) {
+		const struct req *r = by_seq[i];
+		bool ok = r->outcome == OUT_OK;
+		const char *prov = r->provider ? r->provider : "";
 		size_t pi = 0;
 
-		rc = csv_row(&c, width, pl->err);
-		if (rc <= 0)
-			break;
-		prov = csv_field(&c, idx[COL_PROVIDER]);
-		outcome = csv_field(&c, idx[COL_OUTCOME]);
-		ok = strcmp(outcome, outcome_name(OUT_OK)) == 0;
-		if (csv_num(csv_field(&c, idx[COL_SCHED]), &t) || isnan(t) ||
-		    csv_num(csv_field(&c, idx[COL_LATENCY]), &lat) || isnan(lat))
-			continue;	/* no time or no latency: nothing to place */
+		if (isnan(r->latency_ms))
+			continue;	/* no latency: nothing to place */
 		/* As in stats: an ok answer with no provider column is the primary's. */
 		if (!*prov && ok)
 			prov = primary;
 		if (*prov) {
 			pi = prov_index(pl, prov);
 			if (!pi) {
-				rc = -ENOMEM;
-				break;
+				rc = errorf(pl, -ENOMEM, "out of memory");
+				goto out;
 			}
 		}
-		if (lat > 0 && (lat < *lo || !isfinite(*lo)))
-			*lo = lat;
-		if (lat > *hi || !isfinite(*hi))
-			*hi = lat;
-		put_num(b, t / 1000);
+		if (r->latency_ms > 0 && (r->latency_ms < *lo || !isfinite(*lo)))
+			*lo = r->latency_ms;
+		if (r->latency_ms > *hi || !isfinite(*hi))
+			*hi = r->latency_ms;
+		put_num(b, r->sched_ms / 1000);
 		buf_puts(b, " ");
-		put_num(b, lat);
+		put_num(b, r->latency_ms);
 		buf_printf(b, " %zu %d ", pi, ok);
 		dat_str(b, pi ? prov : "none");
 		buf_puts(b, " ");
-		dat_str(b, outcome);
+		dat_str(b, outcome_name(r->outcome));
 		buf_puts(b, "\n");
 	}
-	if (rc == -ENOMEM)
-		errorf(pl, rc, "%s: out of memory", path);
-	if (rc > 0)
-		rc = 0;
-out_free_csv:
-	csv_close(&c);
 out:
-	buf_free(&text);
+	free(by_seq);
+	rundata_free(&d);
 	return rc;
 }
 
@@ -551,9 +533,7 @@ static int write_latency(struct plot *pl)
 		buf_printf(&b, "# setup %s, run %u: every request\n"
 			   "# t_s latency_ms provider_index ok provider outcome\n", s->string, run);
 		if (run) {
-			rc = path_of(pl, path, "%s/requests.csv", dir);
-			if (!rc)
-				rc = latency_rows(pl, path, primary ? primary : "", &b, &lo, &hi);
+			rc = latency_rows(pl, dir, primary ? primary : "", &b, &lo, &hi);
 			if (rc)
 				goto out;
 		}

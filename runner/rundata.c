@@ -722,6 +722,22 @@ void rundata_free(struct rundata *d)
 	memset(d, 0, sizeof(*d));
 }
 
+int rundata_load_requests(struct rundata *d, const char *run_dir, char *err)
+{
+	char *path;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	path = path_join(run_dir, REC_REQUESTS_CSV);
+	if (!path)
+		return -ENOMEM;
+	rc = load_requests(d, path, err);
+	free(path);
+	if (!rc)
+		sort(d->reqs, d->nreqs, sizeof(*d->reqs), req_cmp_time);
+	return rc;
+}
+
 int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, char *err)
 {
 	char *path;

@@ -91,6 +91,12 @@ struct rundata {
  */
 int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, char *err);
 
+/*
+ * Loads run_dir's requests.csv alone into d (zeroed first; no mock rows,
+ * no events, no check for unfinished files). Returns as rundata_load.
+ */
+int rundata_load_requests(struct rundata *d, const char *run_dir, char *err);
+
 /* Frees what rundata_load made; d is left empty. */
 void rundata_free(struct rundata *d);
 
