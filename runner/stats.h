@@ -3,7 +3,10 @@
  * run — computed from its result files alone (DESIGN principle 4), so that
  * anyone can compute them again: loadgen's requests.csv, the providers'
  * mock-NAME.csv and the gateway's events.jsonl. Pure apart from reading
- * those files; no clock, no processes. stats_combine folds repeats.
+ * those files; no clock, no processes. stats_compute is runner/rundata.c
+ * (the files, read once into rows; their formats are common/records.h's)
+ * then runner/figures.c (rows in, this summary out); stats_combine
+ * (runner/combine.c) folds repeats.
  *
  * Inputs (every time in ms after t0, as the programs write them)
  *
