@@ -82,10 +82,10 @@ const char *const event_keys[EVENT_NKEYS] = {
 	[EVENT_REASON] = "reason",
 };
 
-static const char *const bstate_names[BSTATE_COUNT] = {
-	[BSTATE_CLOSED] = "closed",
-	[BSTATE_HALF_OPEN] = "half_open",
-	[BSTATE_OPEN] = "open",
+static const char *const event_state_names[EVENT_NSTATES] = {
+	[EVENT_CLOSED] = "closed",
+	[EVENT_HALF_OPEN] = "half_open",
+	[EVENT_OPEN] = "open",
 };
 
 /* names[i] when i < n, else "?". */
@@ -138,16 +138,16 @@ int mock_outcome_from_name(const char *s)
 	return index_of(mock_outcome_names, MOCK_OUTCOME_COUNT, s);
 }
 
-const char *breaker_state_rec_name(enum breaker_state_rec s)
+const char *event_state_name(enum event_state s)
 {
-	return name_of(bstate_names, BSTATE_COUNT, (int)s);
+	return name_of(event_state_names, EVENT_NSTATES, (int)s);
 }
 
-int breaker_state_rec_from_name(const char *s)
+int event_state_from_name(const char *s)
 {
 	if (strcmp(s, "half-open") == 0)
-		return BSTATE_HALF_OPEN;
-	return index_of(bstate_names, BSTATE_COUNT, s);
+		return EVENT_HALF_OPEN;
+	return index_of(event_state_names, EVENT_NSTATES, s);
 }
 
 int mock_record_row(struct row *r, const struct mock_record *m)

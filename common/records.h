@@ -194,21 +194,21 @@ enum event_key {
 /* The key names, indexed by enum event_key, in the order the gateway writes them. */
 extern const char *const event_keys[EVENT_NKEYS];
 
-/* A breaker's state, as events.jsonl's from and to name it. */
-enum breaker_state_rec {
-	BSTATE_CLOSED,
-	BSTATE_HALF_OPEN,
-	BSTATE_OPEN,
-	BSTATE_COUNT
+/* A breaker's state, as events.jsonl's from and to name it (the plots' 0, 1, 2). */
+enum event_state {
+	EVENT_CLOSED = 0,
+	EVENT_HALF_OPEN = 1,
+	EVENT_OPEN = 2,
+	EVENT_NSTATES
 };
 
 /* The state's name: "closed", "half_open" or "open"; "?" when out of range. */
-const char *breaker_state_rec_name(enum breaker_state_rec s);
+const char *event_state_name(enum event_state s);
 
 /*
  * The state named s ("half-open" is taken for "half_open" too), or -1
  * when s names none.
  */
-int breaker_state_rec_from_name(const char *s);
+int event_state_from_name(const char *s);
 
 #endif

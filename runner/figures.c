@@ -329,7 +329,7 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	size_t i;
 
 	for (i = sp->e0; i < sp->e1; i++) {
-		if (strcmp(d->events[i].to, breaker_state_rec_name(BSTATE_OPEN)) != 0)
+		if (strcmp(d->events[i].to, event_state_name(EVENT_OPEN)) != 0)
 			continue;
 		if (!opens)
 			to_open = d->events[i].t_ms - sp->origin;

@@ -576,15 +576,10 @@ static void meta_providers(struct plot *pl)
 
 /* ---- breaker state per target ---- */
 
+/* A state's value in breakers-SETUP.dat: 0 closed, 1 half-open, 2 open; -1 none. */
 static int state_value(const char *s)
 {
-	if (strcmp(s, "closed") == 0)
-		return 0;
-	if (strcmp(s, "half_open") == 0 || strcmp(s, "half-open") == 0)
-		return 1;
-	if (strcmp(s, "open") == 0)
-		return 2;
-	return -1;
+	return event_state_from_name(s);
 }
 
 /* The target an event is about: "provider/model", or the provider alone. */

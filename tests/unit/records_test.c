@@ -429,8 +429,8 @@ Test(records, events_keyed_as_written_load_back, .timeout = 10)
 	fprintf(fp, "{\"%s\":1500.25,\"%s\":\"primary\",\"%s\":\"mock-small\",\"%s\":\"%s\","
 		"\"%s\":\"%s\",\"%s\":\"5 failures\"}\n",
 		event_keys[EVENT_T_UNIX_MS], event_keys[EVENT_PROVIDER], event_keys[EVENT_MODEL],
-		event_keys[EVENT_FROM], breaker_state_rec_name(BSTATE_CLOSED),
-		event_keys[EVENT_TO], breaker_state_rec_name(BSTATE_OPEN),
+		event_keys[EVENT_FROM], event_state_name(EVENT_CLOSED),
+		event_keys[EVENT_TO], event_state_name(EVENT_OPEN),
 		event_keys[EVENT_REASON]);
 	fclose(fp);
 	cr_assert_eq(rundata_load(&d, dir, 1000, err), 0, "%s", err);
@@ -478,11 +478,11 @@ Test(records_names, outcomes_classes_and_states_there_and_back, .timeout = 5)
 	for (i = 0; i < CLASS_COUNT; i++)
 		cr_assert_eq(req_class_from_name(req_class_name((enum req_class)i)), i);
 	cr_assert_eq(req_class_from_name(""), -1);
-	for (i = 0; i < BSTATE_COUNT; i++)
-		cr_assert_eq(breaker_state_rec_from_name(breaker_state_rec_name(
-				     (enum breaker_state_rec)i)), i);
-	cr_assert_eq(breaker_state_rec_from_name("half-open"), BSTATE_HALF_OPEN);
-	cr_assert_eq(breaker_state_rec_from_name("shut"), -1);
+	for (i = 0; i < EVENT_NSTATES; i++)
+		cr_assert_eq(event_state_from_name(event_state_name(
+				     (enum event_state)i)), i);
+	cr_assert_eq(event_state_from_name("half-open"), EVENT_HALF_OPEN);
+	cr_assert_eq(event_state_from_name("shut"), -1);
 }
 
 Test(records_names, mock_file_names, .timeout = 5)
