@@ -505,3 +505,32 @@ Test(records_names, mock_file_names, .timeout = 5)
 	cr_assert_not(rec_unfinished("requests.jsonl.tmp"));
 	cr_assert_not(rec_unfinished("mock-primary.csv"));
 }
+
+/* The header line a writer builds from a column table. */
+static void expect_header(const char *const *names, size_t n, const char *want)
+{
+	struct row r = { 0 };
+
+	cr_assert_eq(row_header(&r, names, n), 0);
+	cr_assert_str_eq(r.b.data, want);
+	row_free(&r);
+}
+
+Test(records_names, the_files_columns_are_the_documented_ones, .timeout = 5)
+{
+	/* DESIGN.md's columns, in its order: renaming one changes the file format. */
+	expect_header(req_columns, REQ_NCOLS,
+		      "id,stream_name,class,tenant,feature,streaming,sched_ms,start_ms,ttft_ms,"
+		      "end_ms,latency_ms,service_ms,status,outcome,error,provider,attempts,hedged,"
+		      "retries,tokens_in,tokens_out,max_gap_ms,cost_usd\n");
+	expect_header(mock_columns, MOCK_NCOLS,
+		      "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome\n");
+	cr_assert_str_eq(event_keys[EVENT_T_UNIX_MS], "t_unix_ms");
+	cr_assert_str_eq(event_keys[EVENT_PROVIDER], "provider");
+	cr_assert_str_eq(event_keys[EVENT_MODEL], "model");
+	cr_assert_str_eq(event_keys[EVENT_FROM], "from");
+	cr_assert_str_eq(event_keys[EVENT_TO], "to");
+	cr_assert_str_eq(event_keys[EVENT_REASON], "reason");
+	cr_assert_str_eq(REC_REQUESTS_CSV, "requests.csv");
+	cr_assert_str_eq(REC_EVENTS, "events.jsonl");
+}
