@@ -33,7 +33,7 @@ static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
  * the price of the provider it went to — its provider column, else the
  * caller's provider — when the caller has a price for that provider.
  */
-static double req_price(const struct req *r, const struct stats_input *in)
+static double req_price(const struct run_req *r, const struct stats_input *in)
 {
 	const char *to = r->provider ? r->provider : in->provider;
 	size_t i;
@@ -63,7 +63,7 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 	size_t i;
 
 	for (i = 0; i < d->nreqs; i++) {
-		struct req *r = &d->reqs[i];
+		struct run_req *r = &d->reqs[i];
 
 		r->cost_usd = req_price(r, in);
 		r->upstream = 0;
@@ -71,8 +71,8 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 				(!r->provider || strcmp(r->provider, in->primary) == 0);
 	}
 	for (i = 0; i < d->nmrows; i++) {
-		struct mrow *m = &d->mrows[i];
-		const struct req *r = m->req;
+		struct run_mrow *m = &d->mrows[i];
+		const struct run_req *r = m->req;
 		bool answered = r && r->outcome == OUT_OK &&
 				strcmp(r->provider ? r->provider : in->primary,
 				       d->mock_providers[m->file]) == 0;
@@ -130,12 +130,12 @@ static struct span span_of(const struct rundata *d, double from, double to)
 {
 	struct span s = { .from = from, .to = to, .origin = from };
 
-	s.r0 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs), offsetof(struct req, sched_ms), from);
-	s.r1 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs), offsetof(struct req, sched_ms), to);
-	s.m0 = lower_bound(d->mrows, d->nmrows, sizeof(*d->mrows), offsetof(struct mrow, t_ms), from);
-	s.m1 = lower_bound(d->mrows, d->nmrows, sizeof(*d->mrows), offsetof(struct mrow, t_ms), to);
-	s.e0 = lower_bound(d->events, d->nevents, sizeof(*d->events), offsetof(struct event, t_ms), from);
-	s.e1 = lower_bound(d->events, d->nevents, sizeof(*d->events), offsetof(struct event, t_ms), to);
+	s.r0 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs), offsetof(struct run_req, sched_ms), from);
+	s.r1 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs), offsetof(struct run_req, sched_ms), to);
+	s.m0 = lower_bound(d->mrows, d->nmrows, sizeof(*d->mrows), offsetof(struct run_mrow, t_ms), from);
+	s.m1 = lower_bound(d->mrows, d->nmrows, sizeof(*d->mrows), offsetof(struct run_mrow, t_ms), to);
+	s.e0 = lower_bound(d->events, d->nevents, sizeof(*d->events), offsetof(struct run_event, t_ms), from);
+	s.e1 = lower_bound(d->events, d->nevents, sizeof(*d->events), offsetof(struct run_event, t_ms), to);
 	return s;
 }
 
@@ -236,7 +236,7 @@ static cJSON *status_block(const struct ctx *x, size_t none)
 }
 
 /* Whether r counts under x's class filter. */
-static bool counted(const struct ctx *x, const struct req *r)
+static bool counted(const struct ctx *x, const struct run_req *r)
 {
 	return x->cls < 0 || (int)r->cls == x->cls;
 }
@@ -261,7 +261,7 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 
 	memset(x->status_n, 0, sizeof(x->status_n));
 	for (i = sp->r0; i < sp->r1 && ok; i++) {
-		const struct req *r = &d->reqs[i];
+		const struct run_req *r = &d->reqs[i];
 
 		if (!counted(x, r))
 			continue;
@@ -336,7 +336,7 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 		opens++;
 	}
 	for (i = sp->m0; i < sp->m1; i++) {
-		const struct mrow *m = &d->mrows[i];
+		const struct run_mrow *m = &d->mrows[i];
 
 		if (!m->duplicate || (x->cls >= 0 && (!m->req || (int)m->req->cls != x->cls)))
 			continue;
@@ -362,7 +362,7 @@ static bool stream_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	size_t i;
 
 	for (i = sp->r0; i < sp->r1; i++) {
-		const struct req *r = &d->reqs[i];
+		const struct run_req *r = &d->reqs[i];
 
 		if (!r->streaming || !counted(x, r))
 			continue;
@@ -406,9 +406,9 @@ static cJSON *window_block(const struct ctx *x, const struct span *sp, double w)
 
 	for (; (k + 1) * w <= sp->to + EDGE_SLACK_MS; k++) {
 		size_t r0 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs),
-					offsetof(struct req, sched_ms), k * w);
+					offsetof(struct run_req, sched_ms), k * w);
 		size_t r1 = lower_bound(d->reqs, d->nreqs, sizeof(*d->reqs),
-					offsetof(struct req, sched_ms), (k + 1) * w);
+					offsetof(struct run_req, sched_ms), (k + 1) * w);
 		size_t n = 0, nok = 0;
 		size_t i;
 
@@ -515,7 +515,7 @@ static cJSON *transitions(const struct rundata *d)
 	size_t i;
 
 	for (i = 0; a && i < d->nevents; i++) {
-		const struct event *e = &d->events[i];
+		const struct run_event *e = &d->events[i];
 		cJSON *o = cJSON_CreateObject();
 		bool ok = true;
 

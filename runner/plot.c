@@ -456,7 +456,7 @@ static int latency_rows(struct plot *pl, const char *run_dir, const char *primar
 			struct buf *b, double *lo, double *hi)
 {
 	struct rundata d;
-	const struct req **by_seq = NULL;
+	const struct run_req **by_seq = NULL;
 	size_t i;
 	int rc;
 
@@ -471,7 +471,7 @@ static int latency_rows(struct plot *pl, const char *run_dir, const char *primar
 	for (i = 0; i < d.nreqs; i++)
 		by_seq[d.reqs[i].seq - 1] = &d.reqs[i];
 	for (i = 0; i < d.nreqs; i++) {
-		const struct req *r = by_seq[i];
+		const struct run_req *r = by_seq[i];
 		bool ok = r->outcome == OUT_OK;
 		const char *prov = r->provider ? r->provider : "";
 		size_t pi = 0;

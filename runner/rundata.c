@@ -105,7 +105,7 @@ static const int req_stream[SCOL_N] = { REQ_STREAMING, REQ_TTFT_MS, REQ_ERROR, R
 enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_N };
 static const int req_optional[OCOL_N] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_OUT };
 
-static void req_free(struct req *r)
+static void req_free(struct run_req *r)
 {
 	free(r->id);
 	free(r->provider);
@@ -114,7 +114,7 @@ static void req_free(struct req *r)
 }
 
 /* Fills r's stream facts from the current row of c (sidx: req_stream's columns). */
-static int req_parse_stream(struct req *r, const struct csv *c, const int *sidx, char *err)
+static int req_parse_stream(struct run_req *r, const struct csv *c, const int *sidx, char *err)
 {
 	const char *streaming = csv_field(c, sidx[SCOL_STREAMING]);
 	const char *ttft = csv_field(c, sidx[SCOL_TTFT]);
@@ -134,7 +134,7 @@ static int req_parse_stream(struct req *r, const struct csv *c, const int *sidx,
 }
 
 /* Fills r's class and tokens from the optional columns (oidx[i] < 0: absent). */
-static int req_parse_optional(struct req *r, const struct csv *c, const int *oidx, char *err)
+static int req_parse_optional(struct run_req *r, const struct csv *c, const int *oidx, char *err)
 {
 	const char *cls = oidx[OCOL_CLASS] >= 0 ? csv_field(c, oidx[OCOL_CLASS]) : "";
 	const char *tin = oidx[OCOL_TOKENS_IN] >= 0 ? csv_field(c, oidx[OCOL_TOKENS_IN]) : "";
@@ -158,7 +158,7 @@ static int req_parse_optional(struct req *r, const struct csv *c, const int *oid
  * Fills r from the current row of c; sidx is NULL when the file has no
  * stream columns. Returns 0 or a negative errno.
  */
-static int req_parse(struct req *r, const struct csv *c, const int *idx, const int *sidx,
+static int req_parse(struct run_req *r, const struct csv *c, const int *idx, const int *sidx,
 		     const int *oidx, char *err)
 {
 	const char *f[RC_N];
@@ -216,8 +216,8 @@ static int req_parse(struct req *r, const struct csv *c, const int *idx, const i
 
 static int req_cmp_time(const void *a, const void *b)
 {
-	const struct req *x = a;
-	const struct req *y = b;
+	const struct run_req *x = a;
+	const struct run_req *y = b;
 
 	if (x->sched_ms != y->sched_ms)
 		return x->sched_ms < y->sched_ms ? -1 : 1;
@@ -226,8 +226,8 @@ static int req_cmp_time(const void *a, const void *b)
 
 static int req_cmp_id(const void *a, const void *b)
 {
-	const struct req *const *x = a;
-	const struct req *const *y = b;
+	const struct run_req *const *x = a;
+	const struct run_req *const *y = b;
 
 	return strcmp((*x)->id, (*y)->id);
 }
@@ -282,7 +282,7 @@ static int load_requests(struct rundata *d, const char *path, char *err)
 		oidx[i] = csv_column(&c, req_columns[req_optional[i]]);
 	width = c.nf;
 	for (;;) {
-		struct req *r;
+		struct run_req *r;
 
 		rc = csv_row(&c, width, err);
 		if (rc <= 0)
@@ -312,10 +312,10 @@ out_free_content:
  * The requests with an id, sorted by id, for joining mock rows; a repeated
  * id is an error. *out is malloc'ed (may be NULL when there are none).
  */
-static int index_ids(const struct rundata *d, const char *path, struct req ***out, size_t *n,
+static int index_ids(const struct rundata *d, const char *path, struct run_req ***out, size_t *n,
 		     char *err)
 {
-	struct req **v = malloc((d->nreqs ? d->nreqs : 1) * sizeof(*v));
+	struct run_req **v = malloc((d->nreqs ? d->nreqs : 1) * sizeof(*v));
 	size_t i;
 	size_t k = 0;
 
@@ -328,8 +328,8 @@ static int index_ids(const struct rundata *d, const char *path, struct req ***ou
 	sort(v, k, sizeof(*v), req_cmp_id);
 	for (i = 1; i < k; i++) {
 		if (strcmp(v[i]->id, v[i - 1]->id) == 0) {
-			const struct req *a = v[i]->seq < v[i - 1]->seq ? v[i] : v[i - 1];
-			const struct req *b = a == v[i] ? v[i - 1] : v[i];
+			const struct run_req *a = v[i]->seq < v[i - 1]->seq ? v[i] : v[i - 1];
+			const struct run_req *b = a == v[i] ? v[i - 1] : v[i];
 			int rc = csv_error(err, path, b->line,
 					   "request id \"%.64s\" already on line %zu", b->id, a->line);
 
@@ -343,7 +343,7 @@ static int index_ids(const struct rundata *d, const char *path, struct req ***ou
 }
 
 /* The request with this id in the index, or NULL. */
-static struct req *find_req(struct req *const *byid, size_t n, const char *id)
+static struct run_req *find_req(struct run_req *const *byid, size_t n, const char *id)
 {
 	size_t lo = 0;
 	size_t hi = n;
@@ -370,12 +370,12 @@ static const int mock_need[MC_N] = { MOCK_T_MS, MOCK_REQUEST_ID, MOCK_TOKENS_OUT
 
 /* The requests by id, which mock rows are joined to. */
 struct join {
-	struct req **byid;
+	struct run_req **byid;
 	size_t n;
 };
 
 /* Fills m from the current row of c. */
-static int mrow_parse(struct mrow *m, const struct csv *c, const int *idx, const struct join *j,
+static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, const struct join *j,
 		      char *err)
 {
 	const char *t = csv_field(c, idx[MC_T]);
@@ -424,7 +424,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 		goto out_close_csv;
 	width = c.nf;
 	for (;;) {
-		struct mrow *m;
+		struct run_mrow *m;
 
 		rc = csv_row(&c, width, err);
 		if (rc <= 0)
@@ -451,8 +451,8 @@ out_free_content:
 
 static int mrow_cmp(const void *a, const void *b)
 {
-	const struct mrow *x = a;
-	const struct mrow *y = b;
+	const struct run_mrow *x = a;
+	const struct run_mrow *y = b;
 
 	if (x->t_ms != y->t_ms)
 		return x->t_ms < y->t_ms ? -1 : 1;
@@ -490,7 +490,7 @@ out_free_path:
 
 /* ---- events.jsonl ---- */
 
-static void event_free(struct event *e)
+static void event_free(struct run_event *e)
 {
 	free(e->provider);
 	free(e->model);
@@ -517,7 +517,7 @@ static int event_str(const cJSON *o, enum event_key k, bool required, char **out
 }
 
 /* Parses one line (NUL-terminated) of events.jsonl into e. */
-static int event_parse(struct event *e, const char *text, int64_t t0, const char *path,
+static int event_parse(struct run_event *e, const char *text, int64_t t0, const char *path,
 		       size_t line, char *err)
 {
 	const char *end = NULL;
@@ -576,7 +576,7 @@ static int load_events(struct rundata *d, const char *path, int64_t t0, char *er
 		const char *s = content.data + pos;
 		const char *nl = memchr(s, '\n', content.len - pos);
 		size_t len = nl ? (size_t)(nl - s) : content.len - pos;
-		struct event *e;
+		struct run_event *e;
 
 		pos += len + (nl ? 1 : 0);
 		line++;
@@ -612,8 +612,8 @@ out:
 
 static int event_cmp(const void *a, const void *b)
 {
-	const struct event *x = a;
-	const struct event *y = b;
+	const struct run_event *x = a;
+	const struct run_event *y = b;
 
 	if (x->t_ms != y->t_ms)
 		return x->t_ms < y->t_ms ? -1 : 1;

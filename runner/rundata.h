@@ -16,7 +16,7 @@
 #include "common/records.h"
 
 /* One row of requests.csv. Strings are owned; provider is NULL when empty. */
-struct req {
+struct run_req {
 	size_t seq;		/* row number in the file (from 1), for stable order */
 	size_t line;		/* where the row starts, for messages */
 	char *id;
@@ -43,19 +43,19 @@ struct req {
 };
 
 /* One row of a mock-NAME.csv. */
-struct mrow {
+struct run_mrow {
 	size_t seq;
 	double t_ms;
 	double tokens;		/* tokens_out; 0 when empty */
 	enum mock_outcome outcome;
 	size_t file;		/* index into rundata's mock_files / mock_providers */
-	struct req *req;	/* the request with its request_id; NULL: none */
+	struct run_req *req;	/* the request with its request_id; NULL: none */
 	/* Filled by the figures: */
 	bool duplicate;
 };
 
 /* One line of events.jsonl; strings owned, model and reason may be NULL. */
-struct event {
+struct run_event {
 	size_t seq;
 	double t_ms;		/* t_unix_ms − the run's t0 */
 	char *provider;
@@ -67,11 +67,11 @@ struct event {
 
 /* Everything read from a run directory. */
 struct rundata {
-	struct req *reqs;	/* sorted by sched_ms, then seq */
+	struct run_req *reqs;	/* sorted by sched_ms, then seq */
 	size_t nreqs;
-	struct mrow *mrows;	/* sorted by t_ms, then seq */
+	struct run_mrow *mrows;	/* sorted by t_ms, then seq */
 	size_t nmrows;
-	struct event *events;	/* sorted by t_ms, then seq */
+	struct run_event *events;	/* sorted by t_ms, then seq */
 	size_t nevents;
 	char **mock_files;	/* names, sorted */
 	char **mock_providers;	/* the NAME of each */

@@ -247,7 +247,7 @@ Test(records, requests_jsonl_holds_the_same_fields_in_the_same_order, .timeout =
 }
 
 /* The loaded request of recs[k] (the loader sorts by sched_ms). */
-static const struct req *loaded(const struct rundata *d, const char *id)
+static const struct run_req *loaded(const struct rundata *d, const char *id)
 {
 	size_t i;
 
@@ -282,7 +282,7 @@ Test(records, the_runner_loads_what_loadgen_wrote, .timeout = 10)
 	cr_assert_str_eq(d.reqs[0].id, recs[1].id);
 	for (k = 0; k < NRECS; k++) {
 		const struct record *w = &recs[k];
-		const struct req *r = loaded(&d, w->id);
+		const struct run_req *r = loaded(&d, w->id);
 
 		cr_assert_eq(r->seq, k + 1);
 		cr_assert_str_eq(r->tenant, w->tenant);
@@ -402,7 +402,7 @@ Test(records, the_runner_loads_what_mockprov_wrote, .timeout = 10)
 	/* Sorted by t_ms: 21, 22.5, 1001.5. */
 	for (k = 0; k < NMOCKS; k++) {
 		const struct mock_record *m = &mocks[k == 0 ? 1 : k == 1 ? 2 : 0];
-		const struct mrow *r = &d.mrows[k];
+		const struct run_mrow *r = &d.mrows[k];
 
 		expect_num(r->t_ms, m->t_ms, 3, "t_ms");
 		expect_num(r->tokens, (double)m->tokens_out, 0, "tokens_out");
