@@ -27,6 +27,7 @@
 #include "common/hist.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/records.h"
 #include "loadgen/outcome.h"
 #include "loadgen/record.h"
 #include "common/rng.h"
@@ -340,7 +341,7 @@ static int on_event(void *ctx, const struct sse_event *ev)
 	if (strcmp(ev->event, "error") == 0 ||
 	    cJSON_GetObjectItemCaseSensitive(root, "error")) {
 		if (!q->error_event) {
-			copy_detail(q, "error event: ", error_message(root));
+			copy_detail(q, REQ_ERROR_EVENT_PREFIX ": ", error_message(root));
 			q->stall_event = is_stall_error(root);
 		}
 		q->error_event = true;
