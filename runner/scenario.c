@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/config.h"
 #include "mockprov/config.h"
 #include "common/buf.h"
 #include "common/json.h"
@@ -359,6 +360,13 @@ static int expand_strings(const struct subst_ctx *cx, cJSON *node, char *why, si
 	}
 	buf_free(&b);
 	return rc;
+}
+
+/* Sets obj's "listen" to value, replacing any. Returns 0 or -ENOMEM. */
+static int set_listen(cJSON *obj, const char *value)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, "listen");
+	return cJSON_AddStringToObject(obj, "listen", value) ? 0 : -ENOMEM;
 }
 
 /* ---- top level ---- */
@@ -982,6 +990,74 @@ static int check_setup_keys(const cJSON *obj, enum sc_setup_kind kind, const str
 	return 0;
 }
 
+/* What {upstream.NAME} stands for while a gateway config is checked at load. */
+#define STAND_IN_URL "http://127.0.0.1:1/v1"
+
+/* cfg_error's "FILE: " for the gateway's messages, to be replaced by the setup's place. */
+#define GW_FILE_MARK "\x01"
+
+/*
+ * Checks a gateway setup's config with the gateway's own loader, as
+ * bin/gateway would take it at the run's start (no --allow-remote), with
+ * every {upstream.NAME} standing for a loopback URL and the runner's
+ * listen. Its messages are said as "FILE: setups[i] \"NAME\": config.KEY:
+ * expected …".
+ */
+static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, const char *file,
+				const char *path, const struct sc_setup *st, char *err)
+{
+	const char **urls = NULL;
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, NULL };
+	struct subst_ctx stand_in = cx;
+	struct gw_config gc;
+	struct buf msg = { 0 };
+	char gerr[CFG_ERR_LEN];
+	const char *rest;
+	cJSON *copy = NULL;
+	size_t i;
+	int rc;
+
+	urls = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*urls));
+	copy = cJSON_Duplicate(cfg, 1);
+	if (!urls || !copy) {
+		rc = oom(err, file, path);
+		goto out;
+	}
+	for (i = 0; i < sc->nproviders; i++)
+		urls[i] = STAND_IN_URL;
+	stand_in.urls = urls;
+	rc = expand_strings(&stand_in, copy, gerr, sizeof(gerr));
+	if (!rc)
+		rc = set_listen(copy, "127.0.0.1:0");
+	if (rc) {		/* check_strings passed: only memory can fail */
+		rc = oom(err, file, path);
+		goto out;
+	}
+	rc = gw_config_from_json(copy, GW_FILE_MARK, false, &gc, gerr);
+	if (!rc) {
+		gw_config_free(&gc);
+		goto out;
+	}
+	rest = gerr;
+	if (strncmp(rest, GW_FILE_MARK ": ", sizeof(GW_FILE_MARK ": ") - 1) == 0)
+		rest += sizeof(GW_FILE_MARK ": ") - 1;
+	if (strncmp(rest, "(top level)", 11) == 0)
+		rc = buf_printf(&msg, "%.160s: %s \"%s\": config%s", file, path, st->name, rest + 11);
+	else
+		rc = buf_printf(&msg, "%.160s: %s \"%s\": config.%s", file, path, st->name, rest);
+	if (rc) {
+		rc = oom(err, file, path);
+		goto out;
+	}
+	snprintf(err, CFG_ERR_LEN, "%s", msg.data);
+	rc = -EINVAL;
+out:
+	buf_free(&msg);
+	cJSON_Delete(copy);
+	free(urls);
+	return rc;
+}
+
 static int load_gateway(const cJSON *obj, const struct scenario *sc, const char *file,
 			const char *path, struct sc_setup *st, char *err)
 {
@@ -1005,6 +1081,8 @@ static int load_gateway(const cJSON *obj, const struct scenario *sc, const char 
 				 "gateway's port), got %s", got);
 	}
 	rc = check_strings(&cx, cfg, file, sub, err);
+	if (!rc)
+		rc = check_gateway_config(cfg, sc, file, path, st, err);
 	if (rc)
 		return rc;
 	st->config = cJSON_Duplicate(cfg, 1);
@@ -1464,13 +1542,6 @@ static char *print_json(const cJSON *obj)
 	out = strdup(s);
 	cJSON_free(s);
 	return out;
-}
-
-/* Sets obj's "listen" to value, replacing any. Returns 0 or -ENOMEM. */
-static int set_listen(cJSON *obj, const char *value)
-{
-	cJSON_DeleteItemFromObjectCaseSensitive(obj, "listen");
-	return cJSON_AddStringToObject(obj, "listen", value) ? 0 : -ENOMEM;
 }
 
 char *scenario_mock_config(const struct scenario *sc, const int *ports)

@@ -564,15 +564,60 @@ Test(chaos, bad_scenario_exits_2_naming_the_key, .timeout = 20)
 	cr_assert_not(exists(out), "results were started for a bad scenario");
 }
 
+/*
+ * A gateway setup whose config the gateway would refuse fails at chaos
+ * run's start, exit 2, naming the file, the setup and the key, before a
+ * process starts or a results folder is made; chaos list says the same.
+ */
+Test(chaos, a_bad_gateway_config_fails_before_anything_starts, .timeout = 20)
+{
+	static const char bad[] =
+		"{\"name\":\"badgw\",\"duration_s\":2,\"providers\":[{\"name\":\"p\"}],"
+		"\"load\":{\"rate\":5},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"},"
+		"{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
+		"\"breaker\":{\"consecutive_failurs\":3},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}";
+	char err[4096];
+	char out[600];
+	char want[800];
+	int rc;
+
+	write_file(dir, "badgw.json", bad, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	snprintf(want, sizeof(want), "%s: setups[1] \"gw\": config.breaker.consecutive_failurs: "
+		 "unknown key", scenario);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, want), "expected \"%s\" in: %s", want, err);
+	/* The results folder is made before any process starts: none did. */
+	cr_assert_not(exists(out), "results were started for a bad scenario");
+	{
+		const char *argv[] = { "chaos", "list", dir, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "chaos list: exit %d: %s", rc, err);
+	cr_assert(strstr(err, want), "chaos list: %s", err);
+}
+
 Test(chaos, a_crashing_setup_fails_the_run_with_its_log, .timeout = 40)
 {
-	/* The gateway refuses its config (an unknown key): it exits 2 at start. */
+	/*
+	 * The setup exits 2 at start, saying why on stderr. (Not the gateway:
+	 * a config it would refuse is refused at the scenario's load now.)
+	 */
 	static const char crash[] =
 		"{\"name\":\"crash\",\"duration_s\":2,\"providers\":[{\"name\":\"p\"}],"
 		"\"load\":{\"rate\":5},"
-		"\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{\"colour\":1,"
-		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
-		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}";
+		"\"setups\":[{\"name\":\"gw\",\"kind\":\"external\",\"command\":[\"/bin/sh\","
+		"\"-c\",\"echo 'gw.json: colour: unknown key' >&2; exit 2\"],"
+		"\"ready_url\":\"http://{listen}/healthz\",\"target\":\"http://{listen}/v1\"}]}";
 	char err[8192];
 	char out[600];
 	char stamp[800];

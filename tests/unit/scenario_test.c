@@ -572,6 +572,23 @@ static const struct bad_case bad_cases[] = {
 	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstrem.a}\"}}," GW_MODELS "}")
 	  "}", ": setups[0].config.providers.p.base_url: expected only the placeholders "
 	  "{upstream.NAME} (the runner sets the gateway's listen), got \"{upstrem.a}\"" },
+	/* The gateway's own loader, on the config as the run would give it. */
+	{ "{" NOSETUP "," GW("{" GW_PROVIDERS ",\"breaker\":{\"consecutive_failurs\":3}," GW_MODELS
+			     "}") "}",
+	  ": setups[0] \"g\": config.breaker.consecutive_failurs: unknown key" },
+	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstream.a}\",\"timeout_ms\":0}},"
+			     GW_MODELS "}") "}",
+	  ": setups[0] \"g\": config.providers.p.timeout_ms: expected a number from 1 to 3600000, "
+	  "got 0" },
+	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"http://10.1.2.3/v1\"}},"
+			     GW_MODELS "}") "}",
+	  ": setups[0] \"g\": config.providers.p.base_url: " },
+	{ "{" NOSETUP "," GW("{" GW_PROVIDERS ",\"models\":{\"chat\":{\"targets\":[{\"provider\":"
+			     "\"q\",\"model\":\"m\"}]}}}") "}",
+	  ": setups[0] \"g\": config.models.chat.targets[0].provider: " },
+	{ "{" NOSETUP "," GW("{" GW_PROVIDERS "}") "}",
+	  ": setups[0] \"g\": config.models: missing (required)" },
+	{ "{" NOSETUP "," GW("{}") "}", ": setups[0] \"g\": config.providers: missing (required)" },
 	{ "{" NOSETUP "," EXT(",\"ready_url\":\"http://{listen}/\",\"target\":\"http://x/v1\"") "}",
 	  ": setups[0].command: missing (required)" },
 	{ "{" NOSETUP "," EXT(",\"command\":[],\"ready_url\":\"u\",\"target\":\"t\"") "}",
@@ -707,6 +724,39 @@ Test(scenario_bad, refused_naming_file_and_key, .timeout = 10)
 		cr_assert_null(sc.setups);
 		cr_assert_eq(sc.nsetups, 0);
 	}
+}
+
+/*
+ * A gateway setup's config is checked as bin/gateway would check it at the
+ * run's start: the message names the setup by index and name, and the key
+ * under config; {upstream.NAME} stands for a loopback URL meanwhile.
+ */
+Test(scenario_bad, gateway_config_checked_by_the_gateways_loader, .timeout = 10)
+{
+	static const char good[] = "\"half_open_probes\":2";
+	char json[sizeof(full) + 16];
+	const char *at = strstr(full, good);
+	struct scenario sc;
+
+	cr_assert_not_null(at);
+	snprintf(json, sizeof(json), "%.*s\"half_open_probs\":2%s", (int)(at - full), full,
+		 at + strlen(good));
+	cr_assert_eq(load(json, &sc), -EINVAL);
+	cr_assert(strncmp(err, file, strlen(file)) == 0, "%s", err);
+	cr_assert(strstr(err, ": setups[2] \"breaker-on\": config.breaker.half_open_probs: "
+			 "unknown key"), "%s", err);
+	cr_assert_null(sc.setups);
+	/* Scaled values are the ones checked, and the message says so. */
+	cr_assert_eq(load_scaled("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":"
+				 "\"{upstream.a}\",\"timeout_ms\":5}}," GW_MODELS "}") "}", 0.1, &sc),
+		     -EINVAL);
+	cr_assert(strstr(err, ": setups[0] \"g\": config.providers.p.timeout_ms: expected a number "
+			 "from 1 to 3600000, got 0.5"), "%s", err);
+	cr_assert(strstr(err, "(times as scaled by the time scale 0.1)"), "%s", err);
+	cr_assert_eq(load_scaled("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":"
+				 "\"{upstream.a}\",\"timeout_ms\":5}}," GW_MODELS "}") "}", 1, &sc),
+		     0, "%s", err);
+	scenario_free(&sc);
 }
 
 Test(scenario_bad, file_problems, .timeout = 10)
@@ -1029,10 +1079,17 @@ Test(scenario_run, gateway_config_many_placeholders, .timeout = 10)
 	cJSON *root;
 	char *s;
 
-	cr_assert_eq(load("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstream.b}\","
+	cr_assert_eq(load("{" NOSETUP "," GW("{" GW_PROVIDERS "," GW_MODELS "}") "}", &sc), 0,
+		     "%s", err);
+	/*
+	 * Strings in every corner of the tree, "note" among them: not a config
+	 * the gateway (and so scenario_load) would take, so it is set by hand.
+	 */
+	cJSON_Delete(sc.setups[0].config);
+	sc.setups[0].config = cJSON_Parse("{\"providers\":{\"p\":{\"base_url\":\"{upstream.b}\","
 			  "\"api_key_env\":\"K_{X}\"}},\"note\":[\"{upstream.a} and {upstream.b}!\","
-			  "\"{\\\"a\\\":1}\",{\"deep\":\"<{upstream.a}>\"}]," GW_MODELS "}") "}", &sc),
-		     0, "%s", err);
+			  "\"{\\\"a\\\":1}\",{\"deep\":\"<{upstream.a}>\"}]," GW_MODELS "}");
+	cr_assert_not_null(sc.setups[0].config);
 	s = scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:9", urls, err);
 	cr_assert_not_null(s, "%s", err);
 	root = cJSON_Parse(s);
