@@ -388,6 +388,7 @@ static const struct cfg_key top_keys[] = {
 	{ "setups", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "expect", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "prices", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "ci", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 /* The file's base name without ".json", as a default scenario name. */
@@ -451,6 +452,51 @@ static int load_top(const cJSON *root, const char *file, struct scenario *sc, ch
 	sc->seed = (uint64_t)top.seed;
 out:
 	cfg_free(top_keys, NELEM(top_keys), &top);
+	return rc;
+}
+
+/* ---- ci ---- */
+
+struct ci_raw {
+	char *why;
+};
+
+static const struct cfg_key ci_keys[] = {
+	{ "time_scale", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
+	{ "why", CFG_STR, offsetof(struct ci_raw, why), true, 0, 0, 0, NULL, NULL },
+};
+
+/*
+ * "ci": {"time_scale": S, "why": "…"}: the scale CI runs the scenario at,
+ * in (0, SC_CI_SCALE_MAX], and why that one. Absent: 1, and why NULL
+ * (*why may be NULL when the caller does not want it). Never scaled: no
+ * key of it names a time or a rate.
+ */
+static int read_ci(const cJSON *root, const char *file, double *scale, char **why, char *err)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "ci");
+	struct ci_raw raw = { 0 };
+	char got[96];
+	int rc = 0;
+
+	*scale = 1;
+	if (why)
+		*why = NULL;
+	if (!obj)
+		return 0;
+	if (!cJSON_IsObject(obj)) {
+		cfg_describe(obj, got, sizeof(got));
+		return cfg_error(err, file, "", "ci", "expected an object {\"time_scale\": S, "
+				 "\"why\": \"…\"}, got %s", got);
+	}
+	rc = cfg_apply(ci_keys, NELEM(ci_keys), obj, &raw, file, "ci", err);
+	if (!rc)
+		rc = read_positive(obj, "time_scale", SC_CI_SCALE_MAX, file, "ci", scale, err);
+	if (!rc && why) {
+		*why = raw.why;
+		raw.why = NULL;
+	}
+	cfg_free(ci_keys, NELEM(ci_keys), &raw);
 	return rc;
 }
 
@@ -1459,6 +1505,8 @@ int scenario_load(const char *path, double scale, struct scenario *sc, char *err
 	}
 	rc = load_top(root, path, sc, err);
 	if (!rc)
+		rc = read_ci(root, path, &sc->ci_scale, &sc->ci_why, err);
+	if (!rc)
 		rc = load_providers(root, path, sc, err);
 	if (!rc)
 		rc = load_prices(root, path, sc, err);
@@ -1491,6 +1539,7 @@ void scenario_free(struct scenario *sc)
 
 	free(sc->name);
 	free(sc->description);
+	free(sc->ci_why);
 	free(sc->path);
 	cJSON_Delete(sc->providers);
 	for (i = 0; i < sc->nproviders; i++)
@@ -1524,6 +1573,24 @@ void scenario_free(struct scenario *sc)
 	}
 	free(sc->expects);
 	memset(sc, 0, sizeof(*sc));
+}
+
+int scenario_ci_scale(const char *path, double *scale, char *err)
+{
+	cJSON *root = json_load_file(path, err, CFG_ERR_LEN);
+	int rc;
+
+	*scale = 1;
+	if (!root)
+		return -EINVAL;
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return cfg_error(err, path, "", NULL, "expected an object, got %s",
+				 cJSON_IsArray(root) ? "an array" : "another value");
+	}
+	rc = read_ci(root, path, scale, NULL, err);
+	cJSON_Delete(root);
+	return rc;
 }
 
 int scenario_provider_index(const struct scenario *sc, const char *name)

@@ -36,6 +36,9 @@
 /* The time scale scenario_load accepts: (0, SC_SCALE_MAX]. */
 #define SC_SCALE_MAX 100.0
 
+/* The largest ci.time_scale a scenario may ask for. */
+#define SC_CI_SCALE_MAX 10.0
+
 enum sc_action_kind { SC_KILL, SC_RESTART };
 
 /* A kill (SIGKILL) or restart of one provider at at_ms after t0. */
@@ -130,7 +133,9 @@ struct scenario {
 	char *name;
 	char *description;
 	char *path;			/* the file, as given */
-	double scale;
+	double scale;			/* the one it was loaded at */
+	double ci_scale;		/* ci.time_scale: CI's scale for it (1 when not given) */
+	char *ci_why;			/* ci.why, or NULL */
 	double duration_ms;		/* scaled */
 	uint64_t seed;
 	cJSON *providers;		/* the scaled providers array, owned */
@@ -158,6 +163,15 @@ struct scenario {
  * are the scaled ones.
  */
 int scenario_load(const char *path, double scale, struct scenario *sc, char *err);
+
+/*
+ * The time scale CI runs the scenario at: its "ci": {"time_scale": S,
+ * "why": "…"} (S in (0, SC_CI_SCALE_MAX]), or 1 when it has none. Reads
+ * the file and checks that block alone (scenario_load checks the rest, at
+ * that scale). Returns 0 with *scale set, or -EINVAL with a message in err
+ * (CFG_ERR_LEN bytes) naming the file and key.
+ */
+int scenario_ci_scale(const char *path, double *scale, char *err);
 
 /* Frees what scenario_load allocated; sc is left empty (freeing it again is harmless). */
 void scenario_free(struct scenario *sc);

@@ -912,6 +912,93 @@ Test(chaos, progress_line_on_a_terminal, .timeout = 60)
 	cr_assert(strstr(p.err, "\r\033[K"), "the line is not redrawn in place: %s", p.err);
 }
 
+/*
+ * --time-scale ci runs a scenario at its ci.time_scale, and scripts/suite.sh
+ * runs each scenario so, finding its baseline by the scale the stamp says
+ * it ran at: none there, the gate alone (exit 0); NAME-0.5.json there, it
+ * is used (an unreadable one fails the suite, named).
+ */
+Test(chaos, time_scale_ci_and_the_suite, .timeout = 60)
+{
+	static const char tiny[] =
+		"{\"name\":\"tiny\",\"duration_s\":2,"
+		"\"ci\":{\"time_scale\":0.5,\"why\":\"a test\"},"
+		"\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		"\"load\":{\"rate\":10,\"timeout_ms\":500},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}],"
+		"\"expect\":[{\"setup\":\"d\",\"phase\":\"*\",\"error_rate_max\":0}]}";
+	static const char *const suite[] = { "/bin/sh", "-c", "scripts/suite.sh >&2", NULL };
+	char scn_dir[400];
+	char base_dir[500];
+	char out[600];
+	char err[16384];
+	char stamp[800];
+	char path[1000];
+	char junk[1000];
+	cJSON *top;
+	int rc;
+
+	snprintf(scn_dir, sizeof(scn_dir), "%s/scn", dir);
+	cr_assert_eq(mkdir(scn_dir, 0755), 0);
+	write_file(scn_dir, "tiny.json", tiny, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	cr_assert_eq(setenv("SCENARIOS", "tiny", 1), 0);
+	cr_assert_eq(setenv("SCENARIO_DIR", scn_dir, 1), 0);
+	cr_assert_eq(setenv("OUT", out, 1), 0);
+	unsetenv("SCALE");
+	unsetenv("BASELINE_DIR");
+	rc = run_program(suite, err, sizeof(err), 40);
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "(time scale 0.5)"), "%s", err);
+	stamp_dir("tiny", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+	cr_assert_float_eq(cJSON_GetObjectItemCaseSensitive(top, "time_scale")->valuedouble, 0.5,
+			   0);
+	cJSON_Delete(top);
+
+	snprintf(base_dir, sizeof(base_dir), "%s/baselines", scn_dir);
+	cr_assert_eq(mkdir(base_dir, 0755), 0);
+	write_file(base_dir, "tiny-1.json", "not the one for this scale", junk, sizeof(junk));
+	write_file(base_dir, "tiny-0.5.json", "not a baseline", junk, sizeof(junk));
+	rc = run_program(suite, err, sizeof(err), 40);
+	cr_assert_eq(rc, 1, "the baseline for 0.5 was not used: exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "tiny-0.5.json"), "%s", err);
+	cr_assert_not(strstr(err, "tiny-1.json"), "%s", err);
+}
+
+/* A bad ci block fails --time-scale ci at once (exit 2, the key named); a bad scale is a usage error. */
+Test(chaos, time_scale_ci_refusals, .timeout = 20)
+{
+	char err[4096];
+	char out[600];
+	int rc;
+
+	write_file(dir, "badci.json", "{\"duration_s\":2,\"ci\":{\"time_scale\":20,\"why\":\"w\"},"
+		   "\"providers\":[{\"name\":\"p\"}],\"load\":{\"rate\":5},"
+		   "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}",
+		   scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--time-scale", "ci",
+				       NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, scenario) && strstr(err, "ci.time_scale: expected a number above 0 "
+						     "and at most 10, got 20"), "%s", err);
+	cr_assert_not(exists(out));
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--time-scale", "CI", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, "--time-scale: expected a number above 0 and at most 100, or ci, "
+			 "got \"CI\""), "%s", err);
+}
+
 Test(chaos, repeat_and_one_setup, .timeout = 60)
 {
 	static const char two[] =

@@ -262,6 +262,61 @@ Test(scenario, minimal_takes_every_default, .timeout = 10)
 	scenario_free(&sc);
 }
 
+/*
+ * "ci" gives the scale CI runs the scenario at and why; 1 without it.
+ * It is never scaled itself, and scenario_ci_scale reads it alone.
+ */
+Test(scenario, ci_time_scale, .timeout = 10)
+{
+	static const char with_ci[] = "{" BASE ",\"ci\":{\"time_scale\":0.25,"
+				      "\"why\":\"its stall bound needs the room\"}}";
+	struct scenario sc;
+	char path[200];
+	FILE *fp;
+	double s = 0;
+
+	cr_assert_eq(load("{" BASE "}", &sc), 0, "%s", err);
+	cr_assert_float_eq(sc.ci_scale, 1, 0);
+	cr_assert_null(sc.ci_why);
+	scenario_free(&sc);
+	cr_assert_eq(load_scaled(with_ci, 0.5, &sc), 0, "%s", err);
+	cr_assert_float_eq(sc.ci_scale, 0.25, 0, "not scaled by the scale it was loaded at");
+	cr_assert_float_eq(sc.scale, 0.5, 0);
+	cr_assert_str_eq(sc.ci_why, "its stall bound needs the room");
+	scenario_free(&sc);
+
+	snprintf(path, sizeof(path), "/tmp/fl-scn-ci-%d.json", (int)getpid());
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs(with_ci, fp);
+	fclose(fp);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), 0, "%s", err);
+	cr_assert_float_eq(s, 0.25, 0);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("{" BASE "}", fp);
+	fclose(fp);
+	s = 0;
+	cr_assert_eq(scenario_ci_scale(path, &s, err), 0, "%s", err);
+	cr_assert_float_eq(s, 1, 0, "no ci block: 1");
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("{" BASE ",\"ci\":{\"time_scale\":11,\"why\":\"w\"}}", fp);
+	fclose(fp);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), -EINVAL);
+	cr_assert(strstr(err, path) && strstr(err, ": ci.time_scale: expected a number above 0 "
+					      "and at most 10, got 11"), "%s", err);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("[1]", fp);
+	fclose(fp);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), -EINVAL);
+	cr_assert(strstr(err, path) && strstr(err, "expected an object"), "%s", err);
+	unlink(path);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), -EINVAL);
+	cr_assert(strstr(err, path), "%s", err);
+}
+
 Test(scenario, prices_and_the_new_expectations, .timeout = 10)
 {
 	static const char json[] =
@@ -694,6 +749,21 @@ static const struct bad_case bad_cases[] = {
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"extra_requests_max\":\"0.1\"}"),
 	  ": expect[0].extra_requests_max: expected a number" },
 	/* prices */
+	/* ci */
+	{ "{" BASE ",\"ci\":0.2}", ": ci: expected an object {\"time_scale\": S, \"why\": \"…\"}, "
+	  "got 0.2" },
+	{ "{" BASE ",\"ci\":{\"why\":\"w\"}}", ": ci.time_scale: missing (required)" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0.2}}", ": ci.why: missing (required)" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0.2,\"why\":\"\"}}",
+	  ": ci.why: expected a non-empty string" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0,\"why\":\"w\"}}",
+	  ": ci.time_scale: expected a number above 0 and at most 10, got 0" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":10.5,\"why\":\"w\"}}",
+	  ": ci.time_scale: expected a number above 0 and at most 10, got 10.5" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":\"0.2\",\"why\":\"w\"}}",
+	  ": ci.time_scale: expected a number above 0 and at most 10, got the string" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0.2,\"why\":\"w\",\"scale\":1}}",
+	  ": ci.scale: unknown key" },
 	{ "{" BASE ",\"prices\":[1]}", ": prices: expected an object of providers' prices" },
 	{ "{" BASE ",\"prices\":{\"c\":{\"input\":1}}}",
 	  ": prices.c: expected the name of a provider (a, b), got \"c\"" },
