@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -73,7 +74,7 @@ struct child {
 struct poller {
 	uv_timer_t timer;
 	CURL *easy;
-	char url[512];
+	char *url;
 	uint64_t deadline_ns;
 	bool in_flight;
 	void (*done)(struct chaos *ch, bool ok);
@@ -106,14 +107,14 @@ struct chaos {
 	int signal;			/* that stopped everything; 0: none */
 	int exit_code;
 
-	char stamp_dir[1024];
+	char *stamp_dir;		/* OUT/NAME/STAMP */
 
 	/* The run in progress. */
 	const struct sc_setup *st;
 	size_t setup_index;
 	unsigned k;			/* repeat, from 1 */
-	char dir[1210];			/* .../run-K.tmp */
-	char final_dir[1200];
+	char *dir;			/* STAMP/SETUP/run-K.tmp */
+	char *final_dir;		/* STAMP/SETUP/run-K */
 	int64_t t0;
 	struct child *mocks;		/* one per provider */
 	int *ports;
@@ -122,12 +123,13 @@ struct chaos {
 	size_t healthz_next;		/* the provider being polled */
 	struct child setup;
 	struct child load;
-	char target[512];		/* loadgen's --target */
+	char *target;			/* loadgen's --target; NULL: not known yet */
 	size_t next_action;
 	bool stopping;
 	bool failed;
-	char why[4096];
-	char log_error[1500];		/* the first child log that could not be written; "": none */
+	struct buf why;			/* why the run failed */
+	bool log_failed;		/* a child's log could not be written */
+	struct buf log_error;		/* the first such: what, and why */
 	cJSON **runs;			/* this setup's summaries so far */
 	size_t nruns;
 	cJSON *combined;		/* setup name → stats_combine */
@@ -151,23 +153,71 @@ static const char *role_name(const struct child *c)
 
 /* ---- files ---- */
 
+/*
+ * printf into a new malloc'ed string, however long: every path and
+ * message of a run is built so, never cut to a buffer's size. NULL when
+ * out of memory.
+ */
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *str_printf(const char *fmt, ...)
+{
+	struct buf b = { 0 };
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+/* Says why the run failed (the first reason stays: see run_fail). */
+static void set_why(struct chaos *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_why(struct chaos *ch, const char *fmt, ...)
+{
+	va_list ap;
+
+	buf_reset(&ch->why);
+	va_start(ap, fmt);
+	buf_vprintf(&ch->why, fmt, ap);
+	va_end(ap);
+}
+
+/* The reason set_why gave, or the one thing that stops it giving one. */
+static const char *why_text(const struct chaos *ch)
+{
+	return ch->why.len ? ch->why.data : "out of memory";
+}
+
 static int mkdir_p(const char *path)
 {
-	char buf[1200];
+	char *copy = strdup(path);
 	char *s;
+	int rc = 0;
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (s = buf + 1; *s; s++) {
+	if (!copy)
+		return -ENOMEM;
+	for (s = copy + 1; *s; s++) {
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
+		if (mkdir(copy, 0755) && errno != EEXIST) {
+			rc = -errno;
+			goto out;
+		}
 		*s = '/';
 	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
+	if (mkdir(copy, 0755) && errno != EEXIST)
+		rc = -errno;
+out:
+	free(copy);
+	return rc;
 }
 
 /* ---- children ---- */
@@ -184,9 +234,11 @@ static void child_close(struct child *c)
 
 	if (!c->p)
 		return;
-	if (c->p->log_err && !ch->log_error[0])
-		snprintf(ch->log_error, sizeof(ch->log_error), "cannot write %s: %s",
-			 c->p->log_path, strerror(-c->p->log_err));
+	if (c->p->log_err && !ch->log_failed) {
+		ch->log_failed = true;
+		buf_printf(&ch->log_error, "cannot write %s: %s", c->p->log_path,
+			   strerror(-c->p->log_err));
+	}
 	proc_close(c->p, on_proc_closed);
 	c->p = NULL;
 }
@@ -194,11 +246,10 @@ static void child_close(struct child *c)
 static int child_start(struct chaos *ch, struct child *c, const char *const argv[],
 		       const char *log_name)
 {
-	char log_path[1300];
+	char *log_path = NULL;
 	int rc;
 
 	child_close(c);
-	snprintf(log_path, sizeof(log_path), "%s/%s", ch->dir, log_name);
 	c->ch = ch;
 	c->ready = false;
 	c->stop = STOP_NONE;
@@ -206,9 +257,13 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 	c->pgid = 0;
 	c->addr[0] = '\0';
 	c->p = calloc(1, sizeof(*c->p));
-	if (!c->p) {
+	log_path = str_printf("%s/%s", ch->dir, log_name);
+	if (!c->p || !log_path) {
+		free(c->p);
+		c->p = NULL;
+		rc = -ENOMEM;
 		run_fail(ch, "out of memory");
-		return -ENOMEM;
+		goto out;
 	}
 	c->p->on_line = on_child_line;
 	c->p->on_exit = on_child_exit;
@@ -220,6 +275,8 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 		child_close(c);		/* proc_close is due either way */
 		run_fail(ch, "cannot start %s: %s", argv[0], strerror(-rc));
 	}
+out:
+	free(log_path);
 	return rc;
 }
 
@@ -288,35 +345,35 @@ static char *mock_config_of(struct chaos *ch, size_t i)
 static void mock_start(struct chaos *ch, size_t i)
 {
 	const char *name = ch->sc->provider_names[i];
-	char prog[1100];
-	char cfg[1300];
+	char *prog = str_printf("%s/mockprov", ch->o->bin_dir);
+	char *cfg = str_printf("%s/mockprov-%s.json", ch->dir, name);
+	char *log_name = str_printf("mockprov-%s.log", name);
 	char t0[32];
 	char seed[32];
-	char log_name[128];
 	char err[CFG_ERR_LEN];
 	char *text = mock_config_of(ch, i);
 	const char *argv[] = { prog, "--config", cfg, "--t0", t0, "--log-dir", ch->dir,
 			       "--seed", seed, "--log-level", "warn", NULL };
 
-	snprintf(prog, sizeof(prog), "%s/mockprov", ch->o->bin_dir);
-	snprintf(cfg, sizeof(cfg), "%s/mockprov-%s.json", ch->dir, name);
 	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
-	snprintf(log_name, sizeof(log_name), "mockprov-%s.log", name);
-	if (!text) {
-		run_fail(ch, "cannot write %s: out of memory", cfg);
-		return;
+	if (!prog || !cfg || !log_name || !text) {
+		run_fail(ch, "cannot start mockprov for %s: out of memory", name);
+		goto out;
 	}
 	if (outfile_write_text(cfg, text, err, sizeof(err))) {
-		free(text);
 		run_fail(ch, "%s", err);
-		return;
+		goto out;
 	}
-	free(text);
 	ch->mocks[i].role = ROLE_MOCK;
 	ch->mocks[i].index = i;
 	ch->mocks[i].killed = false;
 	child_start(ch, &ch->mocks[i], argv, log_name);
+out:
+	free(text);
+	free(log_name);
+	free(cfg);
+	free(prog);
 }
 
 /* "listening NAME HOST:PORT": where provider i is. */
@@ -397,7 +454,12 @@ static void poll_until_ready(struct chaos *ch, const char *url,
 {
 	struct poller *pl = &ch->poll;
 
-	snprintf(pl->url, sizeof(pl->url), "%s", url);
+	free(pl->url);
+	pl->url = strdup(url);
+	if (!pl->url) {
+		run_fail(ch, "out of memory");
+		return;
+	}
 	pl->done = done;
 	pl->deadline_ns = clock_mono_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
 	poll_send(ch);
@@ -470,31 +532,35 @@ static int free_port(void)
 static void gateway_start(struct chaos *ch)
 {
 	char err[CFG_ERR_LEN];
-	char prog[1100];
-	char cfg[1300];
-	char events[1300];
+	char *prog = str_printf("%s/gateway", ch->o->bin_dir);
+	char *cfg = str_printf("%s/gateway.json", ch->dir);
+	char *events = str_printf("%s/events.jsonl", ch->dir);
 	char seed[32];
 	char *text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
 					     (const char *const *)ch->urls, err);
 	const char *argv[] = { prog, "--config", cfg, "--events", events, "--seed", seed,
 			       "--log-level", "warn", NULL };
 
-	snprintf(prog, sizeof(prog), "%s/gateway", ch->o->bin_dir);
-	snprintf(cfg, sizeof(cfg), "%s/gateway.json", ch->dir);
-	snprintf(events, sizeof(events), "%s/events.jsonl", ch->dir);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
 	if (!text) {
 		run_fail(ch, "setup %s: %s", ch->st->name, err);
-		return;
+		goto out;
+	}
+	if (!prog || !cfg || !events) {
+		run_fail(ch, "setup %s: out of memory", ch->st->name);
+		goto out;
 	}
 	if (outfile_write_text(cfg, text, err, sizeof(err))) {
-		free(text);
 		run_fail(ch, "%s", err);
-		return;
+		goto out;
 	}
-	free(text);
 	ch->setup.role = ROLE_SETUP;
 	child_start(ch, &ch->setup, argv, "gateway.log");
+out:
+	free(text);
+	free(events);
+	free(cfg);
+	free(prog);
 }
 
 static void external_start(struct chaos *ch)
@@ -518,7 +584,9 @@ static void external_start(struct chaos *ch)
 	target = scenario_expand(ch->sc, st->target, port, urls);
 	if (!ready || !target)
 		goto out_fail;
-	snprintf(ch->target, sizeof(ch->target), "%s", target);
+	free(ch->target);
+	ch->target = target;
+	target = NULL;
 	ch->setup.role = ROLE_SETUP;
 	if (child_start(ch, &ch->setup, (const char *const *)argv, "external.log") == 0)
 		poll_until_ready(ch, ready, on_setup_ready);
@@ -544,7 +612,12 @@ static void setup_start(struct chaos *ch)
 			run_fail(ch, "provider %s printed no address", ch->sc->provider_names[st->provider]);
 			return;
 		}
-		snprintf(ch->target, sizeof(ch->target), "%s", ch->urls[st->provider]);
+		free(ch->target);
+		ch->target = strdup(ch->urls[st->provider]);
+		if (!ch->target) {
+			run_fail(ch, "out of memory");
+			return;
+		}
 		load_start(ch);
 		break;
 	case SC_GATEWAY:
@@ -620,15 +693,14 @@ static bool row_is_ok(const char *row, size_t len)
 /* Counts the rows loadgen has flushed since the last call. */
 static void progress_read(struct chaos *ch)
 {
-	char path[1300];
+	char *path = str_printf("%s/requests.csv.tmp", ch->dir);
 	char chunk[65536];
 	struct buf *line = &ch->progress_line;
-	FILE *fp;
+	FILE *fp = path ? fopen(path, "r") : NULL;
 	size_t n;
 	size_t i;
 
-	snprintf(path, sizeof(path), "%s/requests.csv.tmp", ch->dir);
-	fp = fopen(path, "r");
+	free(path);
 	if (!fp || fseek(fp, ch->progress_off, SEEK_SET)) {
 		if (fp)
 			fclose(fp);
@@ -676,7 +748,8 @@ static void load_start(struct chaos *ch)
 {
 	const struct sc_load *l = &ch->sc->load;
 	const struct sc_setup *st = ch->st;
-	char prog[1100];
+	char *prog = NULL;
+	char *mix = NULL;
 	char t0[32];
 	char dur[48];
 	char timeout[48];
@@ -691,7 +764,6 @@ static void load_start(struct chaos *ch)
 	char backoff[48];
 	char backoff_max[48];
 	char prefix[96];
-	char mix[1300];
 	char err[CFG_ERR_LEN];
 	const char *argv[48];
 	size_t n = 0;
@@ -699,9 +771,13 @@ static void load_start(struct chaos *ch)
 	if (clock_unix_ms() > ch->t0 - 50) {
 		run_fail(ch, "the processes took longer than %d ms to start: t0 has passed",
 			 CHAOS_LEAD_MS);
-		return;
+		goto out;
 	}
-	snprintf(prog, sizeof(prog), "%s/loadgen", ch->o->bin_dir);
+	prog = str_printf("%s/loadgen", ch->o->bin_dir);
+	if (!prog || !ch->target) {
+		run_fail(ch, "cannot start loadgen: out of memory");
+		goto out;
+	}
 	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
 	snprintf(dur, sizeof(dur), "%.3fms", ch->sc->duration_ms);
 	snprintf(timeout, sizeof(timeout), "%.3fms", l->timeout_ms);
@@ -764,15 +840,15 @@ static void load_start(struct chaos *ch)
 			cJSON_AddItemToObject(m, "response_headers",
 					      cJSON_Duplicate(st->response_headers, true));
 		}
-		snprintf(mix, sizeof(mix), "%s/mix.json", ch->dir);
+		mix = str_printf("%s/mix.json", ch->dir);
 		rc = -ENOMEM;
-		snprintf(err, sizeof(err), "cannot write %.400s: out of memory", mix);
-		if (m)
+		snprintf(err, sizeof(err), "cannot write %s/mix.json: out of memory", ch->dir);
+		if (m && mix)
 			rc = outfile_write_json(mix, m, err, sizeof(err));
 		cJSON_Delete(m);
 		if (rc) {
 			run_fail(ch, "%s", err);
-			return;
+			goto out;
 		}
 		argv[n++] = "--mix";
 		argv[n++] = mix;
@@ -796,7 +872,7 @@ static void load_start(struct chaos *ch)
 	argv[n] = NULL;
 	ch->load.role = ROLE_LOAD;
 	if (child_start(ch, &ch->load, argv, "loadgen.log"))
-		return;
+		goto out;
 	arm_action(ch);
 	if (ch->tty) {
 		ch->progress_off = 0;
@@ -805,6 +881,9 @@ static void load_start(struct chaos *ch)
 		buf_reset(&ch->progress_line);
 		uv_timer_start(&ch->progress, on_progress, PROGRESS_MS, PROGRESS_MS);
 	}
+out:
+	free(mix);
+	free(prog);
 }
 
 /* ---- lines and exits ---- */
@@ -821,7 +900,8 @@ static void on_child_line(struct proc *p, const char *line)
 	} else if (c->role == ROLE_SETUP && ch->st->kind == SC_GATEWAY &&
 		   sscanf(line, "listening %127s", addr) == 1) {
 		snprintf(c->addr, sizeof(c->addr), "%s", addr);
-		snprintf(ch->target, sizeof(ch->target), "http://%s/v1", addr);
+		free(ch->target);
+		ch->target = str_printf("http://%s/v1", addr);
 	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !ch->stopping &&
 		   (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
 		c->ready = true;
@@ -856,16 +936,16 @@ static bool clean_stop(const struct chaos *ch, const struct child *c)
 static void fail_with_tail(struct chaos *ch, const struct child *c, const char *what)
 {
 	struct buf tail = { 0 };
-	char log[1500];
 
 	proc_stderr_tail(c->p, LOG_TAIL_LINES, &tail);
 	if (c->p->log_err)
-		snprintf(log, sizeof(log), "%s could not be written: %s", c->p->log_path,
-			 strerror(-c->p->log_err));
+		run_fail(ch, "%s (%s) %s; its last stderr lines (%s could not be written: %s):\n%s",
+			 role_name(c), c->p->name, what, c->p->log_path, strerror(-c->p->log_err),
+			 tail.len ? tail.data : "(none)\n");
 	else
-		snprintf(log, sizeof(log), "all its output is in %s", c->p->log_path);
-	run_fail(ch, "%s (%s) %s; its last stderr lines (%s):\n%s", role_name(c), c->p->name,
-		 what, log, tail.len ? tail.data : "(none)\n");
+		run_fail(ch, "%s (%s) %s; its last stderr lines (all its output is in %s):\n%s",
+			 role_name(c), c->p->name, what, c->p->log_path,
+			 tail.len ? tail.data : "(none)\n");
 	buf_free(&tail);
 }
 
@@ -903,22 +983,20 @@ static void on_child_exit(struct proc *p)
 
 static void end_soon(struct chaos *ch);
 
-/* Which children's groups are still there, for a message. */
-static void left_names(const struct chaos *ch, char *out, size_t len)
+/* Which children's groups are still there, for a message, onto out. */
+static void left_names(const struct chaos *ch, struct buf *out)
 {
-	size_t used = 0;
 	size_t i;
 
-	out[0] = '\0';
 	for (i = 0; i < ch->sc->nproviders; i++) {
-		if (group_alive(&ch->mocks[i]) && used < len)
-			used += (size_t)snprintf(out + used, len - used, "%smockprov %s",
-						 used ? ", " : "", ch->sc->provider_names[i]);
+		if (group_alive(&ch->mocks[i]))
+			buf_printf(out, "%smockprov %s", out->len ? ", " : "",
+				   ch->sc->provider_names[i]);
 	}
-	if (group_alive(&ch->setup) && used < len)
-		used += (size_t)snprintf(out + used, len - used, "%sthe setup", used ? ", " : "");
-	if (group_alive(&ch->load) && used < len)
-		snprintf(out + used, len - used, "%sloadgen", used ? ", " : "");
+	if (group_alive(&ch->setup))
+		buf_printf(out, "%sthe setup", out->len ? ", " : "");
+	if (group_alive(&ch->load))
+		buf_printf(out, "%sloadgen", out->len ? ", " : "");
 }
 
 /*
@@ -931,28 +1009,32 @@ static void on_stop_poll(uv_timer_t *t)
 {
 	struct chaos *ch = t->data;
 	double ms = (double)(clock_mono_ns() - ch->stop_ns) / 1e6;
-	char names[256];
+	struct buf names = { 0 };
 	size_t i;
 
 	if (!any_left(ch)) {
 		end_soon(ch);
-		return;
+		goto out;
 	}
 	if (ms >= STOP_GRACE_MS && !ch->sent_sigkill) {
 		ch->sent_sigkill = true;
-		left_names(ch, names, sizeof(names));
-		run_fail(ch, "%s did not stop within %d ms of SIGTERM", names, STOP_GRACE_MS);
+		left_names(ch, &names);
+		run_fail(ch, "%s did not stop within %d ms of SIGTERM",
+			 names.len ? names.data : "a child", STOP_GRACE_MS);
 		for (i = 0; i < ch->sc->nproviders; i++)
 			child_stop(&ch->mocks[i], SIGKILL, STOP_END);
 		child_stop(&ch->setup, SIGKILL, STOP_END);
 		child_stop(&ch->load, SIGKILL, STOP_END);
 	} else if (ms >= STOP_GRACE_MS + STOP_KILLED_MS) {
-		left_names(ch, names, sizeof(names));
-		fprintf(stderr, "chaos: %s still has processes after SIGKILL (zombies?)\n", names);
+		left_names(ch, &names);
+		fprintf(stderr, "chaos: %s still has processes after SIGKILL (zombies?)\n",
+			names.len ? names.data : "a child");
 		end_soon(ch);
-		return;
+		goto out;
 	}
 	uv_timer_start(&ch->timer, on_stop_poll, STOP_POLL_MS, 0);
+out:
+	buf_free(&names);
 }
 
 /* Every child's group gets SIGTERM; on_stop_poll ends the run when they are gone. */
@@ -989,8 +1071,9 @@ static void run_fail(struct chaos *ch, const char *fmt, ...)
 
 	if (!ch->failed) {
 		ch->failed = true;
+		buf_reset(&ch->why);
 		va_start(ap, fmt);
-		vsnprintf(ch->why, sizeof(ch->why), fmt, ap);
+		buf_vprintf(&ch->why, fmt, ap);
 		va_end(ap);
 	}
 	run_stop(ch);
@@ -1053,66 +1136,76 @@ static void on_start_deadline(uv_timer_t *t)
  */
 static int finish_mock_logs(struct chaos *ch)
 {
-	char tmp[1410];
-	char done[1400];
+	char *tmp = NULL;
+	char *done = NULL;
 	size_t i;
+	int rc = 0;
 
-	for (i = 0; i < ch->sc->nproviders; i++) {
+	for (i = 0; i < ch->sc->nproviders && !rc; i++) {
 		if (!ch->mocks[i].killed)
 			continue;	/* stopped cleanly: mockprov finished its own log */
-		snprintf(done, sizeof(done), "%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
-		snprintf(tmp, sizeof(tmp), "%s.tmp", done);
-		if (access(tmp, F_OK) == 0 && access(done, F_OK) != 0 && rename(tmp, done)) {
-			int rc = -errno;
-
-			snprintf(ch->why, sizeof(ch->why), "cannot rename %s to %s: %s", tmp, done,
-				 strerror(-rc));
-			return rc;
+		free(done);
+		free(tmp);
+		done = str_printf("%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
+		tmp = str_printf("%s/mock-%s.csv.tmp", ch->dir, ch->sc->provider_names[i]);
+		if (!done || !tmp) {
+			set_why(ch, "out of memory");
+			rc = -ENOMEM;
+		} else if (access(tmp, F_OK) == 0 && access(done, F_OK) != 0 && rename(tmp, done)) {
+			rc = -errno;
+			set_why(ch, "cannot rename %s to %s: %s", tmp, done, strerror(-rc));
 		}
 	}
-	return 0;
+	free(done);
+	free(tmp);
+	return rc;
 }
 
 static int summarise(struct chaos *ch)
 {
 	char err[CFG_ERR_LEN];
-	char path[1300];
-	char lg[1300];
+	char *path = str_printf("%s/summary.json", ch->dir);
+	char *lg = str_printf("%s/loadgen-summary.json", ch->dir);
 	cJSON *sum = NULL;
 	cJSON **runs;
 	int rc;
 
+	if (!path || !lg) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	/* loadgen's own summary keeps its name apart from the run's. */
-	snprintf(path, sizeof(path), "%s/summary.json", ch->dir);
-	snprintf(lg, sizeof(lg), "%s/loadgen-summary.json", ch->dir);
 	if (rename(path, lg) && errno != ENOENT) {
 		rc = -errno;
-		snprintf(ch->why, sizeof(ch->why), "cannot rename %s to %s: %s", path, lg,
-			 strerror(-rc));
-		return rc;
+		set_why(ch, "cannot rename %s to %s: %s", path, lg, strerror(-rc));
+		goto out;
 	}
 	rc = finish_mock_logs(ch);
 	if (rc)
-		return rc;
+		goto out;
 	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum, err);
 	if (rc) {
-		snprintf(ch->why, sizeof(ch->why), "summary: %s", err);
-		return rc;
+		set_why(ch, "summary: %s", err);
+		goto out;
 	}
 	rc = outfile_write_json(path, sum, err, sizeof(err));
 	if (rc) {
 		cJSON_Delete(sum);
-		snprintf(ch->why, sizeof(ch->why), "%s", err);
-		return rc;
+		set_why(ch, "%s", err);
+		goto out;
 	}
 	runs = realloc(ch->runs, (ch->nruns + 1) * sizeof(*runs));
 	if (!runs) {
 		cJSON_Delete(sum);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
 	}
 	ch->runs = runs;
 	ch->runs[ch->nruns++] = sum;
-	return 0;
+out:
+	free(lg);
+	free(path);
+	return rc;
 }
 
 static void free_runs(struct chaos *ch)
@@ -1157,20 +1250,21 @@ static void run_end(struct chaos *ch)
 	if (!ch->st)
 		return;
 	run_cleanup(ch);
-	if (ok && ch->log_error[0]) {
+	if (ok && ch->log_failed) {
 		/* A child's log is one of the run's files: the run is not whole without it. */
-		snprintf(ch->why, sizeof(ch->why), "%s", ch->log_error);
+		set_why(ch, "%s", ch->log_error.len ? ch->log_error.data : "a child's log could "
+			"not be written");
 		ok = false;
 	}
 	if (ok && summarise(ch))
 		ok = false;
 	if (ok && rename(ch->dir, ch->final_dir)) {
-		snprintf(ch->why, sizeof(ch->why), "cannot rename %s: %s", ch->dir, strerror(errno));
+		set_why(ch, "cannot rename %s: %s", ch->dir, strerror(errno));
 		ok = false;
 	}
 	if (!ok) {
 		fprintf(stderr, "chaos: %s / %s / run %u failed: %s\n  (its files: %s)\n",
-			ch->sc->name, ch->st->name, ch->k, ch->why, ch->dir);
+			ch->sc->name, ch->st->name, ch->k, why_text(ch), ch->dir ? ch->dir : "none");
 		ch->exit_code = 1;
 	} else {
 		ch->completed++;
@@ -1230,12 +1324,14 @@ static void run_begin(struct chaos *ch)
 
 	ch->stopping = false;
 	ch->failed = false;
-	ch->why[0] = '\0';
-	ch->log_error[0] = '\0';
+	buf_reset(&ch->why);
+	ch->log_failed = false;
+	buf_reset(&ch->log_error);
 	ch->mocks_ready = 0;
 	ch->healthz_next = 0;
 	ch->next_action = 0;
-	ch->target[0] = '\0';
+	free(ch->target);
+	ch->target = NULL;
 	memset(ch->mocks, 0, sc->nproviders * sizeof(*ch->mocks));
 	memset(&ch->setup, 0, sizeof(ch->setup));
 	memset(&ch->load, 0, sizeof(ch->load));
@@ -1244,13 +1340,15 @@ static void run_begin(struct chaos *ch)
 		free(ch->urls[i]);
 		ch->urls[i] = NULL;
 	}
-	snprintf(ch->final_dir, sizeof(ch->final_dir), "%s/%s/run-%u", ch->stamp_dir, ch->st->name,
-		 ch->k);
-	snprintf(ch->dir, sizeof(ch->dir), "%s.tmp", ch->final_dir);
-	rc = mkdir_p(ch->dir);
+	free(ch->final_dir);
+	free(ch->dir);
+	ch->final_dir = str_printf("%s/%s/run-%u", ch->stamp_dir, ch->st->name, ch->k);
+	ch->dir = str_printf("%s/%s/run-%u.tmp", ch->stamp_dir, ch->st->name, ch->k);
+	rc = ch->dir && ch->final_dir ? mkdir_p(ch->dir) : -ENOMEM;
 	if (rc) {
 		ch->failed = true;
-		snprintf(ch->why, sizeof(ch->why), "cannot make %s: %s", ch->dir, strerror(-rc));
+		set_why(ch, "cannot make %s/%s/run-%u.tmp: %s", ch->stamp_dir, ch->st->name, ch->k,
+			strerror(-rc));
 		ch->stopping = true;
 		end_soon(ch);
 		return;
@@ -1312,35 +1410,68 @@ static void on_closed_quiet(uv_handle_t *h)
 	(void)h;
 }
 
+/* The longest a stamp's name gets: 20261203T201731Z-99. */
+#define STAMP_NAME_MAX 19
+
+/*
+ * Whether every path of the run (OUT/NAME/STAMP/SETUP/run-K.tmp/FILE, the
+ * longest file a provider's mockprov-NAME.json.tmp or loadgen's
+ * summary on its way to loadgen-summary.json.tmp) fits in PATH_MAX, so a
+ * too long --out is refused at the start, not by each run's first file.
+ * Returns the longest path's length.
+ */
+static size_t longest_path(const struct scenario *sc, const struct chaos_opts *o)
+{
+	size_t setup = 0;
+	size_t file = sizeof("loadgen-summary.json.tmp") - 1;
+	size_t i;
+	char k[16];
+
+	for (i = 0; i < sc->nsetups; i++) {
+		if (strlen(sc->setups[i].name) > setup)
+			setup = strlen(sc->setups[i].name);
+	}
+	for (i = 0; i < sc->nproviders; i++) {
+		size_t n = sizeof("mockprov-.json.tmp") - 1 + strlen(sc->provider_names[i]);
+
+		if (n > file)
+			file = n;
+	}
+	snprintf(k, sizeof(k), "%u", o->repeat);
+	return strlen(o->out_dir) + 1 + strlen(sc->name) + 1 + STAMP_NAME_MAX + 1 + setup +
+	       sizeof("/run-.tmp/") - 1 + strlen(k) + file;
+}
+
+/* Makes OUT/NAME/STAMP, a new one (STAMP-2… when taken), into ch->stamp_dir. */
 static int make_stamp_dir(struct chaos *ch)
 {
 	char stamp[32];
-	char parent[1024];
+	char *parent = str_printf("%s/%s", ch->o->out_dir, ch->sc->name);
 	time_t now = time(NULL);
 	struct tm tm;
-	int rc;
+	int rc = -EEXIST;
 	int i;
 
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(parent, sizeof(parent), "%s/%s", ch->o->out_dir, ch->sc->name);
-	for (i = 1; i < 100; i++) {
+	for (i = 1; i < 100 && rc == -EEXIST; i++) {
+		free(ch->stamp_dir);
 		if (i == 1)
-			snprintf(ch->stamp_dir, sizeof(ch->stamp_dir), "%s/%s/%s", ch->o->out_dir,
-				 ch->sc->name, stamp);
+			ch->stamp_dir = str_printf("%s/%s", parent ? parent : "", stamp);
 		else
-			snprintf(ch->stamp_dir, sizeof(ch->stamp_dir), "%s/%s/%s-%d", ch->o->out_dir,
-				 ch->sc->name, stamp, i);
+			ch->stamp_dir = str_printf("%s/%s-%d", parent ? parent : "", stamp, i);
+		if (!parent || !ch->stamp_dir) {
+			rc = -ENOMEM;
+			break;
+		}
 		/* The parent with -p, the stamp itself alone: two runners never share one. */
 		rc = mkdir_p(parent);
 		if (rc)
-			return rc;
-		if (mkdir(ch->stamp_dir, 0755) == 0)
-			return 0;
-		if (errno != EEXIST)
-			return -errno;
+			break;
+		rc = mkdir(ch->stamp_dir, 0755) == 0 ? 0 : -errno;
 	}
-	return -EEXIST;
+	free(parent);
+	return rc;
 }
 
 /*
@@ -1350,17 +1481,21 @@ static int make_stamp_dir(struct chaos *ch)
  */
 static int copy_scenario(const struct chaos *ch, char *err, size_t errlen)
 {
-	char path[1300];
+	char *path = str_printf("%s/scenario.json", ch->stamp_dir);
 	cJSON *root = json_load_file(ch->sc->path, err, errlen);
-	int rc;
+	int rc = -EIO;
 
 	if (!root)
-		return -EIO;
+		goto out;
 	if (!cJSON_GetObjectItemCaseSensitive(root, "name"))
 		cJSON_AddStringToObject(root, "name", ch->sc->name);
-	snprintf(path, sizeof(path), "%s/scenario.json", ch->stamp_dir);
-	rc = outfile_write_json(path, root, err, errlen);
+	rc = -ENOMEM;
+	snprintf(err, errlen, "out of memory");
+	if (path)
+		rc = outfile_write_json(path, root, err, errlen);
+out:
 	cJSON_Delete(root);
+	free(path);
 	return rc;
 }
 
@@ -1368,9 +1503,17 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 {
 	struct chaos ch = { .sc = sc, .o = o };
 	char err[CFG_ERR_LEN];
-	char path[1300];
+	char *path = NULL;
+	size_t longest = longest_path(sc, o);
 	size_t i;
 	int rc;
+
+	if (longest >= PATH_MAX) {
+		fprintf(stderr, "chaos: --out: %s is too long: the run's files would have paths of up "
+			"to %zu bytes, and the system takes at most %d\n", o->out_dir, longest,
+			PATH_MAX - 1);
+		return 2;
+	}
 
 	ch.loop = uv_default_loop();
 	ch.mocks = calloc(sc->nproviders, sizeof(*ch.mocks));
@@ -1384,8 +1527,10 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	}
 	rc = make_stamp_dir(&ch);
 	if (rc) {
-		fprintf(stderr, "chaos: cannot make %s: %s\n", ch.stamp_dir, strerror(-rc));
-		ch.exit_code = 1;
+		/* A name longer than the file system takes is a bad --out: exit 2. */
+		fprintf(stderr, "chaos: %scannot make %s: %s\n", rc == -ENAMETOOLONG ? "--out: " : "",
+			ch.stamp_dir ? ch.stamp_dir : o->out_dir, strerror(-rc));
+		ch.exit_code = rc == -ENAMETOOLONG ? 2 : 1;
 		goto out_free;
 	}
 	rc = copy_scenario(&ch, err, sizeof(err));
@@ -1435,8 +1580,11 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		cJSON_AddNumberToObject(top, "repeat", o->repeat);
 		cJSON_AddItemToObject(top, "setups", ch.combined);
 		ch.combined = NULL;
-		snprintf(path, sizeof(path), "%s/summary.json", ch.stamp_dir);
-		if (outfile_write_json(path, top, err, sizeof(err)) ||
+		path = str_printf("%s/summary.json", ch.stamp_dir);
+		if (!path)
+			snprintf(err, sizeof(err), "cannot write %s/summary.json: out of memory",
+				 ch.stamp_dir);
+		if (!path || outfile_write_json(path, top, err, sizeof(err)) ||
 		    report_write(ch.stamp_dir, sc, top, err)) {
 			fprintf(stderr, "chaos: %s\n", err);
 			ch.exit_code = 1;
@@ -1471,6 +1619,14 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		curl_easy_cleanup(ch.poll.easy);
 	uv_loop_close(ch.loop);
 out_free:
+	free(path);
+	free(ch.stamp_dir);
+	free(ch.dir);
+	free(ch.final_dir);
+	free(ch.target);
+	free(ch.poll.url);
+	buf_free(&ch.why);
+	buf_free(&ch.log_error);
 	buf_free(&ch.progress_line);
 	free_runs(&ch);
 	for (i = 0; ch.urls && i < sc->nproviders; i++)

@@ -1341,6 +1341,76 @@ static void tiny_scenario(const char *name)
 	write_file(dir, file, text, scenario, sizeof(scenario));
 }
 
+/* DIR/TOP and then "/d0123456789" over and over, to at least len bytes. */
+static void long_path(char *out, size_t cap, const char *top, size_t len)
+{
+	size_t n = (size_t)snprintf(out, cap, "%s/%s", dir, top);
+
+	while (n < len && n + 13 < cap)
+		n += (size_t)snprintf(out + n, cap - n, "/d0123456789");
+}
+
+/*
+ * --out longer than any fixed buffer the runner had (1,024 bytes for the
+ * stamp, 1,200 for a run): the run works, every file where it belongs. One
+ * too long for the system is refused at once, exit 2, --out named, with
+ * nothing made.
+ */
+Test(chaos, a_long_out_path_works_and_a_too_long_one_is_refused, .timeout = 60)
+{
+	char out[5000];
+	char path[5400];
+	char stamp[5200];
+	char err[16384];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+	int rc;
+
+	tiny_scenario("longpath");
+	long_path(out, sizeof(out), "x", 1100);
+	cr_assert_gt(strlen(out), 1100);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 40);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	snprintf(path, sizeof(path), "%s/longpath", out);
+	d = opendir(path);
+	cr_assert_not_null(d, "no %s", path);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(stamp, sizeof(stamp), "%.5000s/%.100s", path, e->d_name);
+		n++;
+	}
+	closedir(d);
+	cr_assert_eq(n, 1, "%d stamps", n);
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/scenario.json", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/d/run-1/mock-p.csv", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/d/run-1/summary.json", stamp);
+	cr_assert(exists(path), "no %s", path);
+
+	long_path(out, sizeof(out), "y", 4100);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 20);
+	}
+	cr_assert_eq(rc, 2, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "chaos: --out: ") && strstr(err, "is too long") &&
+		  strstr(err, "/d0123456789/d0123456789"), "%s", err);
+	snprintf(path, sizeof(path), "%s/y", dir);
+	cr_assert_not(exists(path), "the refused run made its folders");
+}
+
 /* chaos run of the scenario under a file size limit: exit 1. */
 static void run_limited(rlim_t limit, struct lg_proc *p)
 {
