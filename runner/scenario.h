@@ -3,9 +3,14 @@
  * timelines, kill/restart actions, named phases, the load, the setups to
  * compare and the expectations — validated once into plain structs, with
  * every error naming the file, the key's path and what was expected. Pure:
- * no processes, no network. Also builds the files the runner hands to the
- * programs (mockprov's config, a gateway setup's config) and expands the
- * {port}, {listen} and {upstream.NAME} placeholders of setups.
+ * no processes, no network. The providers are checked by mockprov's own
+ * config code and each gateway setup's config by the gateway's
+ * (gw_config_from_json, placeholders standing for loopback URLs), so what
+ * a program would refuse at the run's start is refused at load. Also
+ * builds the files the runner hands to the programs (mockprov's config, a
+ * gateway setup's config) and expands the {port}, {listen} and
+ * {upstream.NAME} placeholders of setups. "ci" says the time scale CI
+ * runs the scenario at, and why (scenario_ci_scale).
  *
  * Time scaling (scenario_scale, applied by scenario_load before anything
  * is checked), one rule over the whole parsed file:
@@ -158,7 +163,8 @@ struct scenario {
  * the top of this file) before validating it. Returns 0 with sc filled
  * (free it with scenario_free); or -EINVAL (-ENOMEM when out of memory)
  * with a message in err (CFG_ERR_LEN bytes) in cfg's form,
- * "FILE: PATH.KEY: expected …, got …", and sc empty. With a scale other
+ * "FILE: PATH.KEY: expected …, got …" (a gateway setup's config:
+ * "FILE: setups[I] \"NAME\": config.KEY: …"), and sc empty. With a scale other
  * than 1 the message ends with a note saying so, as the values it quotes
  * are the scaled ones.
  */

@@ -1379,7 +1379,7 @@ Test(chaos, a_long_out_path_works_and_a_too_long_one_is_refused, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/longpath", out);
 	d = opendir(path);
 	cr_assert_not_null(d, "no %s", path);
-	while ((e = readdir(d))) {
+	for (e = readdir(d); e; e = readdir(d)) {
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(stamp, sizeof(stamp), "%.5000s/%.100s", path, e->d_name);

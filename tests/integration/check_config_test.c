@@ -100,7 +100,7 @@ static int entries(const char *d)
 	int n = 0;
 
 	cr_assert_not_null(dp);
-	while ((e = readdir(dp)) != NULL) {
+	for (e = readdir(dp); e; e = readdir(dp)) {
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
 			n++;
 	}
