@@ -47,6 +47,8 @@ MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 GATEWAY_LIB_SRC := $(filter-out gateway/main.c,$(sort $(wildcard gateway/*.c)))
 RUNNER_LIB_SRC := $(filter-out runner/main.c,$(sort $(wildcard runner/*.c)))
+# The part of the gateway the runner links to check a scenario's gateway setups.
+GATEWAY_CONFIG_SRC := gateway/config.c gateway/breaker.c
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c \
 	tests/support/jsondiff.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
@@ -85,8 +87,9 @@ $(O)/$(1)/bin/gateway: $$(patsubst %.c,$(O)/$(1)/%.o,gateway/main.c $$(GATEWAY_L
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-# The runner validates providers with mockprov's own config code.
-$(O)/$(1)/bin/chaos: $$(patsubst %.c,$(O)/$(1)/%.o,runner/main.c $$(RUNNER_LIB_SRC) $$(MOCKPROV_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+# The runner validates providers with mockprov's own config code, and gateway
+# setups with the gateway's (gateway/config.c and what it needs).
+$(O)/$(1)/bin/chaos: $$(patsubst %.c,$(O)/$(1)/%.o,runner/main.c $$(RUNNER_LIB_SRC) $$(MOCKPROV_LIB_SRC) $$(GATEWAY_CONFIG_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
@@ -185,7 +188,7 @@ $(O)/fuzz/bin/gw_config: $(call FUZZ_OBJ,tests/fuzz/gw_config.c tests/fuzz/fuzzf
 $(O)/fuzz/bin/mock_config: $(call FUZZ_OBJ,tests/fuzz/mock_config.c tests/fuzz/fuzzfile.c \
 	$(MOCKPROV_LIB_SRC) $(COMMON_SRC))
 $(O)/fuzz/bin/scenario: $(call FUZZ_OBJ,tests/fuzz/scenario.c tests/fuzz/fuzzfile.c \
-	$(RUNNER_LIB_SRC) $(MOCKPROV_LIB_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
+	$(RUNNER_LIB_SRC) $(MOCKPROV_LIB_SRC) $(GATEWAY_CONFIG_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
 $(O)/fuzz/bin/%:
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(DEP_LIBS) $(CURL_LIBS)

@@ -30,8 +30,7 @@ struct curl_watch {
 	uv_poll_t poll;			/* first: the handle's memory is the watch's */
 	curl_socket_t fd;
 	struct curl_uv *cu;
-	struct curl_watch *prev;
-	struct curl_watch *next;
+	struct list_node link;		/* on cu->watches */
 	int events;			/* UV_READABLE/UV_WRITABLE polled; 0: stopped */
 	bool idle;			/* curl said REMOVE: back in its pool */
 	bool owned;			/* opened by on_open, closed by on_close */
@@ -83,7 +82,7 @@ static void free_fds(struct curl_uv *cu);
 
 static void maybe_closed(struct curl_uv *cu)
 {
-	if (!cu->closed || cu->closing || cu->watches)
+	if (!cu->closed || cu->closing || !list_empty(&cu->watches))
 		return;
 	free_fds(cu);
 	if (cu->on_closed)
@@ -125,12 +124,7 @@ static void on_watch_closed(uv_handle_t *h)
 
 static void unwatch(struct curl_uv *cu, struct curl_watch *w)
 {
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		cu->watches = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
+	list_remove(&cu->watches, &w->link);
 	if (watch_of(cu, w->fd) == w)
 		cu->by_fd[w->fd] = NULL;
 	uv_poll_stop(&w->poll);
@@ -215,10 +209,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 		w->cu = cu;
 		w->owned = cu->owned[fd] && cu->owned[fd] == ino_of(fd);
 		w->poll.data = w;
-		w->next = cu->watches;
-		if (cu->watches)
-			cu->watches->prev = w;
-		cu->watches = w;
+		list_push_front(&cu->watches, &w->link);
 		cu->by_fd[fd] = w;
 	}
 	if (w->idle) {
@@ -295,6 +286,7 @@ static int on_timer_change(CURLM *multi, long timeout_ms, void *userp)
 int curl_uv_init(struct curl_uv *cu, uv_loop_t *loop, curl_uv_done_cb on_done)
 {
 	*cu = (struct curl_uv){ .loop = loop, .on_done = on_done };
+	list_init(&cu->watches);
 	cu->multi = curl_multi_init();
 	if (!cu->multi)
 		return -ENOMEM;
@@ -363,8 +355,8 @@ void curl_uv_close(struct curl_uv *cu, curl_uv_closed_cb on_closed)
 	/* Closing the connection cache tells on_socket about its sockets. */
 	curl_multi_cleanup(cu->multi);
 	cu->multi = NULL;
-	while (cu->watches)
-		unwatch(cu, cu->watches);
+	while (!list_empty(&cu->watches))
+		unwatch(cu, list_entry(list_first(&cu->watches), struct curl_watch, link));
 	cu->closing++;
 	uv_close((uv_handle_t *)&cu->timer, on_timer_closed);
 }

@@ -19,6 +19,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/list.h"
+
 struct curl_uv;
 
 /*
@@ -50,7 +52,7 @@ struct curl_uv {
 	curl_uv_done_cb on_done;
 	curl_uv_closed_cb on_closed;
 	void *data;			/* the caller's */
-	struct curl_watch *watches;	/* sockets being polled (a list) */
+	struct list watches;		/* sockets being polled (struct curl_watch) */
 	struct curl_watch **by_fd;	/* the watch of each fd, or NULL */
 	ino_t *owned;			/* inode of the fd curl_uv opened for a connection; 0: not ours */
 	size_t nfds;			/* size of by_fd and owned */

@@ -21,6 +21,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/json.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/opt.h"
 
@@ -71,8 +72,7 @@ struct conn {
 	uv_timer_t timer;
 	uv_shutdown_t shutdown;
 	struct http_server *srv;
-	struct conn *prev;
-	struct conn *next;
+	struct list_node link;	/* on srv->conns */
 	http_parser parser;
 	enum conn_state state;
 	int open_handles;	/* closed when this reaches 0 */
@@ -127,8 +127,7 @@ struct http_server {
 	uv_tcp_t *reserve;	/* bound, not listening: holds the port while unlistened */
 	struct sockaddr_storage addr;
 	bool have_addr;
-	struct conn *conns;
-	unsigned nconns;
+	struct list conns;		/* every connection (struct conn), accepted or socketpair */
 	uint64_t rejected;		/* connections closed at once: max_conns were open */
 	struct log_limit reject_log;	/* their log line, at most once per REJECT_LOG_NS */
 	unsigned closing_listeners;
@@ -954,13 +953,7 @@ static void on_conn_handle_closed(uv_handle_t *h)
 
 	if (--c->open_handles)
 		return;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		srv->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	srv->nconns--;
+	list_remove(&srv->conns, &c->link);
 	buf_free(&c->url);
 	buf_free(&c->path);
 	buf_free(&c->hdr);
@@ -1191,11 +1184,7 @@ static struct conn *conn_new(struct http_server *srv)
 	c->timer.data = c;
 	c->open_handles = 2;
 	c->ex.conn = c;
-	c->next = srv->conns;
-	if (srv->conns)
-		srv->conns->prev = c;
-	srv->conns = c;
-	srv->nconns++;
+	list_push_front(&srv->conns, &c->link);
 	return c;
 }
 
@@ -1219,7 +1208,7 @@ static void on_connection(uv_stream_t *listener, int status)
 		log_warn("accept: %s", uv_strerror(status));
 		return;
 	}
-	if (srv->nconns >= srv->cfg.max_conns) {
+	if (srv->conns.len >= srv->cfg.max_conns) {
 		uv_tcp_t *t = malloc(sizeof(*t));
 
 		if (!t)
@@ -1267,6 +1256,7 @@ struct http_server *http_server_new(uv_loop_t *loop,
 	if (!srv)
 		return NULL;
 	srv->loop = loop;
+	list_init(&srv->conns);
 	srv->cfg = *cfg;
 	srv->on_request = on_request;
 	srv->data = data;
@@ -1400,7 +1390,7 @@ static void on_drain_idle(uv_idle_t *h)
 /* Once draining leaves no connection, drain_done runs on the next loop turn. */
 static void drain_check(struct http_server *srv)
 {
-	if (srv->draining && !srv->freeing && !srv->nconns && srv->drain_done &&
+	if (srv->draining && !srv->freeing && list_empty(&srv->conns) && srv->drain_done &&
 	    srv->drain_idle_open)
 		uv_idle_start(&srv->drain_idle, on_drain_idle);
 }
@@ -1408,6 +1398,7 @@ static void drain_check(struct http_server *srv)
 void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *arg)
 {
 	struct conn *c;
+	struct list_node *n;
 
 	srv->draining = true;
 	srv->drain_done = done;
@@ -1417,7 +1408,8 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 		srv->drain_idle_open = true;
 	}
 	http_server_unlisten(srv);
-	for (c = srv->conns; c; c = c->next) {
+	for (n = list_first(&srv->conns); n; n = list_next(&srv->conns, n)) {
+		c = list_entry(n, struct conn, link);
 		if (c->state == CONN_HANDLING && c->ex.active)
 			c->ex.req.keep_alive = false;
 		else if (c->state == CONN_READING && !c->in_message)
@@ -1430,8 +1422,10 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 void http_server_close_conns(struct http_server *srv, bool reset)
 {
 	struct conn *c;
+	struct list_node *n;
 
-	for (c = srv->conns; c; c = c->next) {
+	for (n = list_first(&srv->conns); n; n = list_next(&srv->conns, n)) {
+		c = list_entry(n, struct conn, link);
 		if (c->state == CONN_CLOSING)
 			continue;
 		conn_abort_exchange(c, HTTP_ABORT_SERVER);
@@ -1441,7 +1435,7 @@ void http_server_close_conns(struct http_server *srv, bool reset)
 
 unsigned http_server_conn_count(const struct http_server *srv)
 {
-	return srv->nconns;
+	return (unsigned)srv->conns.len;
 }
 
 uint64_t http_server_rejected(const struct http_server *srv)
@@ -1460,7 +1454,7 @@ static void on_drain_idle_closed(uv_handle_t *h)
 static void server_maybe_done(struct http_server *srv)
 {
 	drain_check(srv);
-	if (!srv->freeing || srv->nconns || srv->closing_listeners)
+	if (!srv->freeing || !list_empty(&srv->conns) || srv->closing_listeners)
 		return;
 	if (srv->drain_idle_open) {
 		if (!uv_is_closing((uv_handle_t *)&srv->drain_idle))

@@ -940,21 +940,18 @@ out:
 	return rc;
 }
 
-int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err)
+int gw_config_from_json(const cJSON *root, const char *path, bool allow_remote,
+			struct gw_config *cfg, char *err)
 {
 	struct breaker_raw br = { 0 };
 	struct alias_defaults ad = { 0 };
 	const cJSON *providers;
 	const cJSON *models;
 	const cJSON *item;
-	cJSON *root;
 	size_t i;
 	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
-	root = json_load_file(path, err, CFG_ERR_LEN);
-	if (!root)
-		return -EINVAL;
 	rc = load_top(root, path, cfg, err);
 	if (!rc)
 		rc = load_auth(root, path, &cfg->auth, err);
@@ -999,9 +996,21 @@ int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, c
 			goto out;
 	}
 out:
-	cJSON_Delete(root);
 	if (rc)
 		gw_config_free(cfg);
+	return rc;
+}
+
+int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err)
+{
+	cJSON *root = json_load_file(path, err, CFG_ERR_LEN);
+	int rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (!root)
+		return -EINVAL;
+	rc = gw_config_from_json(root, path, allow_remote, cfg, err);
+	cJSON_Delete(root);
 	return rc;
 }
 

@@ -127,6 +127,17 @@ struct gw_config {
 };
 
 /*
+ * Validates a parsed config (root: the top-level object) into cfg, as
+ * gw_config_load does after reading the file; file names it in messages,
+ * so a caller that embeds a gateway config in its own file (the chaos
+ * runner's scenarios) can say where it is. root is only read, and cfg
+ * keeps no pointer into it. Returns 0, or -EINVAL with a message in err
+ * (CFG_ERR_LEN bytes); cfg is then empty.
+ */
+int gw_config_from_json(const cJSON *root, const char *file, bool allow_remote,
+			struct gw_config *cfg, char *err);
+
+/*
  * Loads and validates a config file. Providers' base URLs must be on
  * loopback unless allow_remote. An api_key_env must name a variable that
  * is set (its value is read here, and never written anywhere but the

@@ -25,6 +25,7 @@
 static const char usage_text[] =
 	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N]\n"
 	"               [--allow-remote] [--log-level LEVEL]\n"
+	"       gateway --check-config FILE [--listen HOST:PORT] [--allow-remote]\n"
 	"\n"
 	"Serves an OpenAI-compatible API that fails over between the providers of\n"
 	"FILE, with per-attempt timeouts under one deadline and circuit breakers.\n"
@@ -36,6 +37,9 @@ static const char usage_text[] =
 	"  --allow-remote      allow provider base URLs and a listen address that are\n"
 	"                      not loopback (the latter needs auth.keys_env)\n"
 	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
+	"  --check-config FILE load and check FILE as a start would, then exit: 0 and\n"
+	"                      'FILE: ok' when it is good, 2 and the error when not;\n"
+	"                      nothing is opened or written\n"
 	"  --help              this text\n"
 	"\n"
 	"On start it prints 'listening HOST:PORT', then 'ready'. SIGTERM or SIGINT\n"
@@ -46,6 +50,7 @@ struct args {
 	const char *listen;
 	const char *events;
 	bool allow_remote;
+	bool check_only;		/* --check-config: validate, then exit */
 	bool have_seed;
 	uint64_t seed;
 };
@@ -107,6 +112,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		{ "seed", required_argument, NULL, 's' },
 		{ "allow-remote", no_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "check-config", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -119,6 +125,10 @@ static void parse_args(int argc, char **argv, struct args *a)
 		switch (c) {
 		case 'c':
 			a->config = val;
+			break;
+		case 'C':
+			a->config = val;
+			a->check_only = true;
 			break;
 		case 'L':
 			a->listen = val;
@@ -204,6 +214,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gateway: %s\n", err);
 		gw_config_free(&cfg);
 		return 2;
+	}
+	if (a.check_only) {
+		printf("%s: ok\n", a.config);
+		gw_config_free(&cfg);
+		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: an error to report, not a death */

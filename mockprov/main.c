@@ -22,6 +22,7 @@
 static const char usage_text[] =
 	"usage: mockprov --config FILE [--t0 MS] [--log-dir DIR] [--admin HOST:PORT]\n"
 	"                [--allow-remote] [--seed N] [--log-level LEVEL]\n"
+	"       mockprov --check-config FILE [--allow-remote]\n"
 	"\n"
 	"Serves the mock providers of FILE, each on its own port, failing on the\n"
 	"schedule of its faults.\n"
@@ -35,6 +36,9 @@ static const char usage_text[] =
 	"                      such an address is refused (exit status 2)\n"
 	"  --seed N            seed for jitter and fault probabilities (default: 1)\n"
 	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
+	"  --check-config FILE load and check FILE as a start would, then exit: 0 and\n"
+	"                      'FILE: ok' when it is good, 2 and the error when not;\n"
+	"                      nothing is opened or written\n"
 	"  --help              this text\n"
 	"\n"
 	"On start it prints 'listening NAME HOST:PORT' for each provider, then\n"
@@ -95,7 +99,7 @@ static void on_signal(uv_signal_t *s, int signum)
 }
 
 static void parse_args(int argc, char **argv, struct mockprov *mp, const char **config,
-		       const char **admin, bool *allow_remote)
+		       const char **admin, bool *allow_remote, bool *check_only)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -105,6 +109,7 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 		{ "allow-remote", no_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "check-config", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -120,6 +125,10 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 		switch (c) {
 		case 'c':
 			*config = val;
+			break;
+		case 'C':
+			*config = val;
+			*check_only = true;
 			break;
 		case 't':
 			if (opt_parse_i64(val, 0, INT64_MAX / 1000000, &t0))
@@ -162,6 +171,7 @@ int main(int argc, char **argv)
 	const char *config = NULL;
 	const char *admin = NULL;
 	bool allow_remote = false;
+	bool check_only = false;
 	char err[CFG_ERR_LEN];
 	char addr[64];
 	struct stat st;
@@ -170,7 +180,7 @@ int main(int argc, char **argv)
 
 	memset(&mp, 0, sizeof(mp));
 	log_init("mockprov", LOG_INFO);
-	parse_args(argc, argv, &mp, &config, &admin, &allow_remote);
+	parse_args(argc, argv, &mp, &config, &admin, &allow_remote, &check_only);
 	if (admin && opt_parse_hostport(admin, &admin_addr))
 		opt_usage_error("mockprov", "--admin: expected HOST:PORT, got \"%s\"", admin);
 	if (admin && !allow_remote && !opt_addr_is_loopback((struct sockaddr *)&admin_addr))
@@ -184,6 +194,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mockprov: %s\n", err);
 		mock_config_free(&mp.cfg);
 		return 2;
+	}
+	if (check_only) {
+		printf("%s: ok\n", config);
+		mock_config_free(&mp.cfg);
+		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: a write error to report, not a death */

@@ -33,8 +33,7 @@ struct mreq {
 	uv_timer_t timer;		/* first: the handle's memory is the request's */
 	struct provider *p;
 	struct http_exchange *ex;	/* NULL once the exchange has ended */
-	struct mreq *prev;
-	struct mreq *next;
+	struct list_node link;		/* on p->inflight until finished */
 	enum req_kind kind;
 	uint64_t arrive_ns;
 	double t_ms;
@@ -258,13 +257,7 @@ static void req_finish(struct mreq *m, enum mock_outcome outcome, const char *ex
 		else
 			p->n_faulted++;
 	}
-	if (m->prev)
-		m->prev->next = m->next;
-	else
-		p->inflight = m->next;
-	if (m->next)
-		m->next->prev = m->prev;
-	p->ninflight--;
+	list_remove(&p->inflight, &m->link);
 	/* Most plain answers never needed a timer: free them at once. */
 	if (m->timer_open)
 		uv_close((uv_handle_t *)&m->timer, on_req_closed);
@@ -679,11 +672,7 @@ static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
 		m->request_id = strdup(rid);	/* NULL if out of memory: not echoed */
 	snprintf(m->id, sizeof(m->id), "chatcmpl-mock-%s-%llu", p->cfg->name,
 		 (unsigned long long)++p->seq);
-	m->next = p->inflight;
-	if (p->inflight)
-		p->inflight->prev = m;
-	p->inflight = m;
-	p->ninflight++;
+	list_push_front(&p->inflight, &m->link);
 	if (kind == REQ_CHAT)
 		p->n_requests++;
 	http_exchange_set_data(ex, m, on_abort, on_drain);
@@ -1037,7 +1026,7 @@ void provider_state_json(const struct provider *p, cJSON *obj)
 	cJSON_AddStringToObject(obj, "model", p->cfg->model);
 	cJSON_AddBoolToObject(obj, "listening", http_server_is_listening(p->srv));
 	cJSON_AddNumberToObject(obj, "connections", http_server_conn_count(p->srv));
-	cJSON_AddNumberToObject(obj, "in_flight", p->ninflight);
+	cJSON_AddNumberToObject(obj, "in_flight", (double)p->inflight.len);
 	cJSON_AddNumberToObject(obj, "requests", (double)p->n_requests);
 	cJSON_AddNumberToObject(obj, "completed", (double)p->n_completed);
 	cJSON_AddNumberToObject(obj, "client_aborted", (double)p->n_aborted);
@@ -1079,6 +1068,7 @@ int provider_start(struct provider *p, struct mock_env *env,
 	int rc;
 
 	memset(p, 0, sizeof(*p));
+	list_init(&p->inflight);
 	p->cfg = cfg;
 	p->env = env;
 	/* One stream per purpose, so jitter or model listings do not shift

@@ -15,6 +15,7 @@
 #include "mockprov/config.h"
 #include "mockprov/fault.h"
 #include "common/http_server.h"
+#include "common/list.h"
 #include "common/recfile.h"
 #include "common/rng.h"
 
@@ -46,8 +47,7 @@ struct provider {
 	struct row row;
 	struct buf content;		/* the whole answer's text, built once */
 	size_t *token_off;		/* token k is content[token_off[k] … token_off[k+1]) */
-	struct mreq *inflight;
-	unsigned ninflight;
+	struct list inflight;		/* requests not yet finished (struct mreq) */
 	uint64_t seq;
 	uint64_t n_requests;
 	uint64_t n_completed;

@@ -26,7 +26,7 @@
 #include "runner/scenario.h"
 
 static const char usage_text[] =
-	"usage: chaos run SCENARIO [--out DIR] [--time-scale S] [--repeat N] [--setup NAME]\n"
+	"usage: chaos run SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
 	"                          [--quiet]\n"
 	"       chaos report STAMP_DIR\n"
 	"       chaos gate STAMP_DIR [--baseline FILE] [--save-baseline FILE]\n"
@@ -38,6 +38,7 @@ static const char usage_text[] =
 	"      results go to DIR/NAME/STAMP/SETUP/run-K/ and DIR/NAME/STAMP/summary.json\n"
 	"  --out DIR         results root (default: results)\n"
 	"  --time-scale S    multiply every duration by S (0 < S <= 100; default 1)\n"
+	"  --time-scale ci   the scale the scenario gives CI, its ci.time_scale (1 if none)\n"
 	"  --repeat N        runs per setup (1-100; default 1)\n"
 	"  --setup NAME      run this setup alone\n"
 	"  --quiet           no line per run on stderr\n"
@@ -172,6 +173,7 @@ static int cmd_run(int argc, char **argv)
 	const char *path;
 	const char *val;
 	double scale = 1;
+	bool ci_scale = false;
 	int64_t v;
 	size_t i;
 	int c;
@@ -192,9 +194,10 @@ static int cmd_run(int argc, char **argv)
 			o.out_dir = val;
 			break;
 		case 's':
-			if (opt_parse_double(val, 1e-6, SC_SCALE_MAX, &scale))
+			ci_scale = strcmp(val, "ci") == 0;
+			if (!ci_scale && opt_parse_double(val, 1e-6, SC_SCALE_MAX, &scale))
 				opt_usage_error("chaos", "--time-scale: expected a number above 0 and "
-						"at most %g, got \"%s\"", SC_SCALE_MAX, val);
+						"at most %g, or ci, got \"%s\"", SC_SCALE_MAX, val);
 			break;
 		case 'r':
 			if (opt_parse_i64(val, 1, 100, &v))
@@ -212,6 +215,10 @@ static int cmd_run(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		}
+	}
+	if (ci_scale && scenario_ci_scale(path, &scale, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		return 2;
 	}
 	if (scenario_load(path, scale, &sc, err)) {
 		fprintf(stderr, "chaos: %s\n", err);

@@ -33,8 +33,9 @@ struct chaos_opts {
  * when one failed (a child crashed, a setup never became ready, a file of
  * it could not be written…: said on stderr with the child's last stderr
  * lines; that run's directory stays run-K.tmp) or a file of the stamp
- * could not be written (left as FILE.tmp), 130 after SIGINT and 143 after
- * SIGTERM (every child stopped, no run left half-renamed).
+ * could not be written (left as FILE.tmp), 2 when o->out_dir is too long
+ * for the run's paths (said on stderr, nothing made), 130 after SIGINT and
+ * 143 after SIGTERM (every child stopped, no run left half-renamed).
  */
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o);
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/config.h"
 #include "mockprov/config.h"
 #include "common/buf.h"
 #include "common/json.h"
@@ -361,6 +362,13 @@ static int expand_strings(const struct subst_ctx *cx, cJSON *node, char *why, si
 	return rc;
 }
 
+/* Sets obj's "listen" to value, replacing any. Returns 0 or -ENOMEM. */
+static int set_listen(cJSON *obj, const char *value)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, "listen");
+	return cJSON_AddStringToObject(obj, "listen", value) ? 0 : -ENOMEM;
+}
+
 /* ---- top level ---- */
 
 struct top_raw {
@@ -380,6 +388,7 @@ static const struct cfg_key top_keys[] = {
 	{ "setups", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "expect", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "prices", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "ci", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 /* The file's base name without ".json", as a default scenario name. */
@@ -443,6 +452,51 @@ static int load_top(const cJSON *root, const char *file, struct scenario *sc, ch
 	sc->seed = (uint64_t)top.seed;
 out:
 	cfg_free(top_keys, NELEM(top_keys), &top);
+	return rc;
+}
+
+/* ---- ci ---- */
+
+struct ci_raw {
+	char *why;
+};
+
+static const struct cfg_key ci_keys[] = {
+	{ "time_scale", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
+	{ "why", CFG_STR, offsetof(struct ci_raw, why), true, 0, 0, 0, NULL, NULL },
+};
+
+/*
+ * "ci": {"time_scale": S, "why": "…"}: the scale CI runs the scenario at,
+ * in (0, SC_CI_SCALE_MAX], and why that one. Absent: 1, and why NULL
+ * (*why may be NULL when the caller does not want it). Never scaled: no
+ * key of it names a time or a rate.
+ */
+static int read_ci(const cJSON *root, const char *file, double *scale, char **why, char *err)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "ci");
+	struct ci_raw raw = { 0 };
+	char got[96];
+	int rc = 0;
+
+	*scale = 1;
+	if (why)
+		*why = NULL;
+	if (!obj)
+		return 0;
+	if (!cJSON_IsObject(obj)) {
+		cfg_describe(obj, got, sizeof(got));
+		return cfg_error(err, file, "", "ci", "expected an object {\"time_scale\": S, "
+				 "\"why\": \"…\"}, got %s", got);
+	}
+	rc = cfg_apply(ci_keys, NELEM(ci_keys), obj, &raw, file, "ci", err);
+	if (!rc)
+		rc = read_positive(obj, "time_scale", SC_CI_SCALE_MAX, file, "ci", scale, err);
+	if (!rc && why) {
+		*why = raw.why;
+		raw.why = NULL;
+	}
+	cfg_free(ci_keys, NELEM(ci_keys), &raw);
 	return rc;
 }
 
@@ -982,6 +1036,74 @@ static int check_setup_keys(const cJSON *obj, enum sc_setup_kind kind, const str
 	return 0;
 }
 
+/* What {upstream.NAME} stands for while a gateway config is checked at load. */
+#define STAND_IN_URL "http://127.0.0.1:1/v1"
+
+/* cfg_error's "FILE: " for the gateway's messages, to be replaced by the setup's place. */
+#define GW_FILE_MARK "\x01"
+
+/*
+ * Checks a gateway setup's config with the gateway's own loader, as
+ * bin/gateway would take it at the run's start (no --allow-remote), with
+ * every {upstream.NAME} standing for a loopback URL and the runner's
+ * listen. Its messages are said as "FILE: setups[i] \"NAME\": config.KEY:
+ * expected …".
+ */
+static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, const char *file,
+				const char *path, const struct sc_setup *st, char *err)
+{
+	const char **urls = NULL;
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, NULL };
+	struct subst_ctx stand_in = cx;
+	struct gw_config gc;
+	struct buf msg = { 0 };
+	char gerr[CFG_ERR_LEN];
+	const char *rest;
+	cJSON *copy = NULL;
+	size_t i;
+	int rc;
+
+	urls = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*urls));
+	copy = cJSON_Duplicate(cfg, 1);
+	if (!urls || !copy) {
+		rc = oom(err, file, path);
+		goto out;
+	}
+	for (i = 0; i < sc->nproviders; i++)
+		urls[i] = STAND_IN_URL;
+	stand_in.urls = urls;
+	rc = expand_strings(&stand_in, copy, gerr, sizeof(gerr));
+	if (!rc)
+		rc = set_listen(copy, "127.0.0.1:0");
+	if (rc) {		/* check_strings passed: only memory can fail */
+		rc = oom(err, file, path);
+		goto out;
+	}
+	rc = gw_config_from_json(copy, GW_FILE_MARK, false, &gc, gerr);
+	if (!rc) {
+		gw_config_free(&gc);
+		goto out;
+	}
+	rest = gerr;
+	if (strncmp(rest, GW_FILE_MARK ": ", sizeof(GW_FILE_MARK ": ") - 1) == 0)
+		rest += sizeof(GW_FILE_MARK ": ") - 1;
+	if (strncmp(rest, "(top level)", 11) == 0)
+		rc = buf_printf(&msg, "%.160s: %s \"%s\": config%s", file, path, st->name, rest + 11);
+	else
+		rc = buf_printf(&msg, "%.160s: %s \"%s\": config.%s", file, path, st->name, rest);
+	if (rc) {
+		rc = oom(err, file, path);
+		goto out;
+	}
+	snprintf(err, CFG_ERR_LEN, "%s", msg.data);
+	rc = -EINVAL;
+out:
+	buf_free(&msg);
+	cJSON_Delete(copy);
+	free(urls);
+	return rc;
+}
+
 static int load_gateway(const cJSON *obj, const struct scenario *sc, const char *file,
 			const char *path, struct sc_setup *st, char *err)
 {
@@ -1005,6 +1127,8 @@ static int load_gateway(const cJSON *obj, const struct scenario *sc, const char 
 				 "gateway's port), got %s", got);
 	}
 	rc = check_strings(&cx, cfg, file, sub, err);
+	if (!rc)
+		rc = check_gateway_config(cfg, sc, file, path, st, err);
 	if (rc)
 		return rc;
 	st->config = cJSON_Duplicate(cfg, 1);
@@ -1381,6 +1505,8 @@ int scenario_load(const char *path, double scale, struct scenario *sc, char *err
 	}
 	rc = load_top(root, path, sc, err);
 	if (!rc)
+		rc = read_ci(root, path, &sc->ci_scale, &sc->ci_why, err);
+	if (!rc)
 		rc = load_providers(root, path, sc, err);
 	if (!rc)
 		rc = load_prices(root, path, sc, err);
@@ -1413,6 +1539,7 @@ void scenario_free(struct scenario *sc)
 
 	free(sc->name);
 	free(sc->description);
+	free(sc->ci_why);
 	free(sc->path);
 	cJSON_Delete(sc->providers);
 	for (i = 0; i < sc->nproviders; i++)
@@ -1448,6 +1575,24 @@ void scenario_free(struct scenario *sc)
 	memset(sc, 0, sizeof(*sc));
 }
 
+int scenario_ci_scale(const char *path, double *scale, char *err)
+{
+	cJSON *root = json_load_file(path, err, CFG_ERR_LEN);
+	int rc;
+
+	*scale = 1;
+	if (!root)
+		return -EINVAL;
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return cfg_error(err, path, "", NULL, "expected an object, got %s",
+				 cJSON_IsArray(root) ? "an array" : "another value");
+	}
+	rc = read_ci(root, path, scale, NULL, err);
+	cJSON_Delete(root);
+	return rc;
+}
+
 int scenario_provider_index(const struct scenario *sc, const char *name)
 {
 	return find_name(sc->provider_names, sc->nproviders, name, strlen(name));
@@ -1464,13 +1609,6 @@ static char *print_json(const cJSON *obj)
 	out = strdup(s);
 	cJSON_free(s);
 	return out;
-}
-
-/* Sets obj's "listen" to value, replacing any. Returns 0 or -ENOMEM. */
-static int set_listen(cJSON *obj, const char *value)
-{
-	cJSON_DeleteItemFromObjectCaseSensitive(obj, "listen");
-	return cJSON_AddStringToObject(obj, "listen", value) ? 0 : -ENOMEM;
 }
 
 char *scenario_mock_config(const struct scenario *sc, const int *ports)

@@ -3,9 +3,14 @@
  * timelines, kill/restart actions, named phases, the load, the setups to
  * compare and the expectations — validated once into plain structs, with
  * every error naming the file, the key's path and what was expected. Pure:
- * no processes, no network. Also builds the files the runner hands to the
- * programs (mockprov's config, a gateway setup's config) and expands the
- * {port}, {listen} and {upstream.NAME} placeholders of setups.
+ * no processes, no network. The providers are checked by mockprov's own
+ * config code and each gateway setup's config by the gateway's
+ * (gw_config_from_json, placeholders standing for loopback URLs), so what
+ * a program would refuse at the run's start is refused at load. Also
+ * builds the files the runner hands to the programs (mockprov's config, a
+ * gateway setup's config) and expands the {port}, {listen} and
+ * {upstream.NAME} placeholders of setups. "ci" says the time scale CI
+ * runs the scenario at, and why (scenario_ci_scale).
  *
  * Time scaling (scenario_scale, applied by scenario_load before anything
  * is checked), one rule over the whole parsed file:
@@ -35,6 +40,9 @@
 
 /* The time scale scenario_load accepts: (0, SC_SCALE_MAX]. */
 #define SC_SCALE_MAX 100.0
+
+/* The largest ci.time_scale a scenario may ask for. */
+#define SC_CI_SCALE_MAX 10.0
 
 enum sc_action_kind { SC_KILL, SC_RESTART };
 
@@ -130,7 +138,9 @@ struct scenario {
 	char *name;
 	char *description;
 	char *path;			/* the file, as given */
-	double scale;
+	double scale;			/* the one it was loaded at */
+	double ci_scale;		/* ci.time_scale: CI's scale for it (1 when not given) */
+	char *ci_why;			/* ci.why, or NULL */
 	double duration_ms;		/* scaled */
 	uint64_t seed;
 	cJSON *providers;		/* the scaled providers array, owned */
@@ -153,11 +163,21 @@ struct scenario {
  * the top of this file) before validating it. Returns 0 with sc filled
  * (free it with scenario_free); or -EINVAL (-ENOMEM when out of memory)
  * with a message in err (CFG_ERR_LEN bytes) in cfg's form,
- * "FILE: PATH.KEY: expected …, got …", and sc empty. With a scale other
+ * "FILE: PATH.KEY: expected …, got …" (a gateway setup's config:
+ * "FILE: setups[I] \"NAME\": config.KEY: …"), and sc empty. With a scale other
  * than 1 the message ends with a note saying so, as the values it quotes
  * are the scaled ones.
  */
 int scenario_load(const char *path, double scale, struct scenario *sc, char *err);
+
+/*
+ * The time scale CI runs the scenario at: its "ci": {"time_scale": S,
+ * "why": "…"} (S in (0, SC_CI_SCALE_MAX]), or 1 when it has none. Reads
+ * the file and checks that block alone (scenario_load checks the rest, at
+ * that scale). Returns 0 with *scale set, or -EINVAL with a message in err
+ * (CFG_ERR_LEN bytes) naming the file and key.
+ */
+int scenario_ci_scale(const char *path, double *scale, char *err);
 
 /* Frees what scenario_load allocated; sc is left empty (freeing it again is harmless). */
 void scenario_free(struct scenario *sc);

@@ -1,34 +1,29 @@
 #!/bin/sh
 # make suite: the classic outage suite, stream-stall, three-setups and
-# slow-tail through bin/chaos, each scenario's results checked by chaos gate
-# against its expect block (and, when results/baselines/NAME-SCALE.json
-# exists, against that baseline). Exit status
-# 1 when a run failed or a check broke. SCALE sets the time scale (the
-# classic suite's and three-setups': 48 s a setup at 0.2);
-# stream-stall runs at STREAM_SCALE (0.5): its bound on the silence before
-# an error event is the stall timeout + 100 ms, scaled like every bound, and
-# at 0.2 the 20 ms left is within a busy 2-core machine's scheduling noise;
-# slow-tail runs at TAIL_SCALE (0.5, 30 s a setup): the 1,200 requests its
-# p99 ratio needs are the same at any scale, but at 0.2 the hedge delay
-# (80 ms) is within two of the primary's answers (40 ms) plus the
-# machine's jitter.
+# slow-tail through bin/chaos, each at the time scale it gives CI
+# ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
+# result checked by chaos gate against its expect block and, when
+# scenarios/baselines/NAME-SCALE.json exists for the scale it ran at (the
+# stamp's summary.json says), against that baseline. Exit status 1 when a
+# run failed or a check broke. SCALE, when set, runs every scenario at that
+# scale instead (by hand: the baselines are for the CI scales). SCENARIOS
+# (names), SCENARIO_DIR (scenarios) and BASELINE_DIR (SCENARIO_DIR/baselines)
+# choose others, for the suite's own test.
 set -eu
 cd "$(dirname "$0")/.."
 
 bin=${FAULTLINE_BIN:-bin}
-scale=${SCALE:-0.2}
-stream_scale=${STREAM_SCALE:-0.5}
-tail_scale=${TAIL_SCALE:-0.5}
+scale=${SCALE:-ci}
 out=${OUT:-results}
+scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail}
+scenario_dir=${SCENARIO_DIR:-scenarios}
+baseline_dir=${BASELINE_DIR:-$scenario_dir/baselines}
 status=0
 
-for name in outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail; do
+for name in $scenarios; do
 	log="$out/$name.suite.log"
-	at=$scale
-	[ "$name" = stream-stall ] && at=$stream_scale
-	[ "$name" = slow-tail ] && at=$tail_scale
 	mkdir -p "$out"
-	if ! "$bin/chaos" run "scenarios/$name.json" --time-scale "$at" --out "$out" --quiet \
+	if ! "$bin/chaos" run "$scenario_dir/$name.json" --time-scale "$scale" --out "$out" --quiet \
 		> "$log" 2>&1; then
 		cat "$log"
 		status=1
@@ -36,8 +31,11 @@ for name in outage-kill outage-hang outage-5xx stream-stall three-setups slow-ta
 	fi
 	cat "$log"
 	stamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$log")
-	echo "== chaos gate $stamp"
-	baseline="results/baselines/$name-$at.json"
+	# The scale it ran at, as the stamp's summary.json has it ("time_scale": 0.2).
+	at=$(sed -n 's/^[[:space:]]*"time_scale":[[:space:]]*\([0-9.eE+-]*\).*/\1/p' \
+		"$stamp/summary.json" | head -n 1)
+	echo "== chaos gate $stamp (time scale $at)"
+	baseline="$baseline_dir/$name-$at.json"
 	if [ -f "$baseline" ]; then
 		"$bin/chaos" gate "$stamp" --baseline "$baseline" || status=1
 	else

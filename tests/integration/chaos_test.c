@@ -564,15 +564,60 @@ Test(chaos, bad_scenario_exits_2_naming_the_key, .timeout = 20)
 	cr_assert_not(exists(out), "results were started for a bad scenario");
 }
 
+/*
+ * A gateway setup whose config the gateway would refuse fails at chaos
+ * run's start, exit 2, naming the file, the setup and the key, before a
+ * process starts or a results folder is made; chaos list says the same.
+ */
+Test(chaos, a_bad_gateway_config_fails_before_anything_starts, .timeout = 20)
+{
+	static const char bad[] =
+		"{\"name\":\"badgw\",\"duration_s\":2,\"providers\":[{\"name\":\"p\"}],"
+		"\"load\":{\"rate\":5},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"},"
+		"{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
+		"\"breaker\":{\"consecutive_failurs\":3},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}";
+	char err[4096];
+	char out[600];
+	char want[800];
+	int rc;
+
+	write_file(dir, "badgw.json", bad, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	snprintf(want, sizeof(want), "%s: setups[1] \"gw\": config.breaker.consecutive_failurs: "
+		 "unknown key", scenario);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, want), "expected \"%s\" in: %s", want, err);
+	/* The results folder is made before any process starts: none did. */
+	cr_assert_not(exists(out), "results were started for a bad scenario");
+	{
+		const char *argv[] = { "chaos", "list", dir, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "chaos list: exit %d: %s", rc, err);
+	cr_assert(strstr(err, want), "chaos list: %s", err);
+}
+
 Test(chaos, a_crashing_setup_fails_the_run_with_its_log, .timeout = 40)
 {
-	/* The gateway refuses its config (an unknown key): it exits 2 at start. */
+	/*
+	 * The setup exits 2 at start, saying why on stderr. (Not the gateway:
+	 * a config it would refuse is refused at the scenario's load now.)
+	 */
 	static const char crash[] =
 		"{\"name\":\"crash\",\"duration_s\":2,\"providers\":[{\"name\":\"p\"}],"
 		"\"load\":{\"rate\":5},"
-		"\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{\"colour\":1,"
-		"\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
-		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}";
+		"\"setups\":[{\"name\":\"gw\",\"kind\":\"external\",\"command\":[\"/bin/sh\","
+		"\"-c\",\"echo 'gw.json: colour: unknown key' >&2; exit 2\"],"
+		"\"ready_url\":\"http://{listen}/healthz\",\"target\":\"http://{listen}/v1\"}]}";
 	char err[8192];
 	char out[600];
 	char stamp[800];
@@ -865,6 +910,93 @@ Test(chaos, progress_line_on_a_terminal, .timeout = 60)
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, p.err);
 	cr_assert(strstr(p.err, "requests ") && strstr(p.err, "errors 0"), "%s", p.err);
 	cr_assert(strstr(p.err, "\r\033[K"), "the line is not redrawn in place: %s", p.err);
+}
+
+/*
+ * --time-scale ci runs a scenario at its ci.time_scale, and scripts/suite.sh
+ * runs each scenario so, finding its baseline by the scale the stamp says
+ * it ran at: none there, the gate alone (exit 0); NAME-0.5.json there, it
+ * is used (an unreadable one fails the suite, named).
+ */
+Test(chaos, time_scale_ci_and_the_suite, .timeout = 60)
+{
+	static const char tiny[] =
+		"{\"name\":\"tiny\",\"duration_s\":2,"
+		"\"ci\":{\"time_scale\":0.5,\"why\":\"a test\"},"
+		"\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		"\"load\":{\"rate\":10,\"timeout_ms\":500},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}],"
+		"\"expect\":[{\"setup\":\"d\",\"phase\":\"*\",\"error_rate_max\":0}]}";
+	static const char *const suite[] = { "/bin/sh", "-c", "scripts/suite.sh >&2", NULL };
+	char scn_dir[400];
+	char base_dir[500];
+	char out[600];
+	char err[16384];
+	char stamp[800];
+	char path[1000];
+	char junk[1000];
+	cJSON *top;
+	int rc;
+
+	snprintf(scn_dir, sizeof(scn_dir), "%s/scn", dir);
+	cr_assert_eq(mkdir(scn_dir, 0755), 0);
+	write_file(scn_dir, "tiny.json", tiny, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	cr_assert_eq(setenv("SCENARIOS", "tiny", 1), 0);
+	cr_assert_eq(setenv("SCENARIO_DIR", scn_dir, 1), 0);
+	cr_assert_eq(setenv("OUT", out, 1), 0);
+	unsetenv("SCALE");
+	unsetenv("BASELINE_DIR");
+	rc = run_program(suite, err, sizeof(err), 40);
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "(time scale 0.5)"), "%s", err);
+	stamp_dir("tiny", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+	cr_assert_float_eq(cJSON_GetObjectItemCaseSensitive(top, "time_scale")->valuedouble, 0.5,
+			   0);
+	cJSON_Delete(top);
+
+	snprintf(base_dir, sizeof(base_dir), "%s/baselines", scn_dir);
+	cr_assert_eq(mkdir(base_dir, 0755), 0);
+	write_file(base_dir, "tiny-1.json", "not the one for this scale", junk, sizeof(junk));
+	write_file(base_dir, "tiny-0.5.json", "not a baseline", junk, sizeof(junk));
+	rc = run_program(suite, err, sizeof(err), 40);
+	cr_assert_eq(rc, 1, "the baseline for 0.5 was not used: exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "tiny-0.5.json"), "%s", err);
+	cr_assert_not(strstr(err, "tiny-1.json"), "%s", err);
+}
+
+/* A bad ci block fails --time-scale ci at once (exit 2, the key named); a bad scale is a usage error. */
+Test(chaos, time_scale_ci_refusals, .timeout = 20)
+{
+	char err[4096];
+	char out[600];
+	int rc;
+
+	write_file(dir, "badci.json", "{\"duration_s\":2,\"ci\":{\"time_scale\":20,\"why\":\"w\"},"
+		   "\"providers\":[{\"name\":\"p\"}],\"load\":{\"rate\":5},"
+		   "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}",
+		   scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--time-scale", "ci",
+				       NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, scenario) && strstr(err, "ci.time_scale: expected a number above 0 "
+						     "and at most 10, got 20"), "%s", err);
+	cr_assert_not(exists(out));
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--time-scale", "CI", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 15);
+	}
+	cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, "--time-scale: expected a number above 0 and at most 100, or ci, "
+			 "got \"CI\""), "%s", err);
 }
 
 Test(chaos, repeat_and_one_setup, .timeout = 60)
@@ -1207,6 +1339,76 @@ static void tiny_scenario(const char *name)
 		 "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}", name);
 	snprintf(file, sizeof(file), "%s.json", name);
 	write_file(dir, file, text, scenario, sizeof(scenario));
+}
+
+/* DIR/TOP and then "/d0123456789" over and over, to at least len bytes. */
+static void long_path(char *out, size_t cap, const char *top, size_t len)
+{
+	size_t n = (size_t)snprintf(out, cap, "%s/%s", dir, top);
+
+	while (n < len && n + 13 < cap)
+		n += (size_t)snprintf(out + n, cap - n, "/d0123456789");
+}
+
+/*
+ * --out longer than any fixed buffer the runner had (1,024 bytes for the
+ * stamp, 1,200 for a run): the run works, every file where it belongs. One
+ * too long for the system is refused at once, exit 2, --out named, with
+ * nothing made.
+ */
+Test(chaos, a_long_out_path_works_and_a_too_long_one_is_refused, .timeout = 60)
+{
+	char out[5000];
+	char path[5400];
+	char stamp[5200];
+	char err[16384];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+	int rc;
+
+	tiny_scenario("longpath");
+	long_path(out, sizeof(out), "x", 1100);
+	cr_assert_gt(strlen(out), 1100);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 40);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	snprintf(path, sizeof(path), "%s/longpath", out);
+	d = opendir(path);
+	cr_assert_not_null(d, "no %s", path);
+	for (e = readdir(d); e; e = readdir(d)) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(stamp, sizeof(stamp), "%.5000s/%.100s", path, e->d_name);
+		n++;
+	}
+	closedir(d);
+	cr_assert_eq(n, 1, "%d stamps", n);
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/scenario.json", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/d/run-1/mock-p.csv", stamp);
+	cr_assert(exists(path), "no %s", path);
+	snprintf(path, sizeof(path), "%s/d/run-1/summary.json", stamp);
+	cr_assert(exists(path), "no %s", path);
+
+	long_path(out, sizeof(out), "y", 4100);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 20);
+	}
+	cr_assert_eq(rc, 2, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "chaos: --out: ") && strstr(err, "is too long") &&
+		  strstr(err, "/d0123456789/d0123456789"), "%s", err);
+	snprintf(path, sizeof(path), "%s/y", dir);
+	cr_assert_not(exists(path), "the refused run made its folders");
 }
 
 /* chaos run of the scenario under a file size limit: exit 1. */

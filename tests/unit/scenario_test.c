@@ -262,6 +262,61 @@ Test(scenario, minimal_takes_every_default, .timeout = 10)
 	scenario_free(&sc);
 }
 
+/*
+ * "ci" gives the scale CI runs the scenario at and why; 1 without it.
+ * It is never scaled itself, and scenario_ci_scale reads it alone.
+ */
+Test(scenario, ci_time_scale, .timeout = 10)
+{
+	static const char with_ci[] = "{" BASE ",\"ci\":{\"time_scale\":0.25,"
+				      "\"why\":\"its stall bound needs the room\"}}";
+	struct scenario sc;
+	char path[200];
+	FILE *fp;
+	double s = 0;
+
+	cr_assert_eq(load("{" BASE "}", &sc), 0, "%s", err);
+	cr_assert_float_eq(sc.ci_scale, 1, 0);
+	cr_assert_null(sc.ci_why);
+	scenario_free(&sc);
+	cr_assert_eq(load_scaled(with_ci, 0.5, &sc), 0, "%s", err);
+	cr_assert_float_eq(sc.ci_scale, 0.25, 0, "not scaled by the scale it was loaded at");
+	cr_assert_float_eq(sc.scale, 0.5, 0);
+	cr_assert_str_eq(sc.ci_why, "its stall bound needs the room");
+	scenario_free(&sc);
+
+	snprintf(path, sizeof(path), "/tmp/fl-scn-ci-%d.json", (int)getpid());
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs(with_ci, fp);
+	fclose(fp);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), 0, "%s", err);
+	cr_assert_float_eq(s, 0.25, 0);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("{" BASE "}", fp);
+	fclose(fp);
+	s = 0;
+	cr_assert_eq(scenario_ci_scale(path, &s, err), 0, "%s", err);
+	cr_assert_float_eq(s, 1, 0, "no ci block: 1");
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("{" BASE ",\"ci\":{\"time_scale\":11,\"why\":\"w\"}}", fp);
+	fclose(fp);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), -EINVAL);
+	cr_assert(strstr(err, path) && strstr(err, ": ci.time_scale: expected a number above 0 "
+					      "and at most 10, got 11"), "%s", err);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	fputs("[1]", fp);
+	fclose(fp);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), -EINVAL);
+	cr_assert(strstr(err, path) && strstr(err, "expected an object"), "%s", err);
+	unlink(path);
+	cr_assert_eq(scenario_ci_scale(path, &s, err), -EINVAL);
+	cr_assert(strstr(err, path), "%s", err);
+}
+
 Test(scenario, prices_and_the_new_expectations, .timeout = 10)
 {
 	static const char json[] =
@@ -572,6 +627,23 @@ static const struct bad_case bad_cases[] = {
 	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstrem.a}\"}}," GW_MODELS "}")
 	  "}", ": setups[0].config.providers.p.base_url: expected only the placeholders "
 	  "{upstream.NAME} (the runner sets the gateway's listen), got \"{upstrem.a}\"" },
+	/* The gateway's own loader, on the config as the run would give it. */
+	{ "{" NOSETUP "," GW("{" GW_PROVIDERS ",\"breaker\":{\"consecutive_failurs\":3}," GW_MODELS
+			     "}") "}",
+	  ": setups[0] \"g\": config.breaker.consecutive_failurs: unknown key" },
+	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstream.a}\",\"timeout_ms\":0}},"
+			     GW_MODELS "}") "}",
+	  ": setups[0] \"g\": config.providers.p.timeout_ms: expected a number from 1 to 3600000, "
+	  "got 0" },
+	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"http://10.1.2.3/v1\"}},"
+			     GW_MODELS "}") "}",
+	  ": setups[0] \"g\": config.providers.p.base_url: " },
+	{ "{" NOSETUP "," GW("{" GW_PROVIDERS ",\"models\":{\"chat\":{\"targets\":[{\"provider\":"
+			     "\"q\",\"model\":\"m\"}]}}}") "}",
+	  ": setups[0] \"g\": config.models.chat.targets[0].provider: " },
+	{ "{" NOSETUP "," GW("{" GW_PROVIDERS "}") "}",
+	  ": setups[0] \"g\": config.models: missing (required)" },
+	{ "{" NOSETUP "," GW("{}") "}", ": setups[0] \"g\": config.providers: missing (required)" },
 	{ "{" NOSETUP "," EXT(",\"ready_url\":\"http://{listen}/\",\"target\":\"http://x/v1\"") "}",
 	  ": setups[0].command: missing (required)" },
 	{ "{" NOSETUP "," EXT(",\"command\":[],\"ready_url\":\"u\",\"target\":\"t\"") "}",
@@ -677,6 +749,21 @@ static const struct bad_case bad_cases[] = {
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"extra_requests_max\":\"0.1\"}"),
 	  ": expect[0].extra_requests_max: expected a number" },
 	/* prices */
+	/* ci */
+	{ "{" BASE ",\"ci\":0.2}", ": ci: expected an object {\"time_scale\": S, \"why\": \"…\"}, "
+	  "got 0.2" },
+	{ "{" BASE ",\"ci\":{\"why\":\"w\"}}", ": ci.time_scale: missing (required)" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0.2}}", ": ci.why: missing (required)" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0.2,\"why\":\"\"}}",
+	  ": ci.why: expected a non-empty string" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0,\"why\":\"w\"}}",
+	  ": ci.time_scale: expected a number above 0 and at most 10, got 0" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":10.5,\"why\":\"w\"}}",
+	  ": ci.time_scale: expected a number above 0 and at most 10, got 10.5" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":\"0.2\",\"why\":\"w\"}}",
+	  ": ci.time_scale: expected a number above 0 and at most 10, got the string" },
+	{ "{" BASE ",\"ci\":{\"time_scale\":0.2,\"why\":\"w\",\"scale\":1}}",
+	  ": ci.scale: unknown key" },
 	{ "{" BASE ",\"prices\":[1]}", ": prices: expected an object of providers' prices" },
 	{ "{" BASE ",\"prices\":{\"c\":{\"input\":1}}}",
 	  ": prices.c: expected the name of a provider (a, b), got \"c\"" },
@@ -707,6 +794,39 @@ Test(scenario_bad, refused_naming_file_and_key, .timeout = 10)
 		cr_assert_null(sc.setups);
 		cr_assert_eq(sc.nsetups, 0);
 	}
+}
+
+/*
+ * A gateway setup's config is checked as bin/gateway would check it at the
+ * run's start: the message names the setup by index and name, and the key
+ * under config; {upstream.NAME} stands for a loopback URL meanwhile.
+ */
+Test(scenario_bad, gateway_config_checked_by_the_gateways_loader, .timeout = 10)
+{
+	static const char good[] = "\"half_open_probes\":2";
+	char json[sizeof(full) + 16];
+	const char *at = strstr(full, good);
+	struct scenario sc;
+
+	cr_assert_not_null(at);
+	snprintf(json, sizeof(json), "%.*s\"half_open_probs\":2%s", (int)(at - full), full,
+		 at + strlen(good));
+	cr_assert_eq(load(json, &sc), -EINVAL);
+	cr_assert(strncmp(err, file, strlen(file)) == 0, "%s", err);
+	cr_assert(strstr(err, ": setups[2] \"breaker-on\": config.breaker.half_open_probs: "
+			 "unknown key"), "%s", err);
+	cr_assert_null(sc.setups);
+	/* Scaled values are the ones checked, and the message says so. */
+	cr_assert_eq(load_scaled("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":"
+				 "\"{upstream.a}\",\"timeout_ms\":5}}," GW_MODELS "}") "}", 0.1, &sc),
+		     -EINVAL);
+	cr_assert(strstr(err, ": setups[0] \"g\": config.providers.p.timeout_ms: expected a number "
+			 "from 1 to 3600000, got 0.5"), "%s", err);
+	cr_assert(strstr(err, "(times as scaled by the time scale 0.1)"), "%s", err);
+	cr_assert_eq(load_scaled("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":"
+				 "\"{upstream.a}\",\"timeout_ms\":5}}," GW_MODELS "}") "}", 1, &sc),
+		     0, "%s", err);
+	scenario_free(&sc);
 }
 
 Test(scenario_bad, file_problems, .timeout = 10)
@@ -1029,10 +1149,17 @@ Test(scenario_run, gateway_config_many_placeholders, .timeout = 10)
 	cJSON *root;
 	char *s;
 
-	cr_assert_eq(load("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstream.b}\","
+	cr_assert_eq(load("{" NOSETUP "," GW("{" GW_PROVIDERS "," GW_MODELS "}") "}", &sc), 0,
+		     "%s", err);
+	/*
+	 * Strings in every corner of the tree, "note" among them: not a config
+	 * the gateway (and so scenario_load) would take, so it is set by hand.
+	 */
+	cJSON_Delete(sc.setups[0].config);
+	sc.setups[0].config = cJSON_Parse("{\"providers\":{\"p\":{\"base_url\":\"{upstream.b}\","
 			  "\"api_key_env\":\"K_{X}\"}},\"note\":[\"{upstream.a} and {upstream.b}!\","
-			  "\"{\\\"a\\\":1}\",{\"deep\":\"<{upstream.a}>\"}]," GW_MODELS "}") "}", &sc),
-		     0, "%s", err);
+			  "\"{\\\"a\\\":1}\",{\"deep\":\"<{upstream.a}>\"}]," GW_MODELS "}");
+	cr_assert_not_null(sc.setups[0].config);
 	s = scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:9", urls, err);
 	cr_assert_not_null(s, "%s", err);
 	root = cJSON_Parse(s);

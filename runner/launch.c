@@ -1,0 +1,806 @@
+/*
+ * launch: the processes of one run, for run.c — one mockprov per provider
+ * (each with its config file), the setup (our gateway with its config, an
+ * external one from its command templates, or none), loadgen on t0 with
+ * its command line and mix file; their readiness ("ready" lines, then a
+ * 2xx from /healthz or ready_url, polled); the scenario's kill and restart
+ * actions; the terminal's progress line; and what each child's lines and
+ * exit mean for the run. Anything wrong goes to run__fail.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/curl_uv.h"
+#include "common/json.h"
+#include "runner/outfile.h"
+#include "runner/proc.h"
+#include "runner/run_int.h"
+
+#define POLL_EVERY_MS 20		/* readiness polling */
+#define LOG_TAIL_LINES 15
+#define PROGRESS_MS 500			/* the terminal's progress line */
+
+static void healthz_next(struct chaos *ch);
+static void setup_start(struct chaos *ch);
+static void load_start(struct chaos *ch);
+static void on_child_exit(struct proc *p);
+static void on_child_line(struct proc *p, const char *line);
+
+static const char *role_name(const struct child *c)
+{
+	return c->role == ROLE_MOCK ? "mockprov" : c->role == ROLE_SETUP ? "setup" : "loadgen";
+}
+
+/* ---- children ---- */
+
+static void on_proc_closed(struct proc *p)
+{
+	free(p);
+}
+
+/* Closes the child's process (which has exited); its memory goes when closed. */
+void launch_child_close(struct child *c)
+{
+	struct chaos *ch = c->ch;
+
+	if (!c->p)
+		return;
+	if (c->p->log_err && !ch->log_failed) {
+		ch->log_failed = true;
+		buf_printf(&ch->log_error, "cannot write %s: %s", c->p->log_path,
+			   strerror(-c->p->log_err));
+	}
+	proc_close(c->p, on_proc_closed);
+	c->p = NULL;
+}
+
+static int child_start(struct chaos *ch, struct child *c, const char *const argv[],
+		       const char *log_name)
+{
+	char *log_path = NULL;
+	int rc;
+
+	launch_child_close(c);
+	c->ch = ch;
+	c->ready = false;
+	c->stop = STOP_NONE;
+	c->sigkilled = false;
+	c->pgid = 0;
+	c->addr[0] = '\0';
+	c->p = calloc(1, sizeof(*c->p));
+	log_path = run__printf("%s/%s", ch->dir, log_name);
+	if (!c->p || !log_path) {
+		free(c->p);
+		c->p = NULL;
+		rc = -ENOMEM;
+		run__fail(ch, "out of memory");
+		goto out;
+	}
+	c->p->on_line = on_child_line;
+	c->p->on_exit = on_child_exit;
+	c->p->data = c;
+	rc = proc_start(c->p, ch->loop, log_name, argv, log_path);
+	if (!rc)
+		c->pgid = c->p->pid;	/* it leads a group of its own */
+	if (rc) {
+		launch_child_close(c);		/* proc_close is due either way */
+		run__fail(ch, "cannot start %s: %s", argv[0], strerror(-rc));
+	}
+out:
+	free(log_path);
+	return rc;
+}
+
+static bool child_running(const struct child *c)
+{
+	return c->p && c->p->running;
+}
+
+/* Whether any process of the child's group is left (its leader may have gone). */
+bool launch_group_alive(const struct child *c)
+{
+	return c->pgid > 0 && kill(-c->pgid, 0) == 0;
+}
+
+/*
+ * Signals the child's whole group, whether or not the child itself is
+ * still there: what it started (a wrapper's server, workers) must go too.
+ */
+void launch_child_stop(struct child *c, int sig, enum stop_kind why)
+{
+	if (c->pgid <= 0)
+		return;
+	if (c->stop == STOP_NONE && child_running(c))
+		c->stop = why;
+	kill(-c->pgid, sig);
+}
+
+/* Whether anything of the run is left: a child not yet reaped, or a process of a group. */
+bool launch_any_left(const struct chaos *ch)
+{
+	size_t i;
+
+	for (i = 0; i < ch->sc->nproviders; i++) {
+		if (child_running(&ch->mocks[i]) || launch_group_alive(&ch->mocks[i]))
+			return true;
+	}
+	return child_running(&ch->setup) || launch_group_alive(&ch->setup) ||
+	       child_running(&ch->load) || launch_group_alive(&ch->load);
+}
+
+/* ---- providers ---- */
+
+/* mockprov's config for provider i alone, on ports[i] when known. */
+static char *mock_config_of(struct chaos *ch, size_t i)
+{
+	char *all = scenario_mock_config(ch->sc, ch->ports);
+	cJSON *root = all ? cJSON_Parse(all) : NULL;
+	cJSON *one = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(one, "providers");
+	cJSON *item = cJSON_DetachItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "providers"),
+						(int)i);
+	char *text = NULL;
+
+	if (item && arr) {
+		cJSON_AddItemToArray(arr, item);
+		text = cJSON_Print(one);
+	} else {
+		cJSON_Delete(item);
+	}
+	cJSON_Delete(one);
+	cJSON_Delete(root);
+	free(all);
+	return text;
+}
+
+/* Starts provider i's mockprov, its config written first (run_int.h). */
+void launch_mock(struct chaos *ch, size_t i)
+{
+	const char *name = ch->sc->provider_names[i];
+	char *prog = run__printf("%s/mockprov", ch->o->bin_dir);
+	char *cfg = run__printf("%s/mockprov-%s.json", ch->dir, name);
+	char *log_name = run__printf("mockprov-%s.log", name);
+	char t0[32];
+	char seed[32];
+	char err[CFG_ERR_LEN];
+	char *text = mock_config_of(ch, i);
+	const char *argv[] = { prog, "--config", cfg, "--t0", t0, "--log-dir", ch->dir,
+			       "--seed", seed, "--log-level", "warn", NULL };
+
+	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	if (!prog || !cfg || !log_name || !text) {
+		run__fail(ch, "cannot start mockprov for %s: out of memory", name);
+		goto out;
+	}
+	if (outfile_write_text(cfg, text, err, sizeof(err))) {
+		run__fail(ch, "%s", err);
+		goto out;
+	}
+	ch->mocks[i].role = ROLE_MOCK;
+	ch->mocks[i].index = i;
+	ch->mocks[i].killed = false;
+	child_start(ch, &ch->mocks[i], argv, log_name);
+out:
+	free(text);
+	free(log_name);
+	free(cfg);
+	free(prog);
+}
+
+/* "listening NAME HOST:PORT": where provider i is. */
+static void note_listening(struct chaos *ch, struct child *c, const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+	size_t i = c->index;
+	size_t len;
+
+	snprintf(c->addr, sizeof(c->addr), "%s", addr);
+	if (!colon)
+		return;
+	ch->ports[i] = (int)strtol(colon + 1, NULL, 10);
+	free(ch->urls[i]);
+	len = strlen(addr) + sizeof("http:///v1");
+	ch->urls[i] = malloc(len);
+	if (ch->urls[i])
+		snprintf(ch->urls[i], len, "http://%s/v1", addr);
+}
+
+/* ---- readiness polling ---- */
+
+static void poll_send(struct chaos *ch);
+
+static void on_poll_timer(uv_timer_t *t)
+{
+	poll_send(t->data);
+}
+
+static size_t discard(char *d, size_t s, size_t n, void *u)
+{
+	(void)d;
+	(void)u;
+	return s * n;
+}
+
+static void poll_send(struct chaos *ch)
+{
+	struct poller *pl = &ch->poll;
+
+	if (!pl->easy)
+		pl->easy = curl_easy_init();
+	curl_easy_reset(pl->easy);
+	curl_easy_setopt(pl->easy, CURLOPT_URL, pl->url);
+	curl_easy_setopt(pl->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(pl->easy, CURLOPT_TIMEOUT_MS, 1000L);
+	curl_easy_setopt(pl->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(pl->easy, CURLOPT_WRITEFUNCTION, discard);
+	pl->in_flight = curl_uv_add(&ch->cu, pl->easy) == 0;
+	if (!pl->in_flight)
+		pl->done(ch, false);
+}
+
+/* A readiness poll ended: done, or another in POLL_EVERY_MS, or out of time. */
+void launch_on_poll_done(struct curl_uv *cu, CURL *easy, CURLcode code)
+{
+	struct chaos *ch = cu->data;
+	struct poller *pl = &ch->poll;
+	long status = 0;
+
+	pl->in_flight = false;
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+	if (ch->stopping)
+		return;
+	if (code == CURLE_OK && status >= 200 && status <= 299) {
+		pl->done(ch, true);
+		return;
+	}
+	if (clock_mono_ns() > pl->deadline_ns) {
+		pl->done(ch, false);
+		return;
+	}
+	uv_timer_start(&pl->timer, on_poll_timer, POLL_EVERY_MS, 0);
+}
+
+/* Polls url until it answers 2xx (done(ch, true)) or READY_TIMEOUT_MS pass. */
+static void poll_until_ready(struct chaos *ch, const char *url,
+			     void (*done)(struct chaos *ch, bool ok))
+{
+	struct poller *pl = &ch->poll;
+
+	free(pl->url);
+	pl->url = strdup(url);
+	if (!pl->url) {
+		run__fail(ch, "out of memory");
+		return;
+	}
+	pl->done = done;
+	pl->deadline_ns = clock_mono_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
+	poll_send(ch);
+}
+
+static void on_healthz(struct chaos *ch, bool ok)
+{
+	if (!ok) {
+		run__fail(ch, "provider %s never answered %s", ch->sc->provider_names[ch->healthz_next],
+			 ch->poll.url);
+		return;
+	}
+	ch->healthz_next++;
+	healthz_next(ch);
+}
+
+/* Every provider answers /healthz, one after the other; then the setup. */
+static void healthz_next(struct chaos *ch)
+{
+	char url[256];
+
+	size_t i;
+
+	if (ch->healthz_next == ch->sc->nproviders) {
+		for (i = 0; i < ch->sc->nproviders; i++) {
+			if (!ch->urls[i]) {
+				run__fail(ch, "provider %s printed no address", ch->sc->provider_names[i]);
+				return;
+			}
+		}
+		setup_start(ch);
+		return;
+	}
+	snprintf(url, sizeof(url), "http://%s/healthz", ch->mocks[ch->healthz_next].addr);
+	poll_until_ready(ch, url, on_healthz);
+}
+
+/* ---- the setup ---- */
+
+static void on_setup_ready(struct chaos *ch, bool ok)
+{
+	if (!ok) {
+		run__fail(ch, "setup %s never answered %s", ch->st->name, ch->poll.url);
+		return;
+	}
+	ch->setup.ready = true;
+	if (ch->st->kind == SC_EXTERNAL)
+		run__timeline_begin(ch);	/* the providers now, then the load */
+	else
+		load_start(ch);
+}
+
+/* A port free on 127.0.0.1 now, for an external gateway's {port}. */
+int launch_free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+		port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+static void gateway_start(struct chaos *ch)
+{
+	char err[CFG_ERR_LEN];
+	char *prog = run__printf("%s/gateway", ch->o->bin_dir);
+	char *cfg = run__printf("%s/gateway.json", ch->dir);
+	char *events = run__printf("%s/events.jsonl", ch->dir);
+	char seed[32];
+	char *text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
+					     (const char *const *)ch->urls, err);
+	const char *argv[] = { prog, "--config", cfg, "--events", events, "--seed", seed,
+			       "--log-level", "warn", NULL };
+
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	if (!text) {
+		run__fail(ch, "setup %s: %s", ch->st->name, err);
+		goto out;
+	}
+	if (!prog || !cfg || !events) {
+		run__fail(ch, "setup %s: out of memory", ch->st->name);
+		goto out;
+	}
+	if (outfile_write_text(cfg, text, err, sizeof(err))) {
+		run__fail(ch, "%s", err);
+		goto out;
+	}
+	ch->setup.role = ROLE_SETUP;
+	child_start(ch, &ch->setup, argv, "gateway.log");
+out:
+	free(text);
+	free(events);
+	free(cfg);
+	free(prog);
+}
+
+/* Starts an external setup and polls its ready_url (run_int.h). */
+void launch_external(struct chaos *ch)
+{
+	const struct sc_setup *st = ch->st;
+	const char *const *urls = (const char *const *)ch->urls;
+	int port = launch_free_port();
+	char **argv = calloc(st->ncommand + 1, sizeof(*argv));
+	char *ready = NULL;
+	char *target = NULL;
+	size_t i;
+
+	if (!argv || port < 0)
+		goto out_fail;
+	for (i = 0; i < st->ncommand; i++) {
+		argv[i] = scenario_expand(ch->sc, st->command[i], port, urls);
+		if (!argv[i])
+			goto out_fail;
+	}
+	ready = scenario_expand(ch->sc, st->ready_url, port, urls);
+	target = scenario_expand(ch->sc, st->target, port, urls);
+	if (!ready || !target)
+		goto out_fail;
+	free(ch->target);
+	ch->target = target;
+	target = NULL;
+	ch->setup.role = ROLE_SETUP;
+	if (child_start(ch, &ch->setup, (const char *const *)argv, "external.log") == 0)
+		poll_until_ready(ch, ready, on_setup_ready);
+	goto out_free;
+out_fail:
+	run__fail(ch, "setup %s: cannot prepare its command", st->name);
+out_free:
+	for (i = 0; argv && i < st->ncommand; i++)
+		free(argv[i]);
+	free(argv);
+	free(ready);
+	free(target);
+}
+
+static void setup_start(struct chaos *ch)
+{
+	const struct sc_setup *st = ch->st;
+
+	switch (st->kind) {
+	case SC_DIRECT:
+	case SC_CLIENT_RETRY:
+		if (!ch->urls[st->provider]) {
+			run__fail(ch, "provider %s printed no address", ch->sc->provider_names[st->provider]);
+			return;
+		}
+		free(ch->target);
+		ch->target = strdup(ch->urls[st->provider]);
+		if (!ch->target) {
+			run__fail(ch, "out of memory");
+			return;
+		}
+		load_start(ch);
+		break;
+	case SC_GATEWAY:
+		gateway_start(ch);	/* its "ready" line, then its /healthz */
+		break;
+	case SC_EXTERNAL:
+		load_start(ch);		/* it was started, and became ready, before t0 was chosen */
+		break;
+	}
+}
+
+/* ---- the load and the actions ---- */
+
+static void on_action(uv_timer_t *t);
+
+static void arm_action(struct chaos *ch)
+{
+	double at;
+
+	if (ch->next_action >= ch->sc->nactions)
+		return;
+	at = (double)ch->t0 + ch->sc->actions[ch->next_action].at_ms - (double)clock_unix_ms();
+	uv_timer_start(&ch->timer, on_action, at > 0 ? (uint64_t)ceil(at) : 0, 0);
+}
+
+static void on_action(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	const struct sc_action *a = &ch->sc->actions[ch->next_action++];
+	struct child *m = &ch->mocks[a->provider];
+
+	if (ch->stopping)
+		return;
+	launch_progress_clear(ch);
+	if (ch->o->verbose)
+		fprintf(stderr, "chaos: t=%.1f s: %s %s\n", a->at_ms / 1000,
+			a->kind == SC_KILL ? "kill" : "restart", ch->sc->provider_names[a->provider]);
+	if (a->kind == SC_KILL) {
+		m->restart_pending = false;	/* a later kill undoes a restart still waiting */
+		m->killed = true;
+		launch_child_stop(m, SIGKILL, STOP_ACTION);
+	} else if (child_running(m)) {
+		m->restart_pending = true;	/* the kill's exit is still to come */
+	} else {
+		launch_mock(ch, a->provider);	/* closes the killed one's process first */
+	}
+	arm_action(ch);
+}
+
+/* The outcome field (the 14th) of a requests.csv row; quotes honoured. */
+static bool row_is_ok(const char *row, size_t len)
+{
+	size_t field = 0;
+	size_t start = 0;
+	bool quoted = false;
+	size_t i;
+
+	for (i = 0; i <= len; i++) {
+		char c = i < len ? row[i] : ',';
+
+		if (c == '"') {
+			quoted = !quoted;
+		} else if (c == ',' && !quoted) {
+			if (field == 13)
+				return i - start == 2 && strncmp(row + start, "ok", 2) == 0;
+			field++;
+			start = i + 1;
+		}
+	}
+	return false;
+}
+
+/* Counts the rows loadgen has flushed since the last call. */
+static void progress_read(struct chaos *ch)
+{
+	char *path = run__printf("%s/requests.csv.tmp", ch->dir);
+	char chunk[65536];
+	struct buf *line = &ch->progress_line;
+	FILE *fp = path ? fopen(path, "r") : NULL;
+	size_t n;
+	size_t i;
+
+	free(path);
+	if (!fp || fseek(fp, ch->progress_off, SEEK_SET)) {
+		if (fp)
+			fclose(fp);
+		return;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+		ch->progress_off += (long)n;
+		for (i = 0; i < n; i++) {
+			if (chunk[i] != '\n') {
+				buf_append(line, &chunk[i], 1);
+				continue;
+			}
+			if (ch->progress_header) {
+				ch->progress_rows++;
+				if (!row_is_ok(line->data ? line->data : "", line->len))
+					ch->progress_errors++;
+			}
+			ch->progress_header = true;
+			buf_reset(line);
+		}
+	}
+	fclose(fp);
+}
+
+/* Clears the terminal's progress line, if it is drawn. */
+void launch_progress_clear(struct chaos *ch)
+{
+	if (ch->progress_drawn)
+		fputs("\r\033[K", stderr);
+	ch->progress_drawn = false;
+}
+
+static void on_progress(uv_timer_t *t)
+{
+	struct chaos *ch = t->data;
+	double now = (double)(clock_unix_ms() - ch->t0) / 1000;
+
+	progress_read(ch);
+	fprintf(stderr, "\r\033[Kchaos: %s / %s / run %u  t=%.1f/%.1f s  requests %llu  errors %llu",
+		ch->sc->name, ch->st->name, ch->k, now < 0 ? 0 : now, ch->sc->duration_ms / 1000,
+		(unsigned long long)ch->progress_rows, (unsigned long long)ch->progress_errors);
+	ch->progress_drawn = true;
+}
+
+static void load_start(struct chaos *ch)
+{
+	const struct sc_load *l = &ch->sc->load;
+	const struct sc_setup *st = ch->st;
+	char *prog = NULL;
+	char *mix = NULL;
+	char t0[32];
+	char dur[48];
+	char timeout[48];
+	char stall[48];
+	char seed[32];
+	char rate[48];
+	char conc[32];
+	char stream[32];
+	char ptok[32];
+	char mtok[32];
+	char retries[32];
+	char backoff[48];
+	char backoff_max[48];
+	char prefix[96];
+	char err[CFG_ERR_LEN];
+	const char *argv[48];
+	size_t n = 0;
+
+	if (clock_unix_ms() > ch->t0 - 50) {
+		run__fail(ch, "the processes took longer than %d ms to start: t0 has passed",
+			 CHAOS_LEAD_MS);
+		goto out;
+	}
+	prog = run__printf("%s/loadgen", ch->o->bin_dir);
+	if (!prog || !ch->target) {
+		run__fail(ch, "cannot start loadgen: out of memory");
+		goto out;
+	}
+	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(dur, sizeof(dur), "%.3fms", ch->sc->duration_ms);
+	snprintf(timeout, sizeof(timeout), "%.3fms", l->timeout_ms);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed + ch->k - 1);
+	snprintf(stream, sizeof(stream), "%g", l->stream_p);
+	snprintf(ptok, sizeof(ptok), "%lld", (long long)l->prompt_tokens);
+	snprintf(mtok, sizeof(mtok), "%lld", (long long)l->max_tokens);
+	snprintf(prefix, sizeof(prefix), "%s-%u-", st->name, ch->k);
+	argv[n++] = prog;
+	argv[n++] = "--target";
+	argv[n++] = ch->target;
+	argv[n++] = "--t0";
+	argv[n++] = t0;
+	argv[n++] = "--duration";
+	argv[n++] = dur;
+	argv[n++] = "--timeout";
+	argv[n++] = timeout;
+	if (!isnan(l->stall_timeout_ms)) {
+		snprintf(stall, sizeof(stall), "%.3fms", l->stall_timeout_ms);
+		argv[n++] = "--stall-timeout";
+		argv[n++] = stall;
+	}
+	argv[n++] = "--seed";
+	argv[n++] = seed;
+	argv[n++] = "--model";
+	argv[n++] = l->model;
+	argv[n++] = "--stream";
+	argv[n++] = stream;
+	argv[n++] = "--prompt-tokens";
+	argv[n++] = ptok;
+	argv[n++] = "--max-tokens";
+	argv[n++] = mtok;
+	argv[n++] = "--id-prefix";
+	argv[n++] = prefix;
+	if (l->concurrency) {
+		snprintf(conc, sizeof(conc), "%u", l->concurrency);
+		argv[n++] = "--concurrency";
+		argv[n++] = conc;
+	} else if (l->rate > 0) {
+		snprintf(rate, sizeof(rate), "%.6f", l->rate);
+		argv[n++] = "--rate";
+		argv[n++] = rate;
+		argv[n++] = "--arrival";
+		argv[n++] = l->arrival == SC_ARRIVAL_POISSON ? "poisson" : "constant";
+	}
+	if (l->mix || (st->kind == SC_EXTERNAL && st->response_headers)) {
+		cJSON *m = l->mix ? cJSON_Duplicate(l->mix, true) : cJSON_CreateObject();
+		int rc;
+
+		if (m && !cJSON_GetObjectItemCaseSensitive(m, "streams")) {
+			cJSON *streams = cJSON_AddArrayToObject(m, "streams");
+			cJSON *one = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(one, "name", "load");
+			cJSON_AddNumberToObject(one, "share", 1);
+			cJSON_AddItemToArray(streams, one);
+		}
+		if (m && st->kind == SC_EXTERNAL && st->response_headers) {
+			cJSON_DeleteItemFromObjectCaseSensitive(m, "response_headers");
+			cJSON_AddItemToObject(m, "response_headers",
+					      cJSON_Duplicate(st->response_headers, true));
+		}
+		mix = run__printf("%s/mix.json", ch->dir);
+		rc = -ENOMEM;
+		snprintf(err, sizeof(err), "cannot write %s/mix.json: out of memory", ch->dir);
+		if (m && mix)
+			rc = outfile_write_json(mix, m, err, sizeof(err));
+		cJSON_Delete(m);
+		if (rc) {
+			run__fail(ch, "%s", err);
+			goto out;
+		}
+		argv[n++] = "--mix";
+		argv[n++] = mix;
+	}
+	if (st->kind == SC_CLIENT_RETRY) {
+		snprintf(retries, sizeof(retries), "%u", st->retries);
+		snprintf(backoff, sizeof(backoff), "%.3fms", st->retry_backoff_ms);
+		/* loadgen's 5 s cap, scaled, and never under the backoff itself. */
+		snprintf(backoff_max, sizeof(backoff_max), "%.3fms",
+			 fmax(5000 * ch->sc->scale, st->retry_backoff_ms));
+		argv[n++] = "--retries";
+		argv[n++] = retries;
+		argv[n++] = "--retry-backoff";
+		argv[n++] = backoff;
+		argv[n++] = "--retry-backoff-max";
+		argv[n++] = backoff_max;
+	}
+	argv[n++] = "--no-progress";
+	argv[n++] = "--out";
+	argv[n++] = ch->dir;
+	argv[n] = NULL;
+	ch->load.role = ROLE_LOAD;
+	if (child_start(ch, &ch->load, argv, "loadgen.log"))
+		goto out;
+	arm_action(ch);
+	if (ch->tty) {
+		ch->progress_off = 0;
+		ch->progress_rows = ch->progress_errors = 0;
+		ch->progress_header = false;
+		buf_reset(&ch->progress_line);
+		uv_timer_start(&ch->progress, on_progress, PROGRESS_MS, PROGRESS_MS);
+	}
+out:
+	free(mix);
+	free(prog);
+}
+
+/* ---- lines and exits ---- */
+
+static void on_child_line(struct proc *p, const char *line)
+{
+	struct child *c = p->data;
+	struct chaos *ch = c->ch;
+	char name[128];
+	char addr[128];
+
+	if (c->role == ROLE_MOCK && sscanf(line, "listening %127s %127s", name, addr) == 2) {
+		note_listening(ch, c, addr);
+	} else if (c->role == ROLE_SETUP && ch->st->kind == SC_GATEWAY &&
+		   sscanf(line, "listening %127s", addr) == 1) {
+		snprintf(c->addr, sizeof(c->addr), "%s", addr);
+		free(ch->target);
+		ch->target = run__printf("http://%s/v1", addr);
+	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !ch->stopping &&
+		   (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
+		c->ready = true;
+		if (c->role == ROLE_MOCK && !ch->load.p && ++ch->mocks_ready == ch->sc->nproviders)
+			healthz_next(ch);
+		else if (c->role == ROLE_SETUP) {
+			char url[256];
+
+			snprintf(url, sizeof(url), "http://%s/healthz", c->addr);
+			poll_until_ready(ch, url, on_setup_ready);
+		}
+	}
+}
+
+/* Whether a child's exit after the run's SIGTERM is the clean one. */
+static bool clean_stop(const struct chaos *ch, const struct child *c)
+{
+	const struct proc *p = c->p;
+
+	if (c->role == ROLE_LOAD)
+		return true;		/* stopped only when the run is failing anyway */
+	if (c->role == ROLE_SETUP && ch->st->kind == SC_EXTERNAL)
+		return (p->exit_status == 0 || p->exit_status == 128 + SIGTERM) &&
+		       (!p->term_signal || p->term_signal == SIGTERM);
+	return p->exit_status == 0 && !p->term_signal;	/* mockprov and the gateway say so */
+}
+
+/*
+ * Fails the run with the child's last stderr lines, kept in memory: they
+ * are there even when its log (named for the rest) could not be written.
+ */
+void launch_fail_with_tail(struct chaos *ch, const struct child *c, const char *what)
+{
+	struct buf tail = { 0 };
+
+	proc_stderr_tail(c->p, LOG_TAIL_LINES, &tail);
+	if (c->p->log_err)
+		run__fail(ch, "%s (%s) %s; its last stderr lines (%s could not be written: %s):\n%s",
+			 role_name(c), c->p->name, what, c->p->log_path, strerror(-c->p->log_err),
+			 tail.len ? tail.data : "(none)\n");
+	else
+		run__fail(ch, "%s (%s) %s; its last stderr lines (all its output is in %s):\n%s",
+			 role_name(c), c->p->name, what, c->p->log_path,
+			 tail.len ? tail.data : "(none)\n");
+	buf_free(&tail);
+}
+
+static void on_child_exit(struct proc *p)
+{
+	struct child *c = p->data;
+	struct chaos *ch = c->ch;
+	char how[64];
+	char what[128];
+
+	proc_describe_exit(p, how, sizeof(how));
+	switch (c->stop) {
+	case STOP_NONE:
+		if (c->role == ROLE_LOAD && p->exit_status == 0 && !p->term_signal)
+			run__stop(ch);		/* the load is over: stop the rest */
+		else
+			launch_fail_with_tail(ch, c, how);
+		break;
+	case STOP_ACTION:
+		if (c->restart_pending && !ch->stopping) {
+			c->restart_pending = false;
+			launch_mock(ch, c->index);
+		}
+		break;
+	case STOP_END:
+		if (!clean_stop(ch, c)) {
+			snprintf(what, sizeof(what), "%s after SIGTERM", how);
+			launch_fail_with_tail(ch, c, what);
+		}
+		break;
+	}
+}

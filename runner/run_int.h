@@ -1,0 +1,184 @@
+/*
+ * run_int: what runner/run.c (a run's sequence, its stop, its folder and
+ * results) and runner/launch.c (the processes of a run: starting them,
+ * their readiness, their lines and exits) share and no one else uses: the
+ * run's state, struct chaos, with its children, and the functions each
+ * file calls in the other. run__ names are run.c's, launch_ names
+ * launch.c's.
+ */
+#ifndef FAULTLINE_RUNNER_RUN_INT_H
+#define FAULTLINE_RUNNER_RUN_INT_H
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/curl_uv.h"
+#include "runner/proc.h"
+#include "runner/run.h"
+#include "runner/scenario.h"
+
+#define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
+
+enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD };
+
+/* Why a child was signalled, which decides what exit is right for it. */
+enum stop_kind {
+	STOP_NONE,			/* not signalled: it must not exit (loadgen: with 0) */
+	STOP_ACTION,			/* a kill action: any exit */
+	STOP_END,			/* the run's stop: programs exit 0 after SIGTERM */
+};
+
+struct chaos;
+
+/* One child of a run (its process, once started, lives in p until closed). */
+struct child {
+	struct proc *p;			/* NULL: not started, or closed */
+	struct chaos *ch;
+	enum role role;
+	size_t index;			/* ROLE_MOCK: the provider */
+	pid_t pgid;			/* its process group, kept after it exits */
+	bool ready;
+	enum stop_kind stop;
+	bool restart_pending;		/* a restart action waits for the kill's exit */
+	bool killed;			/* ROLE_MOCK: down by a kill action, not restarted */
+	bool sigkilled;			/* the stop had to SIGKILL its group */
+	char addr[128];			/* HOST:PORT it printed */
+};
+
+/* A readiness poll: GET url until a 2xx, or the deadline. */
+struct poller {
+	uv_timer_t timer;
+	CURL *easy;
+	char *url;
+	uint64_t deadline_ns;
+	bool in_flight;
+	void (*done)(struct chaos *ch, bool ok);
+};
+
+/* One `chaos run`: its loop, its options, and the run (setup, repeat) in progress. */
+struct chaos {
+	uv_loop_t *loop;
+	const struct scenario *sc;
+	const struct chaos_opts *o;
+	struct curl_uv cu;
+	uv_signal_t sigint;
+	uv_signal_t sigterm;
+	uv_signal_t sighup;
+	uv_timer_t timer;		/* actions; while stopping, the stop's poll */
+	uv_timer_t start_deadline;	/* at t0: everything must be ready */
+	uv_timer_t progress;		/* redraws the progress line */
+	bool tty;			/* stderr is a terminal: draw it */
+	long progress_off;		/* read so far of requests.csv.tmp */
+	uint64_t progress_rows;
+	uint64_t progress_errors;
+	bool progress_header;		/* the CSV header has been passed */
+	struct buf progress_line;	/* a row not yet whole */
+	bool progress_drawn;
+	uint64_t stop_ns;		/* when the stop began */
+	bool sent_sigkill;
+	unsigned completed;		/* runs that completed */
+	uv_timer_t watchdog;		/* the whole run's deadline */
+	uv_timer_t ender;		/* runs run_end from the loop, never from a caller */
+	struct poller poll;
+	int signal;			/* that stopped everything; 0: none */
+	int exit_code;
+
+	char *stamp_dir;		/* OUT/NAME/STAMP */
+
+	/* The run in progress. */
+	const struct sc_setup *st;
+	size_t setup_index;
+	unsigned k;			/* repeat, from 1 */
+	char *dir;			/* STAMP/SETUP/run-K.tmp */
+	char *final_dir;		/* STAMP/SETUP/run-K */
+	int64_t t0;
+	struct child *mocks;		/* one per provider */
+	int *ports;
+	char **urls;			/* http://HOST:PORT/v1 per provider */
+	size_t mocks_ready;
+	size_t healthz_next;		/* the provider being polled */
+	struct child setup;
+	struct child load;
+	char *target;			/* loadgen's --target; NULL: not known yet */
+	size_t next_action;
+	bool stopping;
+	bool failed;
+	struct buf why;			/* why the run failed */
+	bool log_failed;		/* a child's log could not be written */
+	struct buf log_error;		/* the first such: what, and why */
+	cJSON **runs;			/* this setup's summaries so far */
+	size_t nruns;
+	cJSON *combined;		/* setup name → stats_combine */
+};
+
+/* ---- run.c ---- */
+
+/*
+ * Fails the run in progress — the first reason given is the one said —
+ * and stops it (run__stop).
+ */
+void run__fail(struct chaos *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Every child's group gets SIGTERM; the run ends once they are gone. */
+void run__stop(struct chaos *ch);
+
+/* t0, CHAOS_LEAD_MS ahead; the providers start on it, the setup and load follow. */
+void run__timeline_begin(struct chaos *ch);
+
+/*
+ * printf into a new malloc'ed string, however long: every path and
+ * message of a run is built so, never cut to a buffer's size. NULL when
+ * out of memory.
+ */
+char *run__printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- launch.c ---- */
+
+/* Closes the child's process (which has exited); its memory goes when closed. */
+void launch_child_close(struct child *c);
+
+/*
+ * Signals the child's whole group, whether or not the child itself is
+ * still there: what it started (a wrapper's server, workers) must go too.
+ * why says which exit is then right for it.
+ */
+void launch_child_stop(struct child *c, int sig, enum stop_kind why);
+
+/* Whether any process of the child's group is left (its leader may have gone). */
+bool launch_group_alive(const struct child *c);
+
+/* Whether anything of the run is left: a child not yet reaped, or a process of a group. */
+bool launch_any_left(const struct chaos *ch);
+
+/* Starts provider i's mockprov (on ch->ports[i] when known), its config written first. */
+void launch_mock(struct chaos *ch, size_t i);
+
+/*
+ * Starts an external setup on a free port, with the providers' URLs
+ * already chosen, and polls its ready_url; the timeline begins once it
+ * answers.
+ */
+void launch_external(struct chaos *ch);
+
+/* A port free on 127.0.0.1 now, for an external gateway's {port}; -1 when none. */
+int launch_free_port(void);
+
+/* curl_uv's callback for the run's one kind of transfer: a readiness poll. */
+void launch_on_poll_done(struct curl_uv *cu, CURL *easy, CURLcode code);
+
+/* Clears the terminal's progress line, if it is drawn. */
+void launch_progress_clear(struct chaos *ch);
+
+/*
+ * Fails the run with the child's last stderr lines, kept in memory: they
+ * are there even when its log (named for the rest) could not be written.
+ */
+void launch_fail_with_tail(struct chaos *ch, const struct child *c, const char *what);
+
+#endif
