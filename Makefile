@@ -12,6 +12,8 @@
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make suite      the classic suite, stream-stall, three-setups and slow-tail, each result through chaos gate
+#   make install    PREFIX=/usr/local (DESTDIR honoured): the programs, man pages,
+#                   example scenarios and configs, docs; make uninstall removes them
 #   make clean      (make O=DIR … builds and cleans DIR alone)
 #
 # Dependencies come from Debian packages through pkg-config; the first make
@@ -58,7 +60,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite clean deps
+.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite clean deps install uninstall
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -136,6 +138,7 @@ $(NODE_STAMP):
 test: all $(O)/rel/test-unit $(O)/rel/test-integration $(NODE_STAMP)
 	$(O)/rel/test-unit $(CRITERION_FLAGS)
 	FAULTLINE_BIN=$(BIN_DIR) FAULTLINE_NODE_PREFIX=$(NODE_PREFIX) $(O)/rel/test-integration $(CRITERION_FLAGS)
+	MAKE="$(MAKE)" O=$(O) tests/install.sh
 
 asan-build: $(addprefix $(O)/asan/bin/,$(PROGRAMS)) $(O)/asan/test-unit $(O)/asan/test-integration
 
@@ -239,3 +242,60 @@ clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)
 
 -include $(shell find $(O)/rel $(O)/asan $(O)/fuzz -name '*.d' 2>/dev/null)
+
+# ---- install ----
+# make install PREFIX=/usr/local (DESTDIR honoured). The four programs keep
+# their own names in PREFIX/libexec/faultline/bin/, because chaos runs
+# mockprov, gateway and loadgen from the directory it is in (after
+# symbolic links; $FAULTLINE_BIN overrides) and its gnuplot scripts from
+# that directory's ../plots. On the PATH they are symbolic links named
+# faultline-NAME: a `gateway` or `loadgen` in /usr/local/bin would be a
+# poor neighbour. chaos is also linked under its plain name, the one the
+# docs and man pages use (and `chaos --help` after an install works).
+# Man pages go to share/man/man1, the example scenarios and configs to
+# share/faultline, README.md and docs/ to share/doc/faultline.
+# make uninstall removes exactly those files, then the directories of
+# faultline's own that are left empty.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL ?= install
+INSTALL_PROGRAMS := mockprov loadgen gateway chaos
+I_ROOT := $(DESTDIR)$(PREFIX)
+I_LIBEXEC := $(I_ROOT)/libexec/faultline
+I_SHARE := $(I_ROOT)/share/faultline
+I_DOC := $(I_ROOT)/share/doc/faultline
+I_MAN1 := $(I_ROOT)/share/man/man1
+MAN_PAGES := $(sort $(wildcard man/*.1))
+PLOT_SCRIPTS := $(sort $(wildcard plots/*.gp))
+SCENARIO_FILES := $(sort $(wildcard scenarios/*.json))
+BASELINE_FILES := $(sort $(wildcard scenarios/baselines/*.json))
+DOC_FILES := $(sort $(wildcard docs/*.md))
+
+install: all
+	$(INSTALL) -d $(I_ROOT)/bin $(I_LIBEXEC)/bin $(I_LIBEXEC)/plots $(I_MAN1) \
+		$(I_SHARE)/scenarios $(I_DOC)/docs
+	$(INSTALL) -m 755 $(addprefix $(O)/rel/bin/,$(INSTALL_PROGRAMS)) $(I_LIBEXEC)/bin/
+	$(INSTALL) -m 644 $(PLOT_SCRIPTS) $(I_LIBEXEC)/plots/
+	for p in $(INSTALL_PROGRAMS); do \
+		ln -sf ../libexec/faultline/bin/$$p $(I_ROOT)/bin/faultline-$$p || exit 1; done
+	ln -sf ../libexec/faultline/bin/chaos $(I_ROOT)/bin/chaos
+	$(INSTALL) -m 644 $(MAN_PAGES) $(I_MAN1)/
+	$(INSTALL) -m 644 $(SCENARIO_FILES) $(I_SHARE)/scenarios/
+	$(if $(BASELINE_FILES),$(INSTALL) -d $(I_SHARE)/scenarios/baselines && \
+		$(INSTALL) -m 644 $(BASELINE_FILES) $(I_SHARE)/scenarios/baselines/)
+	$(INSTALL) -m 644 gateway/example.json $(I_SHARE)/gateway-example.json
+	$(INSTALL) -m 644 mockprov/example.json $(I_SHARE)/mockprov-example.json
+	$(INSTALL) -m 644 README.md $(I_DOC)/
+	$(INSTALL) -m 644 $(DOC_FILES) $(I_DOC)/docs/
+
+uninstall:
+	rm -f $(addprefix $(I_LIBEXEC)/bin/,$(INSTALL_PROGRAMS)) \
+		$(addprefix $(I_ROOT)/bin/faultline-,$(INSTALL_PROGRAMS)) $(I_ROOT)/bin/chaos \
+		$(addprefix $(I_LIBEXEC)/,$(PLOT_SCRIPTS)) \
+		$(addprefix $(I_MAN1)/,$(notdir $(MAN_PAGES))) \
+		$(addprefix $(I_SHARE)/,$(SCENARIO_FILES) $(BASELINE_FILES)) \
+		$(I_SHARE)/gateway-example.json $(I_SHARE)/mockprov-example.json \
+		$(I_DOC)/README.md $(addprefix $(I_DOC)/,$(DOC_FILES))
+	-rmdir $(I_LIBEXEC)/bin $(I_LIBEXEC)/plots $(I_LIBEXEC) \
+		$(I_SHARE)/scenarios/baselines $(I_SHARE)/scenarios $(I_SHARE) \
+		$(I_DOC)/docs $(I_DOC) 2>/dev/null || true

@@ -57,4 +57,16 @@ void cfg_describe(const cJSON *v, char *out, size_t len);
 /* Frees the strings cfg_apply stored in target. */
 void cfg_free(const struct cfg_key *keys, size_t nkeys, void *target);
 
+/*
+ * One table of a config file and where it sits: path is the dotted path of
+ * its object ("breaker", "providers.NAME.health_check", "setups[]"), ""
+ * for the top level. The loaders list their tables this way so that a
+ * test can check every key is documented (tests/unit/dockeys_test.c).
+ */
+struct cfg_section {
+	const char *path;
+	const struct cfg_key *keys;
+	size_t nkeys;
+};
+
 #endif

@@ -1071,3 +1071,30 @@ int gw_config_check_listen(const struct gw_config *cfg, const struct sockaddr_st
 				 "providers' keys)", text, flag ? flag : "listen");
 	return 0;
 }
+
+/*
+ * Each table once, at the path where it is defined: a provider's breaker
+ * and an alias's retry, hedge and budget take the top-level tables' keys.
+ */
+const struct cfg_section *gw_config_sections(size_t *n)
+{
+	static const struct cfg_section sections[] = {
+		{ "", top_keys, NTOP_KEYS },
+		{ "stream", stream_keys, NSTREAM_KEYS },
+		{ "retry", retry_keys, NRETRY_KEYS },
+		{ "hedge", hedge_keys, NELEM(hedge_keys) },
+		{ "budget", budget_keys, NELEM(budget_keys) },
+		{ "classes", classes_keys, NELEM(classes_keys) },
+		{ "classes.batch", batch_keys, NELEM(batch_keys) },
+		{ "breaker", breaker_keys, NBREAKER_KEYS },
+		{ "auth", auth_keys, NELEM(auth_keys) },
+		{ "providers.NAME", provider_keys, NPROVIDER_KEYS },
+		{ "providers.NAME.price_per_1k", price_keys, NELEM(price_keys) },
+		{ "providers.NAME.health_check", health_keys, NELEM(health_keys) },
+		{ "models.ALIAS", alias_keys, NELEM(alias_keys) },
+		{ "models.ALIAS.targets[]", target_keys, NELEM(target_keys) },
+	};
+
+	*n = NELEM(sections);
+	return sections;
+}

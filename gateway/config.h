@@ -161,4 +161,13 @@ int gw_config_check_listen(const struct gw_config *cfg, const struct sockaddr_st
 /* Frees what gw_config_load allocated. */
 void gw_config_free(struct gw_config *cfg);
 
+/*
+ * The config's tables, each once with the dotted path of its object
+ * (docs/gateway-config.md documents each key as PATH.KEY); the overrides
+ * (providers.NAME.breaker, models.ALIAS.retry/hedge/budget) take the keys
+ * of the top-level table of that name. Returns the array, static, and its
+ * length in *n.
+ */
+const struct cfg_section *gw_config_sections(size_t *n);
+
 #endif

@@ -543,3 +543,15 @@ void mix_free(struct mix *m)
 	free(m->hdr_cost);
 	memset(m, 0, sizeof(*m));
 }
+
+const struct cfg_section *mix_sections(size_t *n)
+{
+	static const struct cfg_section sections[] = {
+		{ "", top_keys, NTOP_KEYS },
+		{ "streams[]", stream_keys, NSTREAM_KEYS },
+		{ "response_headers", resp_keys, NRESP_KEYS },
+	};
+
+	*n = sizeof(sections) / sizeof(sections[0]);
+	return sections;
+}

@@ -94,4 +94,11 @@ double mix_total_rate(const struct mix *m);
 /* Frees everything the mix holds; m is all zero after (safe to repeat). */
 void mix_free(struct mix *m);
 
+/*
+ * The mix file's tables (top level, streams[], response_headers), each
+ * with the dotted path of its object (docs/loadgen.md documents each key
+ * as PATH.KEY). Returns the array, static, and its length in *n.
+ */
+const struct cfg_section *mix_sections(size_t *n);
+
 #endif

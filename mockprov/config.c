@@ -225,3 +225,17 @@ void mock_config_free(struct mock_config *cfg)
 	free(cfg->providers);
 	memset(cfg, 0, sizeof(*cfg));
 }
+
+/* providers[] and its faults: the top table, the provider table, then fault_config_sections. */
+const struct cfg_section *mock_config_sections(size_t *n)
+{
+	static struct cfg_section sections[2 + FAULT_NKINDS + 1];
+	size_t nfault;
+
+	sections[0] = (struct cfg_section){ "", top_keys, sizeof(top_keys) / sizeof(top_keys[0]) };
+	sections[1] = (struct cfg_section){ "providers[]", provider_keys, NPROVIDER_KEYS };
+	nfault = fault_config_sections("providers[].faults[]", &sections[2],
+				       sizeof(sections) / sizeof(sections[0]) - 2);
+	*n = 2 + nfault;
+	return sections;
+}

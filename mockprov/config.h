@@ -61,4 +61,11 @@ int mock_config_require_loopback(const struct mock_config *cfg, const char *file
 /* Frees what mock_config_load allocated. */
 void mock_config_free(struct mock_config *cfg);
 
+/*
+ * The config's tables — providers and their faults, every kind's keys —
+ * each with the dotted path of its object (docs/mockprov.md documents
+ * each key as PATH.KEY). Returns the array, static, and its length in *n.
+ */
+const struct cfg_section *mock_config_sections(size_t *n);
+
 #endif

@@ -453,3 +453,22 @@ void fault_to_json(const struct fault *f, double now_ms, cJSON *obj)
 		break;
 	}
 }
+
+size_t fault_config_sections(const char *path, struct cfg_section *out, size_t max)
+{
+	size_t n = 0;
+	size_t k;
+
+	if (n < max)
+		out[n] = (struct cfg_section){ path, common_keys,
+					   sizeof(common_keys) / sizeof(common_keys[0]) };
+	n++;
+	for (k = 0; k < FAULT_NKINDS; k++) {
+		if (!kind_keys[k].keys)
+			continue;
+		if (n < max)
+			out[n] = (struct cfg_section){ path, kind_keys[k].keys, kind_keys[k].n };
+		n++;
+	}
+	return n;
+}

@@ -127,4 +127,12 @@ int fault_parse(const cJSON *obj, const char *file, const char *path,
 /* Adds f's settings to a JSON object (for the admin API's state). */
 void fault_to_json(const struct fault *f, double now_ms, cJSON *obj);
 
+/*
+ * The fault keys' tables — those every fault has, then each kind's —
+ * as sections under path (e.g. "providers[].faults[]"). Fills at most max
+ * entries of out and returns how many there are.
+ */
+struct cfg_section;
+size_t fault_config_sections(const char *path, struct cfg_section *out, size_t max);
+
 #endif

@@ -1755,3 +1755,23 @@ const char *scenario_primary(const struct scenario *sc, const struct sc_setup *s
 	}
 	return sc->provider_names[0];
 }
+
+const struct cfg_section *scenario_sections(size_t *n)
+{
+	static const struct cfg_section sections[] = {
+		{ "", top_keys, NELEM(top_keys) },
+		{ "prices.PROVIDER", price_keys, NELEM(price_keys) },
+		{ "actions[]", action_keys, NELEM(action_keys) },
+		{ "phases[]", phase_keys, NELEM(phase_keys) },
+		{ "load", load_keys, NELEM(load_keys) },
+		{ "setups[]", setup_common_keys, NELEM(setup_common_keys) },
+		{ "setups[]", direct_keys, NELEM(direct_keys) },
+		{ "setups[]", client_retry_keys, NELEM(client_retry_keys) },
+		{ "setups[]", gateway_keys, NELEM(gateway_keys) },
+		{ "setups[]", external_keys, NELEM(external_keys) },
+		{ "expect[]", expect_keys, NELEM(expect_keys) },
+	};
+
+	*n = NELEM(sections);
+	return sections;
+}

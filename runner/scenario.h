@@ -243,4 +243,12 @@ size_t scenario_windows(const struct scenario *sc, double *out, size_t max);
 /* The index of the phase containing t_ms (from_ms ≤ t_ms < to_ms), or -1. */
 int scenario_phase_at(const struct scenario *sc, double t_ms);
 
+/*
+ * The scenario file's tables — top level, prices, actions, phases, load,
+ * every setup kind's keys and the expectations — each with the dotted path
+ * of its object (docs/scenario-format.md documents each key as PATH.KEY).
+ * Returns the array, static, and its length in *n.
+ */
+const struct cfg_section *scenario_sections(size_t *n);
+
 #endif

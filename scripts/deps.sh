@@ -7,10 +7,11 @@
 set -eu
 
 # clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes, only
-# recommended by clang) are for `make fuzz` only; a plain build does not
-# check for them.
+# recommended by clang) are for `make fuzz` only; groff-base is for
+# tests/install.sh, which renders the man pages (and skips that without
+# groff); a plain build does not check for them.
 PACKAGES="pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev libhttp-parser-dev
-libcriterion-dev gnuplot-nox clang libclang-rt-dev"
+libcriterion-dev gnuplot-nox clang libclang-rt-dev groff-base"
 if [ "${1:-}" = --packages ]; then
 	echo $PACKAGES
 	exit 0
