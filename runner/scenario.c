@@ -1760,6 +1760,7 @@ const struct cfg_section *scenario_sections(size_t *n)
 {
 	static const struct cfg_section sections[] = {
 		{ "", top_keys, NELEM(top_keys) },
+		{ "ci", ci_keys, NELEM(ci_keys) },
 		{ "prices.PROVIDER", price_keys, NELEM(price_keys) },
 		{ "actions[]", action_keys, NELEM(action_keys) },
 		{ "phases[]", phase_keys, NELEM(phase_keys) },
