@@ -557,7 +557,7 @@ static bool env_name_ok(const char *s)
  * a. Messages name the variable, never its value.
  */
 static int load_client_key(const cJSON *list, const cJSON *item, size_t i, const char *file,
-			   struct gw_auth *a, char *err)
+			   bool read_env, struct gw_auth *a, char *err)
 {
 	const cJSON *prev;
 	const char *key;
@@ -578,6 +578,10 @@ static int load_client_key(const cJSON *list, const cJSON *item, size_t i, const
 			return cfg_error(err, file, path, NULL,
 					 "expected each variable once, but %s is also "
 					 "auth.keys_env[%zu]", item->valuestring, j);
+	}
+	if (!read_env) {
+		a->nkeys = i + 1;
+		return 0;
 	}
 	key = getenv(item->valuestring);
 	if (!key || !*key)
@@ -604,8 +608,12 @@ static int load_client_key(const cJSON *list, const cJSON *item, size_t i, const
 	return 0;
 }
 
-/* The auth section: the client keys, read from the variables auth.keys_env names. */
-static int load_auth(const cJSON *root, const char *file, struct gw_auth *a, char *err)
+/*
+ * The auth section: the client keys, read from the variables auth.keys_env
+ * names (unless !read_env: then only the names are checked).
+ */
+static int load_auth(const cJSON *root, const char *file, bool read_env, struct gw_auth *a,
+		     char *err)
 {
 	const cJSON *auth = cJSON_GetObjectItemCaseSensitive(root, "auth");
 	const cJSON *list;
@@ -637,7 +645,7 @@ static int load_auth(const cJSON *root, const char *file, struct gw_auth *a, cha
 	if (!a->keys || !a->lens)
 		return cfg_error(err, file, "auth", "keys_env", "out of memory");
 	cJSON_ArrayForEach(item, list) {
-		rc = load_client_key(list, item, i++, file, a, err);
+		rc = load_client_key(list, item, i++, file, read_env, a, err);
 		if (rc)
 			return rc;
 	}
@@ -645,7 +653,8 @@ static int load_auth(const cJSON *root, const char *file, struct gw_auth *a, cha
 }
 
 static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker,
-			 bool allow_remote, const char *file, struct gw_provider *p, char *err)
+			 bool allow_remote, bool read_env, const char *file, struct gw_provider *p,
+			 char *err)
 {
 	struct provider_raw raw = { 0 };
 	struct price_raw price = { 0 };
@@ -666,7 +675,7 @@ static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker
 	if (rc)
 		goto out;
 	rc = load_base_url(raw.base_url, allow_remote, p, file, path, err);
-	if (!rc && raw.api_key_env)
+	if (!rc && raw.api_key_env && read_env)
 		rc = load_api_key(raw.api_key_env, p, file, path, err);
 	if (rc)
 		goto out;
@@ -940,8 +949,9 @@ out:
 	return rc;
 }
 
-int gw_config_from_json(const cJSON *root, const char *path, bool allow_remote,
-			struct gw_config *cfg, char *err)
+/* gw_config_from_json, reading the environment's keys only when read_env. */
+static int from_json(const cJSON *root, const char *path, bool allow_remote, bool read_env,
+		     struct gw_config *cfg, char *err)
 {
 	struct breaker_raw br = { 0 };
 	struct alias_defaults ad = { 0 };
@@ -954,7 +964,7 @@ int gw_config_from_json(const cJSON *root, const char *path, bool allow_remote,
 	memset(cfg, 0, sizeof(*cfg));
 	rc = load_top(root, path, cfg, err);
 	if (!rc)
-		rc = load_auth(root, path, &cfg->auth, err);
+		rc = load_auth(root, path, read_env, &cfg->auth, err);
 	if (rc)
 		goto out;
 	rc = apply_section(breaker_keys, NBREAKER_KEYS, root, "breaker", &br, path, "breaker", err);
@@ -984,7 +994,8 @@ int gw_config_from_json(const cJSON *root, const char *path, bool allow_remote,
 	i = 0;
 	cJSON_ArrayForEach(item, providers) {
 		cfg->nproviders = i + 1;
-		rc = load_provider(item, &br, allow_remote, path, &cfg->providers[i++], err);
+		rc = load_provider(item, &br, allow_remote, read_env, path, &cfg->providers[i++],
+				   err);
 		if (rc)
 			goto out;
 	}
@@ -998,6 +1009,23 @@ int gw_config_from_json(const cJSON *root, const char *path, bool allow_remote,
 out:
 	if (rc)
 		gw_config_free(cfg);
+	return rc;
+}
+
+int gw_config_from_json(const cJSON *root, const char *path, bool allow_remote,
+			struct gw_config *cfg, char *err)
+{
+	return from_json(root, path, allow_remote, true, cfg, err);
+}
+
+int gw_config_check_json(const cJSON *root, const char *file, char *err)
+{
+	struct gw_config cfg;
+	int rc;
+
+	rc = from_json(root, file, false, false, &cfg, err);
+	if (!rc)
+		gw_config_free(&cfg);
 	return rc;
 }
 
@@ -1034,7 +1062,8 @@ void gw_config_free(struct gw_config *cfg)
 	free(cfg->providers);
 	free(cfg->aliases);
 	for (i = 0; i < cfg->auth.nkeys; i++) {
-		explicit_bzero(cfg->auth.keys[i], cfg->auth.lens[i]);
+		if (cfg->auth.keys[i])	/* NULL when only checked (gw_config_check_json) */
+			explicit_bzero(cfg->auth.keys[i], cfg->auth.lens[i]);
 		free(cfg->auth.keys[i]);
 	}
 	free(cfg->auth.keys);

@@ -138,6 +138,17 @@ int gw_config_from_json(const cJSON *root, const char *file, bool allow_remote,
 			struct gw_config *cfg, char *err);
 
 /*
+ * Checks a parsed config as gw_config_from_json does (providers on
+ * loopback), except that the environment is not read: api_key_env and
+ * auth.keys_env must be well formed, but their variables need not be set
+ * here. For a config checked away from where the gateway will run (a
+ * scenario loaded to report or gate results made elsewhere); the gateway
+ * itself still refuses to start without them. Returns 0, or -EINVAL with
+ * a message in err (CFG_ERR_LEN bytes).
+ */
+int gw_config_check_json(const cJSON *root, const char *file, char *err);
+
+/*
  * Loads and validates a config file. Providers' base URLs must be on
  * loopback unless allow_remote. An api_key_env must name a variable that
  * is set (its value is read here, and never written anywhere but the

@@ -878,3 +878,44 @@ Test(gwconfig, remote_listen_needs_allow_remote_and_keys, .timeout = 10)
 	cr_assert_eq(check_listen(LISTEN_AUTH("127.0.0.1:0"), "[::]:0", "--listen", true), 0, "%s",
 		     err);
 }
+
+/*
+ * gw_config_check_json checks a config without reading the environment
+ * (a scenario reloaded to report or gate results made elsewhere): unset
+ * key variables pass, a malformed name or an unknown key still does not;
+ * gw_config_from_json refuses the same unset variables.
+ */
+Test(gwconfig, check_json_needs_no_environment, .timeout = 10)
+{
+	static const char unset[] =
+		"{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9001/v1\","
+		"\"api_key_env\":\"FL_GWCFG_SURELY_UNSET_API\"}}," M_OK ","
+		"\"auth\":{\"keys_env\":[\"FL_GWCFG_SURELY_UNSET_CK\"]}}";
+	static const char bad_name[] =
+		"{" P_OK "," M_OK ",\"auth\":{\"keys_env\":[\"1FL\"]}}";
+	static const char bad_key[] = "{" P_OK "," M_OK ",\"colour\":1}";
+	struct gw_config cfg;
+	cJSON *root;
+
+	unsetenv("FL_GWCFG_SURELY_UNSET_API");
+	unsetenv("FL_GWCFG_SURELY_UNSET_CK");
+	root = cJSON_Parse(unset);
+	cr_assert_not_null(root);
+	cr_assert_eq(gw_config_check_json(root, "s.json", err), 0, "%s", err);
+	cr_assert_eq(gw_config_from_json(root, "s.json", false, &cfg, err), -EINVAL);
+	cr_assert(strstr(err, "FL_GWCFG_SURELY_UNSET_"), "%s", err);
+	cJSON_Delete(root);
+
+	root = cJSON_Parse(bad_name);
+	cr_assert_not_null(root);
+	cr_assert_eq(gw_config_check_json(root, "s.json", err), -EINVAL);
+	cr_assert(strstr(err, "s.json: auth.keys_env[0]: expected an environment variable's name"),
+		  "%s", err);
+	cJSON_Delete(root);
+
+	root = cJSON_Parse(bad_key);
+	cr_assert_not_null(root);
+	cr_assert_eq(gw_config_check_json(root, "s.json", err), -EINVAL);
+	cr_assert(strstr(err, "s.json: colour: unknown key"), "%s", err);
+	cJSON_Delete(root);
+}
