@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <math.h>
 
+#include "gateway/admin.h"
+
 #include "gateway/gateway.h"
+#include "gateway/probe.h"
 #include "common/json.h"
 
 int admin_models(const struct gateway *gw, struct buf *b)

@@ -51,7 +51,8 @@ struct gateway {
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
 	size_t queued;			/* batch requests waiting, every route */
-	uint64_t breaker_gen;		/* breaker state changes so far */
+	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
+	struct router_listener queue_wake;	/* drains the batch queues after one */
 	bool stopping;			/* draining: no batch request is queued */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
@@ -104,10 +105,6 @@ void gateway_free(struct gateway *gw);
  */
 void gateway_overloaded(struct gateway *gw, const char *why, const char *provider);
 
-/* Writes one breaker state change: events line, log line, transition count. */
-void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
-			     const struct breaker_change *chg);
-
 /* An easy handle for an attempt: from the pool, or new (NULL when out of memory). */
 CURL *gateway_easy_get(struct gateway *gw);
 
@@ -128,36 +125,16 @@ void proxy_cancel(struct greq *g);
 /* gw->flush's callback: writes every stream's relayed events to its client. */
 void proxy_flush(uv_check_t *h);
 
-/* A breaker closed or went half-open: the batch queues are drained at the next loop turn. */
+/*
+ * Registers the batch queues' listener with the router: a breaker that
+ * closed or went half-open drains them at the next loop turn.
+ */
+void proxy_queue_listen(struct gateway *gw);
+
+/* A probe slot or target may be free again: the batch queues are drained at the next loop turn. */
 void proxy_queue_wake(struct gateway *gw);
 
 /* The gateway is stopping: every queued batch request gets a 503 at once. */
 void proxy_queue_stop(struct gateway *gw);
-
-/* ---- probe.c ---- */
-
-/* Starts a health check timer for every provider that has one. Returns 0 or -ENOMEM. */
-int probe_start_all(struct gateway *gw);
-
-/* hcu's on_done: a health check ended. */
-void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
-
-/* Stops every check (its transfer taken back) and closes the timers. */
-void probe_close_all(struct gateway *gw);
-
-/* Whether the probe's provider is healthy now, and which provider it is. */
-bool probe_healthy(const struct probe *p);
-size_t probe_provider(const struct probe *p);
-
-/* ---- admin.c ---- */
-
-/* GET /v1/models: the aliases. Returns 0 or -ENOMEM. */
-int admin_models(const struct gateway *gw, struct buf *b);
-
-/* GET /admin/breakers at now_ms. Returns 0 or -ENOMEM. */
-int admin_breakers(const struct gateway *gw, struct buf *b, double now_ms);
-
-/* GET /metrics at now_ms. Returns 0 or -ENOMEM. */
-int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms);
 
 #endif

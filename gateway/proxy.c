@@ -261,7 +261,7 @@ static enum breaker_verdict admit(struct greq *g, struct gw_target *t, uint64_t 
 	enum breaker_verdict v;
 
 	v = breaker_admit(&t->br, gw_now_ms(), probe, &chg);
-	gateway_breaker_changed(g->gw, t, &chg);
+	router_breaker_changed(&g->gw->router, t, &chg);
 	return v;
 }
 
@@ -272,7 +272,7 @@ static void record(struct leg *l, bool success, double latency_ms)
 	breaker_record(&l->t->br, gw_now_ms(), success, latency_ms, l->probe,
 		       &l->g->gw->rng_breaker, &chg);
 	l->probe = 0;
-	gateway_breaker_changed(l->g->gw, l->t, &chg);
+	router_breaker_changed(&l->g->gw->router, l->t, &chg);
 	if (l->t->br.state == BREAKER_HALF_OPEN)
 		proxy_queue_wake(l->g->gw);	/* a probe slot is free again */
 }
@@ -1272,7 +1272,7 @@ static void leg_cancelled(struct leg *l, bool lost)
 	g->route->hedges[HEDGE_CANCELLED]++;
 	breaker_record_slow(&l->t->br, now, now - l->start_ms, l->probe, &gw->rng_breaker, &chg);
 	l->probe = 0;
-	gateway_breaker_changed(gw, l->t, &chg);
+	router_breaker_changed(&gw->router, l->t, &chg);
 	log_debug("request %s: %s/%s cancelled after %.1f ms, another attempt won", g->id,
 		  l->t->prov->name, l->t->model, now - l->start_ms);
 }
@@ -1626,7 +1626,7 @@ static bool enqueue(struct greq *g)
 		rt->queue[QUEUE_QUEUED]++;
 	}
 	g->requeued = again || g->attempts_before + g->budget.attempts > 0;
-	g->requeue_gen = g->gw->breaker_gen;
+	g->requeue_gen = g->gw->router.breaker_gen;
 	g->requeue_ms = gw_now_ms();
 	g->qprev = g->qnext = NULL;
 	if (again) {
@@ -1700,7 +1700,7 @@ static void dequeue(struct greq *g)
  */
 static bool queue_ready(const struct greq *g, double now)
 {
-	return !g->requeued || g->requeue_gen != g->gw->breaker_gen ||
+	return !g->requeued || g->requeue_gen != g->gw->router.breaker_gen ||
 	       now >= g->requeue_ms + REQUEUE_WAIT_MS;
 }
 
@@ -1789,6 +1789,21 @@ void proxy_queue_wake(struct gateway *gw)
 {
 	if (gw->queued)
 		uv_timer_start(&gw->qtimer, on_queue_timer, 0, 0);
+}
+
+/* The router's listener: a breaker that closed or went half-open may take a queued request. */
+static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
+{
+	(void)t;
+	if (chg->to != BREAKER_OPEN)
+		proxy_queue_wake(arg);
+}
+
+void proxy_queue_listen(struct gateway *gw)
+{
+	gw->queue_wake.on_change = on_breaker_change;
+	gw->queue_wake.arg = gw;
+	router_listen(&gw->router, &gw->queue_wake);
 }
 
 /* ---- routing ---- */
