@@ -290,6 +290,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->cfg = cfg;
 	rng_seed_stream(&gw->rng_retry, seed, RNG_RETRY);
 	rng_seed_stream(&gw->rng_breaker, seed, RNG_BREAKER);
+	list_init(&gw->reqs);
+	list_init(&gw->dirty);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
 	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
 	gw->costs = calloc(1, sizeof(*gw->costs));
@@ -297,6 +299,13 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->easy_pool = calloc(EASY_POOL_MAX, sizeof(*gw->easy_pool));
 	if (!gw->pstats || !gw->costs || !gw->probes || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
 		goto out_nomem;
+	gw->pol = (struct policy_env){
+		.router = &gw->router,
+		.cfg = cfg,
+		.pstats = gw->pstats,
+		.rng_retry = &gw->rng_retry,
+		.rng_breaker = &gw->rng_breaker,
+	};
 	gw->breaker_log.on_change = on_breaker_change;
 	gw->breaker_log.arg = gw;
 	router_listen(&gw->router, &gw->breaker_log);
@@ -380,15 +389,14 @@ static void on_drained(void *arg)
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
 	gw->on_idle = on_idle;
-	gw->stopping = true;
+	gw->pol.stopping = true;
 	proxy_queue_stop(gw);
 	http_server_drain(gw->srv, on_drained, gw);
 }
 
 void gateway_cancel_all(struct gateway *gw)
 {
-	while (gw->reqs)
-		proxy_cancel(gw->reqs);
+	proxy_cancel_all(gw);
 }
 
 void gateway_close(struct gateway *gw)

@@ -19,8 +19,10 @@
 #include "gateway/config.h"
 #include "common/curl_uv.h"
 #include "common/http_server.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
+#include "gateway/policy.h"
 #include "common/rng.h"
 #include "gateway/router.h"
 
@@ -46,14 +48,13 @@ struct gateway {
 	FILE *events;			/* --events, or NULL */
 	const char *events_path;	/* its name (the caller's string) */
 	bool events_failed;		/* a write failed: it was renamed NAME.tmp, exit 1 */
-	struct greq *reqs;		/* chat requests in progress (a list) */
-	struct greq *dirty;		/* streams with relayed events not yet written */
+	struct policy_env pol;		/* what every request's decisions read: router, config, RNGs */
+	struct list reqs;		/* chat requests in progress (struct greq) */
+	struct list dirty;		/* streams with relayed events not yet written */
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
-	size_t queued;			/* batch requests waiting, every route */
 	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
 	struct router_listener queue_wake;	/* drains the batch queues after one */
-	bool stopping;			/* draining: no batch request is queued */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t overloaded;		/* attempts failed for want of the gateway's resources */
@@ -121,6 +122,9 @@ void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
 
 /* Ends a request in flight without answering (its client is told nothing more). */
 void proxy_cancel(struct greq *g);
+
+/* Ends every chat request in flight, as proxy_cancel. */
+void proxy_cancel_all(struct gateway *gw);
 
 /* gw->flush's callback: writes every stream's relayed events to its client. */
 void proxy_flush(uv_check_t *h);

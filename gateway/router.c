@@ -48,6 +48,7 @@ int router_init(struct router *r, const struct gw_config *cfg, double now_ms)
 		struct gw_route *rt = &r->routes[i];
 
 		rt->alias = a;
+		list_init(&rt->waiting);
 		rt->targets = calloc(a->ntargets, sizeof(*rt->targets));
 		if (!rt->targets)
 			goto out_nomem;

@@ -18,8 +18,6 @@
 #include "gateway/hedge.h"
 #include "gateway/metrics.h"
 
-struct greq;
-
 struct gw_target {
 	const struct gw_provider *prov;
 	size_t provider;		/* index of prov in the config */
@@ -56,10 +54,8 @@ struct gw_route {
 	struct budget budget;		/* retries and hedges */
 	uint64_t hedges[HEDGE_NEVENTS];
 	uint64_t exhausted[2];		/* budget ran out: [0] a retry, [1] a hedge */
-	/* The batch queue: waiting requests, oldest first. */
-	struct greq *qhead;
-	struct greq *qtail;
-	size_t qdepth;
+	/* The batch queue: waiting requests (struct policy_state), oldest first. */
+	struct list waiting;
 	unsigned qrunning;		/* dequeued requests still in progress */
 	uint64_t queue[QUEUE_NRESULTS];
 	struct latency_hist qwait;	/* waits of dequeued requests */
@@ -84,6 +80,7 @@ struct router {
 	size_t nroutes;
 	struct list listeners;		/* struct router_listener, in the order registered */
 	uint64_t breaker_gen;		/* breaker state changes so far */
+	size_t queued;			/* batch requests waiting, every route */
 };
 
 /*
