@@ -326,9 +326,12 @@ static struct policy_action route(const struct policy_env *env, struct policy_st
 	    attempt_may_start(&st->budget, now)) {
 		/* Half-open ones with their probes out are not open: not tried past their limit. */
 		passed = st->forced;
-		while ((t = router_least_recently_failed(rt, st->only, env->pstats, passed, &at)) &&
-		       t->br.state != BREAKER_OPEN)
+		for (;;) {
+			t = router_least_recently_failed(rt, st->only, env->pstats, passed, &at);
+			if (!t || t->br.state == BREAKER_OPEN)
+				break;
 			passed |= 1u << at;
+		}
 	}
 	if (!t)
 		return answer_final(st, now);
@@ -531,6 +534,13 @@ bool policy_on_stream_end(const struct policy_env *env, struct policy_state *st,
 	return wake;
 }
 
+enum attempt_failure policy_stream_failure(int curl_code, const struct stream_facts *s)
+{
+	struct upstream_facts f = { .curl_code = curl_code };
+
+	return attempt_classify_stream(&f, s).failure;
+}
+
 void policy_release(struct policy_state *st, unsigned slot)
 {
 	release_probe(&st->legs[slot]);
@@ -644,7 +654,6 @@ static bool queue_ready(const struct policy_env *env, const struct policy_state 
 void policy_drain_begin(const struct gw_route *rt, struct policy_drain *d)
 {
 	d->left = rt->waiting.len;
-	d->expiring = true;
 }
 
 /* Sends a queued request on again from the start of its chain, with a fresh deadline. */
@@ -683,7 +692,7 @@ struct policy_state *policy_drain_next(const struct policy_env *env, struct gw_r
 	const struct gw_batch *bq = &env->cfg->batch;
 	struct policy_state *st = queue_head(rt);
 
-	if (d->expiring && st && now - st->queued_ms >= bq->max_wait_ms) {
+	if (st && now - st->queued_ms >= bq->max_wait_ms) {
 		queue_unlink(env, st);
 		rt->queue[QUEUE_EXPIRED]++;
 		*act = answer(POLICY_ERR_QUEUE_TIMEOUT, 503, "service_unavailable",
@@ -691,7 +700,6 @@ struct policy_state *policy_drain_next(const struct policy_env *env, struct gw_r
 		*dequeued = false;
 		return st;
 	}
-	d->expiring = false;	/* the old ones are gone: now what may go, goes */
 	/* Each request at most once a pass: one that finds no target comes back to the head. */
 	if (!st || !d->left || rt->qrunning >= bq->concurrency || !queue_ready(env, st, now) ||
 	    !router_route_may_admit(rt, st->only, now, true))

@@ -249,6 +249,12 @@ bool policy_on_commit(const struct policy_env *env, struct policy_state *st, uns
 bool policy_on_stream_end(const struct policy_env *env, struct policy_state *st, unsigned slot,
 			  enum attempt_failure f, double ttft_ms, double now);
 
+/*
+ * What ended a committed stream whose transfer is over: curl's code and
+ * what the relay saw (s). ATTEMPT_FAIL_NONE when it completed.
+ */
+enum attempt_failure policy_stream_failure(int curl_code, const struct stream_facts *s);
+
 /* Leg slot (off) ended with no result to give (its client left): its probe goes back. */
 void policy_release(struct policy_state *st, unsigned slot);
 
@@ -280,7 +286,6 @@ size_t policy_queue_total(const struct policy_env *env);
 /* Where one pass over a route's queue is (policy_drain_begin). */
 struct policy_drain {
 	size_t left;			/* dequeues still allowed this pass */
-	bool expiring;			/* still taking off the head's expired requests */
 };
 
 /* Starts a pass over rt's queue: each request waiting now goes at most once. */
@@ -290,7 +295,9 @@ void policy_drain_begin(const struct gw_route *rt, struct policy_drain *d);
  * The next request of the pass that expires (it waited max_wait_ms: off
  * the queue, *act the 503 batch_queue_timeout) or goes (off the queue,
  * from the start of its chain with a fresh deadline: *act where), or NULL
- * when the pass is over. *dequeued says which.
+ * when the pass is over. *dequeued says which. Only the head is looked
+ * at: the queue is oldest first, and one that goes and comes back (to
+ * the head) was not old enough to expire at this now either.
  */
 struct policy_state *policy_drain_next(const struct policy_env *env, struct gw_route *rt,
 				       struct policy_drain *d, double now,

@@ -240,10 +240,8 @@ void proxy_cancel(struct greq *g)
 
 void proxy_cancel_all(struct gateway *gw)
 {
-	struct list_node *n;
-
-	while ((n = list_first(&gw->reqs)))
-		proxy_cancel(list_entry(n, struct greq, link));
+	while (!list_empty(&gw->reqs))
+		proxy_cancel(list_entry(list_first(&gw->reqs), struct greq, link));
 }
 
 /* A printable value of 1–GREQ_MAX_ID_LEN characters. */

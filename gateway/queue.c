@@ -21,9 +21,13 @@ static void drain_route(struct gateway *gw, struct gw_route *rt, double now)
 	bool dequeued;
 
 	policy_drain_begin(rt, &d);
-	while ((st = policy_drain_next(&gw->pol, rt, &d, now, &a, &dequeued))) {
-		struct greq *g = list_entry(st, struct greq, pol);
+	for (;;) {
+		struct greq *g;
 
+		st = policy_drain_next(&gw->pol, rt, &d, now, &a, &dequeued);
+		if (!st)
+			break;
+		g = list_entry(st, struct greq, pol);
 		greq_set_state(g, GREQ_ROUTING);	/* off the queue */
 		if (dequeued)
 			log_debug("request %s: dequeued after %.0f ms", g->id,
@@ -66,9 +70,13 @@ void proxy_queue_stop(struct gateway *gw)
 	size_t i;
 
 	for (i = 0; i < gw->router.nroutes; i++) {
-		while ((st = policy_queue_take(&gw->pol, &gw->router.routes[i], &a))) {
-			struct greq *g = list_entry(st, struct greq, pol);
+		for (;;) {
+			struct greq *g;
 
+			st = policy_queue_take(&gw->pol, &gw->router.routes[i], &a);
+			if (!st)
+				break;
+			g = list_entry(st, struct greq, pol);
 			greq_set_state(g, GREQ_ROUTING);	/* off the queue */
 			respond_error(g, &a, NULL);
 		}

@@ -70,10 +70,9 @@ static void stream_flush(struct greq *g)
 void proxy_flush(uv_check_t *h)
 {
 	struct gateway *gw = h->data;
-	struct list_node *n;
 
-	while ((n = list_first(&gw->dirty))) {
-		struct greq *g = list_entry(n, struct greq, stream.dirty);
+	while (!list_empty(&gw->dirty)) {
+		struct greq *g = list_entry(list_first(&gw->dirty), struct greq, stream.dirty);
 
 		stream_flush(g);
 		if (g->stream.client_gone && !g->stream.ended)
@@ -343,8 +342,6 @@ void stream_over(struct greq *g, CURLcode code)
 		.invalid = r->brk == RELAY_INVALID || l->too_big,
 		.stalled = l->stalled,
 	};
-	struct upstream_facts f = { .curl_code = (int)code };
-	struct attempt_class c;
 
 	uv_timer_stop(&l->timer);
 	if (g->stream.ended) {
@@ -363,8 +360,7 @@ void stream_over(struct greq *g, CURLcode code)
 		greq_finish(g, 499);
 		return;
 	}
-	c = attempt_classify_stream(&f, &s);
-	stream_end(g, c.failure);
+	stream_end(g, policy_stream_failure((int)code, &s));
 	greq_finish(g, 200);
 }
 

@@ -939,3 +939,86 @@ Test(policy, batch_skips_half_open_with_a_probe_out, .timeout = 10)
 	policy_state_free(&st2);
 	fx_free(&f);
 }
+
+/* A committed stream's end: [DONE] completes it; a stall, a break or no [DONE] fails it. */
+Test(policy, stream_end_classified, .timeout = 10)
+{
+	const struct stream_facts done = { .sse = true, .committed = true, .done = true };
+	const struct stream_facts stalled = { .sse = true, .committed = true, .stalled = true };
+	const struct stream_facts cut_short = { .sse = true, .committed = true };
+	const struct stream_facts error = { .sse = true, .committed = true, .error_event = true };
+
+	cr_assert_eq(policy_stream_failure(CURLE_OK, &done), ATTEMPT_FAIL_NONE);
+	cr_assert_eq(policy_stream_failure(CURLE_OK, &stalled), ATTEMPT_FAIL_STALL);
+	cr_assert_eq(policy_stream_failure(CURLE_OK, &cut_short), ATTEMPT_FAIL_TRUNCATED);
+	cr_assert_eq(policy_stream_failure(CURLE_RECV_ERROR, &cut_short), ATTEMPT_FAIL_RESET);
+	cr_assert_eq(policy_stream_failure(CURLE_OK, &error), ATTEMPT_FAIL_ERROR_EVENT);
+}
+
+/* A hedge goes to a target with no leg in flight: past the one already hedged. */
+Test(policy, hedges_skip_targets_in_flight, .timeout = 10)
+{
+	struct fx f;
+	struct policy_state st;
+	struct policy_action a;
+
+	fx_init(&f, "{" PROVIDERS "," NOJITTER ",'models':{'chat':{" CHAIN
+		    ",'hedge':{'after_ms':50,'max':2}}}}");
+	expect_start(&st, arrive(&f, &st, T0), "a", 0);
+	a = policy_hedge_fired(&f.env, &st, T0 + 50);
+	expect_start(&st, a, "b", 1);
+	cr_assert_float_eq(a.hedge_after_ms, 50, 1e-9, "one more hedge may follow");
+	expect_start(&st, policy_hedge_fired(&f.env, &st, T0 + 100), "c", 2);
+	cr_assert_eq(st.hedges, 2);
+	cr_assert_eq(st.hedged_at, (1u << 1) | (1u << 2));
+	policy_state_free(&st);
+	fx_free(&f);
+}
+
+/* The drain sends on at most batch.concurrency at once. */
+Test(policy, batch_drain_holds_to_concurrency, .timeout = 10)
+{
+	struct fx f;
+	struct policy_state st[2];
+	struct policy_action a;
+	struct policy_drain d;
+	bool dequeued;
+
+	fx_init(&f, "{" PROVIDERS ",'breaker':{'cooldown_jitter':0,'cooldown_ms':1000},"
+		    "'classes':{'batch':{'concurrency':1}},'models':{'chat':{" CHAIN "}}}");
+	trip_all(&f, T0);
+	cr_assert_eq(arrive_batch(&f, &st[0], T0).kind, POLICY_QUEUE);
+	cr_assert_eq(arrive_batch(&f, &st[1], T0 + 1).kind, POLICY_QUEUE);
+	policy_drain_begin(chat(&f), &d);
+	cr_assert_eq(policy_drain_next(&f.env, chat(&f), &d, T0 + 1000, &a, &dequeued), &st[0],
+		     "the oldest first");
+	expect_start(&st[0], a, "a", 0);
+	cr_assert_null(policy_drain_next(&f.env, chat(&f), &d, T0 + 1000, &a, &dequeued),
+		       "one in progress at once");
+	cr_assert_float_eq(policy_queue_next_wake(&f.env, T0 + 1000), T0 + 1 + 60000, 1e-9,
+			   "only the expiry: a request finishing drains it");
+	cr_assert(policy_finish(&f.env, &st[0]));
+	policy_drain_begin(chat(&f), &d);
+	cr_assert_eq(policy_drain_next(&f.env, chat(&f), &d, T0 + 1001, &a, &dequeued), &st[1]);
+	policy_finish(&f.env, &st[1]);
+	policy_state_free(&st[0]);
+	policy_state_free(&st[1]);
+	fx_free(&f);
+}
+
+/* A batch request that reached an upstream and failed is answered, not queued. */
+Test(policy, batch_reached_is_not_queued, .timeout = 10)
+{
+	struct fx f;
+	struct policy_state st;
+	struct policy_action a;
+
+	fx_init(&f, "{" PROVIDERS ",'models':{'chat':{'targets':[{'provider':'a','model':'m'}]}}}");
+	expect_start(&st, arrive_batch(&f, &st, T0), "a", 0);
+	a = end_leg(&f, &st, 0, http503, -1, T0 + 1);
+	cr_assert_eq(a.kind, POLICY_ANSWER);
+	cr_assert_eq(a.status, 502);
+	cr_assert_eq(policy_queue_total(&f.env), 0);
+	policy_state_free(&st);
+	fx_free(&f);
+}
