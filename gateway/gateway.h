@@ -2,8 +2,10 @@
  * gateway: the failover gateway's process-wide state — config, routing
  * tables and breakers, counters, the HTTP server and the curl_uv that
  * carries every upstream transfer — and what its modules share: the
- * endpoint dispatch (gateway.c), the chat request lifecycle (proxy.c) and
- * the JSON and Prometheus views (admin.c).
+ * endpoint dispatch (gateway.c) and the chat request's entry points
+ * (proxy.c and its shell files: greq, leg, stream, respond, bill, queue;
+ * the decisions are policy.c's). The health checks are probe.h's, the
+ * JSON and Prometheus views admin.h's.
  */
 #ifndef FAULTLINE_GATEWAY_GATEWAY_H
 #define FAULTLINE_GATEWAY_GATEWAY_H
@@ -112,7 +114,7 @@ CURL *gateway_easy_get(struct gateway *gw);
 /* Hands an easy handle back to the pool (or cleans it up when the pool is full). */
 void gateway_easy_put(struct gateway *gw, CURL *easy);
 
-/* ---- proxy.c ---- */
+/* ---- proxy.c, stream.c (proxy_flush), queue.c (proxy_queue_*) ---- */
 
 /* Handles one POST /v1/chat/completions. */
 void proxy_chat(struct gateway *gw, struct http_exchange *ex);

@@ -622,10 +622,9 @@ bool policy_finish(const struct policy_env *env, struct policy_state *st)
 
 void policy_queue_left(const struct policy_env *env, struct policy_state *st)
 {
-	if (!policy_queued(st))
-		return;
-	st->route->queue[QUEUE_LEFT]++;
-	queue_unlink(env, st);
+	(void)env;
+	if (policy_queued(st))
+		st->route->queue[QUEUE_LEFT]++;
 }
 
 size_t policy_queue_total(const struct policy_env *env)

@@ -277,7 +277,7 @@ bool policy_finish(const struct policy_env *env, struct policy_state *st);
 /* Whether st is waiting in its route's queue. */
 bool policy_queued(const struct policy_state *st);
 
-/* A queued request whose client left: counted, and off the queue. */
+/* A queued request's client left: counted (policy_finish takes it off the queue). */
 void policy_queue_left(const struct policy_env *env, struct policy_state *st);
 
 /* Batch requests waiting in every route's queue. */
