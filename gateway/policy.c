@@ -541,6 +541,22 @@ enum attempt_failure policy_stream_failure(int curl_code, const struct stream_fa
 	return attempt_classify_stream(&f, s).failure;
 }
 
+enum policy_watch policy_stream_watch(const struct gw_config *cfg, double last_event_ms,
+				      bool paused, double stuck_since_ms, double now,
+				      double *again_ms)
+{
+	double stall = cfg->stall_timeout_ms;
+	double left = last_event_ms + stall - now;
+
+	if (paused && stuck_since_ms >= 0 && now - stuck_since_ms >= cfg->idle_timeout_ms)
+		return POLICY_WATCH_CLIENT_STUCK;
+	if (paused || left >= 1) {
+		*again_ms = paused ? fmin(stall, cfg->idle_timeout_ms) : left;
+		return POLICY_WATCH_AGAIN;
+	}
+	return POLICY_WATCH_STALLED;
+}
+
 void policy_release(struct policy_state *st, unsigned slot)
 {
 	release_probe(&st->legs[slot]);

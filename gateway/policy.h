@@ -255,6 +255,23 @@ bool policy_on_stream_end(const struct policy_env *env, struct policy_state *st,
  */
 enum attempt_failure policy_stream_failure(int curl_code, const struct stream_facts *s);
 
+/* What a committed stream's watch timer finds (policy_stream_watch). */
+enum policy_watch {
+	POLICY_WATCH_AGAIN,		/* nothing yet: look again in *again_ms */
+	POLICY_WATCH_STALLED,		/* no event for stall_timeout_ms: ATTEMPT_FAIL_STALL */
+	POLICY_WATCH_CLIENT_STUCK,	/* paused for a client that took nothing for
+					 * idle_timeout_ms: given up, as one that left */
+};
+
+/*
+ * A committed stream's watch at now: its last upstream event (or resume)
+ * at last_event_ms; paused when its upstream waits for a slow client,
+ * which has taken nothing since stuck_since_ms (< 0: it just took some).
+ */
+enum policy_watch policy_stream_watch(const struct gw_config *cfg, double last_event_ms,
+				      bool paused, double stuck_since_ms, double now,
+				      double *again_ms);
+
 /* Leg slot (off) ended with no result to give (its client left): its probe goes back. */
 void policy_release(struct policy_state *st, unsigned slot);
 

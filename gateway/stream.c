@@ -82,54 +82,55 @@ void proxy_flush(uv_check_t *h)
 }
 
 /*
- * While the upstream is paused for a slow client: whether the client has
- * taken nothing for idle_timeout_ms (a reader that stopped, as the server
- * judges a keep-alive connection's).
+ * While the upstream is paused for a slow client: since when the client
+ * has taken nothing, or -1 when it took some since the last look (the
+ * count starts again).
  */
-static bool client_stuck(struct greq *g, double now)
+static double client_idle_since(struct greq *g, double now)
 {
 	size_t queued = g->ex ? http_exchange_queued(g->ex) : 0;
 
 	if (!g->ex || queued < g->stream.stuck_queued || g->stream.stuck_since_ms == 0) {
 		g->stream.stuck_since_ms = now;	/* it took some: count again */
 		g->stream.stuck_queued = queued;
-		return false;
+		return -1;
 	}
-	return now - g->stream.stuck_since_ms >= g->gw->cfg->idle_timeout_ms;
+	return g->stream.stuck_since_ms;
 }
 
 /*
  * After the commit: no event for stall_timeout_ms, unless the gateway
  * paused the upstream — then a client that takes nothing for
- * idle_timeout_ms is given up, as one that left.
+ * idle_timeout_ms is given up, as one that left (policy_stream_watch).
  */
 static void on_stall(uv_timer_t *t)
 {
 	struct leg *l = t->data;
 	struct greq *g = l->g;
 	struct gateway *gw = g->gw;
-	double stall = gw->cfg->stall_timeout_ms;
 	double now = gw_now_ms();
-	double left = g->stream.last_event_ms + stall - now;
+	double since = l->paused ? client_idle_since(g, now) : -1;
+	double again = 0;
 
-	if (l->paused && client_stuck(g, now)) {
+	switch (policy_stream_watch(gw->cfg, g->stream.last_event_ms, l->paused, since, now,
+				    &again)) {
+	case POLICY_WATCH_CLIENT_STUCK:
 		log_debug("request %s: the client took nothing for %.0f ms", g->id,
 			  gw->cfg->idle_timeout_ms);
 		http_exchange_close(g->ex, true);
 		g->ex = NULL;
 		proxy_cancel(g);
-		return;
+		break;
+	case POLICY_WATCH_AGAIN:
+		uv_timer_start(&l->timer, on_stall, (uint64_t)ceil(again), 0);
+		break;
+	case POLICY_WATCH_STALLED:
+		curl_uv_remove(&gw->cu, l->easy);
+		leg_off(l);
+		l->stalled = true;
+		stream_over(g, CURLE_OK);
+		break;
 	}
-	if (l->paused || left >= 1) {
-		uv_timer_start(&l->timer, on_stall,
-			       (uint64_t)ceil(l->paused ? fmin(stall, gw->cfg->idle_timeout_ms) : left),
-			       0);
-		return;
-	}
-	curl_uv_remove(&gw->cu, l->easy);
-	leg_off(l);
-	l->stalled = true;
-	stream_over(g, CURLE_OK);
 }
 
 /*

@@ -1022,3 +1022,26 @@ Test(policy, batch_reached_is_not_queued, .timeout = 10)
 	policy_state_free(&st);
 	fx_free(&f);
 }
+
+/* A committed stream's watch: silence past stall_timeout_ms fails it; a stuck client is given up. */
+Test(policy, stream_watch, .timeout = 10)
+{
+	struct gw_config cfg = { .stall_timeout_ms = 3000, .idle_timeout_ms = 5000 };
+	double again = -1;
+
+	cr_assert_eq(policy_stream_watch(&cfg, T0, false, -1, T0 + 1000, &again),
+		     POLICY_WATCH_AGAIN);
+	cr_assert_float_eq(again, 2000, 1e-9, "until stall_timeout_ms after the last event");
+	cr_assert_eq(policy_stream_watch(&cfg, T0, false, -1, T0 + 2999.5, &again),
+		     POLICY_WATCH_STALLED, "less than a millisecond left");
+	cr_assert_eq(policy_stream_watch(&cfg, T0, false, -1, T0 + 3000, &again),
+		     POLICY_WATCH_STALLED);
+	/* Paused for a slow client: never stalled; the client's idleness is what counts. */
+	cr_assert_eq(policy_stream_watch(&cfg, T0, true, -1, T0 + 9000, &again),
+		     POLICY_WATCH_AGAIN, "it took some just now");
+	cr_assert_float_eq(again, 3000, 1e-9, "min(stall, idle)");
+	cr_assert_eq(policy_stream_watch(&cfg, T0, true, T0 + 5000, T0 + 9000, &again),
+		     POLICY_WATCH_AGAIN);
+	cr_assert_eq(policy_stream_watch(&cfg, T0, true, T0 + 4000, T0 + 9000, &again),
+		     POLICY_WATCH_CLIENT_STUCK);
+}
