@@ -22,6 +22,26 @@
  * its hedge delay, answering with an attempt's result carries "cancel the
  * other legs". Nothing allocates on the way but a request's notes (the
  * attempts its error body lists), which grow by doubling.
+ *
+ * Driving it (the gateway's proxy.c does exactly this; a simulator does
+ * the same with virtual time):
+ *   policy_arrive → act on the action;
+ *   POLICY_START: start the transfer, then policy_started (or, when it
+ *     cannot start, policy_start_failed); arm the hedge timer when
+ *     hedge_after_ms ≥ 0, and on it call policy_hedge_fired;
+ *   a transfer ends: policy_leg_off, policy_classify, policy_on_result;
+ *   POLICY_PASS: answer with that leg, and for every other leg in flight
+ *     policy_leg_off + policy_on_cancelled(lost = true);
+ *   POLICY_BACKOFF: after delay_ms, policy_backoff_fired;
+ *   POLICY_QUEUE: wait; on the queue's timer (policy_queue_next_wake) or
+ *     a breaker change, policy_drain_begin + policy_drain_next for each
+ *     route, acting on each request it gives back;
+ *   a stream's first content: policy_on_commit (the other legs are then
+ *     cancelled as lost); its watch timer asks policy_stream_watch; its
+ *     end, policy_stream_failure then policy_on_stream_end;
+ *   the client leaves: policy_queue_left when queued, policy_release or
+ *     policy_on_cancelled(lost = false) for each leg out;
+ *   and at the very end, always, policy_finish and policy_state_free.
  */
 #ifndef FAULTLINE_GATEWAY_POLICY_H
 #define FAULTLINE_GATEWAY_POLICY_H

@@ -1045,3 +1045,26 @@ Test(policy, stream_watch, .timeout = 10)
 	cr_assert_eq(policy_stream_watch(&cfg, T0, true, T0 + 4000, T0 + 9000, &again),
 		     POLICY_WATCH_CLIENT_STUCK);
 }
+
+/* A no-reroute request is never hedged; a hedge timer with no leg out starts nothing. */
+Test(policy, no_hedge_for_no_reroute_or_without_a_leg, .timeout = 10)
+{
+	struct fx f;
+	struct policy_state st;
+	struct policy_action a;
+	char json[1024];
+
+	snprintf(json, sizeof(json), HEDGING, "");
+	fx_init(&f, json);
+	a = policy_arrive(&f.env, &st, chat(&f), NULL, false, false, true, 2, T0 + 30000, T0);
+	expect_start(&st, a, "a", 0);
+	cr_assert_lt(a.hedge_after_ms, 0, "one delivery at most: no hedge");
+	policy_state_free(&st);
+	a = arrive(&f, &st, T0);
+	cr_assert_eq(a.kind, POLICY_START);
+	cr_assert_eq(policy_hedge_fired(&f.env, &st, T0 + 50).kind, POLICY_NONE,
+		     "its transfer never went out");
+	cr_assert_eq(st.hedges, 0);
+	policy_state_free(&st);
+	fx_free(&f);
+}
