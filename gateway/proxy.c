@@ -250,7 +250,8 @@ static bool id_ok(const char *v)
 	size_t i;
 
 	for (i = 0; v[i]; i++) {
-		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f || i >= GREQ_MAX_ID_LEN)
+		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f ||
+		    i >= GREQ_MAX_ID_LEN)
 			return false;
 	}
 	return i > 0;
