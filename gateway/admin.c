@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <math.h>
 
+#include "gateway/admin.h"
+
 #include "gateway/gateway.h"
+#include "gateway/probe.h"
 #include "common/json.h"
 
 int admin_models(const struct gateway *gw, struct buf *b)
@@ -351,7 +354,7 @@ static int routing(struct buf *b, const struct gateway *gw)
 	rc |= family(b, "faultline_batch_queue_depth", "gauge", "Batch requests waiting.");
 	for (i = 0; i < r->nroutes; i++) {
 		rc |= alias_metric(b, "faultline_batch_queue_depth", &r->routes[i]);
-		rc |= buf_printf(b, "} %zu\n", r->routes[i].qdepth);
+		rc |= buf_printf(b, "} %zu\n", r->routes[i].waiting.len);
 	}
 	rc |= family(b, "faultline_batch_queue_total", "counter",
 		     "Batch requests queued, dequeued, refused as full, expired, or left.");

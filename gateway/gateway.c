@@ -5,6 +5,9 @@
  */
 #include "gateway/gateway.h"
 
+#include "gateway/admin.h"
+#include "gateway/probe.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,18 +90,13 @@ static void events_fail(struct gateway *gw, int err)
 	events_set_aside(gw, regular, "write a breaker change", err);
 }
 
-void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
-			     const struct breaker_change *chg)
+/* The router's listener: writes one breaker state change, as a log line and an events line. */
+static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
 {
+	struct gateway *gw = arg;
 	struct buf line = { 0 };
 	int rc = 0;
 
-	if (!chg->changed)
-		return;
-	t->transitions[chg->from][chg->to]++;
-	gw->breaker_gen++;
-	if (chg->to != BREAKER_OPEN)
-		proxy_queue_wake(gw);
 	log_info("breaker %s/%s: %s -> %s (%s)", t->prov->name, t->model,
 		 breaker_state_name(chg->from), breaker_state_name(chg->to), chg->reason);
 	if (!gw->events)
@@ -292,6 +290,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->cfg = cfg;
 	rng_seed_stream(&gw->rng_retry, seed, RNG_RETRY);
 	rng_seed_stream(&gw->rng_breaker, seed, RNG_BREAKER);
+	list_init(&gw->reqs);
+	list_init(&gw->dirty);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
 	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
 	gw->costs = calloc(1, sizeof(*gw->costs));
@@ -299,6 +299,17 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->easy_pool = calloc(EASY_POOL_MAX, sizeof(*gw->easy_pool));
 	if (!gw->pstats || !gw->costs || !gw->probes || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
 		goto out_nomem;
+	gw->pol = (struct policy_env){
+		.router = &gw->router,
+		.cfg = cfg,
+		.pstats = gw->pstats,
+		.rng_retry = &gw->rng_retry,
+		.rng_breaker = &gw->rng_breaker,
+	};
+	gw->breaker_log.on_change = on_breaker_change;
+	gw->breaker_log.arg = gw;
+	router_listen(&gw->router, &gw->breaker_log);
+	proxy_queue_listen(gw);
 	for (i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
 		l = curl_slist_append(gw->base_headers, base[i]);
 		if (!l)
@@ -378,15 +389,14 @@ static void on_drained(void *arg)
 void gateway_drain(struct gateway *gw, void (*on_idle)(struct gateway *gw))
 {
 	gw->on_idle = on_idle;
-	gw->stopping = true;
+	gw->pol.stopping = true;
 	proxy_queue_stop(gw);
 	http_server_drain(gw->srv, on_drained, gw);
 }
 
 void gateway_cancel_all(struct gateway *gw)
 {
-	while (gw->reqs)
-		proxy_cancel(gw->reqs);
+	proxy_cancel_all(gw);
 }
 
 void gateway_close(struct gateway *gw)

@@ -2,8 +2,10 @@
  * gateway: the failover gateway's process-wide state — config, routing
  * tables and breakers, counters, the HTTP server and the curl_uv that
  * carries every upstream transfer — and what its modules share: the
- * endpoint dispatch (gateway.c), the chat request lifecycle (proxy.c) and
- * the JSON and Prometheus views (admin.c).
+ * endpoint dispatch (gateway.c) and the chat request's entry points
+ * (proxy.c and its shell files: greq, leg, stream, respond, bill, queue;
+ * the decisions are policy.c's). The health checks are probe.h's, the
+ * JSON and Prometheus views admin.h's.
  */
 #ifndef FAULTLINE_GATEWAY_GATEWAY_H
 #define FAULTLINE_GATEWAY_GATEWAY_H
@@ -19,8 +21,10 @@
 #include "gateway/config.h"
 #include "common/curl_uv.h"
 #include "common/http_server.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
+#include "gateway/policy.h"
 #include "common/rng.h"
 #include "gateway/router.h"
 
@@ -46,13 +50,13 @@ struct gateway {
 	FILE *events;			/* --events, or NULL */
 	const char *events_path;	/* its name (the caller's string) */
 	bool events_failed;		/* a write failed: it was renamed NAME.tmp, exit 1 */
-	struct greq *reqs;		/* chat requests in progress (a list) */
-	struct greq *dirty;		/* streams with relayed events not yet written */
+	struct policy_env pol;		/* what every request's decisions read: router, config, RNGs */
+	struct list reqs;		/* chat requests in progress (struct greq) */
+	struct list dirty;		/* streams with relayed events not yet written */
 	uv_check_t flush;		/* writes them once the loop's I/O callbacks are done */
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
-	size_t queued;			/* batch requests waiting, every route */
-	uint64_t breaker_gen;		/* breaker state changes so far */
-	bool stopping;			/* draining: no batch request is queued */
+	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
+	struct router_listener queue_wake;	/* drains the batch queues after one */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t overloaded;		/* attempts failed for want of the gateway's resources */
@@ -104,17 +108,13 @@ void gateway_free(struct gateway *gw);
  */
 void gateway_overloaded(struct gateway *gw, const char *why, const char *provider);
 
-/* Writes one breaker state change: events line, log line, transition count. */
-void gateway_breaker_changed(struct gateway *gw, struct gw_target *t,
-			     const struct breaker_change *chg);
-
 /* An easy handle for an attempt: from the pool, or new (NULL when out of memory). */
 CURL *gateway_easy_get(struct gateway *gw);
 
 /* Hands an easy handle back to the pool (or cleans it up when the pool is full). */
 void gateway_easy_put(struct gateway *gw, CURL *easy);
 
-/* ---- proxy.c ---- */
+/* ---- proxy.c, stream.c (proxy_flush), queue.c (proxy_queue_*) ---- */
 
 /* Handles one POST /v1/chat/completions. */
 void proxy_chat(struct gateway *gw, struct http_exchange *ex);
@@ -125,39 +125,22 @@ void proxy_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
 /* Ends a request in flight without answering (its client is told nothing more). */
 void proxy_cancel(struct greq *g);
 
+/* Ends every chat request in flight, as proxy_cancel. */
+void proxy_cancel_all(struct gateway *gw);
+
 /* gw->flush's callback: writes every stream's relayed events to its client. */
 void proxy_flush(uv_check_t *h);
 
-/* A breaker closed or went half-open: the batch queues are drained at the next loop turn. */
+/*
+ * Registers the batch queues' listener with the router: a breaker that
+ * closed or went half-open drains them at the next loop turn.
+ */
+void proxy_queue_listen(struct gateway *gw);
+
+/* A probe slot or target may be free again: the batch queues are drained at the next loop turn. */
 void proxy_queue_wake(struct gateway *gw);
 
 /* The gateway is stopping: every queued batch request gets a 503 at once. */
 void proxy_queue_stop(struct gateway *gw);
-
-/* ---- probe.c ---- */
-
-/* Starts a health check timer for every provider that has one. Returns 0 or -ENOMEM. */
-int probe_start_all(struct gateway *gw);
-
-/* hcu's on_done: a health check ended. */
-void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
-
-/* Stops every check (its transfer taken back) and closes the timers. */
-void probe_close_all(struct gateway *gw);
-
-/* Whether the probe's provider is healthy now, and which provider it is. */
-bool probe_healthy(const struct probe *p);
-size_t probe_provider(const struct probe *p);
-
-/* ---- admin.c ---- */
-
-/* GET /v1/models: the aliases. Returns 0 or -ENOMEM. */
-int admin_models(const struct gateway *gw, struct buf *b);
-
-/* GET /admin/breakers at now_ms. Returns 0 or -ENOMEM. */
-int admin_breakers(const struct gateway *gw, struct buf *b, double now_ms);
-
-/* GET /metrics at now_ms. Returns 0 or -ENOMEM. */
-int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms);
 
 #endif

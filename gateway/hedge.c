@@ -1,5 +1,5 @@
 /*
- * hedge: latency percentiles, the hedge delay, the retry and hedge budget.
+ * hedge: latency percentiles and the hedge delay.
  */
 #include "gateway/hedge.h"
 
@@ -54,35 +54,4 @@ double hedge_delay_ms(const struct gw_hedge *h, const struct lat_ring *r)
 		return h->max_after_ms;
 	p = lat_ring_percentile(r, h->percentile);
 	return fmin(h->max_after_ms, fmax(h->min_after_ms, p));
-}
-
-static void refill(struct budget *b, const struct gw_budget *cfg, double now_ms)
-{
-	if (now_ms > b->last_ms) {
-		b->tokens += cfg->min_per_second * (now_ms - b->last_ms) / 1000;
-		b->last_ms = now_ms;
-	}
-	if (b->tokens > cfg->burst)
-		b->tokens = cfg->burst;
-}
-
-void budget_init(struct budget *b, const struct gw_budget *cfg, double now_ms)
-{
-	b->tokens = cfg->burst;
-	b->last_ms = now_ms;
-}
-
-void budget_deposit(struct budget *b, const struct gw_budget *cfg, double now_ms)
-{
-	b->tokens += cfg->ratio;
-	refill(b, cfg, now_ms);
-}
-
-bool budget_take(struct budget *b, const struct gw_budget *cfg, double now_ms)
-{
-	refill(b, cfg, now_ms);
-	if (b->tokens < 1)
-		return false;
-	b->tokens -= 1;
-	return true;
 }

@@ -1,8 +1,8 @@
 /*
- * hedge: the pure parts of hedging and of the retry and hedge budget — a
- * target's recent latencies and their percentile, the hedge delay an alias
- * uses, and the token bucket that bounds retries and hedges. No I/O; times
- * are the caller's milliseconds, so the tests drive them with a fake clock.
+ * hedge: the pure parts of hedging — a target's recent latencies and their
+ * percentile, and the hedge delay an alias uses (the token bucket that
+ * bounds retries and hedges is budget.h's). No I/O; times are the caller's
+ * milliseconds, so the tests drive them with a fake clock.
  */
 #ifndef FAULTLINE_GATEWAY_HEDGE_H
 #define FAULTLINE_GATEWAY_HEDGE_H
@@ -37,20 +37,5 @@ double lat_ring_percentile(const struct lat_ring *r, double pct);
  * max_after_ms while r holds fewer than min_samples.
  */
 double hedge_delay_ms(const struct gw_hedge *h, const struct lat_ring *r);
-
-/* An alias's retry and hedge budget: a token bucket. */
-struct budget {
-	double tokens;
-	double last_ms;			/* when min_per_second last refilled it */
-};
-
-/* A full bucket at now_ms. */
-void budget_init(struct budget *b, const struct gw_budget *cfg, double now_ms);
-
-/* A request arrived: ratio more tokens (and the refill since the last call). */
-void budget_deposit(struct budget *b, const struct gw_budget *cfg, double now_ms);
-
-/* Takes one token for a retry or a hedge; false (nothing taken) when there is none. */
-bool budget_take(struct budget *b, const struct gw_budget *cfg, double now_ms);
 
 #endif

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "gateway/probe.h"
+
 #include "gateway/gateway.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -73,7 +75,7 @@ static void apply(struct probe *p, enum health_change ch, bool ok)
 			breaker_wake(&t->br, now, reason, &chg);
 		else
 			breaker_trip(&t->br, now, reason, &gw->rng_breaker, &chg);
-		gateway_breaker_changed(gw, t, &chg);
+		router_breaker_changed(&gw->router, t, &chg);
 	}
 }
 

@@ -36,6 +36,7 @@ int router_init(struct router *r, const struct gw_config *cfg, double now_ms)
 	size_t j;
 
 	memset(r, 0, sizeof(*r));
+	list_init(&r->listeners);
 	for (i = 0; i < cfg->naliases; i++)
 		most += cfg->aliases[i].ntargets;
 	r->targets = calloc(most ? most : 1, sizeof(*r->targets));
@@ -47,6 +48,7 @@ int router_init(struct router *r, const struct gw_config *cfg, double now_ms)
 		struct gw_route *rt = &r->routes[i];
 
 		rt->alias = a;
+		list_init(&rt->waiting);
 		rt->targets = calloc(a->ntargets, sizeof(*rt->targets));
 		if (!rt->targets)
 			goto out_nomem;
@@ -61,6 +63,27 @@ int router_init(struct router *r, const struct gw_config *cfg, double now_ms)
 out_nomem:
 	router_free(r);
 	return -ENOMEM;
+}
+
+void router_listen(struct router *r, struct router_listener *l)
+{
+	list_push_back(&r->listeners, &l->link);
+}
+
+void router_breaker_changed(struct router *r, struct gw_target *t,
+			    const struct breaker_change *chg)
+{
+	struct list_node *n;
+
+	if (!chg->changed)
+		return;
+	t->transitions[chg->from][chg->to]++;
+	r->breaker_gen++;
+	for (n = list_first(&r->listeners); n; n = list_next(&r->listeners, n)) {
+		struct router_listener *l = list_entry(n, struct router_listener, link);
+
+		l->on_change(l->arg, t, chg);
+	}
 }
 
 void router_free(struct router *r)

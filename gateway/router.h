@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/list.h"
 #include "gateway/breaker.h"
+#include "gateway/budget.h"
 #include "gateway/config.h"
 #include "gateway/hedge.h"
 #include "gateway/metrics.h"
-
-struct greq;
 
 struct gw_target {
 	const struct gw_provider *prov;
@@ -54,13 +54,23 @@ struct gw_route {
 	struct budget budget;		/* retries and hedges */
 	uint64_t hedges[HEDGE_NEVENTS];
 	uint64_t exhausted[2];		/* budget ran out: [0] a retry, [1] a hedge */
-	/* The batch queue: waiting requests, oldest first. */
-	struct greq *qhead;
-	struct greq *qtail;
-	size_t qdepth;
+	/* The batch queue: waiting requests (struct policy_state), oldest first. */
+	struct list waiting;
 	unsigned qrunning;		/* dequeued requests still in progress */
 	uint64_t queue[QUEUE_NRESULTS];
 	struct latency_hist qwait;	/* waits of dequeued requests */
+};
+
+/*
+ * Someone told of every breaker state change (router_listen): the
+ * gateway's events file and log, the batch queues' wake-up; one day a
+ * store shared between replicas. The listener owns this struct; the
+ * router links it.
+ */
+struct router_listener {
+	struct list_node link;
+	void (*on_change)(void *arg, struct gw_target *t, const struct breaker_change *chg);
+	void *arg;
 };
 
 struct router {
@@ -68,6 +78,9 @@ struct router {
 	size_t ntargets;
 	struct gw_route *routes;
 	size_t nroutes;
+	struct list listeners;		/* struct router_listener, in the order registered */
+	uint64_t breaker_gen;		/* breaker state changes so far */
+	size_t queued;			/* batch requests waiting, every route */
 };
 
 /*
@@ -75,6 +88,20 @@ struct router {
  * closed at now_ms with its provider's settings. Returns 0 or -ENOMEM.
  */
 int router_init(struct router *r, const struct gw_config *cfg, double now_ms);
+
+/*
+ * Registers l (which must stay put until router_free) to be told of every
+ * breaker state change, after the listeners registered before it.
+ */
+void router_listen(struct router *r, struct router_listener *l);
+
+/*
+ * Hands one breaker's admit or record result to the router: when its
+ * state changed (chg->changed), counts the transition, bumps breaker_gen
+ * and tells every listener. Whoever moves a breaker calls this.
+ */
+void router_breaker_changed(struct router *r, struct gw_target *t,
+			    const struct breaker_change *chg);
 
 /* Frees the tables. */
 void router_free(struct router *r);

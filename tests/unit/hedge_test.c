@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gateway/budget.h"
 #include "gateway/hedge.h"
 
 #define NA(a) (sizeof(a) / sizeof(a[0]))

@@ -1,0 +1,42 @@
+/*
+ * bill: pricing an attempt's tokens and adding them up.
+ */
+#include "gateway/bill.h"
+
+#include <stdio.h>
+
+#include "gateway/greq.h"
+
+void bill_tokens(struct greq *g, const struct leg *l, int64_t in, int64_t out, bool discarded)
+{
+	const struct gw_target *t = l->p->t;
+	const struct gw_provider *p = t->prov;
+	double usd = (double)in / 1000 * p->price_in_per_1k + (double)out / 1000 * p->price_out_per_1k;
+
+	cost_table_add(g->gw->costs, t->provider, g->bill.tenant, g->bill.feature, in, out, usd);
+	g->bill.cost_usd += usd;
+	g->bill.billed = true;
+	if (discarded)
+		g->gw->pstats[t->provider].dup_usd += usd;
+}
+
+void bill_discarded(struct greq *g, const struct leg *l, bool stopped)
+{
+	curl_off_t connect_us = 0;
+	curl_off_t pre_us = 0;
+	long status = 0;
+
+	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status ? status < 200 || status > 299 : !stopped)
+		return;
+	curl_easy_getinfo(l->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
+	if (connect_us <= 0 && pre_us <= 0)
+		return;
+	bill_tokens(g, l, g->bill.est_tokens_in, (int64_t)l->relay.content_chunks, true);
+}
+
+void bill_cost_text(const struct greq *g, char *out, size_t len)
+{
+	snprintf(out, len, "%.9f", g->bill.cost_usd);
+}

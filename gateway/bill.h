@@ -1,0 +1,36 @@
+/*
+ * bill: what a chat request's attempts cost — tokens priced by their
+ * provider, added to the request's cost (x-faultline-cost-usd) and to the
+ * spend by provider, tenant and feature, and the duplicate spend of
+ * answers thrown away.
+ */
+#ifndef FAULTLINE_GATEWAY_BILL_H
+#define FAULTLINE_GATEWAY_BILL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct greq;
+struct leg;
+
+/*
+ * Bills tokens of an attempt on l's provider: added to the request's cost
+ * and to the spend by provider, tenant and feature (and to the duplicate
+ * spend when the answer was discarded).
+ */
+void bill_tokens(struct greq *g, const struct leg *l, int64_t in, int64_t out, bool discarded);
+
+/*
+ * An attempt whose answer is thrown away: billed as the prompt's estimate
+ * and the content it sent, when the upstream took it on — it connected and
+ * answered a 2xx, or had answered nothing yet when the gateway stopped
+ * waiting (stopped: cut by its timeout, or cancelled). An error status, or
+ * a reset or transfer error before any status, costs nothing.
+ */
+void bill_discarded(struct greq *g, const struct leg *l, bool stopped);
+
+/* The request's cost as x-faultline-cost-usd's value, into out (len bytes). */
+void bill_cost_text(const struct greq *g, char *out, size_t len);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * budget: an alias's retry and hedge budget — a token bucket that each
+ * request fills by a ratio and that a retry or a hedge draws one token
+ * from, refilled at a floor rate. Pure: times are the caller's
+ * milliseconds, so the tests drive them with a fake clock.
+ */
+#ifndef FAULTLINE_GATEWAY_BUDGET_H
+#define FAULTLINE_GATEWAY_BUDGET_H
+
+#include <stdbool.h>
+
+#include "gateway/config.h"
+
+/* An alias's retry and hedge budget: a token bucket. */
+struct budget {
+	double tokens;
+	double last_ms;			/* when min_per_second last refilled it */
+};
+
+/* A full bucket at now_ms. */
+void budget_init(struct budget *b, const struct gw_budget *cfg, double now_ms);
+
+/* A request arrived: ratio more tokens (and the refill since the last call). */
+void budget_deposit(struct budget *b, const struct gw_budget *cfg, double now_ms);
+
+/* Takes one token for a retry or a hedge; false (nothing taken) when there is none. */
+bool budget_take(struct budget *b, const struct gw_budget *cfg, double now_ms);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * greq: a chat request's life — made, moved from state to state (each
+ * change logged at debug level), finished, and freed once its timers
+ * have closed.
+ */
+#include "gateway/greq.h"
+
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "gateway/leg.h"
+#include "gateway/queue.h"
+#include "gateway/stream.h"
+
+static const char *const state_names[] = { "routing", "attempt", "backoff", "queued", "done" };
+
+struct greq *greq_new(struct gateway *gw, struct http_exchange *ex, struct gw_route *route,
+		      unsigned nlegs)
+{
+	struct greq *g = calloc(1, sizeof(*g) + nlegs * sizeof(g->legs[0]));
+	unsigned i;
+
+	if (!g)
+		return NULL;
+	g->gw = gw;
+	g->ex = ex;
+	g->route = route;
+	g->nlegs = nlegs;
+	uv_timer_init(gw->loop, &g->timer);
+	g->timer.data = g;
+	list_node_init(&g->stream.dirty);
+	for (i = 0; i < nlegs; i++) {
+		g->legs[i].g = g;
+		g->legs[i].slot = i;
+		g->legs[i].p = &g->pol.legs[i];
+		relay_init(&g->legs[i].relay);
+	}
+	list_push_front(&gw->reqs, &g->link);
+	gw->in_flight++;
+	return g;
+}
+
+void greq_set_state(struct greq *g, enum greq_state to)
+{
+	if (log_enabled(LOG_DEBUG))
+		log_debug("request %s: %s -> %s", g->id, state_names[g->state], state_names[to]);
+	g->state = to;
+}
+
+void greq_htimer_stop(struct greq *g)
+{
+	if (g->htimer_ready)
+		uv_timer_stop(&g->htimer);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct greq *g = h->data;
+	size_t i;
+
+	if (--g->open_handles)
+		return;
+	for (i = 0; i < g->nlegs; i++) {
+		buf_free(&g->legs[i].up_body);
+		buf_free(&g->legs[i].resp);
+		relay_free(&g->legs[i].relay);
+	}
+	policy_state_free(&g->pol);
+	free(g);
+}
+
+void greq_finish(struct greq *g, int status)
+{
+	struct gateway *gw = g->gw;
+	size_t i;
+
+	status_counts_add(g->route ? &g->route->requests : &gw->unrouted, status);
+	stream_unmark(g);
+	if (policy_queued(&g->pol))
+		greq_set_state(g, GREQ_ROUTING);	/* off the queue */
+	if (policy_finish(&gw->pol, &g->pol))
+		queue_kick(gw);			/* a drain slot is free */
+	for (i = 0; i < g->nlegs; i++) {
+		leg_cancel(&g->legs[i], true);	/* a loser whose cancel was still due */
+		leg_put(&g->legs[i]);
+	}
+	list_remove(&gw->reqs, &g->link);
+	gw->in_flight--;
+	greq_set_state(g, GREQ_DONE);
+	/* Timers are set up as they are first needed: most requests never hedge. */
+	g->open_handles = 1 + g->htimer_ready;
+	for (i = 0; i < g->nlegs; i++)
+		g->open_handles += g->legs[i].timer_ready;
+	uv_close((uv_handle_t *)&g->timer, on_handle_closed);
+	if (g->htimer_ready)
+		uv_close((uv_handle_t *)&g->htimer, on_handle_closed);
+	for (i = 0; i < g->nlegs; i++) {
+		if (!g->legs[i].timer_ready)
+			continue;
+		g->legs[i].timer.data = g;	/* on_handle_closed counts on g */
+		uv_close((uv_handle_t *)&g->legs[i].timer, on_handle_closed);
+	}
+}

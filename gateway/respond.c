@@ -1,0 +1,212 @@
+/*
+ * respond: writing a chat request's answer and ending the request; the
+ * gateway's error bodies.
+ */
+#include "gateway/respond.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "gateway/bill.h"
+#include "gateway/greq.h"
+
+static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
+			       "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not start an "
+				       "upstream transfer.\",\"type\":\"server_error\","
+				       "\"param\":null,\"code\":null}}";
+
+size_t respond_headers(const struct greq *g, struct http_kv *h, char *attempts)
+{
+	snprintf(attempts, 16, "%u", g->pol.attempts_before + g->pol.budget.attempts);
+	h[0] = (struct http_kv){ "x-request-id", g->id };
+	h[1] = (struct http_kv){ "x-faultline-attempts", attempts };
+	h[2] = (struct http_kv){ "x-faultline-hedged", g->pol.hedges ? "1" : "0" };
+	return 3;
+}
+
+/* respond(), with Retry-After: retry_after_s seconds when > 0. */
+static void respond_retry(struct greq *g, int status, const char *ctype, const char *body,
+			  size_t len, const struct gw_target *answered, double retry_after_s)
+{
+	struct http_exchange *ex = g->ex;
+	struct http_kv h[8];
+	char retry_after[16];
+	char attempts[16];
+	char cost[32];
+	size_t n = 0;
+
+	h[n++] = (struct http_kv){ "Content-Type", ctype };
+	if (retry_after_s > 0) {
+		snprintf(retry_after, sizeof(retry_after), "%.0f", retry_after_s);
+		h[n++] = (struct http_kv){ "Retry-After", retry_after };
+	}
+	n += respond_headers(g, h + n, attempts);
+	if (answered)
+		h[n++] = (struct http_kv){ "x-faultline-provider", answered->prov->name };
+	if (answered || g->bill.billed) {
+		bill_cost_text(g, cost, sizeof(cost));
+		h[n++] = (struct http_kv){ "x-faultline-cost-usd", cost };
+	}
+	/* The connection's next request may reuse ex as soon as this answer ends. */
+	g->ex = NULL;
+	if (ex)
+		http_respond(ex, status, h, n, body, len);
+	greq_finish(g, status);
+}
+
+void respond(struct greq *g, int status, const char *ctype, const char *body, size_t len,
+	     const struct gw_target *answered)
+{
+	respond_retry(g, status, ctype, body, len, answered, 0);
+}
+
+void respond_oom(struct greq *g)
+{
+	respond(g, 500, "application/json", oom_body, sizeof(oom_body) - 1, NULL);
+}
+
+void respond_no_transfer(struct greq *g)
+{
+	respond(g, 500, "application/json", no_transfer_body, sizeof(no_transfer_body) - 1, NULL);
+}
+
+void respond_refuse(struct gateway *gw, struct http_exchange *ex, struct gw_route *route,
+		    const char *id, int status, const char *msg, const char *param,
+		    const char *code)
+{
+	const struct http_kv h[] = {
+		{ "x-request-id", id },
+		{ "x-faultline-attempts", "0" },
+		{ "x-faultline-hedged", "0" },
+	};
+
+	status_counts_add(route ? &route->requests : &gw->unrouted, status);
+	http_respond_error(ex, status, msg, "invalid_request_error", param, code, h, 3);
+}
+
+/* Writes "P/M: outcome (HTTP s, N ms)" for a note. */
+static void note_text(struct buf *b, const struct policy_note *n)
+{
+	buf_printf(b, "%s/%s: %s", n->t->prov->name, n->t->model, n->outcome);
+	if (n->status && !isnan(n->ms))
+		buf_printf(b, " (HTTP %ld, %.0f ms)", n->status, n->ms);
+	else if (!isnan(n->ms))
+		buf_printf(b, " (%.0f ms)", n->ms);
+}
+
+/* Sends a cJSON body (NULL when printing it failed: a 500), with a's status and Retry-After. */
+static void respond_json(struct greq *g, const struct policy_action *a, const char *text)
+{
+	if (text)
+		respond_retry(g, a->status, "application/json", text, strlen(text), NULL,
+			      a->retry_after_s);
+	else
+		respond_oom(g);
+}
+
+/* An error body of the gateway's own: OpenAI's four fields. */
+static void respond_own_error(struct greq *g, const struct policy_action *a, const char *msg)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *err = cJSON_AddObjectToObject(root, "error");
+	char *text;
+
+	cJSON_AddStringToObject(err, "message", msg);
+	cJSON_AddStringToObject(err, "type", a->type);
+	cJSON_AddNullToObject(err, "param");
+	cJSON_AddStringToObject(err, "code", a->code);
+	text = cJSON_PrintUnformatted(root);
+	respond_json(g, a, text);
+	free(text);
+	cJSON_Delete(root);
+}
+
+/* No attempt succeeded: OpenAI's four fields, and every attempt under error.attempts. */
+static void respond_final(struct greq *g, const struct policy_action *a)
+{
+	const struct policy_state *st = &g->pol;
+	struct buf msg = { 0 };
+	cJSON *root = cJSON_CreateObject();
+	cJSON *err = cJSON_AddObjectToObject(root, "error");
+	cJSON *list;
+	char *text = NULL;
+	size_t i;
+
+	if (a->status == 504)
+		buf_printf(&msg, "The request deadline (%.0f ms) ran out", g->gw->cfg->deadline_ms);
+	else if (a->status == 503)
+		buf_printf(&msg, "No provider of model '%s' is available", g->route->alias->name);
+	else
+		buf_printf(&msg, "Every upstream attempt for model '%s' failed",
+			   g->route->alias->name);
+	buf_printf(&msg, " after %u attempt%s", st->budget.attempts,
+		   st->budget.attempts == 1 ? "" : "s");
+	for (i = 0; i < st->nnotes; i++) {
+		buf_puts(&msg, i ? "; " : ": ");
+		note_text(&msg, &st->notes[i]);
+	}
+	buf_puts(&msg, ".");
+	cJSON_AddStringToObject(err, "message", msg.data ? msg.data : "");
+	cJSON_AddStringToObject(err, "type", a->type);
+	cJSON_AddNullToObject(err, "param");
+	cJSON_AddStringToObject(err, "code", a->code);
+	list = cJSON_AddArrayToObject(err, "attempts");
+	for (i = 0; i < st->nnotes && list; i++) {
+		const struct policy_note *n = &st->notes[i];
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "provider", n->t->prov->name);
+		cJSON_AddStringToObject(o, "model", n->t->model);
+		cJSON_AddStringToObject(o, "outcome", n->outcome);
+		if (n->status)
+			cJSON_AddNumberToObject(o, "status", (double)n->status);
+		else
+			cJSON_AddNullToObject(o, "status");
+		if (isnan(n->ms))
+			cJSON_AddNullToObject(o, "ms");
+		else
+			cJSON_AddNumberToObject(o, "ms", round(n->ms * 1000) / 1000);
+		cJSON_AddItemToArray(list, o);
+	}
+	text = cJSON_PrintUnformatted(root);
+	log_debug("request %s: %d %s", g->id, a->status, msg.data ? msg.data : "");
+	respond_json(g, a, text);
+	free(text);
+	cJSON_Delete(root);
+	buf_free(&msg);
+}
+
+void respond_error(struct greq *g, const struct policy_action *a, const char *why)
+{
+	const struct gw_config *cfg = g->gw->cfg;
+	char msg[192];
+
+	switch (a->error) {
+	case POLICY_ERR_FINAL:
+		respond_final(g, a);
+		return;
+	case POLICY_ERR_OVERLOADED:
+		snprintf(msg, sizeof(msg), "The gateway is out of resources (%s); retry shortly.",
+			 why ? why : "unknown");
+		break;
+	case POLICY_ERR_QUEUE_FULL:
+		/* 160 bytes, as these messages always were: a long alias is cut the same way. */
+		snprintf(msg, 160, "The batch queue of model '%s' is full (%u requests).",
+			 g->route->alias->name, cfg->batch.queue_max);
+		break;
+	case POLICY_ERR_QUEUE_TIMEOUT:
+		snprintf(msg, 160, "No provider of model '%s' took the batch request within "
+			 "%.0f ms.", g->route->alias->name, cfg->batch.max_wait_ms);
+		break;
+	case POLICY_ERR_STOPPING:
+	default:
+		snprintf(msg, sizeof(msg), "The gateway is stopping; the batch request was not sent.");
+		break;
+	}
+	respond_own_error(g, a, msg);
+}
