@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/records.h"
 
 /* Idle easy handles kept for reuse; more are cleaned up. */
 #define EASY_POOL_MAX 4096
@@ -90,7 +91,34 @@ static void events_fail(struct gateway *gw, int err)
 	events_set_aside(gw, regular, "write a breaker change", err);
 }
 
-/* The router's listener: writes one breaker state change, as a log line and an events line. */
+/* A breaker state as events.jsonl names it (common/records.h owns the names). */
+static enum event_state event_state_of(enum breaker_state s)
+{
+	switch (s) {
+	case BREAKER_OPEN:
+		return EVENT_OPEN;
+	case BREAKER_HALF_OPEN:
+		return EVENT_HALF_OPEN;
+	case BREAKER_CLOSED:
+	default:
+		return EVENT_CLOSED;
+	}
+}
+
+/* Appends `,"KEY":` (no comma before the first key) for events.jsonl's key k. */
+static int event_key(struct buf *line, enum event_key k)
+{
+	int rc = buf_puts(line, k == 0 ? "{" : ",");
+
+	rc |= json_escape(line, event_keys[k]);
+	rc |= buf_puts(line, ":");
+	return rc;
+}
+
+/*
+ * The router's listener: writes one breaker state change, as a log line
+ * and an events line in the format common/records.h defines.
+ */
 static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
 {
 	struct gateway *gw = arg;
@@ -102,16 +130,17 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 	if (!gw->events)
 		return;
 	/* To the microsecond: a change right after a fault must not read as before it. */
-	rc |= buf_printf(&line, "{\"t_unix_ms\":%.3f", (double)clock_unix_ns() / 1e6);
-	rc |= buf_puts(&line, ",\"provider\":");
+	rc |= event_key(&line, EVENT_T_UNIX_MS);
+	rc |= buf_printf(&line, "%.3f", (double)clock_unix_ns() / 1e6);
+	rc |= event_key(&line, EVENT_PROVIDER);
 	rc |= json_escape(&line, t->prov->name);
-	rc |= buf_puts(&line, ",\"model\":");
+	rc |= event_key(&line, EVENT_MODEL);
 	rc |= json_escape(&line, t->model);
-	rc |= buf_puts(&line, ",\"from\":");
-	rc |= json_escape(&line, breaker_state_name(chg->from));
-	rc |= buf_puts(&line, ",\"to\":");
-	rc |= json_escape(&line, breaker_state_name(chg->to));
-	rc |= buf_puts(&line, ",\"reason\":");
+	rc |= event_key(&line, EVENT_FROM);
+	rc |= json_escape(&line, event_state_name(event_state_of(chg->from)));
+	rc |= event_key(&line, EVENT_TO);
+	rc |= json_escape(&line, event_state_name(event_state_of(chg->to)));
+	rc |= event_key(&line, EVENT_REASON);
 	rc |= json_escape(&line, chg->reason);
 	rc |= buf_puts(&line, "}\n");
 	if (rc) {
