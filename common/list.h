@@ -82,6 +82,17 @@ static inline void list_push_front(struct list *l, struct list_node *n)
 	l->len++;
 }
 
+/* Inserts N, which must be on no list, just before POS, a node on L. */
+static inline void list_insert_before(struct list *l, struct list_node *pos,
+				      struct list_node *n)
+{
+	n->prev = pos->prev;
+	n->next = pos;
+	pos->prev->next = n;
+	pos->prev = n;
+	l->len++;
+}
+
 /* Unlinks N from L, the list it is on; harmless when N is on no list. */
 static inline void list_remove(struct list *l, struct list_node *n)
 {

@@ -247,9 +247,28 @@ static void queue_unlink(const struct policy_env *env, struct policy_state *st)
 }
 
 /*
+ * Puts st back into rt's queue in the order of when each request first
+ * joined it, so that the queue stays oldest first: its head is what
+ * expires first and goes first. One that comes back from the head in a
+ * drain goes back to the head; one whose attempts ran while others came
+ * back goes behind those older than it.
+ */
+static void queue_reinsert(struct gw_route *rt, struct policy_state *st)
+{
+	struct list_node *n = list_first(&rt->waiting);
+
+	while (n && list_entry(n, struct policy_state, qlink)->queued_ms < st->queued_ms)
+		n = list_next(&rt->waiting, n);
+	if (n)
+		list_insert_before(&rt->waiting, n, &st->qlink);
+	else
+		list_push_back(&rt->waiting, &st->qlink);
+}
+
+/*
  * Puts a batch request that no target could take into its route's queue
- * (back at the head when it had been dequeued: it is older than the rest);
- * a full queue answers 429, a stopping gateway 503.
+ * (among the others by when it first joined, when it had been dequeued:
+ * queue_reinsert); a full queue answers 429, a stopping gateway 503.
  */
 static struct policy_action enqueue(const struct policy_env *env, struct policy_state *st,
 				    double now)
@@ -273,7 +292,7 @@ static struct policy_action enqueue(const struct policy_env *env, struct policy_
 	st->requeue_gen = env->router->breaker_gen;
 	st->requeue_ms = now;
 	if (again)
-		list_push_front(&rt->waiting, &st->qlink);
+		queue_reinsert(rt, st);
 	else
 		list_push_back(&rt->waiting, &st->qlink);
 	env->router->queued++;

@@ -1,7 +1,7 @@
 /*
- * list: order after pushes at both ends, removal from the middle and the
- * ends, removal of a node on no list, and getting back from a node to
- * the struct that embeds it.
+ * list: order after pushes at both ends and inserts before a node,
+ * removal from the middle and the ends, removal of a node on no list, and
+ * getting back from a node to the struct that embeds it.
  */
 #include <criterion/criterion.h>
 
@@ -74,4 +74,22 @@ Test(list, removing_an_unlisted_node_changes_nothing, .timeout = 10)
 	list_remove(&l, &a.node);
 	cr_assert_eq(l.len, 0);
 	cr_assert(list_empty(&l));
+}
+
+Test(list, insert_before_the_first_and_a_middle_node, .timeout = 10)
+{
+	struct list l;
+	struct item a = { .value = 1 }, b = { .value = 2 }, c = { .value = 3 },
+		    d = { .value = 4 };
+	int got[4];
+
+	list_init(&l);
+	list_push_back(&l, &b.node);
+	list_push_back(&l, &d.node);
+	list_insert_before(&l, &b.node, &a.node);
+	list_insert_before(&l, &d.node, &c.node);
+	cr_assert_eq(l.len, 4);
+	cr_assert_eq(values(&l, got, 4), 4);
+	cr_assert(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4);
+	cr_assert_eq(list_entry(list_first(&l), struct item, node), &a);
 }

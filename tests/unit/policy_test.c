@@ -889,6 +889,50 @@ Test(policy, batch_requeues_and_waits, .timeout = 10)
 	fx_free(&f);
 }
 
+/*
+ * Requests sent back to the queue after their attempts keep it oldest
+ * first, whatever order they come back in: the head is what expires
+ * first and goes first. A (joined first) and B both go and come back, A
+ * first; at A's max_wait_ms A expires, and B is still waiting behind it.
+ */
+Test(policy, batch_requeued_stay_oldest_first, .timeout = 10)
+{
+	struct fx f;
+	struct policy_state a_st;
+	struct policy_state b_st;
+	struct policy_action a;
+	struct policy_drain d;
+	bool dequeued;
+
+	fx_init(&f, "{" PROVIDERS ",'breaker':{'cooldown_jitter':0,'consecutive_failures':100},"
+		    "'classes':{'batch':{'max_wait_ms':10000,'concurrency':2}},"
+		    "'models':{'chat':{'targets':[{'provider':'a','model':'m'}]}}}");
+	expect_start(&a_st, arrive_batch(&f, &a_st, T0), "a", 0);
+	cr_assert_eq(end_leg(&f, &a_st, 0, refused, -1, T0 + 1).kind, POLICY_QUEUE);
+	expect_start(&b_st, arrive_batch(&f, &b_st, T0 + 2), "a", 0);
+	cr_assert_eq(end_leg(&f, &b_st, 0, refused, -1, T0 + 3).kind, POLICY_QUEUE);
+	policy_drain_begin(chat(&f), &d);
+	cr_assert_eq(policy_drain_next(&f.env, chat(&f), &d, T0 + 1100, &a, &dequeued), &a_st);
+	expect_start(&a_st, a, "a", 0);
+	cr_assert_eq(policy_drain_next(&f.env, chat(&f), &d, T0 + 1100, &a, &dequeued), &b_st);
+	expect_start(&b_st, a, "a", 0);
+	/* A comes back first, then B. */
+	cr_assert_eq(end_leg(&f, &a_st, 0, refused, -1, T0 + 1200).kind, POLICY_QUEUE);
+	cr_assert_eq(end_leg(&f, &b_st, 0, refused, -1, T0 + 1201).kind, POLICY_QUEUE);
+	policy_drain_begin(chat(&f), &d);
+	cr_assert_eq(policy_drain_next(&f.env, chat(&f), &d, T0 + 1 + 10000, &a, &dequeued),
+		     &a_st, "A, the oldest, expires first");
+	cr_assert_not(dequeued);
+	cr_assert_eq(a.error, POLICY_ERR_QUEUE_TIMEOUT);
+	cr_assert(policy_queued(&b_st), "B has waited less than max_wait_ms");
+	policy_finish(&f.env, &a_st);
+	policy_finish(&f.env, &b_st);
+	cr_assert_eq(policy_queue_total(&f.env), 0);
+	policy_state_free(&a_st);
+	policy_state_free(&b_st);
+	fx_free(&f);
+}
+
 /* A stopping gateway queues nothing, and answers what waits with 503 gateway_stopping. */
 Test(policy, batch_stopping, .timeout = 10)
 {
