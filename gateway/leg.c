@@ -167,7 +167,11 @@ int leg_start(struct greq *g, const struct policy_action *a)
 		l->timer_ready = true;
 	}
 	l->doomed = false;
-	if (build_body(g, l) || (!l->easy && !(l->easy = gateway_easy_get(gw))))
+	if (build_body(g, l))
+		goto out_unstarted;
+	if (!l->easy)
+		l->easy = gateway_easy_get(gw);
+	if (!l->easy)
 		goto out_unstarted;
 	e = l->easy;
 	l->cut = false;
