@@ -34,6 +34,8 @@ const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", 
 struct plot {
 	const struct stamp *st;		/* the summary and the scenario */
 	const char *scripts;
+	const struct plot_run *runs;	/* first runs already loaded (plot_summary) */
+	size_t nruns;
 	char *err;
 	bool write_failed;		/* err is about a file that could not be written */
 	char out_dir[PATH_LEN];		/* STAMP/plots */
@@ -448,29 +450,25 @@ static size_t prov_index(struct plot *pl, const char *name)
 }
 
 /*
- * One setup's requests (its run directory's requests.csv, loaded by
- * runner/rundata.c) into b, in the file's order; lo/hi widen to their
- * latencies (> 0).
+ * One setup's requests (its run directory's requests.csv, as
+ * runner/rundata.c loads it) into b, in the file's order; lo/hi widen to
+ * their latencies (> 0).
  */
-static int latency_rows(struct plot *pl, const char *run_dir, const char *primary,
+static int latency_rows(struct plot *pl, const struct rundata *d, const char *primary,
 			struct buf *b, double *lo, double *hi)
 {
-	struct rundata d;
 	const struct run_req **by_seq = NULL;
 	size_t i;
-	int rc;
+	int rc = 0;
 
-	rc = rundata_load_requests(&d, run_dir, pl->err);
-	if (rc)
-		goto out;
-	by_seq = calloc(d.nreqs ? d.nreqs : 1, sizeof(*by_seq));
+	by_seq = calloc(d->nreqs ? d->nreqs : 1, sizeof(*by_seq));
 	if (!by_seq) {
 		rc = errorf(pl, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < d.nreqs; i++)
-		by_seq[d.reqs[i].seq - 1] = &d.reqs[i];
-	for (i = 0; i < d.nreqs; i++) {
+	for (i = 0; i < d->nreqs; i++)
+		by_seq[d->reqs[i].seq - 1] = &d->reqs[i];
+	for (i = 0; i < d->nreqs; i++) {
 		const struct run_req *r = by_seq[i];
 		bool ok = r->outcome == OUT_OK;
 		const char *prov = r->provider ? r->provider : "";
@@ -503,6 +501,44 @@ static int latency_rows(struct plot *pl, const char *run_dir, const char *primar
 	}
 out:
 	free(by_seq);
+	return rc;
+}
+
+/* The setup's first run as plot_summary was given it, or NULL. */
+static const struct plot_run *given_run(const struct plot *pl, const char *setup)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nruns; i++) {
+		if (strcmp(pl->runs[i].setup, setup) == 0)
+			return &pl->runs[i];
+	}
+	return NULL;
+}
+
+/*
+ * One setup's latency rows: from the requests plot_summary was given, or
+ * else from its first run's requests.csv (*run: that run's number, 0 when
+ * there is none).
+ */
+static int setup_latency(struct plot *pl, const char *setup, const char *primary,
+			 unsigned *run, struct buf *b, double *lo, double *hi)
+{
+	const struct plot_run *given = given_run(pl, setup);
+	struct rundata d = { 0 };
+	char dir[PATH_LEN];
+	int rc = 0;
+
+	*run = given ? given->k : stamp_first_run(pl->st, setup, dir, sizeof(dir));
+	buf_printf(b, "# setup %s, run %u: every request\n"
+		   "# t_s latency_ms provider_index ok provider outcome\n", setup, *run);
+	if (given) {
+		rc = latency_rows(pl, given->rows, primary, b, lo, hi);
+	} else if (*run) {
+		rc = rundata_load_requests(&d, dir, pl->err);
+		if (!rc)
+			rc = latency_rows(pl, &d, primary, b, lo, hi);
+	}
 	rundata_free(&d);
 	return rc;
 }
@@ -512,7 +548,6 @@ static int write_latency(struct plot *pl)
 	struct buf b = { 0 };
 	struct buf runs = { 0 };
 	char path[PATH_LEN];
-	char dir[PATH_LEN];
 	double lo = NAN;
 	double hi = NAN;
 	const cJSON *s;
@@ -527,16 +562,12 @@ static int write_latency(struct plot *pl)
 	}
 	for_each_setup(pl, s) {
 		const char *primary = json_get_string(s, "primary");
-		unsigned run = stamp_first_run(pl->st, s->string, dir, sizeof(dir));
+		unsigned run;
 
 		buf_reset(&b);
-		buf_printf(&b, "# setup %s, run %u: every request\n"
-			   "# t_s latency_ms provider_index ok provider outcome\n", s->string, run);
-		if (run) {
-			rc = latency_rows(pl, dir, primary ? primary : "", &b, &lo, &hi);
-			if (rc)
-				goto out;
-		}
+		rc = setup_latency(pl, s->string, primary ? primary : "", &run, &b, &lo, &hi);
+		if (rc)
+			goto out;
 		buf_printf(&runs, "%s%u", i++ ? ", " : "", run);
 		rc = path_of(pl, path, "%s/latency-%s.dat", pl->data_dir, s->string);
 		if (!rc)
@@ -837,11 +868,12 @@ static int render(struct plot *pl, const char *name)
 	return rc;
 }
 
-/* Makes the data files and the plots of a loaded stamp. */
-static int plot_make(const struct stamp *st, const char *scripts_dir, char *err,
-		     bool *write_failed)
+/* Makes the data files and the plots of a loaded stamp (runs: see plot_summary). */
+static int plot_make(const struct stamp *st, const struct plot_run *runs, size_t nruns,
+		     const char *scripts_dir, char *err, bool *write_failed)
 {
-	struct plot pl = { .st = st, .scripts = scripts_dir, .err = err };
+	struct plot pl = { .st = st, .scripts = scripts_dir, .runs = runs, .nruns = nruns,
+			   .err = err };
 	char path[PATH_LEN];
 	size_t i;
 	int rc;
@@ -897,13 +929,14 @@ int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *
 		*write_failed = false;
 	rc = stamp_load(&st, stamp_dir, err);
 	if (!rc)
-		rc = plot_make(&st, scripts_dir, err, write_failed);
+		rc = plot_make(&st, NULL, 0, scripts_dir, err, write_failed);
 	stamp_free(&st);
 	return rc;
 }
 
 int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
-		 const char *scripts_dir, char *err, bool *write_failed)
+		 const struct plot_run *runs, size_t nruns, const char *scripts_dir, char *err,
+		 bool *write_failed)
 {
 	struct stamp st;
 	int rc;
@@ -913,7 +946,7 @@ int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *
 		*write_failed = false;
 	rc = stamp_use(&st, stamp_dir, summary, sc, err);
 	if (!rc)
-		rc = plot_make(&st, scripts_dir, err, write_failed);
+		rc = plot_make(&st, runs, nruns, scripts_dir, err, write_failed);
 	stamp_free(&st);
 	return rc;
 }

@@ -21,7 +21,7 @@
 
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,
-			 char *err)
+			 struct rundata *rows, char *err)
 {
 	struct stats_phase *ph = calloc(sc->nphases ? sc->nphases : 1, sizeof(*ph));
 	struct stats_price *pr = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*pr));
@@ -60,7 +60,7 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 	in.window_ms = 5000 * sc->scale;
 	in.primary = scenario_primary(sc, st);
 	in.t0_unix_ms = t0_unix_ms;
-	rc = stats_compute(&in, &sum, err);
+	rc = stats_compute_keep(&in, &sum, rows, err);
 	free(ph);
 	free(pr);
 	free(win);
@@ -556,7 +556,7 @@ int report_command(const char *stamp_dir, FILE *out)
 				fprintf(stderr, "chaos: %s: no t0_unix_ms\n", lg_path);
 				goto out;
 			}
-			if (report_summarise_run(&sc, st, run_dir, k, (int64_t)t0, &sum, err)) {
+			if (report_summarise_run(&sc, st, run_dir, k, (int64_t)t0, &sum, NULL, err)) {
 				fprintf(stderr, "chaos: %s\n", err);
 				goto out;
 			}
