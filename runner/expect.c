@@ -152,8 +152,8 @@ int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, ch
 	char path[64];
 	int rc;
 
-	rc = scenario__get_array(root, "expect", false, "expectations {\"setup\",\"phase\",bounds…}",
-				 file, "", &arr, err);
+	rc = scenario__get_array(root, "expect", false,
+				 "expectations {\"setup\",\"phase\",bounds…}", file, "", &arr, err);
 	if (rc || !arr || !arr->child)
 		return rc;
 	sc->expects = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*sc->expects));

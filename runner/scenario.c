@@ -456,7 +456,8 @@ static int load_actions(const cJSON *root, const char *file, struct scenario *sc
 		snprintf(path, sizeof(path), "actions[%zu]", i);
 		rc = cfg_apply(keys, NELEM(keys), item, &raw, file, path, err);
 		if (!rc)
-			rc = scenario__provider_ref(sc, raw.provider, file, path, "provider", &a.provider, err);
+			rc = scenario__provider_ref(sc, raw.provider, file, path, "provider",
+						    &a.provider, err);
 		cfg_free(keys, NELEM(keys), &raw);
 		if (rc)
 			goto out;

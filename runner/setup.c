@@ -361,7 +361,8 @@ static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const c
 	switch (kind) {
 	case SC_DIRECT:
 	case SC_CLIENT_RETRY:
-		rc = scenario__provider_ref(sc, raw.provider, file, path, "provider", &st->provider, err);
+		rc = scenario__provider_ref(sc, raw.provider, file, path, "provider",
+					    &st->provider, err);
 		st->retries = (unsigned)raw.retries;
 		st->retry_backoff_ms = raw.retry_backoff_ms;
 		break;
