@@ -29,15 +29,15 @@
 
 const char *const plot_names[PLOT_COUNT] = { "answered", "latency", "breakers", "phases" };
 
-#define PATH_LEN 1200
-
 struct plot {
 	const struct stamp *st;		/* the summary and the scenario */
 	const char *scripts;
+	const struct plot_run *runs;	/* first runs already loaded (plot_summary) */
+	size_t nruns;
 	char *err;
 	bool write_failed;		/* err is about a file that could not be written */
-	char out_dir[PATH_LEN];		/* STAMP/plots */
-	char data_dir[PATH_LEN];	/* STAMP/plots/data */
+	char *out_dir;			/* STAMP/plots */
+	char *data_dir;			/* STAMP/plots/data */
 	struct buf meta;		/* meta.gp being built */
 	char **prov;			/* providers seen, colour order (1-based in gnuplot) */
 	size_t nprov;
@@ -59,21 +59,25 @@ static int errorf(struct plot *pl, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* Formats a path into out (PATH_LEN bytes); -ENAMETOOLONG (err says so) when it does not fit. */
-static int path_of(struct plot *pl, char *out, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* A path, however long, as a malloc'ed string; NULL (err says so) when out of memory. */
+static char *path_of(struct plot *pl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
-static int path_of(struct plot *pl, char *out, const char *fmt, ...)
+static char *path_of(struct plot *pl, const char *fmt, ...)
 {
+	struct buf b = { 0 };
 	va_list ap;
-	int n;
+	int rc;
 
 	va_start(ap, fmt);
-	n = vsnprintf(out, PATH_LEN, fmt, ap);
+	rc = buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (n < 0 || n >= PATH_LEN)
-		return errorf(pl, -ENAMETOOLONG, "%s…: path too long", out);
-	return 0;
+	if (rc) {
+		buf_free(&b);
+		errorf(pl, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	return buf_steal(&b);
 }
 
 /* Appends s as a double-quoted data-file string; gnuplot has no escapes there. */
@@ -139,6 +143,19 @@ static int write_file(struct plot *pl, const char *path, const struct buf *b)
 
 	if (rc)
 		pl->write_failed = true;
+	return rc;
+}
+
+/* Writes b to DATA_DIR/NAME (NAME: "answered-SETUP.dat", …) through write_file. */
+static int write_data(struct plot *pl, const struct buf *b, const char *name, const char *setup)
+{
+	char *path = setup ? path_of(pl, "%s/%s-%s.dat", pl->data_dir, name, setup) :
+		     path_of(pl, "%s/%s", pl->data_dir, name);
+	int rc = -ENOMEM;
+
+	if (path)
+		rc = write_file(pl, path, b);
+	free(path);
 	return rc;
 }
 
@@ -371,7 +388,6 @@ static double class_answered(const cJSON *w, const char *cls)
 static int write_answered(struct plot *pl)
 {
 	struct buf b = { 0 };
-	char path[PATH_LEN];
 	const cJSON *s;
 	bool batch = false;
 	int rc = 0;
@@ -412,9 +428,7 @@ static int write_answered(struct plot *pl)
 				cJSON_GetObjectItemCaseSensitive(w, "classes"), "batch");
 			k++;
 		}
-		rc = path_of(pl, path, "%s/answered-%s.dat", pl->data_dir, s->string);
-		if (!rc)
-			rc = write_file(pl, path, &b);
+		rc = write_data(pl, &b, "answered", s->string);
 		if (rc)
 			goto out;
 	}
@@ -448,29 +462,25 @@ static size_t prov_index(struct plot *pl, const char *name)
 }
 
 /*
- * One setup's requests (its run directory's requests.csv, loaded by
- * runner/rundata.c) into b, in the file's order; lo/hi widen to their
- * latencies (> 0).
+ * One setup's requests (its run directory's requests.csv, as
+ * runner/rundata.c loads it) into b, in the file's order; lo/hi widen to
+ * their latencies (> 0).
  */
-static int latency_rows(struct plot *pl, const char *run_dir, const char *primary,
+static int latency_rows(struct plot *pl, const struct rundata *d, const char *primary,
 			struct buf *b, double *lo, double *hi)
 {
-	struct rundata d;
 	const struct run_req **by_seq = NULL;
 	size_t i;
-	int rc;
+	int rc = 0;
 
-	rc = rundata_load_requests(&d, run_dir, pl->err);
-	if (rc)
-		goto out;
-	by_seq = calloc(d.nreqs ? d.nreqs : 1, sizeof(*by_seq));
+	by_seq = calloc(d->nreqs ? d->nreqs : 1, sizeof(*by_seq));
 	if (!by_seq) {
 		rc = errorf(pl, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < d.nreqs; i++)
-		by_seq[d.reqs[i].seq - 1] = &d.reqs[i];
-	for (i = 0; i < d.nreqs; i++) {
+	for (i = 0; i < d->nreqs; i++)
+		by_seq[d->reqs[i].seq - 1] = &d->reqs[i];
+	for (i = 0; i < d->nreqs; i++) {
 		const struct run_req *r = by_seq[i];
 		bool ok = r->outcome == OUT_OK;
 		const char *prov = r->provider ? r->provider : "";
@@ -503,7 +513,46 @@ static int latency_rows(struct plot *pl, const char *run_dir, const char *primar
 	}
 out:
 	free(by_seq);
+	return rc;
+}
+
+/* The setup's first run as plot_summary was given it, or NULL. */
+static const struct plot_run *given_run(const struct plot *pl, const char *setup)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nruns; i++) {
+		if (strcmp(pl->runs[i].setup, setup) == 0)
+			return &pl->runs[i];
+	}
+	return NULL;
+}
+
+/*
+ * One setup's latency rows: from the requests plot_summary was given, or
+ * else from its first run's requests.csv (*run: that run's number, 0 when
+ * there is none).
+ */
+static int setup_latency(struct plot *pl, const char *setup, const char *primary,
+			 unsigned *run, struct buf *b, double *lo, double *hi)
+{
+	const struct plot_run *given = given_run(pl, setup);
+	struct rundata d = { 0 };
+	char *dir = NULL;
+	int rc = 0;
+
+	*run = given ? given->k : stamp_first_run(pl->st, setup, &dir);
+	buf_printf(b, "# setup %s, run %u: every request\n"
+		   "# t_s latency_ms provider_index ok provider outcome\n", setup, *run);
+	if (given) {
+		rc = latency_rows(pl, given->rows, primary, b, lo, hi);
+	} else if (*run) {
+		rc = rundata_load_requests(&d, dir, pl->err);
+		if (!rc)
+			rc = latency_rows(pl, &d, primary, b, lo, hi);
+	}
 	rundata_free(&d);
+	free(dir);
 	return rc;
 }
 
@@ -511,8 +560,6 @@ static int write_latency(struct plot *pl)
 {
 	struct buf b = { 0 };
 	struct buf runs = { 0 };
-	char path[PATH_LEN];
-	char dir[PATH_LEN];
 	double lo = NAN;
 	double hi = NAN;
 	const cJSON *s;
@@ -527,20 +574,14 @@ static int write_latency(struct plot *pl)
 	}
 	for_each_setup(pl, s) {
 		const char *primary = json_get_string(s, "primary");
-		unsigned run = stamp_first_run(pl->st, s->string, dir, sizeof(dir));
+		unsigned run;
 
 		buf_reset(&b);
-		buf_printf(&b, "# setup %s, run %u: every request\n"
-			   "# t_s latency_ms provider_index ok provider outcome\n", s->string, run);
-		if (run) {
-			rc = latency_rows(pl, dir, primary ? primary : "", &b, &lo, &hi);
-			if (rc)
-				goto out;
-		}
+		rc = setup_latency(pl, s->string, primary ? primary : "", &run, &b, &lo, &hi);
+		if (rc)
+			goto out;
 		buf_printf(&runs, "%s%u", i++ ? ", " : "", run);
-		rc = path_of(pl, path, "%s/latency-%s.dat", pl->data_dir, s->string);
-		if (!rc)
-			rc = write_file(pl, path, &b);
+		rc = write_data(pl, &b, "latency", s->string);
 		if (rc)
 			goto out;
 	}
@@ -677,8 +718,7 @@ static int write_breakers(struct plot *pl)
 	struct buf runs = { 0 };
 	struct buf names = { 0 };
 	struct buf colors = { 0 };
-	char path[PATH_LEN];
-	char dir[PATH_LEN];
+	char *dir;
 	const cJSON *s;
 	size_t npanels = 0;
 	size_t first = 1;
@@ -704,9 +744,7 @@ static int write_breakers(struct plot *pl)
 		rc = breaker_blocks(pl, s->string, events, &b, &names, &colors, &ntargets);
 		if (rc)
 			goto out;
-		rc = path_of(pl, path, "%s/breakers-%s.dat", pl->data_dir, s->string);
-		if (!rc)
-			rc = write_file(pl, path, &b);
+		rc = write_data(pl, &b, "breakers", s->string);
 		if (rc)
 			goto out;
 		if (npanels) {
@@ -718,7 +756,8 @@ static int write_breakers(struct plot *pl)
 		gnuplot_quote(&panels, s->string);
 		buf_printf(&counts, "%zu", ntargets);
 		buf_printf(&firsts, "%zu", first);
-		buf_printf(&runs, "%u", stamp_first_run(pl->st, s->string, dir, sizeof(dir)));
+		buf_printf(&runs, "%u", stamp_first_run(pl->st, s->string, &dir));
+		free(dir);
 		first += ntargets;
 		npanels++;
 	}
@@ -758,7 +797,6 @@ static int write_phases(struct plot *pl)
 {
 	static const char *const pct[3] = { "p50", "p95", "p99" };
 	struct buf b = { 0 };
-	char path[PATH_LEN];
 	double lo = NAN;
 	double hi = NAN;
 	const cJSON *s;
@@ -795,9 +833,7 @@ static int write_phases(struct plot *pl)
 			buf_puts(&b, "\n");
 		}
 	}
-	rc = path_of(pl, path, "%s/phases.dat", pl->data_dir);
-	if (!rc)
-		rc = write_file(pl, path, &b);
+	rc = write_data(pl, &b, "phases.dat", NULL);
 	buf_free(&b);
 	if (rc)
 		return rc;
@@ -822,34 +858,34 @@ static int write_phases(struct plot *pl)
 /* Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp (runner/gnuplot.c). */
 static int render(struct plot *pl, const char *name)
 {
-	char script[PATH_LEN];
-	char png[PATH_LEN];
-	char log[PATH_LEN];
-	bool write_failed;
-	int rc;
+	char *script = path_of(pl, "%s/%s.gp", pl->scripts, name);
+	char *png = path_of(pl, "%s/%s.png", pl->out_dir, name);
+	char *log = path_of(pl, "%s/%s.log", pl->data_dir, name);
+	bool write_failed = false;
+	int rc = -ENOMEM;
 
-	if (path_of(pl, script, "%s/%s.gp", pl->scripts, name) ||
-	    path_of(pl, png, "%s/%s.png", pl->out_dir, name) ||
-	    path_of(pl, log, "%s/%s.log", pl->data_dir, name))
-		return -ENAMETOOLONG;
-	rc = gnuplot_render(script, png, log, pl->data_dir, pl->scripts, pl->err, &write_failed);
+	if (script && png && log)
+		rc = gnuplot_render(script, png, log, pl->data_dir, pl->scripts, pl->err,
+				    &write_failed);
 	pl->write_failed = pl->write_failed || write_failed;
+	free(script);
+	free(png);
+	free(log);
 	return rc;
 }
 
-/* Makes the data files and the plots of a loaded stamp. */
-static int plot_make(const struct stamp *st, const char *scripts_dir, char *err,
-		     bool *write_failed)
+/* Makes the data files and the plots of a loaded stamp (runs: see plot_summary). */
+static int plot_make(const struct stamp *st, const struct plot_run *runs, size_t nruns,
+		     const char *scripts_dir, char *err, bool *write_failed)
 {
-	struct plot pl = { .st = st, .scripts = scripts_dir, .err = err };
-	char path[PATH_LEN];
+	struct plot pl = { .st = st, .scripts = scripts_dir, .runs = runs, .nruns = nruns,
+			   .err = err };
 	size_t i;
-	int rc;
+	int rc = -ENOMEM;
 
-	rc = path_of(&pl, pl.out_dir, "%s/" REC_PLOTS_DIR, st->dir);
-	if (!rc)
-		rc = path_of(&pl, pl.data_dir, "%s/" REC_PLOTS_DATA_DIR, st->dir);
-	if (!rc)
+	pl.out_dir = path_of(&pl, "%s/" REC_PLOTS_DIR, st->dir);
+	pl.data_dir = path_of(&pl, "%s/" REC_PLOTS_DATA_DIR, st->dir);
+	if (pl.out_dir && pl.data_dir)
 		rc = make_dir(&pl, pl.out_dir);
 	if (!rc)
 		rc = make_dir(&pl, pl.data_dir);
@@ -872,9 +908,7 @@ static int plot_make(const struct stamp *st, const char *scripts_dir, char *err,
 		rc = errorf(&pl, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = path_of(&pl, path, "%s/meta.gp", pl.data_dir);
-	if (!rc)
-		rc = write_file(&pl, path, &pl.meta);
+	rc = write_data(&pl, &pl.meta, "meta.gp", NULL);
 	for (i = 0; !rc && i < PLOT_COUNT; i++)
 		rc = render(&pl, plot_names[i]);
 out:
@@ -882,6 +916,8 @@ out:
 		free(pl.prov[i]);
 	free(pl.prov);
 	buf_free(&pl.meta);
+	free(pl.out_dir);
+	free(pl.data_dir);
 	if (write_failed)
 		*write_failed = rc && pl.write_failed;
 	return rc;
@@ -897,13 +933,14 @@ int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *
 		*write_failed = false;
 	rc = stamp_load(&st, stamp_dir, err);
 	if (!rc)
-		rc = plot_make(&st, scripts_dir, err, write_failed);
+		rc = plot_make(&st, NULL, 0, scripts_dir, err, write_failed);
 	stamp_free(&st);
 	return rc;
 }
 
 int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
-		 const char *scripts_dir, char *err, bool *write_failed)
+		 const struct plot_run *runs, size_t nruns, const char *scripts_dir, char *err,
+		 bool *write_failed)
 {
 	struct stamp st;
 	int rc;
@@ -913,7 +950,7 @@ int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *
 		*write_failed = false;
 	rc = stamp_use(&st, stamp_dir, summary, sc, err);
 	if (!rc)
-		rc = plot_make(&st, scripts_dir, err, write_failed);
+		rc = plot_make(&st, runs, nruns, scripts_dir, err, write_failed);
 	stamp_free(&st);
 	return rc;
 }

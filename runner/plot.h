@@ -31,6 +31,7 @@
 #define FAULTLINE_RUNNER_PLOT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 
@@ -61,12 +62,28 @@ extern const char *const plot_names[];
  */
 int plot_stamp(const char *stamp_dir, const char *scripts_dir, char *err, bool *write_failed);
 
+struct rundata;
+
+/*
+ * A setup's first completed run (SETUP/run-K) with its requests already
+ * loaded (runner/rundata.h): chaos run keeps them from the run's summary.
+ */
+struct plot_run {
+	const char *setup;
+	unsigned k;
+	const struct rundata *rows;
+};
+
 /*
  * plot_stamp from the stamp's combined summary and its scenario already in
  * memory (`chaos run`, which has just written them: nothing is read
- * again), sc loaded at the summary's time_scale. Returns as plot_stamp.
+ * again), sc loaded at the summary's time_scale, and runs[0..nruns) the
+ * setups' first completed runs with their requests (a setup not among
+ * them has its first run found and its requests.csv read, as plot_stamp
+ * does). Returns as plot_stamp.
  */
 int plot_summary(const char *stamp_dir, const struct scenario *sc, const cJSON *summary,
-		 const char *scripts_dir, char *err, bool *write_failed);
+		 const struct plot_run *runs, size_t nruns, const char *scripts_dir, char *err,
+		 bool *write_failed);
 
 #endif

@@ -108,14 +108,22 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 		split_lines(p);
 }
 
+/* Everything is closed: p's own memory goes, then the owner's on_closed may free p. */
+static void closed(struct proc *p)
+{
+	free(p->log_path);
+	p->log_path = NULL;
+	if (p->on_closed)
+		p->on_closed(p);
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
 	struct proc *p = h->data;
 
 	if (--p->open_handles)
 		return;
-	if (p->on_closed)
-		p->on_closed(p);
+	closed(p);
 }
 
 static void on_exit_cb(uv_process_t *h, int64_t status, int sig)
@@ -185,7 +193,9 @@ int proc_start(struct proc *p, uv_loop_t *loop, const char *name, const char *co
 	p->log_err = 0;
 	p->tail_total = 0;
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	snprintf(p->log_path, sizeof(p->log_path), "%s", log_path);
+	p->log_path = strdup(log_path);
+	if (!p->log_path)
+		return -ENOMEM;
 	if (guard) {
 		rc = find_program(argv[0]);
 		for (n = 0; !rc && argv[n]; n++) {
@@ -267,8 +277,7 @@ void proc_close(struct proc *p, void (*on_closed)(struct proc *p))
 		p->log_fd = -1;
 	}
 	if (!p->open_handles) {
-		if (on_closed)
-			on_closed(p);
+		closed(p);
 		return;
 	}
 	if (p->closing)

@@ -38,7 +38,7 @@ struct proc {
 	uv_pipe_t err;			/* the child's stderr */
 	uv_loop_t *loop;
 	char name[64];			/* for messages: "mockprov", "gateway"… */
-	char log_path[512];
+	char *log_path;			/* owned until closed; NULL before proc_start */
 	int log_fd;			/* -1 once closed */
 	int log_err;			/* the first error writing the log (negative errno); 0: none */
 	char tail[PROC_TAIL_BYTES];	/* the end of its stderr, a ring */

@@ -5,6 +5,7 @@
 #include "runner/report.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,
-			 char *err)
+			 struct rundata *rows, char *err)
 {
 	struct stats_phase *ph = calloc(sc->nphases ? sc->nphases : 1, sizeof(*ph));
 	struct stats_price *pr = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*pr));
@@ -60,7 +61,7 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 	in.window_ms = 5000 * sc->scale;
 	in.primary = scenario_primary(sc, st);
 	in.t0_unix_ms = t0_unix_ms;
-	rc = stats_compute(&in, &sum, err);
+	rc = stats_compute_keep(&in, &sum, rows, err);
 	free(ph);
 	free(pr);
 	free(win);
@@ -498,9 +499,65 @@ static double json_num(const cJSON *root, const char *key)
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/*
+ * One setup's run K under the stamp (SETUP/run-K): its summary recomputed
+ * and written, into *sum (the caller's). Returns 0, with *sum NULL when
+ * there is no run K; else report_command's exit status, 1 (a file that
+ * cannot be written) or 2, said on stderr.
+ */
+static int resummarise_run(const struct scenario *sc, const struct sc_setup *st,
+			   const char *stamp_dir, unsigned k, cJSON **sum)
+{
+	char err[CFG_ERR_LEN];
+	char *run_dir = stamp_run_dir_alloc(stamp_dir, st->name, k);
+	char *lg_path = NULL;
+	char *sum_path = NULL;
+	cJSON *lg;
+	double t0;
+	int rc = 2;
+
+	*sum = NULL;
+	if (run_dir) {
+		lg_path = stamp_path_alloc(run_dir, REC_LOADGEN_SUMMARY);
+		sum_path = stamp_path_alloc(run_dir, REC_SUMMARY);
+	}
+	if (!run_dir || !lg_path || !sum_path) {
+		fprintf(stderr, "chaos: %s: out of memory\n", stamp_dir);
+		goto out;
+	}
+	if (access(run_dir, F_OK) != 0) {
+		rc = 0;
+		goto out;
+	}
+	lg = json_load_file(lg_path, err, sizeof(err));
+	t0 = json_num(lg, "t0_unix_ms");
+	cJSON_Delete(lg);
+	if (isnan(t0)) {
+		fprintf(stderr, "chaos: %s: no t0_unix_ms\n", lg_path);
+		goto out;
+	}
+	if (report_summarise_run(sc, st, run_dir, k, (int64_t)t0, sum, NULL, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		goto out;
+	}
+	if (outfile_write_json(sum_path, *sum, err, sizeof(err))) {
+		fprintf(stderr, "chaos: %s\n", err);
+		cJSON_Delete(*sum);
+		*sum = NULL;
+		rc = 1;
+		goto out;
+	}
+	rc = 0;
+out:
+	free(sum_path);
+	free(lg_path);
+	free(run_dir);
+	return rc;
+}
+
 int report_command(const char *stamp_dir, FILE *out)
 {
-	char path[1200];
+	char *path = NULL;
 	char err[CFG_ERR_LEN];
 	struct scenario probe;
 	struct scenario sc;
@@ -513,21 +570,32 @@ int report_command(const char *stamp_dir, FILE *out)
 	unsigned k;
 	int rc = 2;
 
-	stamp_path(path, sizeof(path), stamp_dir, REC_SCENARIO);
+	memset(&sc, 0, sizeof(sc));
+	path = stamp_path_alloc(stamp_dir, REC_SCENARIO);
+	if (!path) {
+		fprintf(stderr, "chaos: %s: out of memory\n", stamp_dir);
+		goto out;
+	}
+	if (strlen(path) >= PATH_MAX) {
+		fprintf(stderr, "chaos: %s is too long: its files would have paths of %zu bytes "
+			"and more, and the system takes at most %d\n", stamp_dir, strlen(path),
+			PATH_MAX - 1);
+		goto out;
+	}
 	if (scenario_load(path, 1, &probe, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
-		return 2;
+		goto out;
 	}
 	scale = stamp_scale(stamp_dir, &probe);
 	scenario_free(&probe);
 	if (isnan(scale)) {
 		fprintf(stderr, "chaos: %s: no summary.json says the time scale it ran at\n",
 			stamp_dir);
-		return 2;
+		goto out;
 	}
 	if (scenario_load(path, scale, &sc, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
-		return 2;
+		goto out;
 	}
 	top = cJSON_CreateObject();
 	cJSON_AddStringToObject(top, "scenario", sc.name);
@@ -538,35 +606,16 @@ int report_command(const char *stamp_dir, FILE *out)
 		size_t n = 0;
 
 		for (k = 1;; k++) {
-			char run_dir[1300];
-			char lg_path[1400];
-			cJSON *lg;
 			cJSON *sum;
 			cJSON **more;
-			double t0;
+			int run_rc = resummarise_run(&sc, st, stamp_dir, k, &sum);
 
-			stamp_run_dir(run_dir, sizeof(run_dir), stamp_dir, st->name, k);
-			if (access(run_dir, F_OK) != 0)
-				break;
-			stamp_path(lg_path, sizeof(lg_path), run_dir, REC_LOADGEN_SUMMARY);
-			lg = json_load_file(lg_path, err, sizeof(err));
-			t0 = json_num(lg, "t0_unix_ms");
-			cJSON_Delete(lg);
-			if (isnan(t0)) {
-				fprintf(stderr, "chaos: %s: no t0_unix_ms\n", lg_path);
+			if (run_rc) {
+				rc = run_rc;
 				goto out;
 			}
-			if (report_summarise_run(&sc, st, run_dir, k, (int64_t)t0, &sum, err)) {
-				fprintf(stderr, "chaos: %s\n", err);
-				goto out;
-			}
-			stamp_path(lg_path, sizeof(lg_path), run_dir, REC_SUMMARY);
-			if (outfile_write_json(lg_path, sum, err, sizeof(err))) {
-				fprintf(stderr, "chaos: %s\n", err);
-				cJSON_Delete(sum);
-				rc = 1;
-				goto out;
-			}
+			if (!sum)
+				break;		/* no run K: the setup's runs are done */
 			more = realloc(runs, (n + 1) * sizeof(*runs));
 			if (!more) {
 				cJSON_Delete(sum);
@@ -588,7 +637,12 @@ int report_command(const char *stamp_dir, FILE *out)
 		goto out;
 	}
 	cJSON_AddNumberToObject(top, "repeat", most);
-	stamp_path(path, sizeof(path), stamp_dir, REC_SUMMARY);
+	free(path);
+	path = stamp_path_alloc(stamp_dir, REC_SUMMARY);
+	if (!path) {
+		fprintf(stderr, "chaos: %s: out of memory\n", stamp_dir);
+		goto out;
+	}
 	if (outfile_write_json(path, top, err, sizeof(err)) ||
 	    report_write(stamp_dir, &sc, top, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
@@ -602,5 +656,6 @@ out:
 	free(runs);
 	cJSON_Delete(top);
 	scenario_free(&sc);
+	free(path);
 	return rc;
 }

@@ -17,6 +17,8 @@
 
 #include "runner/scenario.h"
 
+struct rundata;
+
 /*
  * One run's summary from the files in run_dir (stats_compute over the
  * scenario's phases, 5 s windows scaled, the setup's primary), with the
@@ -24,10 +26,13 @@
  * primary). A provider's unfinished mock-NAME.csv.tmp is not looked at
  * here: the caller finishes what it must first. Returns 0 with *out (the
  * caller's), or a negative errno with a message in err (CFG_ERR_LEN).
+ * With rows (may be NULL), the run's records the summary was computed
+ * from are kept there (stats_compute_keep; the caller frees them with
+ * rundata_free), for the plots.
  */
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,
-			 char *err);
+			 struct rundata *rows, char *err);
 
 /*
  * Prints the phase table of a stamp's combined summary: plain columns for

@@ -310,7 +310,10 @@ static int summarise(struct chaos *ch)
 	rc = finish_mock_logs(ch);
 	if (rc)
 		goto out;
-	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum, err);
+	/* The setup's first completed run keeps its requests for the plots. */
+	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum,
+				  ch->o->plots_dir && !ch->first_k[ch->setup_index] ? &ch->rows :
+				  NULL, err);
 	if (rc) {
 		set_why(ch, "summary: %s", err);
 		goto out;
@@ -356,6 +359,20 @@ static void combine_setup(struct chaos *ch)
 	free_runs(ch);
 }
 
+/*
+ * After a completed run: its requests (ch->rows, when summarise kept them)
+ * become its setup's first run's, for the plots.
+ */
+static void keep_first_rows(struct chaos *ch)
+{
+	if (ch->first_k[ch->setup_index] || !ch->rows.reqs)
+		return;
+	rundata_keep_requests(&ch->rows);
+	ch->first_rows[ch->setup_index] = ch->rows;
+	ch->first_k[ch->setup_index] = ch->k;
+	memset(&ch->rows, 0, sizeof(ch->rows));
+}
+
 static void run_cleanup(struct chaos *ch)
 {
 	size_t i;
@@ -395,10 +412,12 @@ static void run_end(struct chaos *ch)
 		ch->exit_code = 1;
 	} else {
 		ch->completed++;
+		keep_first_rows(ch);
 		if (ch->o->verbose)
 			fprintf(stderr, "chaos: %s / %s / run %u done: %s\n", ch->sc->name,
 				ch->st->name, ch->k, ch->final_dir);
 	}
+	rundata_free(&ch->rows);
 	if (ch->signal) {
 		ch->exit_code = 128 + ch->signal;
 		free_runs(ch);
@@ -626,6 +645,36 @@ out:
 	return rc;
 }
 
+/*
+ * The stamp's plots (plot_summary), each setup's first completed run's
+ * requests handed over as summarise kept them. Returns as plot_summary.
+ */
+static int plot_first_runs(const struct chaos *ch, const cJSON *summary, char *err,
+			   bool *write_failed)
+{
+	const struct scenario *sc = ch->sc;
+	struct plot_run *runs = calloc(sc->nsetups, sizeof(*runs));
+	size_t n = 0;
+	size_t i;
+	int rc;
+
+	if (!runs) {
+		if (write_failed)
+			*write_failed = false;
+		snprintf(err, CFG_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < sc->nsetups; i++) {
+		if (ch->first_k[i])
+			runs[n++] = (struct plot_run){ sc->setups[i].name, ch->first_k[i],
+						       &ch->first_rows[i] };
+	}
+	rc = plot_summary(ch->stamp_dir, sc, summary, runs, n, ch->o->plots_dir, err,
+			  write_failed);
+	free(runs);
+	return rc;
+}
+
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 {
 	struct chaos ch = { .sc = sc, .o = o };
@@ -647,7 +696,10 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	ch.ports = calloc(sc->nproviders, sizeof(*ch.ports));
 	ch.urls = calloc(sc->nproviders, sizeof(*ch.urls));
 	ch.combined = cJSON_CreateObject();
-	if (!ch.mocks || !ch.ports || !ch.urls || !ch.combined) {
+	ch.first_rows = calloc(sc->nsetups, sizeof(*ch.first_rows));
+	ch.first_k = calloc(sc->nsetups, sizeof(*ch.first_k));
+	if (!ch.mocks || !ch.ports || !ch.urls || !ch.combined || !ch.first_rows ||
+	    !ch.first_k) {
 		fprintf(stderr, "chaos: out of memory\n");
 		ch.exit_code = 1;
 		goto out_free;
@@ -723,8 +775,7 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 			 * Plots help a person; a failure to draw them (no gnuplot) is
 			 * said, not a failed run; a file that cannot be written is.
 			 */
-			if (o->plots_dir && plot_summary(ch.stamp_dir, sc, top, o->plots_dir, err,
-							&write_failed))
+			if (o->plots_dir && plot_first_runs(&ch, top, err, &write_failed))
 				fprintf(stderr, "chaos: no plots: %s\n", err);
 			if (write_failed)
 				ch.exit_code = 1;
@@ -763,5 +814,10 @@ out_free:
 	free(ch.ports);
 	free(ch.mocks);
 	cJSON_Delete(ch.combined);
+	rundata_free(&ch.rows);
+	for (i = 0; ch.first_rows && i < sc->nsetups; i++)
+		rundata_free(&ch.first_rows[i]);
+	free(ch.first_rows);
+	free(ch.first_k);
 	return ch.exit_code;
 }

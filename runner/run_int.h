@@ -21,6 +21,7 @@
 #include "common/curl_uv.h"
 #include "runner/proc.h"
 #include "runner/run.h"
+#include "runner/rundata.h"
 #include "runner/scenario.h"
 
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
@@ -115,6 +116,16 @@ struct chaos {
 	cJSON **runs;			/* this setup's summaries so far */
 	size_t nruns;
 	cJSON *combined;		/* setup name → stats_combine */
+
+	/*
+	 * The requests of each setup's first completed run, loaded once for
+	 * its summary and kept for the plots (plot_summary): rows is the run
+	 * in progress's, first_rows[i] / first_k[i] setup i's (first_k 0:
+	 * none yet).
+	 */
+	struct rundata rows;
+	struct rundata *first_rows;
+	unsigned *first_k;
 };
 
 /* ---- run.c ---- */

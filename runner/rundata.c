@@ -722,6 +722,19 @@ void rundata_free(struct rundata *d)
 	memset(d, 0, sizeof(*d));
 }
 
+void rundata_keep_requests(struct rundata *d)
+{
+	struct rundata reqs = { 0 };
+
+	reqs.reqs = d->reqs;
+	reqs.nreqs = d->nreqs;
+	memcpy(reqs.have_class, d->have_class, sizeof(reqs.have_class));
+	d->reqs = NULL;
+	d->nreqs = 0;
+	rundata_free(d);
+	*d = reqs;
+}
+
 int rundata_load_requests(struct rundata *d, const char *run_dir, char *err)
 {
 	char *path;

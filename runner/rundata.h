@@ -97,6 +97,12 @@ int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, cha
  */
 int rundata_load_requests(struct rundata *d, const char *run_dir, char *err);
 
+/*
+ * Frees d's mock rows, events and mock file names, keeping its requests
+ * (what the plots read): chaos run keeps a run's requests until it plots.
+ */
+void rundata_keep_requests(struct rundata *d);
+
 /* Frees what rundata_load made; d is left empty. */
 void rundata_free(struct rundata *d);
 

@@ -5,12 +5,15 @@
 #include "runner/stamp.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/buf.h"
 #include "common/cfg.h"
 #include "common/json.h"
 #include "common/records.h"
@@ -42,6 +45,28 @@ int stamp_run_dir(char *out, size_t len, const char *stamp_dir, const char *setu
 	int n = snprintf(out, len, REC_RUN_DIR_FMT, stamp_dir, setup, k);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+char *stamp_path_alloc(const char *stamp_dir, const char *name)
+{
+	struct buf b = { 0 };
+
+	if (buf_printf(&b, "%s/%s", stamp_dir, name)) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+char *stamp_run_dir_alloc(const char *stamp_dir, const char *setup, unsigned k)
+{
+	struct buf b = { 0 };
+
+	if (buf_printf(&b, REC_RUN_DIR_FMT, stamp_dir, setup, k)) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
 }
 
 /* Checks the summary's head and points s at its parts. */
@@ -77,40 +102,55 @@ static int begin(struct stamp *s, const char *stamp_dir, char *err)
 {
 	memset(s, 0, sizeof(*s));
 	s->dir = stamp_dir;
-	if (stamp_path(s->summary_path, sizeof(s->summary_path), stamp_dir, REC_SUMMARY))
-		return errorf(err, -ENAMETOOLONG, "%s…: path too long", s->summary_path);
+	s->summary_path = stamp_path_alloc(stamp_dir, REC_SUMMARY);
+	if (!s->summary_path)
+		return errorf(err, -ENOMEM, "%s: out of memory", stamp_dir);
+	if (strlen(s->summary_path) >= PATH_MAX)
+		return errorf(err, -ENAMETOOLONG, "%.200s…: too long: its files would have paths of "
+			      "%zu bytes and more, and the system takes at most %d", stamp_dir,
+			      strlen(s->summary_path), PATH_MAX - 1);
 	return 0;
 }
 
 int stamp_load(struct stamp *s, const char *stamp_dir, char *err)
 {
 	char msg[CFG_ERR_LEN];
-	char path[STAMP_PATH_LEN];
+	char *path = NULL;
 	struct stat st;
 	int rc;
 
 	rc = begin(s, stamp_dir, err);
 	if (rc)
-		return rc;
-	if (stat(s->summary_path, &st))
-		return errorf(err, -errno, "%s: %s (not a finished chaos run's stamp directory?)",
-			      s->summary_path, strerror(errno));
+		goto out;
+	if (stat(s->summary_path, &st)) {
+		rc = errorf(err, -errno, "%s: %s (not a finished chaos run's stamp directory?)",
+			    s->summary_path, strerror(errno));
+		goto out;
+	}
 	s->own_summary = json_load_file(s->summary_path, msg, sizeof(msg));
-	if (!s->own_summary)
-		return errorf(err, -EINVAL, "%s", msg);
+	if (!s->own_summary) {
+		rc = errorf(err, -EINVAL, "%s", msg);
+		goto out;
+	}
 	s->summary = s->own_summary;
 	rc = check_summary(s, err);
 	if (rc)
-		return rc;
-	if (stamp_path(path, sizeof(path), stamp_dir, REC_SCENARIO))
-		return errorf(err, -ENAMETOOLONG, "%s…: path too long", path);
-	if (stat(path, &st))
-		return errorf(err, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	path = stamp_path_alloc(stamp_dir, REC_SCENARIO);
+	if (!path) {
+		rc = errorf(err, -ENOMEM, "%s: out of memory", stamp_dir);
+		goto out;
+	}
+	if (stat(path, &st)) {
+		rc = errorf(err, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
 	rc = scenario_load(path, s->scale, &s->own_sc, err);
-	if (rc)
-		return rc;
-	s->sc = &s->own_sc;
-	return 0;
+	if (!rc)
+		s->sc = &s->own_sc;
+out:
+	free(path);
+	return rc;
 }
 
 int stamp_use(struct stamp *s, const char *stamp_dir, const cJSON *summary,
@@ -129,21 +169,26 @@ void stamp_free(struct stamp *s)
 {
 	cJSON_Delete(s->own_summary);
 	scenario_free(&s->own_sc);
+	free(s->summary_path);
 	memset(s, 0, sizeof(*s));
 }
 
-unsigned stamp_first_run(const struct stamp *s, const char *setup, char *dir, size_t len)
+unsigned stamp_first_run(const struct stamp *s, const char *setup, char **dir)
 {
 	const cJSON *rep = cJSON_GetObjectItemCaseSensitive(s->summary, "repeat");
 	unsigned n = cJSON_IsNumber(rep) && rep->valuedouble >= 1 ? (unsigned)rep->valuedouble : 1;
 	struct stat st;
 	unsigned k;
 
+	*dir = NULL;
 	for (k = 1; k <= n && k <= 100; k++) {
-		if (stamp_run_dir(dir, len, s->dir, setup, k))
+		*dir = stamp_run_dir_alloc(s->dir, setup, k);
+		if (!*dir)
 			return 0;
-		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		if (stat(*dir, &st) == 0 && S_ISDIR(st.st_mode))
 			return k;
+		free(*dir);
+		*dir = NULL;
 	}
 	return 0;
 }
@@ -162,18 +207,23 @@ static double file_num(const char *path, const char *key)
 
 double stamp_scale(const char *stamp_dir, const struct scenario *probe)
 {
-	char path[STAMP_PATH_LEN];
-	char dir[STAMP_PATH_LEN];
+	char *path = stamp_path_alloc(stamp_dir, REC_SUMMARY);
+	char *dir;
 	double s = NAN;
 	size_t i;
 
-	if (!stamp_path(path, sizeof(path), stamp_dir, REC_SUMMARY))
+	if (path)
 		s = file_num(path, "time_scale");
 	for (i = 0; isnan(s) && i < probe->nsetups; i++) {
-		if (stamp_run_dir(dir, sizeof(dir), stamp_dir, probe->setups[i].name, 1) ||
-		    stamp_path(path, sizeof(path), dir, REC_SUMMARY))
-			continue;
-		s = file_num(path, "time_scale");
+		free(path);
+		path = NULL;
+		dir = stamp_run_dir_alloc(stamp_dir, probe->setups[i].name, 1);
+		if (dir)
+			path = stamp_path_alloc(dir, REC_SUMMARY);
+		free(dir);
+		if (path)
+			s = file_num(path, "time_scale");
 	}
+	free(path);
 	return s;
 }

@@ -15,13 +15,10 @@
 
 #include "runner/scenario.h"
 
-/* Room for a path inside a stamp. */
-#define STAMP_PATH_LEN 1200
-
 /* A stamp's summary and scenario, loaded (stamp_load) or lent (stamp_use). */
 struct stamp {
 	const char *dir;
-	char summary_path[STAMP_PATH_LEN];	/* STAMP/summary.json, for messages */
+	char *summary_path;		/* STAMP/summary.json, for messages (owned) */
 	const cJSON *summary;
 	const cJSON *setups;		/* the summary's "setups" object (≥ 1 setup) */
 	const char *name;		/* the scenario's, from the summary */
@@ -41,18 +38,29 @@ int stamp_path(char *out, size_t len, const char *stamp_dir, const char *name);
 int stamp_run_dir(char *out, size_t len, const char *stamp_dir, const char *setup, unsigned k);
 
 /*
+ * STAMP/NAME as a malloc'ed string, however long (the caller frees it);
+ * NULL when out of memory.
+ */
+char *stamp_path_alloc(const char *stamp_dir, const char *name);
+
+/* STAMP/SETUP/run-K as a malloc'ed string; NULL when out of memory. */
+char *stamp_run_dir_alloc(const char *stamp_dir, const char *setup, unsigned k);
+
+/*
  * Loads STAMP/summary.json and checks its head — scenario (a string),
  * time_scale (in (0, SC_SCALE_MAX]), setups (an object with a setup, each
  * with a "windows" array) — then STAMP/scenario.json at that time scale.
  * Returns 0; a negative errno with a message in err (CFG_ERR_LEN bytes)
  * naming the file: -ENOENT for a missing file, -EINVAL for one that does
- * not hold what it should. Free s with stamp_free whatever the result.
+ * not hold what it should, -ENAMETOOLONG for a stamp whose files' paths
+ * would be longer than the system takes (PATH_MAX), -ENOMEM. Free s with stamp_free whatever the result.
  */
 int stamp_load(struct stamp *s, const char *stamp_dir, char *err);
 
 /*
  * The same from a summary and scenario already in memory (lent: they must
- * outlive s), with the same checks of the summary. Returns 0 or -EINVAL.
+ * outlive s), with the same checks of the summary. Returns 0, -EINVAL,
+ * -ENAMETOOLONG or -ENOMEM.
  */
 int stamp_use(struct stamp *s, const char *stamp_dir, const cJSON *summary,
 	      const struct scenario *sc, char *err);
@@ -62,10 +70,10 @@ void stamp_free(struct stamp *s);
 
 /*
  * The first completed run of a setup (1 to the summary's "repeat", at most
- * 100): its number, with its directory in dir (len bytes); 0 when none is
- * there.
+ * 100): its number, with its directory in *dir (malloc'ed: the caller
+ * frees it); 0 with *dir NULL when none is there (or memory runs out).
  */
-unsigned stamp_first_run(const struct stamp *s, const char *setup, char *dir, size_t len);
+unsigned stamp_first_run(const struct stamp *s, const char *setup, char **dir);
 
 /*
  * The time scale a stamp ran at: its summary.json's time_scale, or else

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/cfg.h"
 #include "runner/figures.h"
@@ -16,11 +17,19 @@
 
 int stats_compute(const struct stats_input *in, cJSON **out, char *err)
 {
+	return stats_compute_keep(in, out, NULL, err);
+}
+
+int stats_compute_keep(const struct stats_input *in, cJSON **out, struct rundata *rows,
+		       char *err)
+{
 	struct rundata d = { 0 };
 	int rc;
 
 	*out = NULL;
 	err[0] = '\0';
+	if (rows)
+		memset(rows, 0, sizeof(*rows));
 	rc = figures_check(in, err);
 	if (rc)
 		return rc;
@@ -29,6 +38,10 @@ int stats_compute(const struct stats_input *in, cJSON **out, char *err)
 		rc = figures_summary(&d, in, out);
 	if (rc == -ENOMEM && !err[0])
 		snprintf(err, CFG_ERR_LEN, "%s: out of memory", in->run_dir);
+	if (!rc && rows) {
+		*rows = d;
+		memset(&d, 0, sizeof(d));
+	}
 	rundata_free(&d);
 	return rc;
 }

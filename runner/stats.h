@@ -226,6 +226,17 @@ struct stats_input {
  */
 int stats_compute(const struct stats_input *in, cJSON **out, char *err);
 
+struct rundata;
+
+/*
+ * stats_compute, keeping the records it loaded: on success they move into
+ * *rows (runner/rundata.h; the caller frees them with rundata_free), so a
+ * caller that needs them again — chaos run, for its plots — does not read
+ * the files twice. rows NULL: stats_compute. On failure *rows is empty.
+ */
+int stats_compute_keep(const struct stats_input *in, cJSON **out, struct rundata *rows,
+		       char *err);
+
 /*
  * Combines n ≥ 1 summaries of stats_compute into the combined JSON above.
  * The runs are not changed. Returns a new tree for the caller to

@@ -1411,6 +1411,87 @@ Test(chaos, a_long_out_path_works_and_a_too_long_one_is_refused, .timeout = 60)
 	cr_assert_not(exists(path), "the refused run made its folders");
 }
 
+/*
+ * A stamp under a path longer than the fixed buffers report and plot had
+ * (1,200 bytes): chaos run draws its plots there, and chaos report and
+ * chaos plot work on it, every file where it belongs. A stamp path too
+ * long for the system is a clear error, exit 2, naming why.
+ */
+Test(chaos, report_and_plot_under_a_long_stamp_path, .timeout = 60)
+{
+	char out[5000];
+	char path[5400];
+	char stamp[5200];
+	char err[16384];
+	struct dirent *e;
+	DIR *d;
+	int rc;
+
+	tiny_scenario("longstamp");
+	long_path(out, sizeof(out), "z", 1301);
+	cr_assert_gt(strlen(out), 1300);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 40);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	cr_assert_null(strstr(err, "no plots"), "%s", err);
+	snprintf(path, sizeof(path), "%s/longstamp", out);
+	d = opendir(path);
+	cr_assert_not_null(d, "no %s", path);
+	stamp[0] = '\0';
+	for (e = readdir(d); e; e = readdir(d)) {
+		if (e->d_name[0] != '.')
+			snprintf(stamp, sizeof(stamp), "%.5000s/%.100s", path, e->d_name);
+	}
+	closedir(d);
+	cr_assert(stamp[0], "no stamp under %s", path);
+	snprintf(path, sizeof(path), "%s/plots/latency.png", stamp);
+	cr_assert(exists(path), "chaos run drew no %s", path);
+
+	snprintf(path, sizeof(path), "%s/report.md", stamp);
+	cr_assert_eq(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/d/run-1/summary.json", stamp);
+	cr_assert_eq(unlink(path), 0);
+	{
+		const char *argv[] = { "chaos", "report", stamp, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 20);
+	}
+	cr_assert_eq(rc, 0, "chaos report: exit %d:\n%s", rc, err);
+	cr_assert(exists(path), "chaos report did not rewrite %s", path);
+	snprintf(path, sizeof(path), "%s/report.md", stamp);
+	cr_assert(exists(path), "chaos report did not write %s", path);
+
+	snprintf(path, sizeof(path), "%s/plots/latency.png", stamp);
+	cr_assert_eq(unlink(path), 0);
+	{
+		const char *argv[] = { "chaos", "plot", stamp, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 30);
+	}
+	cr_assert_eq(rc, 0, "chaos plot: exit %d:\n%s", rc, err);
+	cr_assert(exists(path), "chaos plot did not draw %s", path);
+
+	long_path(out, sizeof(out), "z", 4200);
+	{
+		const char *argv[] = { "chaos", "report", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 20);
+	}
+	cr_assert_eq(rc, 2, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "is too long") && strstr(err, "/d0123456789/d0123456789"),
+		  "%s", err);
+	{
+		const char *argv[] = { "chaos", "plot", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 20);
+	}
+	cr_assert_eq(rc, 2, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "too long") && strstr(err, "/d0123456789/d0123456789"), "%s", err);
+}
+
 /* chaos run of the scenario under a file size limit: exit 1. */
 static void run_limited(rlim_t limit, struct lg_proc *p)
 {

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "runner/plot.h"
+#include "runner/rundata.h"
+#include "runner/stamp.h"
 #include "common/cfg.h"
 
 static char dir[64];
@@ -267,6 +269,55 @@ Test(plot, answered_share_per_class, .timeout = 30)
 	assert_has("plots/data/answered-gw.dat", "\n7.5 5 10 75 10 50 100\n");
 	assert_has("plots/data/meta.gp", "\nanswered_classes = 1\n");
 	assert_png("answered");
+}
+
+/*
+ * chaos run hands plot_summary the first runs' requests it loaded for the
+ * summaries: the data files are plot_stamp's, byte for byte, and no
+ * requests.csv is read again (they are gone when it plots).
+ */
+Test(plot, given_first_runs_make_the_same_files, .timeout = 30)
+{
+	static const char *const files[] = { "plots/data/latency-direct.dat",
+					     "plots/data/latency-gw.dat", "plots/data/meta.gp",
+					     "plots/data/answered-gw.dat", "plots/data/phases.dat" };
+	char *want[sizeof(files) / sizeof(files[0])];
+	struct rundata rows[2];
+	struct plot_run runs[2] = { { "direct", 1, &rows[0] }, { "gw", 1, &rows[1] } };
+	char from[400];
+	char to[420];
+	struct stamp st;
+	size_t i;
+
+	make_stamp();
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		want[i] = read_file(files[i]);
+		snprintf(from, sizeof(from), "%s/%s", dir, files[i]);
+		cr_assert_eq(remove(from), 0);
+	}
+	cr_assert_eq(stamp_load(&st, dir, err), 0, "stamp_load: %s", err);
+	for (i = 0; i < 2; i++) {
+		snprintf(from, sizeof(from), "%s/%s/run-1", dir, runs[i].setup);
+		cr_assert_eq(rundata_load_requests(&rows[i], from, err), 0, "%s", err);
+		snprintf(from, sizeof(from), "%s/%s/run-1/requests.csv", dir, runs[i].setup);
+		snprintf(to, sizeof(to), "%s.gone", from);
+		cr_assert_eq(rename(from, to), 0);
+	}
+	cr_assert_eq(plot_summary(dir, st.sc, st.summary, runs, 2, plots_dir(), err, NULL), 0,
+		     "plot_summary: %s", err);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *got = read_file(files[i]);
+
+		cr_expect_str_eq(got, want[i], "%s differs", files[i]);
+		free(got);
+		free(want[i]);
+	}
+	for (i = 0; i < PLOT_COUNT; i++)
+		assert_png(plot_names[i]);
+	rundata_free(&rows[0]);
+	rundata_free(&rows[1]);
+	stamp_free(&st);
 }
 
 Test(plot, breaker_steps_from_closed_to_the_end, .timeout = 30)

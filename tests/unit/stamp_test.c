@@ -86,6 +86,27 @@ Test(stamp, paths_of_files_and_runs, .timeout = 5)
 	cr_assert_eq(stamp_run_dir(out, 8, "R/s", "direct", 2), -ENAMETOOLONG);
 }
 
+/* The allocating forms are never cut, however long the stamp's path. */
+Test(stamp, paths_of_any_length, .timeout = 5)
+{
+	char longdir[3000];
+	char want[3100];
+	char *p;
+
+	memset(longdir, 'd', sizeof(longdir) - 1);
+	longdir[sizeof(longdir) - 1] = '\0';
+	p = stamp_path_alloc(longdir, "summary.json");
+	cr_assert_not_null(p);
+	snprintf(want, sizeof(want), "%s/summary.json", longdir);
+	cr_assert_str_eq(p, want);
+	free(p);
+	p = stamp_run_dir_alloc(longdir, "direct", 2);
+	cr_assert_not_null(p);
+	snprintf(want, sizeof(want), "%s/direct/run-2", longdir);
+	cr_assert_str_eq(p, want);
+	free(p);
+}
+
 Test(stamp, loads_the_summary_and_the_scenario_at_its_time_scale, .timeout = 10)
 {
 	struct stamp s;
@@ -175,19 +196,21 @@ Test(stamp, use_lends_what_the_caller_has, .timeout = 10)
 Test(stamp, the_first_completed_run, .timeout = 10)
 {
 	cJSON *summary = cJSON_Parse(summary_json);
-	char run[200];
+	char *run;
 	char want[200];
 	struct stamp s;
 
 	cr_assert_not_null(summary);
 	cr_assert_eq(stamp_use(&s, dir, summary, NULL, err), 0, "%s", err);
 	make_dir("direct");
-	cr_assert_eq(stamp_first_run(&s, "direct", run, sizeof(run)), 0, "no run yet");
+	cr_assert_eq(stamp_first_run(&s, "direct", &run), 0, "no run yet");
+	cr_assert_null(run);
 	make_dir("direct/run-2");
 	make_dir("direct/run-3");
-	cr_assert_eq(stamp_first_run(&s, "direct", run, sizeof(run)), 2);
+	cr_assert_eq(stamp_first_run(&s, "direct", &run), 2);
 	snprintf(want, sizeof(want), "%s/direct/run-2", dir);
 	cr_assert_str_eq(run, want);
+	free(run);
 	stamp_free(&s);
 	cJSON_Delete(summary);
 }

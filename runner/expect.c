@@ -1,0 +1,181 @@
+/*
+ * expect: a scenario's expectations — which setups and phases each is
+ * about, the bounds it sets and the keys that go together.
+ */
+#include "runner/scenario.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/scenario_int.h"
+
+#define EK(name, field, max) \
+	{ name, CFG_NUM, offsetof(struct sc_expect, field), false, NAN, 0, max, NULL, NULL }
+
+/* The bounds start at index EXPECT_FIRST_BOUND; before them, what the entry is about. */
+#define EXPECT_FIRST_BOUND 5
+
+static const struct cfg_key expect_keys[] = {
+	{ "setup", CFG_STR, offsetof(struct sc_expect, setup), true, 0, 0, 0, NULL, NULL },
+	{ "phase", CFG_STR, offsetof(struct sc_expect, phase), true, 0, 0, 0, NULL, NULL },
+	{ "class", CFG_STR, offsetof(struct sc_expect, cls), false, 0, 0, 0, NULL, NULL },
+	{ "relative_to", CFG_STR, offsetof(struct sc_expect, relative_to), false, 0, 0, 0, NULL,
+	  NULL },
+	EK("window_s", window_ms, 1e12),
+	EK("error_rate_max", error_rate_max, 1),
+	EK("answered_min", answered_min, 1),
+	EK("answered_max", answered_max, 1),
+	EK("window_answered_min", window_answered_min, 1),
+	EK("latency_p50_ms_max", latency_p50_ms_max, 1e12),
+	EK("latency_p95_ms_max", latency_p95_ms_max, 1e12),
+	EK("latency_p99_ms_max", latency_p99_ms_max, 1e12),
+	EK("latency_p99_ratio_max", latency_p99_ratio_max, 1e6),
+	{ "cost_overhead_max", CFG_NUM, offsetof(struct sc_expect, cost_overhead_max), false, NAN,
+	  -1, 1e6, NULL, NULL },
+	{ "extra_requests_max", CFG_NUM, offsetof(struct sc_expect, extra_requests_max), false, NAN,
+	  -1, 1e6, NULL, NULL },
+	EK("time_to_open_ms_max", time_to_open_ms_max, 1e12),
+	EK("time_to_primary_ms_max", time_to_primary_ms_max, 1e12),
+	EK("fallback_share_max", fallback_share_max, 1),
+	EK("fallback_share_min", fallback_share_min, 1),
+	EK("silent_breaks_max", silent_breaks_max, 1e12),
+	EK("stalls_max", stalls_max, 1e12),
+	EK("max_gap_ms_max", max_gap_ms_max, 1e12),
+	EK("ttft_p95_ms_max", ttft_p95_ms_max, 1e12),
+};
+
+static bool given(double v)
+{
+	return !isnan(v);
+}
+
+/* The setup and phase an entry names exist. */
+static int check_expect_names(const struct scenario *sc, const struct sc_expect *e,
+			      const char *file, const char *path, char *err)
+{
+	char list[256];
+	char *names[64];
+	size_t i;
+	size_t n;
+	bool any = false;
+
+	n = sc->nsetups < NELEM(names) ? sc->nsetups : NELEM(names);
+	for (i = 0; i < n; i++)
+		names[i] = sc->setups[i].name;
+	scenario__names_text(names, n, list, sizeof(list));
+	for (i = 0; i < sc->nsetups && !any; i++)
+		any = fnmatch(e->setup, sc->setups[i].name, 0) == 0;
+	if (!any)
+		return cfg_error(err, file, path, "setup", "expected a setup name or a glob matching "
+				 "one (%.160s), got \"%.64s\", which matches none", list, e->setup);
+	for (i = 0, any = false; e->relative_to && i < sc->nsetups && !any; i++)
+		any = strcmp(e->relative_to, sc->setups[i].name) == 0;
+	if (e->relative_to && !any)
+		return cfg_error(err, file, path, "relative_to", "expected the name of a setup "
+				 "(%.160s), got \"%.64s\"", list, e->relative_to);
+	any = strcmp(e->phase, "*") == 0;
+	for (i = 0; i < sc->nphases && !any; i++)
+		any = strcmp(e->phase, sc->phases[i].name) == 0;
+	if (!any) {
+		n = sc->nphases < NELEM(names) ? sc->nphases : NELEM(names);
+		for (i = 0; i < n; i++)
+			names[i] = sc->phases[i].name;
+		scenario__names_text(names, n, list, sizeof(list));
+		return cfg_error(err, file, path, "phase", "expected a phase name (%.160s) or \"*\", "
+				 "got \"%.64s\"", list, e->phase);
+	}
+	return 0;
+}
+
+/* The keys that go together: window_s with its bound, relative_to with the ratios. */
+static int check_expect_pairs(const struct scenario *sc, const struct sc_expect *e,
+			      const char *file, const char *path, char *err)
+{
+	bool ratio = given(e->latency_p99_ratio_max) || given(e->cost_overhead_max);
+
+	if (e->cls && strcmp(e->cls, "interactive") != 0 && strcmp(e->cls, "batch") != 0)
+		return cfg_error(err, file, path, "class", "expected \"interactive\" or \"batch\", "
+				 "got \"%.64s\"", e->cls);
+	if (given(e->window_ms) && !(e->window_ms > 0 && e->window_ms <= sc->duration_ms / 1000))
+		return cfg_error(err, file, path, "window_s", "expected a number above 0 and at most "
+				 "duration_s (%g), got %g", sc->duration_ms / 1000, e->window_ms);
+	if (given(e->window_ms) != given(e->window_answered_min))
+		return cfg_error(err, file, path, given(e->window_ms) ? "window_answered_min" :
+				 "window_s", "expected window_s and window_answered_min together, "
+				 "got one without the other");
+	if (e->relative_to && !ratio)
+		return cfg_error(err, file, path, "relative_to", "expected it only with "
+				 "latency_p99_ratio_max or cost_overhead_max, got it with neither");
+	if (ratio && !e->relative_to)
+		return cfg_error(err, file, path, "relative_to", "missing: latency_p99_ratio_max "
+				 "and cost_overhead_max compare with the setup it names");
+	if (e->answered_min > e->answered_max)
+		return cfg_error(err, file, path, "answered_min", "expected at most answered_max "
+				 "(%g), got %g", e->answered_max, e->answered_min);
+	if (e->fallback_share_min > e->fallback_share_max)
+		return cfg_error(err, file, path, "fallback_share_min", "expected at most "
+				 "fallback_share_max (%g), got %g", e->fallback_share_max,
+				 e->fallback_share_min);
+	return 0;
+}
+
+static int check_expect(const struct scenario *sc, struct sc_expect *e, const char *file,
+			const char *path, char *err)
+{
+	size_t i;
+	bool any = false;
+	int rc;
+
+	rc = check_expect_names(sc, e, file, path, err);
+	if (!rc)
+		rc = check_expect_pairs(sc, e, file, path, err);
+	if (rc)
+		return rc;
+	for (i = EXPECT_FIRST_BOUND; i < NELEM(expect_keys); i++)
+		any = any || given(*(const double *)((const char *)e + expect_keys[i].offset));
+	if (!any)
+		return cfg_error(err, file, path, NULL, "expected at least one bound "
+				 "(error_rate_max, answered_min, latency_p50_ms_max, …), got none");
+	e->window_ms *= 1000;	/* window_s, in the scenario's ms from here on */
+	return 0;
+}
+
+int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, char *err)
+{
+	const cJSON *arr;
+	const cJSON *item;
+	size_t i = 0;
+	char path[64];
+	int rc;
+
+	rc = scenario__get_array(root, "expect", false,
+				 "expectations {\"setup\",\"phase\",bounds…}", file, "", &arr, err);
+	if (rc || !arr || !arr->child)
+		return rc;
+	sc->expects = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*sc->expects));
+	if (!sc->expects)
+		return scenario__oom(err, file, "expect");
+	cJSON_ArrayForEach(item, arr) {
+		snprintf(path, sizeof(path), "expect[%zu]", i);
+		sc->nexpects = i + 1;
+		rc = cfg_apply(expect_keys, NELEM(expect_keys), item, &sc->expects[i], file, path,
+			       err);
+		if (!rc)
+			rc = check_expect(sc, &sc->expects[i], file, path, err);
+		if (rc)
+			return rc;
+		i++;
+	}
+	return 0;
+}
+
+size_t expect_sections(struct cfg_section *out, size_t max)
+{
+	if (max > 0)
+		out[0] = (struct cfg_section){ "expect[]", expect_keys, NELEM(expect_keys) };
+	return 1;
+}

@@ -1,0 +1,316 @@
+/*
+ * template: the placeholders of a scenario's setups ({port}, {listen},
+ * {upstream.NAME}) — checked at load, expanded for a run — and the
+ * configs the runner hands to the programs (mockprov's, a gateway
+ * setup's) built from the loaded scenario.
+ */
+#include "runner/scenario.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/json.h"
+#include "runner/scenario_int.h"
+
+/* ---- placeholders ---- */
+
+enum ph_kind { PH_NONE, PH_PORT, PH_LISTEN, PH_UPSTREAM, PH_UNKNOWN, PH_UNCLOSED };
+
+/*
+ * What s (at a '{') starts: {port}, {listen}, {upstream.NAME} (NAME runs
+ * to the next '}'), another {word} of lower-case letters, '_' and '.' (a
+ * misspelt placeholder), or plain text. *len is the placeholder's length.
+ */
+static enum ph_kind placeholder(const char *s, size_t *len, const char **name, size_t *namelen)
+{
+	static const char up[] = "{upstream.";
+	const char *end;
+	size_t i = 1;
+
+	if (strncmp(s, up, sizeof(up) - 1) == 0) {
+		end = strchr(s + sizeof(up) - 1, '}');
+		if (!end)
+			return PH_UNCLOSED;
+		*name = s + sizeof(up) - 1;
+		*namelen = (size_t)(end - *name);
+		*len = (size_t)(end - s) + 1;
+		return PH_UPSTREAM;
+	}
+	while ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_' || s[i] == '.')
+		i++;
+	if (i == 1 || s[i] != '}')
+		return PH_NONE;
+	*len = i + 1;
+	if (i - 1 == 4 && strncmp(s + 1, "port", 4) == 0)
+		return PH_PORT;
+	if (i - 1 == 6 && strncmp(s + 1, "listen", 6) == 0)
+		return PH_LISTEN;
+	return PH_UNKNOWN;
+}
+
+/*
+ * Expands tmpl into out (NULL: only checks it). Returns 0, -ENOMEM, or
+ * -EINVAL with why ("expected …, got …") saying what is wrong.
+ */
+static int subst(const struct subst_ctx *cx, const char *tmpl, struct buf *out, char *why,
+		 size_t whylen)
+{
+	char list[256];
+	const char *p = tmpl;
+	const char *name = NULL;
+	size_t namelen = 0;
+	size_t len = 0;
+	int rc = 0;
+	int idx;
+
+	while (!rc && *p) {
+		const char *brace = strchr(p, '{');
+		enum ph_kind kind;
+
+		if (!brace) {
+			if (out)
+				rc = buf_puts(out, p);
+			break;
+		}
+		if (out && brace > p)
+			rc = buf_append(out, p, (size_t)(brace - p));
+		if (rc)
+			break;
+		kind = placeholder(brace, &len, &name, &namelen);
+		switch (kind) {
+		case PH_NONE:
+			if (out)
+				rc = buf_append(out, "{", 1);
+			p = brace + 1;
+			continue;
+		case PH_UNCLOSED:
+			snprintf(why, whylen, "expected {upstream.NAME} closed by '}', got \"%.100s\"",
+				 tmpl);
+			return -EINVAL;
+		case PH_UNKNOWN:
+			snprintf(why, whylen, "expected only the placeholders %s, got \"%.*s\"",
+				 cx->allow_port ? "{port}, {listen} and {upstream.NAME}" :
+				 "{upstream.NAME} (the runner sets the gateway's listen)",
+				 (int)len, brace);
+			return -EINVAL;
+		case PH_PORT:
+		case PH_LISTEN:
+			if (!cx->allow_port) {
+				snprintf(why, whylen, "expected only {upstream.NAME} placeholders in a "
+					 "gateway config (the runner sets its listen), got \"%.*s\"",
+					 (int)len, brace);
+				return -EINVAL;
+			}
+			if (out && kind == PH_PORT)
+				rc = buf_printf(out, "%d", cx->port);
+			else if (out)
+				rc = buf_printf(out, "127.0.0.1:%d", cx->port);
+			break;
+		case PH_UPSTREAM:
+			idx = scenario__find_name(cx->names, cx->nnames, name, namelen);
+			if (idx < 0 || (out && (!cx->urls || !cx->urls[idx]))) {
+				scenario__names_text(cx->names, cx->nnames, list, sizeof(list));
+				snprintf(why, whylen, "expected {upstream.NAME} with NAME a provider of "
+					 "the scenario (%.160s), got \"%.*s\"", list, (int)len, brace);
+				return -EINVAL;
+			}
+			if (out)
+				rc = buf_puts(out, cx->urls[idx]);
+			break;
+		}
+		p = brace + len;
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* Checks a template at path (the full key path) against cx. */
+int template_check(const struct subst_ctx *cx, const char *tmpl, const char *file,
+		   const char *path, char *err)
+{
+	char why[CFG_ERR_LEN];
+
+	if (subst(cx, tmpl, NULL, why, sizeof(why)))
+		return cfg_error(err, file, path, NULL, "%s", why);
+	return 0;
+}
+
+/* Checks every string value under node (path: node's key path) against cx. */
+int template_check_strings(const struct subst_ctx *cx, const cJSON *node, const char *file,
+			   const char *path, char *err)
+{
+	const cJSON *c;
+	char sub[256];
+	int i = 0;
+	int rc;
+
+	cJSON_ArrayForEach(c, node) {
+		if (cJSON_IsArray(node))
+			snprintf(sub, sizeof(sub), "%s[%d]", path, i++);
+		else
+			snprintf(sub, sizeof(sub), "%s.%s", path, c->string);
+		if (cJSON_IsString(c))
+			rc = template_check(cx, c->valuestring, file, sub, err);
+		else
+			rc = template_check_strings(cx, c, file, sub, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Replaces every string value under node by its expansion. */
+int template_expand_strings(const struct subst_ctx *cx, cJSON *node, char *why,
+			    size_t whylen)
+{
+	struct buf b = { 0 };
+	cJSON *c;
+	int rc = 0;
+
+	cJSON_ArrayForEach(c, node) {
+		if (cJSON_IsString(c) && strchr(c->valuestring, '{')) {
+			char *s;
+
+			buf_reset(&b);
+			rc = subst(cx, c->valuestring, &b, why, whylen);
+			if (!rc && buf_puts(&b, ""))
+				rc = -ENOMEM;
+			if (rc)
+				break;
+			s = cJSON_malloc(b.len + 1);
+			if (!s) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(s, b.data, b.len + 1);
+			cJSON_free(c->valuestring);
+			c->valuestring = s;
+		} else if (cJSON_IsArray(c) || cJSON_IsObject(c)) {
+			rc = template_expand_strings(cx, c, why, whylen);
+			if (rc)
+				break;
+		}
+	}
+	buf_free(&b);
+	return rc;
+}
+
+/* Sets obj's "listen" to value, replacing any. Returns 0 or -ENOMEM. */
+int template_set_listen(cJSON *obj, const char *value)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, "listen");
+	return cJSON_AddStringToObject(obj, "listen", value) ? 0 : -ENOMEM;
+}
+
+/* cJSON's printed text as a plain malloc'ed string (cJSON may use other hooks). */
+static char *print_json(const cJSON *obj)
+{
+	char *s = cJSON_Print(obj);
+	char *out;
+
+	if (!s)
+		return NULL;
+	out = strdup(s);
+	cJSON_free(s);
+	return out;
+}
+
+char *scenario_mock_config(const struct scenario *sc, const int *ports)
+{
+	cJSON *top = cJSON_CreateObject();
+	cJSON *arr = cJSON_Duplicate(sc->providers, 1);
+	char listen[128];
+	char *out = NULL;
+	cJSON *p;
+	size_t i = 0;
+
+	if (!top || !arr || !cJSON_AddItemToObject(top, "providers", arr))
+		goto out;
+	arr = NULL;
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(top, "providers")) {
+		const char *given = json_get_string(p, "listen");
+		const char *colon = given ? strrchr(given, ':') : NULL;
+		int rc = 0;
+
+		if (ports && ports[i] > 0) {
+			if (colon)
+				snprintf(listen, sizeof(listen), "%.*s:%d", (int)(colon - given), given,
+					 ports[i]);
+			else
+				snprintf(listen, sizeof(listen), "127.0.0.1:%d", ports[i]);
+			rc = template_set_listen(p, listen);
+		} else if (!given) {
+			rc = template_set_listen(p, "127.0.0.1:0");
+		}
+		if (rc)
+			goto out;
+		i++;
+	}
+	out = print_json(top);
+out:
+	cJSON_Delete(arr);
+	cJSON_Delete(top);
+	return out;
+}
+
+char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *st,
+			      const char *listen, const char *const *urls, char *err)
+{
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, urls };
+	char why[CFG_ERR_LEN];
+	char path[96];
+	cJSON *cfg = NULL;
+	char *out = NULL;
+	int rc;
+
+	if (st >= sc->setups && st < sc->setups + sc->nsetups)
+		snprintf(path, sizeof(path), "setups[%zu].config", (size_t)(st - sc->setups));
+	else
+		snprintf(path, sizeof(path), "setups.%.64s.config", st->name ? st->name : "?");
+	if (st->kind != SC_GATEWAY || !st->config) {
+		cfg_error(err, sc->path, path, NULL, "expected a gateway setup");
+		return NULL;
+	}
+	cfg = cJSON_Duplicate(st->config, 1);
+	if (!cfg) {
+		scenario__oom(err, sc->path, path);
+		goto out;
+	}
+	rc = template_expand_strings(&cx, cfg, why, sizeof(why));
+	if (rc == -EINVAL) {
+		cfg_error(err, sc->path, path, NULL, "%s", why);
+		goto out;
+	}
+	if (rc || template_set_listen(cfg, listen)) {
+		scenario__oom(err, sc->path, path);
+		goto out;
+	}
+	out = print_json(cfg);
+	if (!out)
+		scenario__oom(err, sc->path, path);
+out:
+	cJSON_Delete(cfg);
+	return out;
+}
+
+char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
+		      const char *const *urls)
+{
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, true, port, urls };
+	struct buf b = { 0 };
+	char why[CFG_ERR_LEN];
+	int rc;
+
+	rc = subst(&cx, tmpl, &b, why, sizeof(why));
+	if (!rc && buf_puts(&b, ""))
+		rc = -ENOMEM;
+	if (rc) {
+		buf_free(&b);
+		errno = -rc;
+		return NULL;
+	}
+	return buf_steal(&b);
+}
