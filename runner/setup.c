@@ -129,7 +129,10 @@ static int check_setup_keys(const cJSON *obj, enum sc_setup_kind kind, const str
  * Checks a gateway setup's config with the gateway's own loader, as
  * bin/gateway would take it at the run's start (no --allow-remote), with
  * every {upstream.NAME} standing for a loopback URL and the runner's
- * listen. Its messages are said as "FILE: setups[i] \"NAME\": config.KEY:
+ * listen — but without reading the environment (gw_config_check_json):
+ * a scenario is also loaded to report or gate results made on a machine
+ * that had the keys this one lacks, and the gateway refuses to start
+ * without them anyway. Its messages are said as "FILE: setups[i] \"NAME\": config.KEY:
  * expected …".
  */
 static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, const char *file,
@@ -138,7 +141,6 @@ static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, con
 	const char **urls = NULL;
 	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, NULL };
 	struct subst_ctx stand_in = cx;
-	struct gw_config gc;
 	struct buf msg = { 0 };
 	char gerr[CFG_ERR_LEN];
 	const char *rest;
@@ -162,11 +164,9 @@ static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, con
 		rc = scenario__oom(err, file, path);
 		goto out;
 	}
-	rc = gw_config_from_json(copy, GW_FILE_MARK, false, &gc, gerr);
-	if (!rc) {
-		gw_config_free(&gc);
+	rc = gw_config_check_json(copy, GW_FILE_MARK, gerr);
+	if (!rc)
 		goto out;
-	}
 	rest = gerr;
 	if (strncmp(rest, GW_FILE_MARK ": ", sizeof(GW_FILE_MARK ": ") - 1) == 0)
 		rest += sizeof(GW_FILE_MARK ": ") - 1;

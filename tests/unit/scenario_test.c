@@ -1295,3 +1295,26 @@ Test(scenario_mockprov, config_from_json_names_the_given_file, .timeout = 10)
 	cJSON_Delete(root);
 	cJSON_Delete(good);
 }
+
+/*
+ * A gateway setup whose provider key and client keys come from variables
+ * this machine does not have still loads: the scenario may be reloaded to
+ * report or gate results made where they were set (the gateway itself
+ * refuses to start without them). A malformed variable name does not.
+ */
+Test(scenario, gateway_keys_from_unset_variables_load, .timeout = 10)
+{
+	struct scenario sc;
+
+	unsetenv("FL_SCN_SURELY_UNSET_KEY");
+	unsetenv("FL_SCN_SURELY_UNSET_CLIENT");
+	cr_assert_eq(load("{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstream.a}\","
+					 "\"api_key_env\":\"FL_SCN_SURELY_UNSET_KEY\"}},"
+					 "\"auth\":{\"keys_env\":[\"FL_SCN_SURELY_UNSET_CLIENT\"]},"
+					 GW_MODELS "}") "}", &sc), 0, "%s", err);
+	scenario_free(&sc);
+	cr_assert_eq(load("{" NOSETUP "," GW("{" GW_PROVIDERS ",\"auth\":{\"keys_env\":[\"1X\"]},"
+					 GW_MODELS "}") "}", &sc), -EINVAL);
+	cr_assert(strstr(err, ": setups[0] \"g\": config.auth.keys_env[0]: expected an "
+			      "environment variable's name"), "%s", err);
+}
