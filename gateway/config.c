@@ -5,6 +5,7 @@
  * enclosing section's values, so an absent key inherits.
  */
 #include "gateway/config.h"
+#include "gateway/config_int.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -396,218 +397,6 @@ static bool name_ok(const char *s, const char *extra)
 	return true;
 }
 
-/* The host of a URL is loopback: "localhost", 127.0.0.0/8 or ::1. */
-static bool host_is_loopback(const char *host)
-{
-	struct sockaddr_storage ss = { 0 };
-	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-	if (strcmp(host, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-		ss.ss_family = AF_INET;
-		return opt_addr_is_loopback((struct sockaddr *)&ss);
-	}
-	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-		ss.ss_family = AF_INET6;
-		return opt_addr_is_loopback((struct sockaddr *)&ss);
-	}
-	return false;
-}
-
-/* A URL part as libcurl's parser sees it (free with curl_free), or NULL. */
-static char *url_part(CURLU *u, CURLUPart what)
-{
-	char *v = NULL;
-
-	if (curl_url_get(u, what, &v, 0) != CURLUE_OK)
-		return NULL;
-	return v;
-}
-
-/*
- * Checks a base URL with libcurl's own parser, so the host checked is the
- * host connected to: http:// or https://, a host, no user or password, no
- * query or fragment; loopback unless allow_remote. Fills p->base_url (no
- * trailing '/') and p->chat_url.
- */
-static int load_base_url(const char *url, bool allow_remote, struct gw_provider *p,
-			 const char *file, const char *path, char *err)
-{
-	CURLU *u = curl_url();
-	char *scheme = NULL;
-	char *host = NULL;
-	char *extra = NULL;
-	char bare[256];
-	size_t len;
-	int rc = 0;
-
-	if (!u)
-		return cfg_error(err, file, path, "base_url", "out of memory");
-	if (strpbrk(url, " \t\r\n\\") ||
-	    curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
-		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL such as http://127.0.0.1:9001/v1, got \"%.100s\"", url);
-		goto out;
-	}
-	scheme = url_part(u, CURLUPART_SCHEME);
-	host = url_part(u, CURLUPART_HOST);
-	if (!scheme || (strcmp(scheme, "http") && strcmp(scheme, "https")) ||
-	    (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
-		rc = cfg_error(err, file, path, "base_url",
-			       "expected an http:// or https:// URL, got \"%.100s\"", url);
-		goto out;
-	}
-	if (!host || !host[0]) {
-		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL with a host, got \"%.100s\"", url);
-		goto out;
-	}
-	extra = url_part(u, CURLUPART_USER);
-	if (!extra)
-		extra = url_part(u, CURLUPART_PASSWORD);
-	if (extra) {
-		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL without a user or password (use api_key_env), "
-			       "got \"%.100s\"", url);
-		goto out;
-	}
-	extra = url_part(u, CURLUPART_QUERY);
-	if (!extra)
-		extra = url_part(u, CURLUPART_FRAGMENT);
-	if (extra) {
-		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL without a query or fragment, got \"%.100s\"", url);
-		goto out;
-	}
-	/* An IPv6 host comes back in brackets. */
-	len = strlen(host);
-	if (host[0] == '[' && len > 2 && host[len - 1] == ']')
-		snprintf(bare, sizeof(bare), "%.*s", (int)(len - 2), host + 1);
-	else
-		snprintf(bare, sizeof(bare), "%s", host);
-	if (!allow_remote && !host_is_loopback(bare)) {
-		rc = cfg_error(err, file, path, "base_url",
-			       "expected a loopback host (127.0.0.0/8, ::1 or localhost) without "
-			       "--allow-remote, got \"%.100s\"", host);
-		goto out;
-	}
-	len = strlen(url);
-	while (len > 0 && url[len - 1] == '/')
-		len--;
-	p->base_url = strndup(url, len);
-	p->chat_url = malloc(len + sizeof("/chat/completions"));
-	if (!p->base_url || !p->chat_url) {
-		rc = cfg_error(err, file, path, "base_url", "out of memory");
-		goto out;
-	}
-	memcpy(p->chat_url, url, len);
-	memcpy(p->chat_url + len, "/chat/completions", sizeof("/chat/completions"));
-out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(extra);
-	curl_url_cleanup(u);
-	return rc;
-}
-
-/* Reads the key from the environment into p->auth_header. */
-static int load_api_key(const char *var, struct gw_provider *p, const char *file,
-			const char *path, char *err)
-{
-	const char *key = getenv(var);
-	struct buf b = { 0 };
-	size_t i;
-
-	if (!key || !*key)
-		return cfg_error(err, file, path, "api_key_env",
-				 "expected the name of a set environment variable, but %.100s is %s",
-				 var, key ? "empty" : "not set");
-	for (i = 0; key[i]; i++) {
-		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
-			return cfg_error(err, file, path, "api_key_env",
-					 "expected a key without control characters in %.100s", var);
-	}
-	if (buf_printf(&b, "Authorization: Bearer %s", key)) {
-		buf_free(&b);
-		return cfg_error(err, file, path, "api_key_env", "out of memory");
-	}
-	p->auth_header = buf_steal(&b);
-	return p->auth_header ? 0 : cfg_error(err, file, path, "api_key_env", "out of memory");
-}
-
-/* An environment variable's name: a letter or '_', then letters, digits or '_'. */
-static bool env_name_ok(const char *s)
-{
-	size_t i;
-
-	if (!(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-		return false;
-	for (i = 1; s[i]; i++) {
-		if (i >= 128 || !(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') ||
-				  (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-			return false;
-	}
-	return true;
-}
-
-/*
- * Reads client key i, auth.keys_env[i] (item), from the environment into
- * a. Messages name the variable, never its value.
- */
-static int load_client_key(const cJSON *list, const cJSON *item, size_t i, const char *file,
-			   bool read_env, struct gw_auth *a, char *err)
-{
-	const cJSON *prev;
-	const char *key;
-	char path[48];
-	char got[96];
-	size_t len;
-	size_t j;
-
-	snprintf(path, sizeof(path), "auth.keys_env[%zu]", i);
-	if (!cJSON_IsString(item) || !env_name_ok(item->valuestring)) {
-		cfg_describe(item, got, sizeof(got));
-		return cfg_error(err, file, path, NULL,
-				 "expected an environment variable's name (a letter or '_', then "
-				 "letters, digits or '_'; at most 128), got %s", got);
-	}
-	for (prev = list->child, j = 0; prev != item; prev = prev->next, j++) {
-		if (strcmp(prev->valuestring, item->valuestring) == 0)
-			return cfg_error(err, file, path, NULL,
-					 "expected each variable once, but %s is also "
-					 "auth.keys_env[%zu]", item->valuestring, j);
-	}
-	if (!read_env) {
-		a->nkeys = i + 1;
-		return 0;
-	}
-	key = getenv(item->valuestring);
-	if (!key || !*key)
-		return cfg_error(err, file, path, NULL,
-				 "expected the name of a set environment variable holding a client "
-				 "key, but %s is %s", item->valuestring, key ? "empty" : "not set");
-	len = strlen(key);
-	if (len < GW_CLIENT_KEY_MIN || len > GW_CLIENT_KEY_MAX)
-		return cfg_error(err, file, path, NULL,
-				 "expected a client key of %d to %d bytes in %s, got %s bytes",
-				 GW_CLIENT_KEY_MIN, GW_CLIENT_KEY_MAX, item->valuestring,
-				 len < GW_CLIENT_KEY_MIN ? "fewer" : "more");
-	for (j = 0; j < len; j++) {
-		if ((unsigned char)key[j] <= 0x20 || (unsigned char)key[j] >= 0x7f)
-			return cfg_error(err, file, path, NULL,
-					 "expected a client key of printable ASCII without spaces "
-					 "in %s", item->valuestring);
-	}
-	a->keys[i] = strdup(key);
-	if (!a->keys[i])
-		return cfg_error(err, file, path, NULL, "out of memory");
-	a->lens[i] = len;
-	a->nkeys = i + 1;
-	return 0;
-}
-
 /*
  * The auth section: the client keys, read from the variables auth.keys_env
  * names (unless !read_env: then only the names are checked).
@@ -645,7 +434,7 @@ static int load_auth(const cJSON *root, const char *file, bool read_env, struct 
 	if (!a->keys || !a->lens)
 		return cfg_error(err, file, "auth", "keys_env", "out of memory");
 	cJSON_ArrayForEach(item, list) {
-		rc = load_client_key(list, item, i++, file, read_env, a, err);
+		rc = gw_config__client_key(list, item, i++, file, read_env, a, err);
 		if (rc)
 			return rc;
 	}
@@ -674,9 +463,9 @@ static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker
 	rc = cfg_apply(provider_keys, NPROVIDER_KEYS, obj, &raw, file, path, err);
 	if (rc)
 		goto out;
-	rc = load_base_url(raw.base_url, allow_remote, p, file, path, err);
+	rc = gw_config__base_url(raw.base_url, allow_remote, p, file, path, err);
 	if (!rc && raw.api_key_env && read_env)
-		rc = load_api_key(raw.api_key_env, p, file, path, err);
+		rc = gw_config__api_key(raw.api_key_env, p, file, path, err);
 	if (rc)
 		goto out;
 	p->timeout_ms = raw.timeout_ms;
