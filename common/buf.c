@@ -4,6 +4,7 @@
 #include "common/buf.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,4 +169,27 @@ char *buf_steal(struct buf *b)
 	b->len = 0;
 	b->cap = 0;
 	return p;
+}
+
+int buf_grow_array(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap;
+	void *np;
+
+	if (n <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 64;
+	while (ncap < n) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	if (size && ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	np = realloc(*p, ncap * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
 }

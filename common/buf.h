@@ -1,7 +1,8 @@
 /*
  * buf: a growable byte buffer, always NUL-terminated so its contents can be
  * used as a C string. Every program builds responses, rows and request bodies
- * in one of these.
+ * in one of these. Also the one way an array of any element grows
+ * (buf_grow_array).
  */
 #ifndef FAULTLINE_BUF_H
 #define FAULTLINE_BUF_H
@@ -56,5 +57,12 @@ void buf_free(struct buf *b);
  * or NULL when out of memory.
  */
 char *buf_steal(struct buf *b);
+
+/*
+ * Grows the array *p, of *cap elements of size bytes, to hold at least n
+ * (doubling, from 64), updating *p and *cap. Returns 0, or -ENOMEM (the
+ * array untouched) when out of memory or n * size would overflow.
+ */
+int buf_grow_array(void **p, size_t *cap, size_t n, size_t size);
 
 #endif

@@ -31,25 +31,6 @@ int csv_error(char *err, const char *path, size_t line, const char *fmt, ...)
 	return -EINVAL;
 }
 
-/* Grows *p (of *cap elements of size) to hold at least n. 0 or -ENOMEM. */
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t ncap;
-	void *np;
-
-	if (n <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < n)
-		ncap *= 2;
-	np = realloc(*p, ncap * size);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* Reads a whole file into b. Returns 0 or a negative errno (-ENOENT…). */
 int csv_read_file(const char *path, struct buf *b)
 {
@@ -99,7 +80,7 @@ const char *csv_field(const struct csv *c, size_t i)
 /* Ends the current field, which began at start in c->fields. */
 static int csv_end_field(struct csv *c, size_t start)
 {
-	int rc = grow((void **)&c->off, &c->cap, c->nf + 1, sizeof(*c->off));
+	int rc = buf_grow_array((void **)&c->off, &c->cap, c->nf + 1, sizeof(*c->off));
 
 	if (rc)
 		return rc;

@@ -483,3 +483,13 @@ int json_member_span(const char *s, size_t len, const char *key, size_t *start, 
 	return found ? 0 : -ENOENT;
 }
 
+bool json_put(cJSON *o, const char *key, cJSON *item)
+{
+	if (!item)
+		return false;
+	if (!o || !cJSON_AddItemToObject(o, key, item)) {
+		cJSON_Delete(item);
+		return false;
+	}
+	return true;
+}

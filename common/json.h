@@ -70,6 +70,13 @@ bool json_string_has_nul(const char *s, size_t len);
 const char *json_get_string(const cJSON *obj, const char *key);
 
 /*
+ * Adds item to object o under key, taking it over. Returns false (item
+ * freed) when item or o is NULL or the add fails, so a chain of puts
+ * building a document can be checked once at the end.
+ */
+bool json_put(cJSON *o, const char *key, cJSON *item);
+
+/*
  * Finds the value of the top-level member key in s, len bytes that
  * json_parse_whole accepted as an object, as the byte span [*start, *end):
  * the value exactly as written, so a caller can splice another in without

@@ -9,17 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Adds item to o under key; false (item freed) when either is NULL or it fails. */
-static bool put(cJSON *o, const char *key, cJSON *item)
-{
-	if (!item)
-		return false;
-	if (!o || !cJSON_AddItemToObject(o, key, item)) {
-		cJSON_Delete(item);
-		return false;
-	}
-	return true;
-}
+#include "common/json.h"
 
 /* {"mean","stddev","min","max","n"} of the numbers among v (absent: 0). */
 static cJSON *combine_numbers(const cJSON *const *v, size_t n)
@@ -54,11 +44,11 @@ static cJSON *combine_numbers(const cJSON *const *v, size_t n)
 		sq += (x - mean) * (x - mean);
 	}
 	o = cJSON_CreateObject();
-	ok &= put(o, "mean", cJSON_CreateNumber(mean));
-	ok &= put(o, "stddev", cJSON_CreateNumber(k > 1 && min < max ? sqrt(sq / (double)(k - 1)) : 0));
-	ok &= put(o, "min", cJSON_CreateNumber(min));
-	ok &= put(o, "max", cJSON_CreateNumber(max));
-	ok &= put(o, "n", cJSON_CreateNumber((double)k));
+	ok &= json_put(o, "mean", cJSON_CreateNumber(mean));
+	ok &= json_put(o, "stddev", cJSON_CreateNumber(k > 1 && min < max ? sqrt(sq / (double)(k - 1)) : 0));
+	ok &= json_put(o, "min", cJSON_CreateNumber(min));
+	ok &= json_put(o, "max", cJSON_CreateNumber(max));
+	ok &= json_put(o, "n", cJSON_CreateNumber((double)k));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -105,7 +95,7 @@ static cJSON *combine_object(const cJSON *const *v, size_t n)
 		cJSON_ArrayForEach(m, v[i]) {
 			if (cJSON_GetObjectItemCaseSensitive(o, m->string))
 				continue;
-			if (!put(o, m->string, combine_member(v, n, m->string))) {
+			if (!json_put(o, m->string, combine_member(v, n, m->string))) {
 				cJSON_Delete(o);
 				return NULL;
 			}
@@ -185,14 +175,14 @@ cJSON *stats_combine(cJSON *const *runs, size_t n)
 	}
 	o = cJSON_CreateObject();
 	bt = cJSON_CreateArray();
-	ok &= put(o, "runs", cJSON_CreateNumber((double)n));
+	ok &= json_put(o, "runs", cJSON_CreateNumber((double)n));
 	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(runs[0], copied[i]);
 
-		ok &= put(o, copied[i], v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+		ok &= json_put(o, copied[i], v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
 	}
 	for (i = 0; ok && i < sizeof(combined) / sizeof(combined[0]); i++)
-		ok = put(o, combined[i], combine_member((const cJSON *const *)runs, n, combined[i]));
+		ok = json_put(o, combined[i], combine_member((const cJSON *const *)runs, n, combined[i]));
 	for (i = 0; ok && bt && i < n; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(runs[i], "breaker_transitions");
 		cJSON *copy = v ? cJSON_Duplicate(v, 1) : cJSON_CreateArray();
@@ -201,7 +191,7 @@ cJSON *stats_combine(cJSON *const *runs, size_t n)
 		if (!ok)
 			cJSON_Delete(copy);
 	}
-	ok &= put(o, "breaker_transitions", bt);
+	ok &= json_put(o, "breaker_transitions", bt);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;

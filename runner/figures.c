@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
+
 #include "common/cfg.h"
 
 #define DEFAULT_WINDOW_MS 5000.0
@@ -139,18 +141,6 @@ static struct span span_of(const struct rundata *d, double from, double to)
 	return s;
 }
 
-/* Adds item to o under key; false (item freed) when either is NULL or it fails. */
-static bool put(cJSON *o, const char *key, cJSON *item)
-{
-	if (!item)
-		return false;
-	if (!o || !cJSON_AddItemToObject(o, key, item)) {
-		cJSON_Delete(item);
-		return false;
-	}
-	return true;
-}
-
 /* A number, or null for NAN. */
 static cJSON *num(double v)
 {
@@ -188,12 +178,12 @@ static cJSON *latency_block(double *v, size_t n)
 	sort(v, n, sizeof(*v), dbl_cmp);
 	for (i = 0; i < n; i++)
 		sum += v[i];
-	ok &= put(o, "count", cJSON_CreateNumber((double)n));
-	ok &= put(o, "mean", num(n ? sum / (double)n : NAN));
-	ok &= put(o, "p50", num(nearest_rank(v, n, 500)));
-	ok &= put(o, "p95", num(nearest_rank(v, n, 950)));
-	ok &= put(o, "p99", num(nearest_rank(v, n, 990)));
-	ok &= put(o, "max", num(n ? v[n - 1] : NAN));
+	ok &= json_put(o, "count", cJSON_CreateNumber((double)n));
+	ok &= json_put(o, "mean", num(n ? sum / (double)n : NAN));
+	ok &= json_put(o, "p50", num(nearest_rank(v, n, 500)));
+	ok &= json_put(o, "p95", num(nearest_rank(v, n, 950)));
+	ok &= json_put(o, "p99", num(nearest_rank(v, n, 990)));
+	ok &= json_put(o, "max", num(n ? v[n - 1] : NAN));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -207,7 +197,7 @@ static bool map_add(cJSON *map, const char *key, double v)
 	cJSON *item = cJSON_GetObjectItemCaseSensitive(map, key);
 
 	if (!item)
-		return put(map, key, cJSON_CreateNumber(v));
+		return json_put(map, key, cJSON_CreateNumber(v));
 	cJSON_SetNumberHelper(item, item->valuedouble + v);
 	return true;
 }
@@ -224,10 +214,10 @@ static cJSON *status_block(const struct ctx *x, size_t none)
 		if (!x->status_n[s])
 			continue;
 		snprintf(key, sizeof(key), "%d", s);
-		ok &= put(o, key, cJSON_CreateNumber((double)x->status_n[s]));
+		ok &= json_put(o, key, cJSON_CreateNumber((double)x->status_n[s]));
 	}
 	if (none)
-		ok &= put(o, "none", cJSON_CreateNumber((double)none));
+		ok &= json_put(o, "none", cJSON_CreateNumber((double)none));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -291,28 +281,28 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 		}
 	}
 	for (k = 0; k < OUT_COUNT && ok; k++)
-		ok &= put(oc, outcome_name((enum outcome)k), cJSON_CreateNumber((double)outcomes[k]));
-	ok &= put(o, "requests", cJSON_CreateNumber((double)n));
-	ok &= put(o, "ok", cJSON_CreateNumber((double)nok));
-	ok &= put(o, "answered_share", num(n ? (double)nok / (double)n : NAN));
-	ok &= put(o, "error_rate", num(n ? (double)(n - nok) / (double)n : NAN));
-	ok &= put(o, "outcomes", oc);
+		ok &= json_put(oc, outcome_name((enum outcome)k), cJSON_CreateNumber((double)outcomes[k]));
+	ok &= json_put(o, "requests", cJSON_CreateNumber((double)n));
+	ok &= json_put(o, "ok", cJSON_CreateNumber((double)nok));
+	ok &= json_put(o, "answered_share", num(n ? (double)nok / (double)n : NAN));
+	ok &= json_put(o, "error_rate", num(n ? (double)(n - nok) / (double)n : NAN));
+	ok &= json_put(o, "outcomes", oc);
 	oc = NULL;
-	ok &= put(o, "status", status_block(x, none));
-	ok &= put(o, "latency_ms", latency_block(x->lat_ok, nlat_ok));
-	ok &= put(o, "latency_all_ms", latency_block(x->lat_all, nlat_all));
-	ok &= put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
-	ok &= put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
-	ok &= put(o, "time_to_primary_ms", num(to_primary));
-	ok &= put(cost_o, "total", num(have_cost ? cost : NAN));
-	ok &= put(cost_o, "by_tenant", by_tenant);
+	ok &= json_put(o, "status", status_block(x, none));
+	ok &= json_put(o, "latency_ms", latency_block(x->lat_ok, nlat_ok));
+	ok &= json_put(o, "latency_all_ms", latency_block(x->lat_all, nlat_all));
+	ok &= json_put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
+	ok &= json_put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
+	ok &= json_put(o, "time_to_primary_ms", num(to_primary));
+	ok &= json_put(cost_o, "total", num(have_cost ? cost : NAN));
+	ok &= json_put(cost_o, "by_tenant", by_tenant);
 	by_tenant = NULL;
-	ok &= put(cost_o, "by_feature", by_feature);
+	ok &= json_put(cost_o, "by_feature", by_feature);
 	by_feature = NULL;
-	ok &= put(o, "cost_usd", cost_o);
-	ok &= put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
-	ok &= put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
-	ok &= put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
+	ok &= json_put(o, "cost_usd", cost_o);
+	ok &= json_put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
+	ok &= json_put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
+	ok &= json_put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
 	return ok;
 }
 
@@ -343,11 +333,11 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 		attempts++;
 		tokens += m->tokens;
 	}
-	ok &= put(o, "opens", cJSON_CreateNumber((double)opens));
-	ok &= put(o, "time_to_open_ms", num(to_open));
-	ok &= put(dup, "attempts", cJSON_CreateNumber(attempts));
-	ok &= put(dup, "tokens", cJSON_CreateNumber(tokens));
-	ok &= put(o, "duplicate_work", dup);
+	ok &= json_put(o, "opens", cJSON_CreateNumber((double)opens));
+	ok &= json_put(o, "time_to_open_ms", num(to_open));
+	ok &= json_put(dup, "attempts", cJSON_CreateNumber(attempts));
+	ok &= json_put(dup, "tokens", cJSON_CreateNumber(tokens));
+	ok &= json_put(o, "duplicate_work", dup);
 	return ok;
 }
 
@@ -377,13 +367,13 @@ static bool stream_figures(struct ctx *x, const struct span *sp, cJSON *o)
 		if (!isnan(r->max_gap_ms) && (isnan(max_gap) || r->max_gap_ms > max_gap))
 			max_gap = r->max_gap_ms;
 	}
-	ok &= put(o, "streams", cJSON_CreateNumber((double)streams));
-	ok &= put(o, "ttft_ms", latency_block(x->ttft, nttft));
-	ok &= put(o, "stalls", cJSON_CreateNumber((double)stalls));
-	ok &= put(o, "truncations", cJSON_CreateNumber((double)truncations));
-	ok &= put(o, "error_events", cJSON_CreateNumber((double)error_events));
-	ok &= put(o, "silent_breaks", cJSON_CreateNumber((double)silent));
-	ok &= put(o, "max_gap_ms", num(max_gap));
+	ok &= json_put(o, "streams", cJSON_CreateNumber((double)streams));
+	ok &= json_put(o, "ttft_ms", latency_block(x->ttft, nttft));
+	ok &= json_put(o, "stalls", cJSON_CreateNumber((double)stalls));
+	ok &= json_put(o, "truncations", cJSON_CreateNumber((double)truncations));
+	ok &= json_put(o, "error_events", cJSON_CreateNumber((double)error_events));
+	ok &= json_put(o, "silent_breaks", cJSON_CreateNumber((double)silent));
+	ok &= json_put(o, "max_gap_ms", num(max_gap));
 	return ok;
 }
 
@@ -426,9 +416,9 @@ static cJSON *window_block(const struct ctx *x, const struct span *sp, double w)
 			worst_from = k * w;
 		}
 	}
-	ok &= put(o, "windows", cJSON_CreateNumber((double)nwin));
-	ok &= put(o, "worst_share", num(worst));
-	ok &= put(o, "worst_from_ms", num(worst_from));
+	ok &= json_put(o, "windows", cJSON_CreateNumber((double)nwin));
+	ok &= json_put(o, "worst_share", num(worst));
+	ok &= json_put(o, "worst_from_ms", num(worst_from));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -448,13 +438,13 @@ static bool window_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 
 		stats_window_key(x->in->windows[i], key, sizeof(key));
 		if (!cJSON_GetObjectItemCaseSensitive(aw, key))
-			ok = put(aw, key, window_block(x, sp, x->in->windows[i]));
+			ok = json_put(aw, key, window_block(x, sp, x->in->windows[i]));
 	}
 	if (!ok) {
 		cJSON_Delete(aw);
 		return false;
 	}
-	return put(o, "answered_windows", aw);
+	return json_put(o, "answered_windows", aw);
 }
 
 static cJSON *figures(struct ctx *x, const struct span *sp);
@@ -470,14 +460,14 @@ static bool class_figures(struct ctx *x, const struct span *sp, cJSON *o)
 		if (!x->d->have_class[c])
 			continue;
 		x->cls = c;
-		ok = put(cl, req_class_name((enum req_class)c), figures(x, sp));
+		ok = json_put(cl, req_class_name((enum req_class)c), figures(x, sp));
 		x->cls = -1;
 	}
 	if (!ok) {
 		cJSON_Delete(cl);
 		return false;
 	}
-	return put(o, "classes", cl);
+	return json_put(o, "classes", cl);
 }
 
 /* FIGURES (stats.h) of a span, or NULL when out of memory. */
@@ -486,8 +476,8 @@ static cJSON *figures(struct ctx *x, const struct span *sp)
 	cJSON *o = cJSON_CreateObject();
 	bool ok = o != NULL;
 
-	ok &= put(o, "from_ms", cJSON_CreateNumber(sp->from));
-	ok &= put(o, "to_ms", cJSON_CreateNumber(sp->to));
+	ok &= json_put(o, "from_ms", cJSON_CreateNumber(sp->from));
+	ok &= json_put(o, "to_ms", cJSON_CreateNumber(sp->to));
 	ok = ok && request_figures(x, sp, o);
 	ok = ok && other_figures(x, sp, o);
 	ok = ok && stream_figures(x, sp, o);
@@ -519,12 +509,12 @@ static cJSON *transitions(const struct rundata *d)
 		cJSON *o = cJSON_CreateObject();
 		bool ok = true;
 
-		ok &= put(o, "t_ms", cJSON_CreateNumber(e->t_ms));
-		ok &= put(o, event_keys[EVENT_PROVIDER], cJSON_CreateString(e->provider));
-		ok &= put(o, event_keys[EVENT_MODEL], str_or_null(e->model));
-		ok &= put(o, event_keys[EVENT_FROM], cJSON_CreateString(e->from));
-		ok &= put(o, event_keys[EVENT_TO], cJSON_CreateString(e->to));
-		ok &= put(o, event_keys[EVENT_REASON], str_or_null(e->reason));
+		ok &= json_put(o, "t_ms", cJSON_CreateNumber(e->t_ms));
+		ok &= json_put(o, event_keys[EVENT_PROVIDER], cJSON_CreateString(e->provider));
+		ok &= json_put(o, event_keys[EVENT_MODEL], str_or_null(e->model));
+		ok &= json_put(o, event_keys[EVENT_FROM], cJSON_CreateString(e->from));
+		ok &= json_put(o, event_keys[EVENT_TO], cJSON_CreateString(e->to));
+		ok &= json_put(o, event_keys[EVENT_REASON], str_or_null(e->reason));
 		if (!ok || !cJSON_AddItemToArray(a, o)) {
 			cJSON_Delete(o);
 			cJSON_Delete(a);
@@ -548,9 +538,9 @@ static cJSON *files_block(const struct rundata *d)
 		if (!ok)
 			cJSON_Delete(s);
 	}
-	ok &= put(o, "requests", cJSON_CreateString(REC_REQUESTS_CSV));
-	ok &= put(o, "mock", mock);
-	ok &= put(o, "events", d->have_events ? cJSON_CreateString(REC_EVENTS)
+	ok &= json_put(o, "requests", cJSON_CreateString(REC_REQUESTS_CSV));
+	ok &= json_put(o, "mock", mock);
+	ok &= json_put(o, "events", d->have_events ? cJSON_CreateString(REC_EVENTS)
 					      : cJSON_CreateNull());
 	if (!ok) {
 		cJSON_Delete(o);
@@ -631,7 +621,7 @@ static cJSON *summary(struct ctx *x, const struct stats_input *in)
 		struct span sp = span_of(d, in->phases[i].from_ms, in->phases[i].to_ms);
 
 		sp.phase = true;
-		ok = put(phases, in->phases[i].name, figures(x, &sp));
+		ok = json_put(phases, in->phases[i].name, figures(x, &sp));
 	}
 	for (i = 0; ok; i++) {
 		double from = (double)i * w;
@@ -649,15 +639,15 @@ static cJSON *summary(struct ctx *x, const struct stats_input *in)
 	}
 	all = (struct span){ .from = 0, .to = in->duration_ms, .origin = 0,
 			     .r1 = d->nreqs, .m1 = d->nmrows, .e1 = d->nevents };
-	ok &= put(o, "primary", cJSON_CreateString(in->primary));
-	ok &= put(o, "t0_unix_ms", cJSON_CreateNumber((double)in->t0_unix_ms));
-	ok &= put(o, "duration_ms", cJSON_CreateNumber(in->duration_ms));
-	ok &= put(o, "window_ms", cJSON_CreateNumber(w));
-	ok &= put(o, "files", files_block(d));
-	ok &= put(o, "phases", phases);
-	ok &= put(o, "windows", windows);
-	ok = ok && put(o, "totals", figures(x, &all));
-	ok = ok && put(o, "breaker_transitions", transitions(d));
+	ok &= json_put(o, "primary", cJSON_CreateString(in->primary));
+	ok &= json_put(o, "t0_unix_ms", cJSON_CreateNumber((double)in->t0_unix_ms));
+	ok &= json_put(o, "duration_ms", cJSON_CreateNumber(in->duration_ms));
+	ok &= json_put(o, "window_ms", cJSON_CreateNumber(w));
+	ok &= json_put(o, "files", files_block(d));
+	ok &= json_put(o, "phases", phases);
+	ok &= json_put(o, "windows", windows);
+	ok = ok && json_put(o, "totals", figures(x, &all));
+	ok = ok && json_put(o, "breaker_transitions", transitions(d));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;

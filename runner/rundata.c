@@ -20,25 +20,6 @@
 
 #define MAX_STATUS 999
 
-/* Grows *p (of *cap elements of size) to hold at least n. 0 or -ENOMEM. */
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t ncap;
-	void *np;
-
-	if (n <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < n)
-		ncap *= 2;
-	np = realloc(*p, ncap * size);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* qsort, which may not be given a NULL base even for no elements. */
 static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
@@ -287,7 +268,7 @@ static int load_requests(struct rundata *d, const char *path, char *err)
 		rc = csv_row(&c, width, err);
 		if (rc <= 0)
 			break;
-		rc = grow((void **)&d->reqs, &cap, d->nreqs + 1, sizeof(*d->reqs));
+		rc = buf_grow_array((void **)&d->reqs, &cap, d->nreqs + 1, sizeof(*d->reqs));
 		if (rc)
 			break;
 		r = &d->reqs[d->nreqs++];
@@ -429,7 +410,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 		rc = csv_row(&c, width, err);
 		if (rc <= 0)
 			break;
-		rc = grow((void **)&d->mrows, cap, d->nmrows + 1, sizeof(*d->mrows));
+		rc = buf_grow_array((void **)&d->mrows, cap, d->nmrows + 1, sizeof(*d->mrows));
 		if (rc)
 			break;
 		m = &d->mrows[d->nmrows++];
@@ -592,7 +573,7 @@ static int load_events(struct rundata *d, const char *path, int64_t t0, char *er
 		rc = buf_append(&text, s, len);
 		if (rc)
 			break;
-		rc = grow((void **)&d->events, &cap, d->nevents + 1, sizeof(*d->events));
+		rc = buf_grow_array((void **)&d->events, &cap, d->nevents + 1, sizeof(*d->events));
 		if (rc)
 			break;
 		e = &d->events[d->nevents++];
@@ -681,7 +662,7 @@ static int scan_dir(struct rundata *d, const char *dir, char *err)
 		}
 		if (!rec_mock_file_parse(name, NULL, 0))
 			continue;
-		rc = grow((void **)&d->mock_files, &cap, d->nmock + 1, sizeof(*d->mock_files));
+		rc = buf_grow_array((void **)&d->mock_files, &cap, d->nmock + 1, sizeof(*d->mock_files));
 		if (rc)
 			break;
 		d->mock_files[d->nmock] = strdup(name);

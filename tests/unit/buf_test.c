@@ -3,7 +3,9 @@
  * always ends the contents.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,4 +188,24 @@ Test(buf, put_fixed_matches_printf, .timeout = 10)
 	buf_put_fixed(&b, 1e15, 3);	/* beyond the fast path: printf */
 	cr_assert_str_eq(b.data, "1000000000000000.000");
 	buf_free(&b);
+}
+
+/* buf_grow_array: doubling from 64, untouched when big enough, refused past SIZE_MAX. */
+Test(buf, grow_array_doubles_and_refuses_overflow, .timeout = 10)
+{
+	int *a = NULL;
+	size_t cap = 0;
+
+	cr_assert_eq(buf_grow_array((void **)&a, &cap, 1, sizeof(*a)), 0);
+	cr_assert_eq(cap, 64);
+	a[63] = 7;
+	cr_assert_eq(buf_grow_array((void **)&a, &cap, 64, sizeof(*a)), 0);
+	cr_assert_eq(cap, 64, "grown although it had room");
+	cr_assert_eq(buf_grow_array((void **)&a, &cap, 300, sizeof(*a)), 0);
+	cr_assert_eq(cap, 512);
+	cr_assert_eq(a[63], 7, "contents lost");
+	cr_assert_eq(buf_grow_array((void **)&a, &cap, SIZE_MAX / 2, sizeof(*a)), -ENOMEM);
+	cr_assert_eq(cap, 512, "capacity changed by a refused growth");
+	cr_assert_eq(a[63], 7);
+	free(a);
 }

@@ -490,3 +490,18 @@ Test(json, string_has_nul, .timeout = 10)
 	cr_expect_not(json_string_has_nul("\"\\u00001\"", 5));	/* cut before the escape ends */
 	cr_expect_not(json_string_has_nul("\"\\u0001\"", 8));
 }
+
+/* json_put: adds and owns; frees the item when there is no object, and fails on no item. */
+Test(json, put_adds_or_frees, .timeout = 10)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = true;
+
+	ok &= json_put(o, "a", cJSON_CreateNumber(1));
+	cr_assert(ok);
+	cr_assert_float_eq(cJSON_GetObjectItemCaseSensitive(o, "a")->valuedouble, 1, 0);
+	cr_assert_not(json_put(o, "b", NULL));
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(o, "b"));
+	cr_assert_not(json_put(NULL, "c", cJSON_CreateString("freed, not leaked")));
+	cJSON_Delete(o);
+}
