@@ -143,7 +143,7 @@ struct http_server {
 
 /* One read buffer serves every connection: libuv calls on_alloc and then
  * on_read for one socket at a time, and on_read copies what it keeps. This
- * relies on one event loop per process (DESIGN.md): servers on loops in two
+ * relies on one event loop per process (docs/design.md): servers on loops in two
  * threads would share it. */
 static char read_buf[READ_BUF_SIZE];
 

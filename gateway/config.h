@@ -2,7 +2,7 @@
  * config: the gateway's config file — providers, model aliases (ordered
  * chains of targets), the request deadline, retries and breaker settings —
  * validated once into plain structs, with every error naming the file, the
- * key's path and what was expected (README.md lists every key).
+ * key's path and what was expected (docs/gateway-config.md lists every key).
  */
 #ifndef FAULTLINE_GATEWAY_CONFIG_H
 #define FAULTLINE_GATEWAY_CONFIG_H
@@ -40,7 +40,7 @@ struct gw_retry {
 	double min_attempt_ms;		/* a retry must leave this much deadline */
 };
 
-/* Hedging of an alias's slow requests (README: Hedging). */
+/* Hedging of an alias's slow requests (docs/gateway.md: Hedging). */
 struct gw_hedge {
 	bool enabled;
 	double after_ms;		/* a fixed delay; NAN: adaptive */
@@ -95,7 +95,7 @@ struct gw_alias {
 };
 
 /*
- * The client keys a request must present (README: Client keys); none when
+ * The client keys a request must present (docs/gateway.md: Client keys); none when
  * nkeys is 0. The keys are never logged, and are wiped when freed.
  */
 struct gw_auth {

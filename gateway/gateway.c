@@ -275,7 +275,7 @@ static void on_request(struct http_exchange *ex, void *data)
 
 	if (strncmp(path, "/v1/", 4) == 0)
 		path += 3;
-	/* Everything but /healthz needs a client key, when there are any (README). */
+	/* Everything but /healthz needs a client key, when there are any (docs/gateway.md). */
 	if (strcmp(path, "/healthz") != 0 &&
 	    !authorized(gw, ex, strcmp(path, "/chat/completions") == 0))
 		return;

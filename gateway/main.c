@@ -1,8 +1,9 @@
 /*
  * gateway: an OpenAI-compatible failover gateway — model aliases over
  * ordered provider chains, per-attempt timeouts under one deadline,
- * same-target retries, circuit breakers, Prometheus metrics. See README.md
- * for the config, the endpoints and the headers.
+ * same-target retries, circuit breakers, Prometheus metrics. See
+ * docs/gateway.md for the endpoints and headers, docs/gateway-config.md
+ * for the config.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -30,7 +31,7 @@ static const char usage_text[] =
 	"Serves an OpenAI-compatible API that fails over between the providers of\n"
 	"FILE, with per-attempt timeouts under one deadline and circuit breakers.\n"
 	"\n"
-	"  --config FILE       providers, model aliases, budgets (JSON; see README.md)\n"
+	"  --config FILE       providers, model aliases, budgets (JSON; see docs/gateway-config.md)\n"
 	"  --listen HOST:PORT  where to serve (default: the config's listen)\n"
 	"  --events FILE       append a JSON line per breaker state change\n"
 	"  --seed N            seed for retry and cooldown jitter (default: the config's)\n"

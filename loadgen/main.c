@@ -1,7 +1,7 @@
 /*
  * loadgen: an open-loop (or closed-loop) load generator for OpenAI-style
  * chat endpoints that records every request. This file reads the command
- * line into a struct lg_config; run.c does the run. See README.md.
+ * line into a struct lg_config; run.c does the run. See docs/loadgen.md.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -39,7 +39,7 @@ static const char usage_text[] =
 	"  --rate R              open loop: requests per second (\"500\", \"30/m\")\n"
 	"  --arrival KIND        constant (default) or poisson (seeded)\n"
 	"  --concurrency N       closed loop: N clients, each sending when answered\n"
-	"  --mix FILE            request streams (JSON; see README.md)\n"
+	"  --mix FILE            request streams (JSON; see docs/loadgen.md)\n"
 	"  --stream P            share of requests that stream, 0–1 (default 0)\n"
 	"  --model NAME          model to ask for (default: chat)\n"
 	"  --prompt-tokens N     prompt length in words (default 16)\n"

@@ -1,5 +1,5 @@
 /*
- * outcome: classifying an attempt into DESIGN.md's outcomes.
+ * outcome: classifying an attempt into the outcomes of docs/results-format.md.
  */
 #include <curl/curl.h>
 

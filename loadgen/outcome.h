@@ -40,7 +40,7 @@ struct attempt_facts {
 };
 
 /*
- * Classifies an attempt (see the README's table of outcomes). An attempt
+ * Classifies an attempt (see docs/results-format.md's table of outcomes). An attempt
  * that would be truncated is stalled instead when the server said, with a
  * "stream_stalled" error event, that the stream had gone silent.
  */

@@ -1,7 +1,7 @@
 /*
  * mockprov: scriptable OpenAI-compatible mock providers that fail on a
  * schedule. One process serves every provider of its config, each on its
- * own port; see README.md for the config, the faults and the admin API.
+ * own port; see docs/mockprov.md for the config, the faults and the admin API.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +27,7 @@ static const char usage_text[] =
 	"Serves the mock providers of FILE, each on its own port, failing on the\n"
 	"schedule of its faults.\n"
 	"\n"
-	"  --config FILE       providers, timing and faults (JSON; see README.md)\n"
+	"  --config FILE       providers, timing and faults (JSON; see docs/mockprov.md)\n"
 	"  --t0 MS             shared time base, Unix epoch ms (default: now)\n"
 	"  --log-dir DIR       where mock-NAME.csv goes (default: .)\n"
 	"  --admin HOST:PORT   serve the admin API (state, inject, clear)\n"

@@ -2,7 +2,8 @@
  * chaos: the scenario runner. `chaos run SCENARIO` replays a scenario's
  * outage timeline through each of its setups and writes per-request
  * results and summaries; `chaos list` names the scenarios there are. See
- * README.md for the scenario file and the results layout.
+ * docs/scenario-format.md for the scenario file and docs/results-format.md
+ * for the results layout.
  */
 #include <errno.h>
 #include <getopt.h>

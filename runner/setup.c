@@ -66,7 +66,7 @@ static const struct {
 
 #define MAX_SETUP_KEYS 8
 
-/* loadgen's response_headers keys (README "Mix file"). */
+/* loadgen's response_headers keys (docs/loadgen.md, "The mix file"). */
 static const char *const response_header_keys[] = { "provider", "attempts", "hedged",
 						    "cost_usd", NULL };
 
