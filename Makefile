@@ -49,8 +49,11 @@ MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 GATEWAY_LIB_SRC := $(filter-out gateway/main.c,$(sort $(wildcard gateway/*.c)))
 RUNNER_LIB_SRC := $(filter-out runner/main.c,$(sort $(wildcard runner/*.c)))
-# The part of the gateway the runner links to check a scenario's gateway setups.
-GATEWAY_CONFIG_SRC := gateway/config.c gateway/config_url.c gateway/config_keys.c gateway/breaker.c
+# The parts of the gateway and loadgen the runner links to check what a
+# scenario embeds: gateway setups' configs and load.mix (mockprov's config
+# code comes whole with MOCKPROV_LIB_SRC).
+GATEWAY_CONFIG_SRC := gateway/config.c gateway/config_url.c gateway/config_keys.c gateway/breaker.c \
+	loadgen/mix.c
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c \
 	tests/support/jsondiff.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))

@@ -416,22 +416,20 @@ out:
 }
 
 /*
- * Loads the file at path into m (see mix.h for its form). On error m is
- * left empty and err holds "FILE: KEY PATH: what was expected".
+ * Reads a parsed mix (root, only read) into m; path names it in messages.
+ * On error m is left empty and err holds "FILE: KEY PATH: what was
+ * expected".
  */
-int mix_load(struct mix *m, const char *path, const struct mix_defaults *d, char *err)
+int mix_from_json(struct mix *m, const cJSON *root, const char *path,
+		  const struct mix_defaults *d, char *err)
 {
 	const cJSON *arr;
 	const cJSON *item;
-	cJSON *root;
 	char got[96];
 	size_t i = 0;
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	root = json_load_file(path, err, CFG_ERR_LEN);
-	if (!root)
-		return -EINVAL;
 	rc = cfg_apply(top_keys, NTOP_KEYS, root, m, path, "", err);
 	if (rc)
 		goto out;
@@ -466,9 +464,23 @@ int mix_load(struct mix *m, const char *path, const struct mix_defaults *d, char
 out:
 	if (rc == -ENOMEM)
 		snprintf(err, CFG_ERR_LEN, "%s: out of memory", path);
-	cJSON_Delete(root);
 	if (rc)
 		mix_free(m);
+	return rc;
+}
+
+/* Loads the file at path into m (see mix.h for its form), through mix_from_json. */
+int mix_load(struct mix *m, const char *path, const struct mix_defaults *d, char *err)
+{
+	cJSON *root;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	root = json_load_file(path, err, CFG_ERR_LEN);
+	if (!root)
+		return -EINVAL;
+	rc = mix_from_json(m, root, path, d, err);
+	cJSON_Delete(root);
 	return rc;
 }
 

@@ -72,6 +72,14 @@ struct mix_defaults {
 int mix_load(struct mix *m, const char *path, const struct mix_defaults *d, char *err);
 
 /*
+ * The same for a mix already parsed (root: its top-level object, only
+ * read; m keeps no pointer into it), path naming it in messages: the
+ * runner checks a scenario's load.mix with it at load.
+ */
+int mix_from_json(struct mix *m, const cJSON *root, const char *path,
+		  const struct mix_defaults *d, char *err);
+
+/*
  * One stream, "default", from the command line's values (share 1, class
  * interactive, no tenant or feature, arrival -1) and the x-faultline-*
  * response header names. Returns 0 or -ENOMEM (m left empty).

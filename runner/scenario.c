@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "mockprov/config.h"
+#include "common/buf.h"
 #include "common/json.h"
+#include "loadgen/mix.h"
 #include "runner/scenario_int.h"
 
 /* The largest whole number a double holds exactly: seeds up to 2^53 − 1. */
@@ -616,6 +618,62 @@ static bool mix_by_rate(const cJSON *mix)
 	return false;
 }
 
+/* cfg_error's "FILE: " for loadgen's messages, to be replaced by "FILE: load.mix.". */
+#define MIX_FILE_MARK "\x01"
+
+/*
+ * Checks load.mix with loadgen's own reader (mix_from_json), as loadgen
+ * will take it: with the one stream the runner adds when it names none,
+ * and the load section's model, stream share and token counts as its
+ * defaults. Messages are said as "FILE: load.mix.KEY: expected …".
+ */
+static int check_mix(const struct sc_load *l, const char *file, char *err)
+{
+	const struct mix_defaults d = { l->model, l->stream_p, l->prompt_tokens, l->max_tokens };
+	cJSON *copy = cJSON_Duplicate(l->mix, 1);
+	cJSON *streams;
+	cJSON *one;
+	struct mix m;
+	struct buf msg = { 0 };
+	char merr[CFG_ERR_LEN];
+	const char *rest;
+	int rc = -ENOMEM;
+
+	if (!copy)
+		goto out;
+	if (!cJSON_GetObjectItemCaseSensitive(copy, "streams")) {
+		streams = cJSON_AddArrayToObject(copy, "streams");
+		one = cJSON_CreateObject();
+		if (!streams || !one || !cJSON_AddItemToArray(streams, one)) {
+			cJSON_Delete(one);
+			goto out;
+		}
+		if (!cJSON_AddStringToObject(one, "name", "load") ||
+		    !cJSON_AddNumberToObject(one, "share", 1))
+			goto out;
+	}
+	rc = mix_from_json(&m, copy, MIX_FILE_MARK, &d, merr);
+	if (!rc) {
+		mix_free(&m);
+		goto out;
+	}
+	rest = merr;
+	if (strncmp(rest, MIX_FILE_MARK ": ", sizeof(MIX_FILE_MARK ": ") - 1) == 0)
+		rest += sizeof(MIX_FILE_MARK ": ") - 1;
+	rc = buf_printf(&msg, "%.160s: load.mix%s%s", file, rest[0] == ':' ? "" : ".", rest);
+	if (rc)
+		goto out;
+	/* Cut, like every message, at CFG_ERR_LEN. */
+	snprintf(err, CFG_ERR_LEN, "%s", msg.data);
+	rc = -EINVAL;
+out:
+	if (rc == -ENOMEM)
+		rc = scenario__oom(err, file, "load.mix");
+	buf_free(&msg);
+	cJSON_Delete(copy);
+	return rc;
+}
+
 static int load_load(const cJSON *root, const char *file, struct scenario *sc, char *err)
 {
 	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "load");
@@ -672,8 +730,7 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 	l->max_tokens = raw.max_tokens;
 	if (mix) {
 		l->mix = cJSON_Duplicate(mix, 1);
-		if (!l->mix)
-			rc = scenario__oom(err, file, "load.mix");
+		rc = l->mix ? check_mix(l, file, err) : scenario__oom(err, file, "load.mix");
 	}
 out:
 	cfg_free(load_keys, NELEM(load_keys), &raw);

@@ -566,6 +566,13 @@ static const struct bad_case bad_cases[] = {
 	  SETUP "}", ": load.rate: expected no rate when the mix's streams give rates" },
 	{ "{" DUR "," PROV ",\"load\":{\"mix\":{\"streams\":[{\"name\":\"s\",\"share\":1}]}},"
 	  SETUP "}", ": load: expected rate (requests per second, open loop) or concurrency" },
+	/* load.mix through loadgen's own reader, as loadgen will take it. */
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"mix\":{\"streams\":[{\"name\":\"s\","
+	  "\"share\":1,\"colour\":1}]}}," SETUP "}", ": load.mix.streams[0].colour: unknown key" },
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"mix\":{\"streams\":[{\"name\":\"s\","
+	  "\"share\":1,\"headers\":{\"host\":\"x\"}}]}}," SETUP "}", ": load.mix.streams[0].headers" },
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"mix\":{\"response_headers\":{\"colour\":"
+	  "\"x-c\"}}}," SETUP "}", ": load.mix.response_headers.colour: unknown key" },
 	{ "{" DUR "," PROV ",\"load\":{\"rate\":2,\"duration_s\":5}," SETUP "}",
 	  ": load.duration_s: unknown key" },
 	/* setups */
@@ -1317,4 +1324,18 @@ Test(scenario, gateway_keys_from_unset_variables_load, .timeout = 10)
 					 GW_MODELS "}") "}", &sc), -EINVAL);
 	cr_assert(strstr(err, ": setups[0] \"g\": config.auth.keys_env[0]: expected an "
 			      "environment variable's name"), "%s", err);
+}
+
+/*
+ * A load.mix that names no streams (only response header names) loads:
+ * the runner gives loadgen its one stream, and the check does the same.
+ */
+Test(scenario, mix_without_streams_loads, .timeout = 10)
+{
+	struct scenario sc;
+
+	cr_assert_eq(load("{" DUR "," PROV ",\"load\":{\"rate\":2,\"mix\":{\"response_headers\":"
+			  "{\"provider\":\"x-p\"}}}," SETUP "}", &sc), 0, "%s", err);
+	cr_assert(cJSON_IsObject(sc.load.mix));
+	scenario_free(&sc);
 }
