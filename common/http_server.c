@@ -507,6 +507,24 @@ static uint64_t conn_flushed(struct conn *c)
 	return c->sent_total - left;
 }
 
+/*
+ * True while the client still has output of ours to take: writes queued in
+ * libuv, or bytes libuv has handed the kernel that the client has not
+ * acknowledged yet (a large send buffer can hold megabytes of an answer
+ * after its last write completed).
+ */
+static bool conn_still_sending(struct conn *c)
+{
+	uv_os_fd_t fd;
+	int unsent = 0;
+
+	if (c->pending_writes)
+		return true;
+	if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, SIOCOUTQ, &unsent) == 0)
+		return unsent > 0;
+	return false;
+}
+
 /* Ends the exchange from the program's side (no on_abort). */
 static void exchange_end(struct conn *c)
 {
@@ -1012,7 +1030,8 @@ static void conn_arm(struct conn *c, enum timer_phase phase)
 					    : cfg->idle_timeout_ms;
 
 	c->timer_phase = phase;
-	/* on_timer compares marks only while writes are pending (an ioctl saved per answer). */
+	/* A mark only while writes are pending (an ioctl saved per answer); with
+	 * none, on_timer takes one if the kernel still holds output. */
 	c->timer_mark = (phase == TIMER_IDLE || phase == TIMER_DRAIN) && c->pending_writes
 			? conn_flushed(c) : 0;
 	uv_timer_start(&c->timer, on_timer, ms, 0);
@@ -1025,9 +1044,14 @@ static void on_timer(uv_timer_t *t)
 
 	if (c->state == CONN_CLOSING)
 		return;
-	if (drain && c->pending_writes && conn_flushed(c) != c->timer_mark) {
-		conn_arm(c, c->timer_phase);	/* still moving: wait on */
-		return;
+	if (drain && conn_still_sending(c)) {
+		uint64_t flushed = conn_flushed(c);
+
+		if (flushed != c->timer_mark) {
+			conn_arm(c, c->timer_phase);	/* still moving: wait on */
+			c->timer_mark = flushed;
+			return;
+		}
 	}
 	/* Header timeout, keep-alive idle, a reader that stopped, or the end
 	 * of a graceful close; a reset that could not be flushed resets now. */
