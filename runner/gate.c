@@ -1,9 +1,10 @@
 /*
  * gate: judges a stamp's combined summary against the scenario's
  * expectations and a saved baseline (rules in gate.h), prints the verdicts
- * and, for gate_command, reads the stamp and writes baselines.
+ * (gate_print and gate_command, the command, are in gate_cmd.c).
  */
 #include "runner/gate.h"
+#include "runner/gate_int.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -316,8 +317,8 @@ static const cJSON *get_phase(const struct setup_v *s, const char *name, const c
  * The top of a combined summary or baseline: an object with "scenario" (a
  * string), "time_scale" (a number above 0) and "setups" (an object).
  */
-static int check_head(const cJSON *root, const char *file, const char **scenario,
-		      double *scale, const cJSON **setups, char *err)
+int gate__check_head(const cJSON *root, const char *file, const char **scenario,
+		     double *scale, const cJSON **setups, char *err)
 {
 	const cJSON *v;
 	char got[96];
@@ -739,7 +740,7 @@ static int evaluate_baseline(struct gate_result *r, const char *run_scenario, do
 	double scale;
 	int rc;
 
-	rc = check_head(base, bfile, &scenario, &scale, &setups, err);
+	rc = gate__check_head(base, bfile, &scenario, &scale, &setups, err);
 	if (rc)
 		return rc;
 	if (strcmp(scenario, run_scenario) != 0)
@@ -777,8 +778,8 @@ static int evaluate_baseline(struct gate_result *r, const char *run_scenario, do
 
 /* ---- the verdicts as a whole ---- */
 
-static int evaluate(const struct scenario *sc, const cJSON *summary, const char *sfile,
-		    const cJSON *baseline, const char *bfile, struct gate_result *r, char *err)
+int gate__evaluate(const struct scenario *sc, const cJSON *summary, const char *sfile,
+		   const cJSON *baseline, const char *bfile, struct gate_result *r, char *err)
 {
 	const char *scenario;
 	const cJSON *setups;
@@ -786,7 +787,7 @@ static int evaluate(const struct scenario *sc, const cJSON *summary, const char 
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = check_head(summary, sfile, &scenario, &scale, &setups, err);
+	rc = gate__check_head(summary, sfile, &scenario, &scale, &setups, err);
 	if (!rc && !same_scale(scale, sc->scale))
 		rc = cfg_error(err, sfile, NULL, "time_scale", "expected the time scale the "
 			       "scenario was loaded with, %.10g, got %.10g", sc->scale, scale);
@@ -802,7 +803,7 @@ static int evaluate(const struct scenario *sc, const cJSON *summary, const char 
 int gate_evaluate(const struct scenario *sc, const cJSON *summary, const cJSON *baseline,
 		  struct gate_result *r, char *err)
 {
-	return evaluate(sc, summary, "summary", baseline, "baseline", r, err);
+	return gate__evaluate(sc, summary, "summary", baseline, "baseline", r, err);
 }
 
 void gate_result_free(struct gate_result *r)
@@ -817,144 +818,11 @@ void gate_result_free(struct gate_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* ---- the table ---- */
-
-static void fmt_num(char *out, size_t len, double v)
-{
-	if (isnan(v))
-		snprintf(out, len, "-");
-	else
-		snprintf(out, len, "%.6g", v);
-}
-
-static const char *op_text(enum gate_op op)
-{
-	switch (op) {
-	case GATE_LE:
-		return "<=";
-	case GATE_GE:
-		return ">=";
-	case GATE_NEAR:
-		return "within";
-	}
-	return "?";
-}
-
-/* The printed cells of one check. */
-struct row {
-	const char *cell[9];
-	char value[32];
-	char bound[72];
-};
-
-static void row_of(const struct gate_check *c, struct row *w)
-{
-	char tol[32];
-
-	fmt_num(w->value, sizeof(w->value), c->value);
-	fmt_num(w->bound, sizeof(w->bound), c->bound);
-	if (c->op == GATE_NEAR && !isnan(c->bound)) {
-		fmt_num(tol, sizeof(tol), c->tolerance);
-		snprintf(w->bound + strlen(w->bound), sizeof(w->bound) - strlen(w->bound),
-			 "+-%s", tol);
-	}
-	w->cell[0] = c->pass ? "PASS" : "FAIL";
-	w->cell[1] = c->source;
-	w->cell[2] = c->setup;
-	w->cell[3] = c->phase;
-	w->cell[4] = c->figure;
-	w->cell[5] = w->value;
-	w->cell[6] = isnan(c->value) && isnan(c->bound) ? "-" : op_text(c->op);
-	w->cell[7] = w->bound;
-	w->cell[8] = c->note;
-}
-
-void gate_print(FILE *fp, const struct gate_result *r)
-{
-	size_t width[9] = { 0 };
-	struct row w;
-	size_t i;
-	size_t k;
-
-	for (i = 0; i < r->n; i++) {
-		row_of(&r->checks[i], &w);
-		for (k = 0; k < 8; k++) {
-			size_t len = strlen(w.cell[k]);
-
-			width[k] = len > width[k] ? len : width[k];
-		}
-	}
-	for (i = 0; i < r->n; i++) {
-		struct buf b = { 0 };
-		int rc = 0;
-
-		row_of(&r->checks[i], &w);
-		for (k = 0; k < 9 && !rc; k++) {
-			/* The value right-aligned, the rest left; no trailing blanks. */
-			if (k == 5)
-				rc = buf_printf(&b, "%*s  ", (int)width[k], w.cell[k]);
-			else if (k < 8)
-				rc = buf_printf(&b, "%-*s  ", (int)width[k], w.cell[k]);
-			else
-				rc = buf_puts(&b, w.cell[k]);
-		}
-		while (!rc && b.len && b.data[b.len - 1] == ' ')
-			b.data[--b.len] = '\0';
-		if (!rc)
-			fprintf(fp, "%s\n", b.data);
-		buf_free(&b);
-	}
-	fprintf(fp, "%zu checks, %zu failed\n", r->n, r->failed);
-}
-
-/* ---- the command ---- */
-
-/* The default tolerances, written out. */
-static cJSON *default_tolerances(void)
-{
-	cJSON *tol = cJSON_CreateObject();
-	cJSON *abs_tol = cJSON_AddObjectToObject(tol, "absolute");
-
-	if (!abs_tol ||
-	    !cJSON_AddNumberToObject(abs_tol, "error_rate", GATE_TOL_ERROR_RATE) ||
-	    !cJSON_AddNumberToObject(abs_tol, "answered_share", GATE_TOL_ANSWERED_SHARE) ||
-	    !cJSON_AddNumberToObject(abs_tol, "fallback_share", GATE_TOL_FALLBACK_SHARE) ||
-	    !cJSON_AddNumberToObject(tol, "relative", GATE_TOL_RELATIVE) ||
-	    !cJSON_AddNumberToObject(tol, "floor_ms", GATE_TOL_FLOOR_MS)) {
-		cJSON_Delete(tol);
-		return NULL;
-	}
-	return tol;
-}
-
-/* The summary as a baseline file: a copy with the default tolerances written out. */
-static int save_baseline(const cJSON *summary, const char *path, char *err)
-{
-	cJSON *copy = cJSON_Duplicate(summary, 1);
-	cJSON *tol = default_tolerances();
-	int rc;
-
-	if (!copy || !tol)
-		goto out_oom;
-	cJSON_DeleteItemFromObjectCaseSensitive(copy, "tolerances");
-	if (!cJSON_AddItemToObject(copy, "tolerances", tol))
-		goto out_oom;
-	tol = NULL;
-	rc = outfile_write_json(path, copy, err, CFG_ERR_LEN);
-	goto out_free;
-out_oom:
-	rc = oom(err);
-out_free:
-	cJSON_Delete(tol);
-	cJSON_Delete(copy);
-	return rc;
-}
-
 /*
  * Checks that a summary can serve as a baseline, every setup and phase of
  * it, by comparing it with itself.
  */
-static int check_as_baseline(const cJSON *summary, const char *file, char *err)
+int gate__check_as_baseline(const cJSON *summary, const char *file, char *err)
 {
 	struct gate_result r = { 0 };
 	const char *scenario;
@@ -962,71 +830,9 @@ static int check_as_baseline(const cJSON *summary, const char *file, char *err)
 	double scale;
 	int rc;
 
-	rc = check_head(summary, file, &scenario, &scale, &setups, err);
+	rc = gate__check_head(summary, file, &scenario, &scale, &setups, err);
 	if (!rc)
 		rc = evaluate_baseline(&r, scenario, scale, setups, file, summary, file, err);
 	gate_result_free(&r);
 	return rc;
-}
-
-int gate_command(const char *stamp_dir, const char *baseline_path, const char *save_path,
-		 FILE *out)
-{
-	struct scenario sc = { 0 };
-	struct gate_result r = { 0 };
-	char sum_path[4200];
-	char scn_path[4200];
-	char err[CFG_ERR_LEN];
-	cJSON *summary = NULL;
-	cJSON *baseline = NULL;
-	const char *name;
-	const cJSON *setups;
-	double scale;
-	int status = 2;
-	int rc;
-
-	if (stamp_path(sum_path, sizeof(sum_path), stamp_dir, REC_SUMMARY) ||
-	    stamp_path(scn_path, sizeof(scn_path), stamp_dir, REC_SCENARIO)) {
-		fprintf(stderr, "chaos gate: %.200s: path too long\n", stamp_dir);
-		return 2;
-	}
-	summary = json_load_file(sum_path, err, sizeof(err));
-	if (!summary)
-		goto out_err;
-	rc = check_head(summary, sum_path, &name, &scale, &setups, err);
-	if (rc)
-		goto out_err;
-	rc = scenario_load(scn_path, scale, &sc, err);
-	if (rc)
-		goto out_err;
-	if (baseline_path) {
-		baseline = json_load_file(baseline_path, err, sizeof(err));
-		if (!baseline)
-			goto out_err;
-	}
-	rc = evaluate(&sc, summary, sum_path, baseline, baseline_path, &r, err);
-	if (rc)
-		goto out_err;
-	if (save_path) {
-		rc = check_as_baseline(summary, sum_path, err);
-		if (rc)
-			goto out_err;
-		if (save_baseline(summary, save_path, err)) {
-			status = 1;	/* a file not written: the command did not do its work */
-			fprintf(stderr, "chaos gate: %s\n", err);
-			goto out_free;
-		}
-		fprintf(out, "baseline saved: %s\n", save_path);
-	}
-	gate_print(out, &r);
-	status = r.failed ? 1 : 0;
-	goto out_free;
-out_err:
-	fprintf(stderr, "chaos gate: %s\n", err);
-out_free:
-	gate_result_free(&r);
-	scenario_free(&sc);
-	cJSON_Delete(baseline);
-	cJSON_Delete(summary);
-	return status;
 }
