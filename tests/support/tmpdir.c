@@ -1,12 +1,16 @@
 /*
- * tmpdir: flat temporary directories for unit tests.
+ * tmpdir: temporary directories for unit tests, and the files a test
+ * writes into them.
  */
+#define _XOPEN_SOURCE 700	/* nftw */
 #include "tests/support/tmpdir.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int tmpdir_make(char *out, size_t len, const char *tag)
@@ -32,8 +36,42 @@ void tmpdir_empty(const char *dir)
 	closedir(dp);
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
 void tmpdir_remove(const char *dir)
 {
-	tmpdir_empty(dir);
-	rmdir(dir);
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int tmpdir_write(const char *dir, const char *name, const char *data, size_t len)
+{
+	char path[1200];
+	FILE *fp;
+	int rc = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -1;
+	fp = fopen(path, "wb");
+	if (!fp)
+		return -1;
+	if (fwrite(data, 1, len, fp) != len)
+		rc = -1;
+	if (fclose(fp))
+		rc = -1;
+	return rc;
+}
+
+int tmpdir_mkdir(const char *dir, const char *name)
+{
+	char path[1200];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -1;
+	return mkdir(path, 0755) ? -1 : 0;
 }

@@ -1,6 +1,6 @@
 /*
- * tmpdir: a flat temporary directory for a unit test — made under /tmp,
- * emptied and removed at the suite's teardown.
+ * tmpdir: a temporary directory for a unit test — made under /tmp, written
+ * into, emptied and removed at the suite's teardown.
  */
 #ifndef FAULTLINE_TMPDIR_H
 #define FAULTLINE_TMPDIR_H
@@ -13,7 +13,13 @@ int tmpdir_make(char *out, size_t len, const char *tag);
 /* Removes every file of dir (not subdirectories), keeping dir. */
 void tmpdir_empty(const char *dir);
 
-/* tmpdir_empty, then removes dir itself. */
+/* Removes dir and everything under it. */
 void tmpdir_remove(const char *dir);
+
+/* Writes len bytes of data to DIR/name (created or truncated). Returns 0 or -1. */
+int tmpdir_write(const char *dir, const char *name, const char *data, size_t len);
+
+/* Makes the directory DIR/name. Returns 0 or -1 (errno says why). */
+int tmpdir_mkdir(const char *dir, const char *name);
 
 #endif

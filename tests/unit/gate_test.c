@@ -42,14 +42,7 @@ TestSuite(gate_command, .init = setup, .fini = teardown, .timeout = 10);
 
 static void write_file(const char *name, const char *text)
 {
-	char path[400];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "w");
-	cr_assert_not_null(fp, "cannot create %s", path);
-	cr_assert_geq(fputs(text, fp), 0);
-	cr_assert_eq(fclose(fp), 0);
+	cr_assert_eq(tmpdir_write(dir, name, text, strlen(text)), 0, "cannot write %s/%s", dir, name);
 }
 
 /* The whole of DIR/name (malloc'ed), or NULL when there is no such file. */

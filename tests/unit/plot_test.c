@@ -7,11 +7,9 @@
  * no summary.json, no script, a failing script, no gnuplot, a data file
  * on a full disk, a PNG gnuplot wrote only part of.
  */
-#define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdbool.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,32 +20,24 @@
 #include "runner/rundata.h"
 #include "runner/stamp.h"
 #include "common/cfg.h"
+#include "tests/support/tmpdir.h"
 
 static char dir[64];
 static char scripts[64];
 static char err[CFG_ERR_LEN];
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/fl-plot-test-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(tmpdir_make(dir, sizeof(dir), "plot"), 0);
 	scripts[0] = '\0';
 	err[0] = '\0';
 }
 
 static void teardown(void)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove(dir);
 	if (scripts[0])
-		nftw(scripts, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		tmpdir_remove(scripts);
 }
 
 TestSuite(plot, .init = setup, .fini = teardown, .timeout = 30);
@@ -63,22 +53,12 @@ static const char *plots_dir(void)
 
 static void write_file(const char *name, const char *text)
 {
-	char path[400];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "wb");
-	cr_assert_not_null(fp, "cannot create %s", path);
-	cr_assert_eq(fwrite(text, 1, strlen(text), fp), strlen(text));
-	cr_assert_eq(fclose(fp), 0);
+	cr_assert_eq(tmpdir_write(dir, name, text, strlen(text)), 0, "cannot write %s/%s", dir, name);
 }
 
 static void make_dir(const char *name)
 {
-	char path[400];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	cr_assert_eq(mkdir(path, 0755), 0, "mkdir %s: %s", path, strerror(errno));
+	cr_assert_eq(tmpdir_mkdir(dir, name), 0, "mkdir %s/%s: %s", dir, name, strerror(errno));
 }
 
 /* The whole of DIR/name as a string (the caller frees it). */

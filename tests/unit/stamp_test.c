@@ -4,10 +4,8 @@
  * summary and scenario, with the summary's head checked and errors that
  * name the file.
  */
-#define _XOPEN_SOURCE 700	/* nftw */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,51 +14,33 @@
 #include <unistd.h>
 
 #include "common/cfg.h"
+#include "tests/support/tmpdir.h"
 #include "runner/stamp.h"
 
 static char dir[64];
 static char err[CFG_ERR_LEN];
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/fl-stamp-test-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(tmpdir_make(dir, sizeof(dir), "stamp"), 0);
 	err[0] = '\0';
 }
 
 static void teardown(void)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove(dir);
 }
 
 TestSuite(stamp, .init = setup, .fini = teardown, .timeout = 10);
 
 static void write_file(const char *name, const char *text)
 {
-	char path[400];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "wb");
-	cr_assert_not_null(fp, "cannot create %s", path);
-	cr_assert_eq(fwrite(text, 1, strlen(text), fp), strlen(text));
-	cr_assert_eq(fclose(fp), 0);
+	cr_assert_eq(tmpdir_write(dir, name, text, strlen(text)), 0, "cannot write %s/%s", dir, name);
 }
 
 static void make_dir(const char *name)
 {
-	char path[400];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	cr_assert_eq(mkdir(path, 0755), 0, "mkdir %s: %s", path, strerror(errno));
+	cr_assert_eq(tmpdir_mkdir(dir, name), 0, "mkdir %s/%s: %s", dir, name, strerror(errno));
 }
 
 static const char scenario_json[] =

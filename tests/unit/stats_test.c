@@ -44,14 +44,8 @@ TestSuite(stats_combine, .timeout = 10);
 /* Writes len bytes (0: strlen) of text to DIR/name. */
 static void write_file_len(const char *name, const char *text, size_t len)
 {
-	char path[400];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "wb");
-	cr_assert_not_null(fp, "cannot create %s", path);
-	cr_assert_eq(fwrite(text, 1, len ? len : strlen(text), fp), len ? len : strlen(text));
-	cr_assert_eq(fclose(fp), 0);
+	cr_assert_eq(tmpdir_write(dir, name, text, len ? len : strlen(text)), 0,
+		     "cannot write %s/%s", dir, name);
 }
 
 static void write_file(const char *name, const char *text)
