@@ -576,6 +576,8 @@ static void load_start(struct chaos *ch)
 	const struct sc_setup *st = ch->st;
 	char *prog = NULL;
 	char *mix = NULL;
+	cJSON *m;
+	bool oom;
 	char t0[32];
 	char dur[48];
 	char timeout[48];
@@ -649,23 +651,10 @@ static void load_start(struct chaos *ch)
 		argv[n++] = "--arrival";
 		argv[n++] = l->arrival == SC_ARRIVAL_POISSON ? "poisson" : "constant";
 	}
-	if (l->mix || (st->kind == SC_EXTERNAL && st->response_headers)) {
-		cJSON *m = l->mix ? cJSON_Duplicate(l->mix, true) : cJSON_CreateObject();
+	m = scenario_loadgen_mix(ch->sc, st, &oom);
+	if (m || oom) {
 		int rc;
 
-		if (m && !cJSON_GetObjectItemCaseSensitive(m, "streams")) {
-			cJSON *streams = cJSON_AddArrayToObject(m, "streams");
-			cJSON *one = cJSON_CreateObject();
-
-			cJSON_AddStringToObject(one, "name", "load");
-			cJSON_AddNumberToObject(one, "share", 1);
-			cJSON_AddItemToArray(streams, one);
-		}
-		if (m && st->kind == SC_EXTERNAL && st->response_headers) {
-			cJSON_DeleteItemFromObjectCaseSensitive(m, "response_headers");
-			cJSON_AddItemToObject(m, "response_headers",
-					      cJSON_Duplicate(st->response_headers, true));
-		}
 		mix = run__printf("%s/mix.json", ch->dir);
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "cannot write %s/mix.json: out of memory", ch->dir);

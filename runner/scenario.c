@@ -623,36 +623,27 @@ static bool mix_by_rate(const cJSON *mix)
 
 /*
  * Checks load.mix with loadgen's own reader (mix_from_json), as loadgen
- * will take it: with the one stream the runner adds when it names none,
- * and the load section's model, stream share and token counts as its
- * defaults. Messages are said as "FILE: load.mix.KEY: expected …".
+ * will take it (scenario_loadgen_mix: with the one stream the runner adds
+ * when it names none), with the load section's model, stream share and
+ * token counts as its defaults. Messages are said as
+ * "FILE: load.mix.KEY: expected …".
  */
-static int check_mix(const struct sc_load *l, const char *file, char *err)
+static int check_mix(const struct scenario *sc, const char *file, char *err)
 {
+	const struct sc_load *l = &sc->load;
 	const struct mix_defaults d = { l->model, l->stream_p, l->prompt_tokens, l->max_tokens };
-	cJSON *copy = cJSON_Duplicate(l->mix, 1);
-	cJSON *streams;
-	cJSON *one;
 	struct mix m;
 	struct buf msg = { 0 };
 	char merr[CFG_ERR_LEN];
 	const char *rest;
+	cJSON *mix;
+	bool oom;
 	int rc = -ENOMEM;
 
-	if (!copy)
+	mix = scenario_loadgen_mix(sc, NULL, &oom);
+	if (!mix)
 		goto out;
-	if (!cJSON_GetObjectItemCaseSensitive(copy, "streams")) {
-		streams = cJSON_AddArrayToObject(copy, "streams");
-		one = cJSON_CreateObject();
-		if (!streams || !one || !cJSON_AddItemToArray(streams, one)) {
-			cJSON_Delete(one);
-			goto out;
-		}
-		if (!cJSON_AddStringToObject(one, "name", "load") ||
-		    !cJSON_AddNumberToObject(one, "share", 1))
-			goto out;
-	}
-	rc = mix_from_json(&m, copy, MIX_FILE_MARK, &d, merr);
+	rc = mix_from_json(&m, mix, MIX_FILE_MARK, &d, merr);
 	if (!rc) {
 		mix_free(&m);
 		goto out;
@@ -670,7 +661,7 @@ out:
 	if (rc == -ENOMEM)
 		rc = scenario__oom(err, file, "load.mix");
 	buf_free(&msg);
-	cJSON_Delete(copy);
+	cJSON_Delete(mix);
 	return rc;
 }
 
@@ -730,7 +721,7 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 	l->max_tokens = raw.max_tokens;
 	if (mix) {
 		l->mix = cJSON_Duplicate(mix, 1);
-		rc = l->mix ? check_mix(l, file, err) : scenario__oom(err, file, "load.mix");
+		rc = l->mix ? check_mix(sc, file, err) : scenario__oom(err, file, "load.mix");
 	}
 out:
 	cfg_free(load_keys, NELEM(load_keys), &raw);

@@ -213,6 +213,16 @@ char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *
 			      const char *listen, const char *const *urls, char *err);
 
 /*
+ * The mix loadgen gets for setup st (NULL: the scenario's own, for
+ * checking it): load.mix, with the one stream "load" (share 1) when it
+ * names none, and an external setup's response_headers in place of the
+ * mix's. A new cJSON object the caller deletes; NULL when the run needs
+ * no mix file (no load.mix and no response_headers) or memory runs out
+ * (*oom then true).
+ */
+cJSON *scenario_loadgen_mix(const struct scenario *sc, const struct sc_setup *st, bool *oom);
+
+/*
  * Expands an external setup's template (a command argument, ready_url or
  * target): {port} → port, {listen} → 127.0.0.1:port, {upstream.NAME} →
  * urls[i] of the provider i called NAME (NAME runs to the next '}').

@@ -314,3 +314,39 @@ char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
 	}
 	return buf_steal(&b);
 }
+
+cJSON *scenario_loadgen_mix(const struct scenario *sc, const struct sc_setup *st, bool *oom)
+{
+	const cJSON *headers = st && st->kind == SC_EXTERNAL ? st->response_headers : NULL;
+	cJSON *m;
+	cJSON *streams;
+	cJSON *one;
+
+	*oom = false;
+	if (!sc->load.mix && !headers)
+		return NULL;
+	m = sc->load.mix ? cJSON_Duplicate(sc->load.mix, true) : cJSON_CreateObject();
+	if (!m)
+		goto out_oom;
+	if (!cJSON_GetObjectItemCaseSensitive(m, "streams")) {
+		streams = cJSON_AddArrayToObject(m, "streams");
+		one = cJSON_CreateObject();
+		if (!streams || !one || !cJSON_AddItemToArray(streams, one)) {
+			cJSON_Delete(one);
+			goto out_oom;
+		}
+		if (!cJSON_AddStringToObject(one, "name", "load") ||
+		    !cJSON_AddNumberToObject(one, "share", 1))
+			goto out_oom;
+	}
+	if (headers) {
+		cJSON_DeleteItemFromObjectCaseSensitive(m, "response_headers");
+		if (!json_put(m, "response_headers", cJSON_Duplicate(headers, true)))
+			goto out_oom;
+	}
+	return m;
+out_oom:
+	cJSON_Delete(m);
+	*oom = true;
+	return NULL;
+}
