@@ -69,6 +69,7 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 
 		r->cost_usd = req_price(r, in);
 		r->upstream = 0;
+		r->duplicates = 0;
 		r->by_primary = r->outcome == OUT_OK &&
 				(!r->provider || strcmp(r->provider, in->primary) == 0);
 	}
@@ -79,9 +80,11 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 				strcmp(r->provider ? r->provider : in->primary,
 				       d->mock_providers[m->file]) == 0;
 
-		if (m->req)
-			m->req->upstream++;
 		m->duplicate = m->outcome == MOCK_CLIENT_ABORTED || !answered;
+		if (m->req) {
+			m->req->upstream++;
+			m->req->duplicates += m->duplicate;
+		}
 	}
 }
 
@@ -237,6 +240,7 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	const struct rundata *d = x->d;
 	size_t outcomes[OUT_COUNT] = { 0 };
 	size_t nok = 0, nlat_ok = 0, nlat_all = 0, fallback = 0, none = 0, upstream = 0;
+	size_t duplicates = 0;
 	size_t n = 0;
 	double to_primary = NAN;
 	double cost = 0;
@@ -257,6 +261,7 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 			continue;
 		n++;
 		upstream += r->upstream;
+		duplicates += r->duplicates;
 		outcomes[r->outcome]++;
 		if (r->status < 0)
 			none++;
@@ -303,6 +308,9 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
 	ok &= json_put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
 	ok &= json_put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
+	ok &= json_put(o, "attempts_per_request", num(n ? (double)upstream / (double)n : NAN));
+	ok &= json_put(o, "duplicate_share",
+		       num(upstream ? (double)duplicates / (double)upstream : NAN));
 	return ok;
 }
 

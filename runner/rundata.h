@@ -39,6 +39,7 @@ struct run_req {
 	/* Filled by the figures (figures_prepare), not by the loader: */
 	double cost_usd;	/* cost_read, else priced from the tokens; NAN: none */
 	size_t upstream;	/* mock rows with this request's id */
+	size_t duplicates;	/* of them, those whose work was discarded */
 	bool by_primary;	/* ok and answered by the primary */
 };
 

@@ -110,6 +110,13 @@
  *                           request_id is the id of a request of the range
  *     "extra_requests":     upstream_requests / requests − 1 (null: 0
  *                           requests): the share of extra attempts sent
+ *     "attempts_per_request": upstream_requests / requests (null: 0
+ *                           requests)
+ *     "duplicate_share":    of those upstream_requests, the share whose
+ *                           work was discarded (the rule of duplicate_work
+ *                           below, but over the range's requests' rows
+ *                           rather than the rows timed in the range) /
+ *                           upstream_requests (null: none)
  *     "opens":              events in the range whose "to" is "open"
  *     "time_to_open_ms":    first such event's t_ms − from_ms (null: none)
  *     "duplicate_work":     {"attempts": rows, "tokens": Σ tokens_out}

@@ -428,6 +428,12 @@ Test(stats, duplicate_work_joins_mock_rows_on_request_ids)
 	expect_num(s, "phases.b.duplicate_work.tokens", 20);
 	expect_num(s, "totals.duplicate_work.attempts", 6);
 	expect_num(s, "totals.duplicate_work.tokens", 35);
+	/* by request: r1 2 rows (1 discarded), r2 2 (1), r3 1 (1), r4 3 (1) */
+	expect_num(s, "phases.a.upstream_requests", 8);
+	expect_num(s, "phases.a.attempts_per_request", 2);
+	expect_num(s, "phases.a.duplicate_share", 0.5);
+	cr_assert(cJSON_IsNull(jget(s, "phases.b.duplicate_share")));
+	cr_assert(cJSON_IsNull(jget(s, "phases.b.attempts_per_request")));
 	cr_assert_eq(cJSON_GetArraySize(jget(s, "files.mock")), 2);
 	cr_assert_str_eq(jget(s, "files.mock.0")->valuestring, "mock-primary.csv");
 	cr_assert_str_eq(jget(s, "files.mock.1")->valuestring, "mock-secondary.csv");
