@@ -46,6 +46,8 @@ static const struct cfg_key expect_keys[] = {
 	EK("stalls_max", stalls_max, 1e12),
 	EK("max_gap_ms_max", max_gap_ms_max, 1e12),
 	EK("ttft_p95_ms_max", ttft_p95_ms_max, 1e12),
+	EK("duplicate_share_max", duplicate_share_max, 1),
+	EK("cost_per_answered_usd_max", cost_per_answered_max, 1e6),
 };
 
 static bool given(double v)
@@ -171,6 +173,15 @@ int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, ch
 		i++;
 	}
 	return 0;
+}
+
+void expect_blank(struct sc_expect *e)
+{
+	size_t i;
+
+	for (i = 0; i < NELEM(expect_keys); i++)
+		if (expect_keys[i].type == CFG_NUM)
+			*(double *)((char *)e + expect_keys[i].offset) = NAN;
 }
 
 size_t expect_sections(struct cfg_section *out, size_t max)

@@ -5,6 +5,7 @@
  */
 #include "runner/gate.h"
 #include "runner/gate_int.h"
+#include "runner/objective.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -100,6 +101,10 @@ static const struct expect_bound expect_bounds[] = {
 	{ offsetof(struct sc_expect, ttft_p95_ms_max), "ttft_ms", "p95", "ttft_ms.p95", GATE_LE },
 	{ offsetof(struct sc_expect, extra_requests_max), "extra_requests", NULL, "extra_requests",
 	  GATE_LE },
+	{ offsetof(struct sc_expect, duplicate_share_max), "duplicate_share", NULL,
+	  "duplicate_share", GATE_LE },
+	{ offsetof(struct sc_expect, cost_per_answered_max), "cost_per_answered", NULL,
+	  "cost_per_answered", GATE_LE },
 };
 
 /* A bound comparing the setup with the entry's relative_to: this / other (− 1). */
@@ -193,6 +198,12 @@ static int push_missing(struct gate_result *r, const char *source, const char *s
 
 	snprintf(c.note, sizeof(c.note), "%s", note);
 	return push(r, &c, setup, phase);
+}
+
+/* What the verdicts of e are called: "expect", or the objective's. */
+static const char *src(const struct sc_expect *e)
+{
+	return e->source ? e->source : "expect";
 }
 
 static int oom(char *err)
@@ -383,7 +394,7 @@ static int judge_window(struct gate_result *r, const struct sc_expect *e,
 {
 	const cJSON *aw = cJSON_GetObjectItemCaseSensitive(phase, "answered_windows");
 	struct gate_check c = {
-		.source = "expect", .figure = "window_answered_share", .op = GATE_GE,
+		.source = src(e), .figure = "window_answered_share", .op = GATE_GE,
 		.bound = e->window_answered_min, .value = NAN,
 	};
 	char key[40];
@@ -432,7 +443,7 @@ static int judge_expect(struct gate_result *r, const struct sc_expect *e,
 		const struct expect_bound *b = &expect_bounds[i];
 		double bound = *(const double *)((const char *)e + b->offset);
 		struct gate_check c = {
-			.source = "expect", .figure = b->figure, .op = b->op, .bound = bound,
+			.source = src(e), .figure = b->figure, .op = b->op, .bound = bound,
 			.value = NAN,
 		};
 		struct fig f;
@@ -469,7 +480,7 @@ static int judge_relative(struct gate_result *r, const struct sc_expect *e,
 		const struct relative_bound *b = &relative_bounds[i];
 		double bound = *(const double *)((const char *)e + b->offset);
 		struct gate_check c = {
-			.source = "expect", .figure = b->figure, .op = GATE_LE, .bound = bound,
+			.source = src(e), .figure = b->figure, .op = GATE_LE, .bound = bound,
 			.value = NAN,
 		};
 		struct fig mine;
@@ -538,11 +549,11 @@ static int expect_setup(struct gate_result *r, const struct scenario *sc,
 		if (rc)
 			return rc;
 		if (!p) {
-			rc = push_missing(r, "expect", s->name, name, "no such phase in the run") ?
+			rc = push_missing(r, src(e), s->name, name, "no such phase in the run") ?
 				oom(err) : 0;
 		} else if (!(p = class_of(p, e, path, sizeof(path)))) {
 			snprintf(note, sizeof(note), "no %s request in the run", e->cls);
-			rc = push_missing(r, "expect", s->name, name, note) ? oom(err) : 0;
+			rc = push_missing(r, src(e), s->name, name, note) ? oom(err) : 0;
 		} else {
 			rc = judge_expect(r, e, s, p, name, file, path, err);
 			if (!rc && e->relative_to)
@@ -555,13 +566,14 @@ static int expect_setup(struct gate_result *r, const struct scenario *sc,
 }
 
 static int evaluate_expects(struct gate_result *r, const struct scenario *sc,
-			    const cJSON *setups, const char *file, char *err)
+			    const struct sc_expect *expects, size_t n, const cJSON *setups,
+			    const char *file, char *err)
 {
 	size_t i;
 	int rc;
 
-	for (i = 0; i < sc->nexpects; i++) {
-		const struct sc_expect *e = &sc->expects[i];
+	for (i = 0; i < n; i++) {
+		const struct sc_expect *e = &expects[i];
 		const cJSON *ov = e->relative_to ?
 			cJSON_GetObjectItemCaseSensitive(setups, e->relative_to) : NULL;
 		struct setup_v other;
@@ -583,11 +595,31 @@ static int evaluate_expects(struct gate_result *r, const struct scenario *sc,
 			if (rc)
 				return rc;
 		}
-		if (!matched && push_missing(r, "expect", e->setup, e->phase,
+		if (!matched && push_missing(r, src(e), e->setup, e->phase,
 					     "no such setup in the run"))
 			return oom(err);
 	}
 	return 0;
+}
+
+/* The objective as an expectation of the setups matching pattern. */
+static int evaluate_objective(struct gate_result *r, const struct scenario *sc,
+			      const char *pattern, const cJSON *setups, const char *file,
+			      char *err)
+{
+	struct sc_expect e;
+	int rc;
+
+	if (!sc->objective.given) {
+		snprintf(err, CFG_ERR_LEN, "%.200s: objective: missing: the scenario states no "
+			 "objective to gate on", sc->path ? sc->path : "scenario");
+		return -EINVAL;
+	}
+	if (objective_expect(&sc->objective, pattern, &e))
+		return oom(err);
+	rc = evaluate_expects(r, sc, &e, 1, setups, file, err);
+	objective_expect_free(&e);
+	return rc;
 }
 
 /* ---- the baseline ---- */
@@ -779,7 +811,8 @@ static int evaluate_baseline(struct gate_result *r, const char *run_scenario, do
 /* ---- the verdicts as a whole ---- */
 
 int gate__evaluate(const struct scenario *sc, const cJSON *summary, const char *sfile,
-		   const cJSON *baseline, const char *bfile, struct gate_result *r, char *err)
+		   const char *objective_setups, const cJSON *baseline, const char *bfile,
+		   struct gate_result *r, char *err)
 {
 	const char *scenario;
 	const cJSON *setups;
@@ -792,7 +825,9 @@ int gate__evaluate(const struct scenario *sc, const cJSON *summary, const char *
 		rc = cfg_error(err, sfile, NULL, "time_scale", "expected the time scale the "
 			       "scenario was loaded with, %.10g, got %.10g", sc->scale, scale);
 	if (!rc)
-		rc = evaluate_expects(r, sc, setups, sfile, err);
+		rc = evaluate_expects(r, sc, sc->expects, sc->nexpects, setups, sfile, err);
+	if (!rc && objective_setups)
+		rc = evaluate_objective(r, sc, objective_setups, setups, sfile, err);
 	if (!rc && baseline)
 		rc = evaluate_baseline(r, scenario, scale, setups, sfile, baseline, bfile, err);
 	if (rc)
@@ -803,7 +838,7 @@ int gate__evaluate(const struct scenario *sc, const cJSON *summary, const char *
 int gate_evaluate(const struct scenario *sc, const cJSON *summary, const cJSON *baseline,
 		  struct gate_result *r, char *err)
 {
-	return gate__evaluate(sc, summary, "summary", baseline, "baseline", r, err);
+	return gate__evaluate(sc, summary, "summary", NULL, baseline, "baseline", r, err);
 }
 
 void gate_result_free(struct gate_result *r)

@@ -173,7 +173,9 @@ void gate_result_free(struct gate_result *r);
 /*
  * The whole command: loads STAMP_DIR/summary.json and STAMP_DIR/scenario.json
  * (with scenario_load at the summary's time_scale, so bounds are scaled like
- * the run), and baseline_path when not NULL; evaluates; prints the table to
+ * the run), and baseline_path when not NULL; evaluates (with
+ * objective_setups, not NULL, the scenario's objective too, for the setups
+ * it matches: a scenario without one is unusable input); prints the table to
  * out. With save_path (may be NULL) it then writes the summary as a baseline
  * file, with the default tolerances written out, through save_path.tmp and a
  * rename (outfile_write), and says so on out before the table. Returns the
@@ -184,6 +186,6 @@ void gate_result_free(struct gate_result *r);
  * and what is wrong; nothing is saved then).
  */
 int gate_command(const char *stamp_dir, const char *baseline_path, const char *save_path,
-		 FILE *out);
+		 const char *objective_setups, FILE *out);
 
 #endif

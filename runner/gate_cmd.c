@@ -155,7 +155,7 @@ out_free:
 }
 
 int gate_command(const char *stamp_dir, const char *baseline_path, const char *save_path,
-		 FILE *out)
+		 const char *objective_setups, FILE *out)
 {
 	struct scenario sc = { 0 };
 	struct gate_result r = { 0 };
@@ -189,7 +189,8 @@ int gate_command(const char *stamp_dir, const char *baseline_path, const char *s
 		if (!baseline)
 			goto out_err;
 	}
-	rc = gate__evaluate(&sc, summary, sum_path, baseline, baseline_path, &r, err);
+	rc = gate__evaluate(&sc, summary, sum_path, objective_setups, baseline, baseline_path,
+			    &r, err);
 	if (rc)
 		goto out_err;
 	if (save_path) {

@@ -21,10 +21,13 @@ int gate__check_head(const cJSON *root, const char *file, const char **scenario,
 
 /*
  * gate_evaluate, with the summary's and the baseline's file names (sfile,
- * bfile) for the messages.
+ * bfile) for the messages; with objective_setups (a setup name or glob;
+ * NULL: none) also the scenario's objective as an expectation of those
+ * setups (source "objective"; -EINVAL when the scenario states none).
  */
 int gate__evaluate(const struct scenario *sc, const cJSON *summary, const char *sfile,
-		   const cJSON *baseline, const char *bfile, struct gate_result *r, char *err);
+		   const char *objective_setups, const cJSON *baseline, const char *bfile,
+		   struct gate_result *r, char *err);
 
 /*
  * Checks that summary (from file) can serve as a baseline, every setup and

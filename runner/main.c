@@ -30,7 +30,7 @@ static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
 	"                          [--quiet]\n"
 	"       chaos report STAMP_DIR\n"
-	"       chaos gate STAMP_DIR [--baseline FILE] [--save-baseline FILE]\n"
+	"       chaos gate STAMP_DIR [--baseline FILE] [--save-baseline FILE] [--objective SETUP]\n"
 	"       chaos plot STAMP_DIR\n"
 	"       chaos list [DIR]\n"
 	"\n"
@@ -47,6 +47,8 @@ static const char usage_text[] =
 	"      per-request files, and prints the table\n"
 	"gate  checks a results directory against its scenario's expect block and,\n"
 	"      with --baseline, against a saved summary; exit 1 when a check breaks\n"
+	"  --objective SETUP  also judge the setups SETUP (a name or glob) against the\n"
+	"                    scenario's objective\n"
 	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
 	"\n"
@@ -261,10 +263,12 @@ static int cmd_gate(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "baseline", required_argument, NULL, 'b' },
 		{ "save-baseline", required_argument, NULL, 's' },
+		{ "objective", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *baseline = NULL;
 	const char *save = NULL;
+	const char *objective = NULL;
 	const char *val;
 	int c;
 
@@ -276,8 +280,10 @@ static int cmd_gate(int argc, char **argv)
 			baseline = val;
 		else if (c == 's')
 			save = val;
+		else if (c == 'o')
+			objective = val;
 	}
-	return gate_command(argv[2], baseline, save, stdout);
+	return gate_command(argv[2], baseline, save, objective, stdout);
 }
 
 int main(int argc, char **argv)

@@ -16,6 +16,7 @@
 #include "common/buf.h"
 #include "common/json.h"
 #include "common/records.h"
+#include "runner/objective.h"
 #include "runner/outfile.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
@@ -256,6 +257,58 @@ out:
 	return nrows;
 }
 
+/* The objective's bounds in words: "answered ≥ 0.98, p95 ≤ 4000 ms…, in phase outage". */
+static void objective_text(FILE *fp, const struct sc_objective *o)
+{
+	const char *sep = "";
+
+	if (!isnan(o->answered_min)) {
+		fprintf(fp, "answered share >= %g", o->answered_min);
+		sep = ", ";
+	}
+	if (!isnan(o->p95_ms_max)) {
+		fprintf(fp, "%sp95 <= %g ms", sep, o->p95_ms_max);
+		sep = ", ";
+	}
+	if (!isnan(o->duplicate_share_max)) {
+		fprintf(fp, "%sduplicate share <= %g", sep, o->duplicate_share_max);
+		sep = ", ";
+	}
+	if (!isnan(o->cost_per_answered_usd_max))
+		fprintf(fp, "%scost per answered <= %g USD", sep, o->cost_per_answered_usd_max);
+	if (strcmp(o->phase, "*") == 0)
+		fputs(", in every phase", fp);
+	else
+		fprintf(fp, ", in phase %s", o->phase);
+}
+
+/*
+ * Which setups meet the scenario's objective (judged on the runs' means,
+ * runner/objective.h), one line each, after the objective in words.
+ */
+static void objective_lines(FILE *fp, const struct scenario *sc, const cJSON *summary,
+			    bool markdown)
+{
+	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
+	const cJSON *st;
+	struct objective_verdict v;
+
+	if (!sc->objective.given)
+		return;
+	fputs(markdown ? "\n## Objective\n\nThe scenario's objective: " : "\nobjective: ", fp);
+	objective_text(fp, &sc->objective);
+	fputs(markdown ? " (judged on the runs' means).\n\n" : "\n", fp);
+	cJSON_ArrayForEach(st, setups) {
+		objective_judge_setup(&sc->objective, st, &v);
+		if (markdown)
+			fprintf(fp, "- **%s**: %s%s%s\n", st->string, v.meets ? "meets it" : "fails",
+				v.meets ? "" : " — ", v.broken);
+		else
+			fprintf(fp, "  %-16s %s%s%s\n", st->string, v.meets ? "meets" : "FAILS",
+				v.meets ? "" : "  ", v.broken);
+	}
+}
+
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
 {
 	print_table(fp, sc, summary, markdown, phase_cols, NELEM(phase_cols), false, NULL);
@@ -266,6 +319,7 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 			       "the server; TTFT is over answered streams, from the answering "
 			       "attempt's send; *max gap* is the longest silence any stream "
 			       "saw.\n\n" : "\nstreams:\n");
+	objective_lines(fp, sc, summary, markdown);
 }
 
 /* ---- report.md ---- */

@@ -140,6 +140,7 @@ static const struct cfg_key top_keys[] = {
 	{ "expect", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "prices", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "ci", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "objective", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 /* The file's base name without ".json", as a default scenario name. */
@@ -769,6 +770,8 @@ int scenario_load(const char *path, double scale, struct scenario *sc, char *err
 		rc = setup_load_all(root, path, sc, err);
 	if (!rc)
 		rc = expect_load_all(root, path, sc, err);
+	if (!rc)
+		rc = objective_load(root, path, sc, err);
 out:
 	cJSON_Delete(root);
 	if (rc) {
@@ -821,6 +824,7 @@ void scenario_free(struct scenario *sc)
 		free(sc->expects[i].relative_to);
 	}
 	free(sc->expects);
+	objective_free(&sc->objective);
 	memset(sc, 0, sizeof(*sc));
 }
 
@@ -913,6 +917,7 @@ const struct cfg_section *scenario_sections(size_t *n)
 		sections[i] = own[i];
 	i += setup_sections(&sections[i], NELEM(sections) - i);
 	i += expect_sections(&sections[i], NELEM(sections) - i);
+	i += objective_sections(&sections[i], NELEM(sections) - i);
 	*n = i;
 	return sections;
 }

@@ -105,6 +105,23 @@ struct sc_expect {
 	double stalls_max;
 	double max_gap_ms_max;
 	double ttft_p95_ms_max;
+	double duplicate_share_max;	/* discarded attempts / attempts */
+	double cost_per_answered_max;	/* USD per ok request */
+	const char *source;		/* what gate calls it: NULL "expect"; "objective" */
+};
+
+/*
+ * The scenario's service objective, the way a team states it: bounds a
+ * setup must meet in one phase (or every phase: "*"), judged on the
+ * figures' means (runner/objective.h). Every bound is NAN when not given.
+ */
+struct sc_objective {
+	bool given;			/* the scenario has an "objective" */
+	char *phase;			/* a phase name or "*" */
+	double answered_min;
+	double p95_ms_max;		/* scaled */
+	double duplicate_share_max;
+	double cost_per_answered_usd_max;
 };
 
 enum sc_arrival { SC_ARRIVAL_CONSTANT, SC_ARRIVAL_POISSON };
@@ -156,6 +173,7 @@ struct scenario {
 	size_t nsetups;
 	struct sc_expect *expects;
 	size_t nexpects;
+	struct sc_objective objective;
 };
 
 /*

@@ -114,4 +114,22 @@ int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, ch
 /* The expectations' table, as the "expect[]" section, into out (at most max); returns 1. */
 size_t expect_sections(struct cfg_section *out, size_t max);
 
+/* Sets every bound of e to NAN (not given). */
+void expect_blank(struct sc_expect *e);
+
+/* ---- objective.c ---- */
+
+/*
+ * Loads the "objective" object into sc->objective (the phases already
+ * loaded). Returns 0 (also when there is none), or -EINVAL with a message
+ * in err; what was loaded stays for scenario_free.
+ */
+int objective_load(const cJSON *root, const char *file, struct scenario *sc, char *err);
+
+/* Frees what objective_load stored; o is left empty. */
+void objective_free(struct sc_objective *o);
+
+/* The objective's table, as the "objective" section, into out (at most max); returns 1. */
+size_t objective_sections(struct cfg_section *out, size_t max);
+
 #endif

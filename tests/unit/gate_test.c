@@ -1209,7 +1209,7 @@ static int command(const char *baseline, const char *save, char **out, char **er
 	cr_assert_geq(fd, 0);
 	dup2(fd, 2);
 	close(fd);
-	status = gate_command(dir, baseline ? base_path : NULL, save ? save_path : NULL, fp);
+	status = gate_command(dir, baseline ? base_path : NULL, save ? save_path : NULL, NULL, fp);
 	fflush(stderr);
 	dup2(saved_fd, 2);
 	close(saved_fd);
