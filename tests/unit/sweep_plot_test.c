@@ -579,3 +579,26 @@ Test(sweep_plot_bad, a_failing_script_is_named)
 	cr_expect(exists("plots/data/answered_share.log"), "the log stays for a failure");
 	tmpdir_remove(scripts);
 }
+
+/*
+ * A data file on a full disk (its .tmp a link to /dev/full): a write
+ * error naming the file, write_failed set, the .tmp left and no file of
+ * the final name.
+ */
+Test(sweep_plot_bad, a_data_file_on_a_full_disk)
+{
+	char full[400];
+	bool write_failed = false;
+
+	make_sweep();
+	cr_assert_eq(tmpdir_mkdir(dir, "plots"), 0);
+	cr_assert_eq(tmpdir_mkdir(dir, "plots/data"), 0);
+	snprintf(full, sizeof(full), "%s/plots/data/series.dat.tmp", dir);
+	cr_assert_eq(symlink("/dev/full", full), 0);
+	cr_assert_eq(sweep_plot(dir, plots_dir(), 1, NULL, err, &write_failed), -ENOSPC, "%s", err);
+	cr_expect(write_failed);
+	cr_expect_not_null(strstr(err, "cannot write "), "%s", err);
+	cr_expect_not_null(strstr(err, full), "%s", err);
+	cr_expect_not(exists("plots/data/series.dat"));
+	cr_expect_not(exists("plots/answered_share.png"));
+}
