@@ -1,5 +1,5 @@
 /*
- * runner sweep_plot: hand-made sweep folders (sweep.json and sweep.csv as
+ * runner sweep_data and sweep_plot: hand-made sweep folders (sweep.json and sweep.csv as
  * the sweep spec has them) — the data files' rows worked out by hand (NaN
  * for an empty cell, a block per series, series split by setup, phase and
  * the other varied paths, rows by the first varied value), the knee per
@@ -104,7 +104,10 @@ static const char sweep_json[] =
 	" \"status\": \"done\"}],\n"
 	" \"knee\": null, \"best\": null}\n";
 
-/* The header: point, dir, the varied paths, setup, phase, runs, 13 figure pairs, objective, broken. */
+/*
+ * The header: point, dir, the varied paths, setup, phase, runs, 13 figure
+ * pairs, objective, broken.
+ */
 #define FIGS \
 	"answered_share,answered_share_sd,latency_p50_ms,latency_p50_ms_sd,latency_p95_ms," \
 	"latency_p95_ms_sd,latency_p99_ms,latency_p99_ms_sd,attempts_per_request," \
