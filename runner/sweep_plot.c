@@ -68,8 +68,9 @@ struct sp {
 	char *out_dir;		/* SWEEP/plots */
 	char *data_dir;		/* SWEEP/plots/data */
 	struct buf meta;
-	bool has_knee;		/* some row has both shares */
+	bool has_knee;		/* some row of a drawn series has both shares */
 	bool has_tradeoff;	/* some row has time_to_open_ms and check_rate_per_s */
+	bool draw_tradeoff;	/* some row of a drawn series has */
 };
 
 static void put_num(struct buf *b, double v)
@@ -295,8 +296,8 @@ static int write_series(struct sp *p, bool *figs_with)
 				put_num(&b, r->mean[f]);
 				buf_puts(&b, " ");
 				put_num(&b, r->sd[f]);
-				if (isfinite(r->mean[f]))
-					figs_with[f] = true;
+				if (i < SWEEP_PLOT_MAX_SERIES && isfinite(r->mean[f]))
+					figs_with[f] = true;	/* a drawn point */
 			}
 			buf_puts(&b, "\n");
 		}
@@ -375,7 +376,7 @@ static void knee_blocks(struct sp *p, const struct sweep_series *s, size_t n,
 
 		for (m = 0; m < k->nfront; m++)
 			on = on || k->front[m] == j;
-		if (isfinite(k->x[j]) && isfinite(k->y[j]))
+		if (n <= SWEEP_PLOT_MAX_SERIES && isfinite(k->x[j]) && isfinite(k->y[j]))
 			p->has_knee = true;
 		buf_reset(&label);
 		point_label(d, r->pt, false, &label);
@@ -493,6 +494,9 @@ static int write_tradeoff(struct sp *p)
 			const struct sweep_row *r = &d->rows[s->rows[j]];
 			struct buf label = { 0 };
 
+			if (i < SWEEP_PLOT_MAX_SERIES && isfinite(r->mean[open]) &&
+			    isfinite(r->mean[rate]))
+				p->draw_tradeoff = true;
 			point_label(d, r->pt, false, &label);
 			put_num(&b, r->mean[rate]);
 			buf_puts(&b, " ");
@@ -550,7 +554,7 @@ static int render_all(struct sp *p, const bool *figs_with)
 	}
 	if (!rc && p->has_knee)
 		rc = render(p, "sweep-knee", "knee", NULL);
-	if (!rc && p->has_tradeoff)
+	if (!rc && p->draw_tradeoff)
 		rc = render(p, "sweep-tradeoff", "tradeoff", NULL);
 	return rc;
 }

@@ -27,7 +27,8 @@
  * A plot draws at most SWEEP_PLOT_MAX_SERIES series, the first ones in
  * series order (setups and phases as sweep.csv first has them, then the
  * other varied paths' values in sweep.json's order); its title then says
- * how many of how many it shows. The data files hold every series.
+ * how many of how many it shows. The data files hold every series. A
+ * plot is made only when a series it draws has a point to draw.
  *
  * Data files (whitespace-separated, strings double-quoted, NaN for no
  * value — an empty CSV cell — shares as fractions, as in sweep.csv):

@@ -407,7 +407,10 @@ Test(sweep_plot, knees_as_json)
 	sweep_data_free(&d);
 }
 
-/* More series than a plot draws: every one in the data, the count said. */
+/*
+ * More series than a plot draws: every one in the data, the count said;
+ * no plot for a figure whose values are all in series it does not draw.
+ */
 Test(sweep_plot, series_past_the_cap)
 {
 	struct sweep_data d;
@@ -417,17 +420,20 @@ Test(sweep_plot, series_past_the_cap)
 
 	make_sweep();
 	len = (size_t)snprintf(csv, sizeof(csv), "point,dir," TIMEOUT_PATH ",setup,phase,runs," FIGS);
+	/* latency_p99_ms has a value in the 15th series alone, which no plot draws. */
 	for (i = 0; i < SWEEP_PLOT_MAX_SERIES + 3; i++)
 		len += (size_t)snprintf(csv + len, sizeof(csv) - len,
-			"1,p001-timeout_ms=300,300,gw,phase%02d,2,0.9,0.01,,,100,5,,,,,0.1,0.002,"
-			",,,,,,,,,,,,,,,\n", i);
+			"1,p001-timeout_ms=300,300,gw,phase%02d,2,0.9,0.01,,,100,5,%s,,,,0.1,0.002,"
+			",,,,,,,,,,,,,,,\n", i, i == SWEEP_PLOT_MAX_SERIES + 2 ? "7" : "");
 	write_file("sweep.csv", csv);
 	cr_assert_eq(sweep_data_load(&d, dir, err), 0, "%s", err);
 	sweep_data_free(&d);
 	cr_assert_eq(sweep_plot(dir, plots_dir(), 1, NULL, err, NULL), 0, "%s", err);
 	assert_has("plots/data/meta.gp", "nseries = 15\nnseries_shown = 12\n");
 	assert_has("plots/data/series.dat", "# series 15: gw / phase14\n");
+	assert_has("plots/data/series.dat", "\n300 \"300\" 1 2 0.9 0.01 NaN NaN 100 5 7 NaN ");
 	assert_png("answered_share");
+	cr_expect_not(exists("plots/latency_p99_ms.png"), "a plot with no point it draws");
 }
 
 /* ---- the PNGs ---- */
