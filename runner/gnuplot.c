@@ -27,6 +27,7 @@
 struct gp_job {
 	const char *data_dir;
 	const char *scripts_dir;
+	const char *vars;	/* more gnuplot assignments, or NULL */
 	char *err;		/* CFG_ERR_LEN bytes */
 	bool write_failed;	/* err is about a file that could not be written */
 };
@@ -104,6 +105,8 @@ static int run_gnuplot(struct gp_job *j, const char *script, const char *out, co
 	gp_assign(&vars, "datadir", j->data_dir);
 	gp_assign(&vars, "plotsdir", j->scripts_dir);
 	gp_assign(&vars, "outfile", out);
+	if (j->vars)
+		buf_puts(&vars, j->vars);
 	if (!vars.data)
 		return errorf(j, -ENOMEM, "out of memory");
 	argv[0] = "gnuplot";
@@ -186,7 +189,15 @@ static bool png_whole(const char *path)
 int gnuplot_render(const char *script, const char *png, const char *log, const char *data_dir,
 		   const char *scripts_dir, char *err, bool *write_failed)
 {
-	struct gp_job job = { .data_dir = data_dir, .scripts_dir = scripts_dir, .err = err };
+	return gnuplot_render_vars(script, png, log, data_dir, scripts_dir, NULL, err,
+				   write_failed);
+}
+
+int gnuplot_render_vars(const char *script, const char *png, const char *log, const char *data_dir,
+			const char *scripts_dir, const char *vars, char *err, bool *write_failed)
+{
+	struct gp_job job = { .data_dir = data_dir, .scripts_dir = scripts_dir, .vars = vars,
+			      .err = err };
 	struct gp_job *j = &job;
 	struct buf tmp = { 0 };
 	struct stat st;

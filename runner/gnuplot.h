@@ -35,4 +35,13 @@ void gnuplot_quote(struct buf *b, const char *s);
 int gnuplot_render(const char *script, const char *png, const char *log, const char *data_dir,
 		   const char *scripts_dir, char *err, bool *write_failed);
 
+/*
+ * gnuplot_render with more variables: vars (may be NULL) is gnuplot text
+ * run after datadir, plotsdir and outfile are set ("fig = 3; "), so one
+ * script can draw several PNGs (the sweep's one a figure). Returns as
+ * gnuplot_render.
+ */
+int gnuplot_render_vars(const char *script, const char *png, const char *log, const char *data_dir,
+			const char *scripts_dir, const char *vars, char *err, bool *write_failed);
+
 #endif
