@@ -618,8 +618,9 @@ static int run_point(const struct sweep *s, const struct sweep_opts *o, size_t i
 		return 1;
 	}
 	co.stamp_dir = dir;
+	/* A signal before the run: it stays pending (chaos_run answers those that come later). */
 	if (prepare_point(&pr) == 0)
-		rc = chaos_run(&pr.sc, &co);
+		rc = stop_signal ? 128 + stop_signal : chaos_run(&pr.sc, &co);
 	/* chaos_run's libuv signal handlers are gone: the sweep's own take over again. */
 	catch_signals();
 	scenario_free(&pr.sc);
@@ -678,10 +679,10 @@ static int run_points(struct sweep *s, const struct sweep_opts *o)
 		}
 		rc = run_point(s, o, i);
 		s->elapsed_s[i] = (double)(clock_mono_ns() - t) / 1e9;
-		if (rc > 128 || stop_signal) {
+		if (rc > 128) {
 			/* Stopped in the middle: the point stays pending, its folder partial. */
 			s->elapsed_s[i] = NAN;
-			status = rc > 128 ? rc : 128 + stop_signal;
+			status = rc;
 			free(label);
 			break;
 		}
