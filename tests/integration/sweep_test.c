@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -503,4 +506,58 @@ Test(sweep, a_sweep_stopped_by_sigterm_resumes_with_the_points_not_done, .timeou
 		cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
 		cr_expect(strstr(err, "sweep.json"), "%s", err);
 	}
+}
+
+/* A TCP socket listening on 127.0.0.1, its port in *port: a port taken. */
+static int hold_port(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(fd, 1), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+Test(sweep, a_failed_point_is_marked_and_the_sweep_goes_on, .timeout = 90)
+{
+	char vary[128];
+	const char *argv[] = { "chaos", "sweep", scenario, "--vary", vary, "--time-scale", "0.5",
+			       "--out", out, "--quiet", NULL };
+	struct lg_proc p;
+	struct csv_table t;
+	char sw[700];
+	char path[1000];
+	char *text;
+	int port;
+	int fd = hold_port(&port);
+	int rc;
+
+	/* Point 1's secondary cannot listen where it is told: its run fails. */
+	snprintf(vary, sizeof(vary), "providers.secondary.listen=127.0.0.1:%d,127.0.0.1:0", port);
+	write_file(dir, "sw.json", base, scenario, sizeof(scenario));
+	cr_assert_eq(lg_spawn(&p, argv), 0);
+	rc = lg_wait(&p, 80);
+	close(fd);
+	cr_assert_eq(rc, 1, "a failed point: exit %d: %s", rc, p.err);
+	cr_expect(strstr(p.err, "run 1 failed"), "%s", p.err);
+	cr_assert(sweep_dir(sw, sizeof(sw)));
+	snprintf(path, sizeof(path), "%s/sweep.json", sw);
+	text = slurp(path);
+	cr_expect(strstr(text, "\"status\":\t\"failed\"") && strstr(text, "\"status\":\t\"done\""),
+		  "%s", text);
+	free(text);
+	snprintf(path, sizeof(path), "%s/p002-listen=127.0.0.1_0/summary.json", sw);
+	cr_expect(exists(path), "the point after the failed one did not run: no %s", path);
+	snprintf(path, sizeof(path), "%s/sweep.csv", sw);
+	cr_assert_eq(csv_read(path, &t), 0);
+	cr_expect_eq(t.nrows, 1 + 3, "rows for the point with a summary alone");
+	cr_expect_str_eq(csv_get(&t, 1, "providers.secondary.listen"), "127.0.0.1:0");
+	csv_free(&t);
+	cr_expect(strstr(p.out, "(failed, no summary)"), "%s", p.out);
 }
