@@ -553,10 +553,9 @@ static void say_duration(double s, char *out, size_t len)
 		snprintf(out, len, "%lds", t);
 }
 
-/* What a point's run said: 0 done, 1 failed, 2 refused, else the signal's status. */
+/* A point about to run: the sweep, its index, and its scenario once loaded. */
 struct point_run {
 	const struct sweep *s;
-	const struct sweep_opts *o;
 	size_t i;
 	struct scenario sc;		/* the point's, loaded from its scenario.json */
 };
@@ -606,7 +605,7 @@ out:
 /* Runs point i into its folder. Returns chaos_run's exit status (1 when it could not start). */
 static int run_point(const struct sweep *s, const struct sweep_opts *o, size_t i)
 {
-	struct point_run pr = { .s = s, .o = o, .i = i };
+	struct point_run pr = { .s = s, .i = i };
 	struct chaos_opts co = { .out_dir = o->out_dir, .bin_dir = o->bin_dir,
 				 .plots_dir = o->plots_dir, .only_setup = s->only_setup,
 				 .repeat = s->repeat, .verbose = !o->quiet, .no_table = true };
@@ -636,6 +635,7 @@ static int run_points(struct sweep *s, const struct sweep_opts *o)
 	char left[32];
 	char so_far[32];
 	struct scenario probe;
+	cJSON *doc;
 	uint64_t start = clock_mono_ns();
 	double done_s = 0;
 	size_t ndone = 0;
@@ -646,16 +646,13 @@ static int run_points(struct sweep *s, const struct sweep_opts *o)
 
 	for (i = 0; i < s->plan.npoints; i++)
 		todo += s->status[i] != SWEEP_DONE;
-	/* Loaded before: cannot fail now but for memory. */
-	{
-		cJSON *doc = vary_scenario(&s->plan, s->base, 0, err, sizeof(err));
-
-		rc = doc ? scenario_load_json(doc, s->scenario_file, s->scale, &probe, err) : -ENOMEM;
-		cJSON_Delete(doc);
-		if (rc) {
-			fprintf(stderr, "chaos: sweep: %s\n", err);
-			return 1;
-		}
+	/* The first point's scenario, for the first estimate; checked already. */
+	doc = vary_scenario(&s->plan, s->base, 0, err, sizeof(err));
+	rc = doc ? scenario_load_json(doc, s->scenario_file, s->scale, &probe, err) : -ENOMEM;
+	cJSON_Delete(doc);
+	if (rc) {
+		fprintf(stderr, "chaos: sweep: %s\n", rc == -ENOMEM ? "out of memory" : err);
+		return 1;
 	}
 	for (i = 0; i < s->plan.npoints && !stop_signal; i++) {
 		uint64_t t = clock_mono_ns();

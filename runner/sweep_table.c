@@ -92,8 +92,11 @@ static int put_text(struct buf *b, const char *s)
 	if (!strpbrk(s, ",\"\r\n"))
 		return buf_puts(b, s);
 	rc = buf_puts(b, "\"");
-	for (p = s; *p && !rc; p++)
-		rc = buf_append(b, p, 1) || (*p == '"' && buf_append(b, p, 1)) ? -ENOMEM : 0;
+	for (p = s; *p && !rc; p++) {
+		rc = buf_append(b, p, 1);
+		if (!rc && *p == '"')
+			rc = buf_append(b, p, 1);	/* a quote inside is doubled */
+	}
 	return rc ? rc : buf_puts(b, "\"");
 }
 
