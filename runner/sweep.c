@@ -36,7 +36,7 @@ static void on_stop_signal(int sig)
 	stop_signal = sig;
 }
 
-/* SIGINT and SIGTERM between points (chaos_run has its own while it runs). */
+/* SIGINT, SIGTERM and SIGHUP between points (chaos_run has its own while it runs). */
 static void catch_signals(void)
 {
 	struct sigaction sa;
@@ -46,6 +46,7 @@ static void catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 /* printf into a new malloc'ed string; NULL when out of memory. */
@@ -791,7 +792,8 @@ int sweep_command(const struct sweep_opts *o)
 		printf("sweep: %s (sweep.csv, sweep.json, a folder per point)\n", s.dir);
 	} else {
 		fprintf(stderr, "chaos: sweep stopped by %s; go on with: chaos sweep --resume %s\n",
-			status == 130 ? "SIGINT" : "SIGTERM", s.dir);
+			status == 128 + SIGINT ? "SIGINT" : status == 128 + SIGHUP ? "SIGHUP" :
+			"SIGTERM", s.dir);
 	}
 out:
 	sweep_free(&s);

@@ -278,7 +278,10 @@ Test(sweep, figures_recompute_from_the_point_files, .timeout = 120)
 	cr_expect_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(plan, "points"), 1)->child->next
 			 ->valuestring, "p002-consecutive_failures=4");
 	cJSON_Delete(plan);
-	cr_expect(strstr(slurp(path), "\"status\":\t\"done\""), "sweep.json: points not done");
+	before = slurp(path);
+	cr_expect(strstr(before, "\"status\":\t\"done\"") && !strstr(before, "pending"),
+		  "sweep.json: points not done: %s", before);
+	free(before);
 	{
 		/* The point's scenario is the base with its value put in. */
 		snprintf(path, sizeof(path), "%s/p002-consecutive_failures=4/scenario.json", sw);
