@@ -1,7 +1,8 @@
 /*
  * chaos: the scenario runner. `chaos run SCENARIO` replays a scenario's
  * outage timeline through each of its setups and writes per-request
- * results and summaries; `chaos list` names the scenarios there are. See
+ * results and summaries; `chaos sweep` runs it over a grid of values;
+ * `chaos list` names the scenarios there are. See
  * docs/scenario-format.md for the scenario file and docs/results-format.md
  * for the results layout.
  */
@@ -25,12 +26,18 @@
 #include "runner/report.h"
 #include "runner/run.h"
 #include "runner/scenario.h"
+#include "runner/sweep.h"
 
 static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
 	"                          [--quiet]\n"
-	"       chaos report STAMP_DIR\n"
-	"       chaos gate STAMP_DIR [--baseline FILE] [--save-baseline FILE] [--objective SETUP]\n"
+	"       chaos sweep SCENARIO --vary PATH=SPEC [--vary PATH=SPEC …] [--out DIR]\n"
+	"                          [--time-scale S|ci] [--repeat N] [--setup NAME] [--jobs 1]\n"
+	"                          [--quiet]\n"
+	"       chaos sweep --resume SWEEP_DIR [--quiet]\n"
+	"       chaos report STAMP_DIR|SWEEP_DIR\n"
+	"       chaos gate STAMP_DIR|SWEEP_DIR [--baseline FILE] [--save-baseline FILE]\n"
+	"                          [--objective SETUP]\n"
 	"       chaos plot STAMP_DIR\n"
 	"       chaos list [DIR]\n"
 	"\n"
@@ -43,10 +50,18 @@ static const char usage_text[] =
 	"  --repeat N        runs per setup (1-100; default 1)\n"
 	"  --setup NAME      run this setup alone\n"
 	"  --quiet           no line per run on stderr\n"
+	"sweep runs SCENARIO once per point of a grid of values, each point a whole run\n"
+	"      into DIR/NAME/STAMP-sweep/POINT/, with sweep.json and sweep.csv beside them\n"
+	"  --vary PATH=SPEC  the value at PATH (setups.gw.config.providers.p.timeout_ms)\n"
+	"                    takes each of SPEC: V1,V2,… or FROM..TO/STEP; several make a grid\n"
+	"  --jobs N          points at a time: 1 (points measure latency on a shared machine)\n"
+	"  --resume DIR      go on with a sweep folder: its points not done run again\n"
+	"  (--out, --time-scale, --repeat, --setup, --quiet: as for run)\n"
 	"report  recomputes a results directory's summaries and report.md from its\n"
 	"      per-request files, and prints the table\n"
 	"gate  checks a results directory against its scenario's expect block and,\n"
-	"      with --baseline, against a saved summary; exit 1 when a check breaks\n"
+	"      with --baseline, against a saved summary; exit 1 when a check breaks;\n"
+	"      a sweep's: every done point against its own (no --baseline)\n"
 	"  --objective SETUP  also judge the setups SETUP (a name or glob) against the\n"
 	"                    scenario's objective\n"
 	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
@@ -258,6 +273,109 @@ static int cmd_run(int argc, char **argv)
 	return rc;
 }
 
+/* Most --vary a sweep takes: more would be a grid past VARY_MAX_POINTS anyway. */
+#define SWEEP_MAX_VARY 16
+
+static int cmd_sweep(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "vary", required_argument, NULL, 'v' },
+		{ "resume", required_argument, NULL, 'R' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "time-scale", required_argument, NULL, 's' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "setup", required_argument, NULL, 'S' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sweep_opts o = { .out_dir = "results", .repeat = 1, .scale = 1 };
+	const char *vary[SWEEP_MAX_VARY];
+	char bin_dir[PATH_MAX];
+	char plots[PATH_MAX];
+	bool planned = false;		/* a flag of a new sweep's plan was given */
+	const char *val;
+	int64_t v;
+	int c;
+	int rc;
+
+	optind = 2;
+	if (argc >= 3 && argv[2][0] != '-') {
+		o.scenario_path = argv[2];
+		optind = 3;
+	}
+	while ((c = opt_next("chaos", argc, argv, NULL, opts, &val)) != -1) {
+		switch (c) {
+		case 'v':
+			if (o.nvary == SWEEP_MAX_VARY)
+				opt_usage_error("chaos", "--vary: at most %d of them", SWEEP_MAX_VARY);
+			vary[o.nvary++] = val;
+			break;
+		case 'R':
+			o.resume_dir = val;
+			break;
+		case 'j':
+			if (opt_parse_i64(val, 1, 1, &v))
+				opt_usage_error("chaos", "--jobs: expected 1 (points run one at a time: "
+						"each measures latency, and two at once on a shared "
+						"machine would disturb each other), got \"%s\"", val);
+			break;
+		case 'o':
+			o.out_dir = val;
+			planned = true;
+			break;
+		case 's':
+			o.ci_scale = strcmp(val, "ci") == 0;
+			if (!o.ci_scale && opt_parse_double(val, 1e-6, SC_SCALE_MAX, &o.scale))
+				opt_usage_error("chaos", "--time-scale: expected a number above 0 and "
+						"at most %g, or ci, got \"%s\"", SC_SCALE_MAX, val);
+			planned = true;
+			break;
+		case 'r':
+			if (opt_parse_i64(val, 1, 100, &v))
+				opt_usage_error("chaos", "--repeat: expected a whole number from 1 to "
+						"100, got \"%s\"", val);
+			o.repeat = (unsigned)v;
+			planned = true;
+			break;
+		case 'S':
+			o.only_setup = val;
+			planned = true;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		}
+	}
+	o.vary = vary;
+	if (o.resume_dir && (o.scenario_path || o.nvary || planned))
+		opt_usage_error("chaos", "sweep --resume takes the sweep folder alone (and --quiet): "
+				"its plan is its sweep.json's");
+	if (!o.resume_dir && !o.scenario_path)
+		opt_usage_error("chaos", "sweep needs a SCENARIO file (or --resume SWEEP_DIR)");
+	if (!o.resume_dir && !o.nvary)
+		opt_usage_error("chaos", "sweep needs at least one --vary PATH=V1,V2,…");
+	find_bin_dir(bin_dir, sizeof(bin_dir));
+	find_plots_dir(bin_dir, plots, sizeof(plots));
+	o.bin_dir = bin_dir;
+	o.plots_dir = plots;
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXFSZ, SIG_IGN);
+	if (guard_children())
+		return 1;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		fprintf(stderr, "chaos: cannot initialise libcurl\n");
+		return 1;
+	}
+	rc = sweep_command(&o);
+	curl_global_cleanup();
+	return rc;
+}
+
 static int cmd_gate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -283,6 +401,14 @@ static int cmd_gate(int argc, char **argv)
 		else if (c == 'o')
 			objective = val;
 	}
+	if (sweep_is_dir(argv[2])) {
+		if (baseline || save) {
+			fprintf(stderr, "chaos: gate: %s is a sweep: its points are gated against "
+				"their own expect blocks, not a baseline\n", argv[2]);
+			return 2;
+		}
+		return sweep_gate_command(argv[2], objective, stdout);
+	}
 	return gate_command(argv[2], baseline, save, objective, stdout);
 }
 
@@ -292,9 +418,11 @@ int main(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "_guard") == 0)
 		return guard_main(argc, argv);
 	if (argc < 2)
-		opt_usage_error("chaos", "a command is required: run or list");
+		opt_usage_error("chaos", "a command is required: run, sweep or list");
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc, argv);
+	if (strcmp(argv[1], "sweep") == 0)
+		return cmd_sweep(argc, argv);
 	if (strcmp(argv[1], "list") == 0)
 		return cmd_list(argc, argv);
 	if (strcmp(argv[1], "gate") == 0)
@@ -304,12 +432,14 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "report") == 0) {
 		if (argc != 3 || argv[2][0] == '-')
 			opt_usage_error("chaos", "report takes one results directory (DIR/NAME/STAMP)");
+		if (sweep_is_dir(argv[2]))
+			return sweep_report_command(argv[2], stdout);
 		return report_command(argv[2], stdout);
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	opt_usage_error("chaos", "unknown command \"%s\" (run, report, gate, plot or list)",
+	opt_usage_error("chaos", "unknown command \"%s\" (run, sweep, report, gate, plot or list)",
 			argv[1]);
 }

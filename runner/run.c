@@ -584,11 +584,15 @@ static size_t longest_path(const struct scenario *sc, const struct chaos_opts *o
 			file = n;
 	}
 	snprintf(k, sizeof(k), "%u", o->repeat);
-	return strlen(o->out_dir) + 1 + strlen(sc->name) + 1 + STAMP_NAME_MAX + 1 + setup +
+	return (o->stamp_dir ? strlen(o->stamp_dir) :
+		strlen(o->out_dir) + 1 + strlen(sc->name) + 1 + STAMP_NAME_MAX) + 1 + setup +
 	       sizeof("/run-.tmp/") - 1 + strlen(k) + file;
 }
 
-/* Makes OUT/NAME/STAMP, a new one (STAMP-2… when taken), into ch->stamp_dir. */
+/*
+ * Makes OUT/NAME/STAMP, a new one (STAMP-2… when taken), into
+ * ch->stamp_dir; or the folder o->stamp_dir names, when it does.
+ */
 static int make_stamp_dir(struct chaos *ch)
 {
 	char stamp[32];
@@ -598,6 +602,11 @@ static int make_stamp_dir(struct chaos *ch)
 	int rc = -EEXIST;
 	int i;
 
+	if (ch->o->stamp_dir) {
+		free(parent);
+		ch->stamp_dir = strdup(ch->o->stamp_dir);
+		return ch->stamp_dir ? mkdir_p(ch->stamp_dir) : -ENOMEM;
+	}
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	for (i = 1; i < 100 && rc == -EEXIST; i++) {
@@ -686,8 +695,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 
 	if (longest >= PATH_MAX) {
 		fprintf(stderr, "chaos: --out: %s is too long: the run's files would have paths of up "
-			"to %zu bytes, and the system takes at most %d\n", o->out_dir, longest,
-			PATH_MAX - 1);
+			"to %zu bytes, and the system takes at most %d\n",
+			o->stamp_dir ? o->stamp_dir : o->out_dir, longest, PATH_MAX - 1);
 		return 2;
 	}
 
@@ -770,7 +779,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		} else {
 			bool write_failed = false;
 
-			report_table(stdout, sc, top, false);
+			if (!o->no_table)
+				report_table(stdout, sc, top, false);
 			/*
 			 * Plots help a person; a failure to draw them (no gnuplot) is
 			 * said, not a failed run; a file that cannot be written is.
@@ -779,7 +789,9 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 				fprintf(stderr, "chaos: no plots: %s\n", err);
 			if (write_failed)
 				ch.exit_code = 1;
-			printf("results: %s (report.md, summary.json, plots/)\n", ch.stamp_dir);
+			if (!o->no_table)
+				printf("results: %s (report.md, summary.json, plots/)\n",
+				       ch.stamp_dir);
 		}
 		cJSON_Delete(top);
 	}

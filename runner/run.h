@@ -24,12 +24,16 @@ struct chaos_opts {
 	const char *only_setup;		/* NULL: every setup */
 	unsigned repeat;		/* runs per setup, ≥ 1 */
 	bool verbose;			/* a line per run on stderr */
+	const char *stamp_dir;		/* the stamp's folder (made when missing); NULL: a
+					 * new OUT/NAME/STAMP (a sweep's points give theirs) */
+	bool no_table;			/* the table and "results:" line not printed on stdout */
 };
 
 /*
  * Runs the scenario. Writes OUT/NAME/STAMP/SETUP/run-K/ for each run and
  * OUT/NAME/STAMP/summary.json (every setup's runs combined), and prints
- * where they are. Returns the exit status: 0 when every run completed, 1
+ * the table and where they are (not with o->no_table); with o->stamp_dir,
+ * that folder is the stamp instead of a new OUT/NAME/STAMP. Returns the exit status: 0 when every run completed, 1
  * when one failed (a child crashed, a setup never became ready, a file of
  * it could not be written…: said on stderr with the child's last stderr
  * lines; that run's directory stays run-K.tmp) or a file of the stamp

@@ -733,6 +733,21 @@ out:
 
 int scenario_load(const char *path, double scale, struct scenario *sc, char *err)
 {
+	cJSON *root;
+	int rc;
+
+	memset(sc, 0, sizeof(*sc));
+	root = json_load_file(path, err, CFG_ERR_LEN);
+	if (!root)
+		return -EINVAL;
+	rc = scenario_load_json(root, path, scale, sc, err);
+	cJSON_Delete(root);
+	return rc;
+}
+
+int scenario_load_json(const cJSON *doc, const char *path, double scale, struct scenario *sc,
+		       char *err)
+{
 	cJSON *root = NULL;
 	size_t len;
 	int rc;
@@ -743,9 +758,9 @@ int scenario_load(const char *path, double scale, struct scenario *sc, char *err
 			 "most %g, got %g", path, SC_SCALE_MAX, scale);
 		return -EINVAL;
 	}
-	root = json_load_file(path, err, CFG_ERR_LEN);
+	root = cJSON_Duplicate(doc, true);
 	if (!root)
-		return -EINVAL;
+		return scenario__oom(err, path, NULL);
 	scenario_scale(root, scale);
 	sc->scale = scale;
 	sc->path = strdup(path);

@@ -189,6 +189,14 @@ struct scenario {
 int scenario_load(const char *path, double scale, struct scenario *sc, char *err);
 
 /*
+ * scenario_load of a document already parsed (doc, not changed: a sweep's
+ * point, its values put in), path standing for its file in sc->path and
+ * in the messages. Returns as scenario_load.
+ */
+int scenario_load_json(const cJSON *doc, const char *path, double scale, struct scenario *sc,
+		       char *err);
+
+/*
  * The time scale CI runs the scenario at: its "ci": {"time_scale": S,
  * "why": "…"} (S in (0, SC_CI_SCALE_MAX]), or 1 when it has none. Reads
  * the file and checks that block alone (scenario_load checks the rest, at
