@@ -38,7 +38,7 @@ static const char usage_text[] =
 	"       chaos report STAMP_DIR|SWEEP_DIR\n"
 	"       chaos gate STAMP_DIR|SWEEP_DIR [--baseline FILE] [--save-baseline FILE]\n"
 	"                          [--objective SETUP]\n"
-	"       chaos plot STAMP_DIR\n"
+	"       chaos plot STAMP_DIR|SWEEP_DIR\n"
 	"       chaos list [DIR]\n"
 	"\n"
 	"run   replays SCENARIO (a JSON file) through each of its setups: mock providers\n"
@@ -131,6 +131,8 @@ static int cmd_plot(int argc, char **argv)
 	find_plots_dir(bin_dir, plots, sizeof(plots));
 	if (guard_children())
 		return 1;
+	if (sweep_is_dir(argv[2]))
+		return sweep_plot_command(argv[2], plots, stdout);
 	if (plot_stamp(argv[2], plots, err, &write_failed)) {
 		fprintf(stderr, "chaos: %s\n", err);
 		return write_failed ? 1 : 2;

@@ -5,6 +5,7 @@
  * chaos report / chaos gate over a sweep folder.
  */
 #include "runner/sweep.h"
+#include "runner/sweep_verdict.h"
 
 #include <errno.h>
 #include <math.h>
@@ -120,6 +121,8 @@ void sweep_free(struct sweep *s)
 	free(s->elapsed_s);
 	vary_plan_free(&s->plan);
 	cJSON_Delete(s->base);
+	cJSON_Delete(s->knee);
+	cJSON_Delete(s->best);
 	free(s->dir);
 	free(s->name);
 	free(s->scenario_file);
@@ -197,6 +200,10 @@ static cJSON *plan_json(const struct sweep *s)
 	vary = NULL;
 	ok = ok && json_put(top, "points", points);
 	points = NULL;
+	if (ok && s->knee)
+		ok = json_put(top, "knee", cJSON_Duplicate(s->knee, true));
+	if (ok && s->best)
+		ok = json_put(top, "best", cJSON_Duplicate(s->best, true));
 	cJSON_Delete(vary);
 	cJSON_Delete(points);
 	if (!ok) {
@@ -782,13 +789,18 @@ int sweep_command(const struct sweep_opts *o)
 		fprintf(stderr, "chaos: sweep: %s\n", err);
 		status = 1;
 	}
+	if (status < 128)
+		sweep_table_print(stdout, &s);
+	if (status < 128 && sweep_conclude(&s, o->plots_dir, stdout, err)) {
+		fprintf(stderr, "chaos: sweep: %s\n", err);
+		status = 1;
+	}
 	if (save_plan(&s, err)) {
 		fprintf(stderr, "chaos: sweep: %s\n", err);
 		if (status < 128)
 			status = 1;
 	}
 	if (status < 128) {
-		sweep_table_print(stdout, &s);
 		printf("sweep: %s (sweep.csv, sweep.json, a folder per point)\n", s.dir);
 	} else {
 		fprintf(stderr, "chaos: sweep stopped by %s; go on with: chaos sweep --resume %s\n",
@@ -835,9 +847,32 @@ int sweep_report_command(const char *dir, FILE *out)
 			status = 1;
 	}
 	sweep_table_print(out, &s);
+	if (sweep_conclude(&s, NULL, out, err) || save_plan(&s, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		if (status < 1)
+			status = 1;
+	}
 out:
 	if (sink)
 		fclose(sink);
+	sweep_free(&s);
+	return status;
+}
+
+/* Plots of a sweep (sweep.h). */
+int sweep_plot_command(const char *dir, const char *plots_dir, FILE *out)
+{
+	char err[CFG_ERR_LEN];
+	struct sweep s;
+	int status = 0;
+
+	if (sweep_load(&s, dir, err)) {
+		fprintf(stderr, "chaos: plot: %s\n", err);
+		status = 2;
+	} else if (sweep_conclude(&s, plots_dir, out, err)) {
+		fprintf(stderr, "chaos: plot: %s\n", err);
+		status = 2;
+	}
 	sweep_free(&s);
 	return status;
 }

@@ -52,6 +52,8 @@ struct sweep {
 	char **dirs;			/* each point's folder name */
 	enum sweep_status *status;	/* each point's */
 	double *elapsed_s;		/* each point's run time; NAN: not known */
+	cJSON *knee;			/* sweep_conclude's, or NULL */
+	cJSON *best;			/* sweep_conclude's, or NULL */
 };
 
 /*
@@ -100,11 +102,25 @@ int sweep_report_command(const char *dir, FILE *out);
 int sweep_gate_command(const char *dir, const char *objective_setups, FILE *out);
 
 /*
+ * `chaos plot SWEEP`: the knees and best points (sweep_conclude) printed
+ * on out and the sweep's plots drawn under DIR/plots/ with the gnuplot
+ * scripts in plots_dir. Returns 0, or 2 (said on stderr) for an unusable
+ * sweep folder or a plot that could not be made.
+ */
+int sweep_plot_command(const char *dir, const char *plots_dir, FILE *out);
+
+/*
  * Writes DIR/sweep.csv (through sweep.csv.tmp) from the points' summaries:
  * one row per point with a summary.json × setup × phase. Returns 0 or a
  * negative errno with err (CFG_ERR_LEN bytes) naming the file.
  */
 int sweep_csv_write(const struct sweep *s, char *err);
+
+/*
+ * Point i's combined summary, DIR/POINT/summary.json, as a new tree for
+ * the caller to cJSON_Delete; NULL when it has none (or it is not JSON).
+ */
+cJSON *sweep_point_summary(const struct sweep *s, size_t i);
 
 /* Prints the sweep's table (the points with a summary.json) to fp. */
 void sweep_table_print(FILE *fp, const struct sweep *s);

@@ -15,6 +15,7 @@
 #include "common/cfg.h"
 #include "common/json.h"
 #include "runner/outfile.h"
+#include "runner/sweep_verdict.h"
 
 /* A sweep.csv figure: its column, and where it is in a phase's CFIGURES. */
 struct sweep_figure {
@@ -42,8 +43,8 @@ static const struct sweep_figure figures[] = {
 
 #define NFIGURES (sizeof(figures) / sizeof(figures[0]))
 
-/* A point's DIR/POINT/summary.json, or NULL when it has none (or it is not JSON). */
-static cJSON *point_summary(const struct sweep *s, size_t i)
+/* A point's DIR/POINT/summary.json (sweep.h). */
+cJSON *sweep_point_summary(const struct sweep *s, size_t i)
 {
 	char err[CFG_ERR_LEN];
 	struct buf path = { 0 };
@@ -141,11 +142,26 @@ static int put_header(struct buf *b, const struct sweep *s)
 		rc = buf_puts(b, ",setup,phase,runs");
 	for (j = 0; j < NFIGURES && !rc; j++)
 		rc = buf_printf(b, ",%s,%s_sd", figures[j].column, figures[j].column);
-	return rc ? rc : buf_puts(b, "\n");
+	return rc ? rc : buf_puts(b, ",objective,broken\n");
+}
+
+/* ",VERDICT,BROKEN" of a row: empty fields when the objective does not judge it. */
+static int put_verdict(struct buf *b, const struct sc_objective *o, const char *phase,
+		       const cJSON *cfig)
+{
+	struct objective_verdict v;
+	const char *word = sweep_row_verdict(o, phase, cfig, &v);
+	int rc;
+
+	if (!word)
+		return buf_puts(b, ",,");
+	rc = buf_printf(b, ",%s,", word);
+	return rc ? rc : put_text(b, v.broken);
 }
 
 /* Point i's rows: one per setup of its summary × phase. */
-static int put_point(struct buf *b, const struct sweep *s, size_t i, const cJSON *summary)
+static int put_point(struct buf *b, const struct sweep *s, size_t i, const cJSON *summary,
+		     const struct sc_objective *o)
 {
 	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
 	const cJSON *st;
@@ -180,6 +196,8 @@ static int put_point(struct buf *b, const struct sweep *s, size_t i, const cJSON
 			for (j = 0; j < NFIGURES && !rc; j++)
 				rc = put_figure(b, figure_of(ph, &figures[j]));
 			if (!rc)
+				rc = put_verdict(b, o, ph->string, ph);
+			if (!rc)
 				rc = buf_puts(b, "\n");
 			if (rc)
 				return rc;
@@ -191,18 +209,25 @@ static int put_point(struct buf *b, const struct sweep *s, size_t i, const cJSON
 /* Writes DIR/sweep.csv (sweep.h). */
 int sweep_csv_write(const struct sweep *s, char *err)
 {
+	struct scenario base;
 	struct buf b = { 0 };
 	struct buf path = { 0 };
 	size_t i;
-	int rc = put_header(&b, s);
+	int rc = sweep_base_scenario(s, &base, err);
 
+	if (rc) {
+		scenario_free(&base);
+		return rc;
+	}
+	rc = put_header(&b, s);
 	for (i = 0; i < s->plan.npoints && !rc; i++) {
-		cJSON *summary = point_summary(s, i);
+		cJSON *summary = sweep_point_summary(s, i);
 
 		if (summary)
-			rc = put_point(&b, s, i, summary);
+			rc = put_point(&b, s, i, summary, &base.objective);
 		cJSON_Delete(summary);
 	}
+	scenario_free(&base);
 	if (!rc)
 		rc = buf_printf(&path, "%s/%s", s->dir, SWEEP_CSV);
 	if (rc)
@@ -228,6 +253,16 @@ static void cell(FILE *fp, const cJSON *phase, const struct sweep_figure *f, con
 	fprintf(fp, " %*s", width, text);
 }
 
+/* The objective's verdict of a row, and the bounds broken: nothing when it judges none. */
+static void verdict_cell(FILE *fp, const struct sc_objective *o, const cJSON *phase)
+{
+	struct objective_verdict v;
+	const char *word = sweep_row_verdict(o, phase->string, phase, &v);
+
+	if (word)
+		fprintf(fp, "  %s%s%s", v.meets ? "meets" : "FAILS", v.meets ? "" : " ", v.broken);
+}
+
 /* The figure of figures[] called column. */
 static const struct sweep_figure *figure(const char *column)
 {
@@ -243,14 +278,20 @@ static const struct sweep_figure *figure(const char *column)
 /* Prints the sweep's table (sweep.h). */
 void sweep_table_print(FILE *fp, const struct sweep *s)
 {
+	struct scenario base;
+	char err[CFG_ERR_LEN];
+	const struct sc_objective *o;
 	size_t i;
 	const cJSON *st;
 	const cJSON *ph;
 
-	fprintf(fp, "%-32s %-12s %-12s %9s %9s %9s %12s %10s\n", "point", "setup", "phase",
-		"answered", "p95 ms", "dup share", "$/answered", "to open ms");
+	o = sweep_base_scenario(s, &base, err) == 0 && base.objective.given ? &base.objective :
+									      NULL;
+	fprintf(fp, "%-32s %-12s %-12s %9s %9s %9s %12s %10s%s\n", "point", "setup", "phase",
+		"answered", "p95 ms", "dup share", "$/answered", "to open ms",
+		o ? "  objective" : "");
 	for (i = 0; i < s->plan.npoints; i++) {
-		cJSON *summary = point_summary(s, i);
+		cJSON *summary = sweep_point_summary(s, i);
 		char *label = vary_label(&s->plan, i);
 
 		if (!summary) {
@@ -268,10 +309,12 @@ void sweep_table_print(FILE *fp, const struct sweep *s)
 				cell(fp, ph, figure("duplicate_share"), "%.1f%%", 100, 9);
 				cell(fp, ph, figure("cost_per_answered_usd"), "%.3g", 1, 12);
 				cell(fp, ph, figure("time_to_open_ms"), "%.0f", 1, 10);
+				verdict_cell(fp, o, ph);
 				fputc('\n', fp);
 			}
 		}
 		free(label);
 		cJSON_Delete(summary);
 	}
+	scenario_free(&base);
 }

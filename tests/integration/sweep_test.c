@@ -244,6 +244,7 @@ Test(sweep, figures_recompute_from_the_point_files, .timeout = 120)
 		"time_to_open_ms_sd", "time_to_primary_ms", "time_to_primary_ms_sd",
 		"fallback_share", "fallback_share_sd", "time_to_close_ms", "time_to_close_ms_sd",
 		"exposed_requests", "exposed_requests_sd", "check_rate_per_s", "check_rate_per_s_sd",
+		"objective", "broken",
 	};
 	const char *argv[] = { "chaos", "sweep", scenario, "--vary", CF "=1,4", "--out", out, NULL };
 	struct lg_proc p;
