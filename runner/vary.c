@@ -17,6 +17,7 @@
 #include "runner/jpath.h"
 
 #define RANGE_SLACK 1e-9		/* TO counts within this share of a step */
+#define VARY_LINK '+'			/* links paths that take the same values */
 
 enum vtype { VT_NUMBER, VT_STRING, VT_BOOL, VT_GUESS };
 
@@ -232,24 +233,106 @@ static int parse_range(const char *path, const cJSON *cur, enum vtype t, const c
 	return 0;
 }
 
-/* Checks path against base and the plan; its current value into *cur. */
-static int check_path(const struct vary_plan *plan, const cJSON *base, const char *path,
-		      const cJSON **cur, char *err, size_t errlen)
+/*
+ * Part k (from 0) of a path, whose parts are linked by '+' ("A+B": one
+ * axis setting both), into out (len bytes). Returns 1, 0 past the last
+ * part, -1 for an empty part or one longer than len − 1.
+ */
+static int path_part(const char *path, size_t k, char *out, size_t len)
 {
-	char msg[400];
+	const char *p = path;
+	const char *end;
+	size_t n;
+
+	for (; k > 0; k--) {
+		p = strchr(p, VARY_LINK);
+		if (!p)
+			return 0;
+		p++;
+	}
+	end = strchr(p, VARY_LINK);
+	n = end ? (size_t)(end - p) : strlen(p);
+	if (n == 0 || n >= len)
+		return -1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return 1;
+}
+
+/* How many of path's parts are part. */
+static size_t count_part(const char *path, const char *part)
+{
+	char p[VARY_PATH_MAX];
+	size_t n = 0;
+	size_t k;
+
+	for (k = 0; path_part(path, k, p, sizeof(p)) == 1; k++)
+		n += strcmp(p, part) == 0;
+	return n;
+}
+
+/* Whether part is a part of a path the plan varies already. */
+static bool overlaps(const struct vary_plan *plan, const char *part)
+{
+	char other[VARY_PATH_MAX];
 	size_t j;
+	size_t k;
+
+	for (j = 0; j < plan->n; j++)
+		for (k = 0; path_part(plan->v[j].path, k, other, sizeof(other)) == 1; k++)
+			if (strcmp(other, part) == 0)
+				return true;
+	return false;
+}
+
+/*
+ * Checks each part of path against base and the plan: settable, not
+ * varied already, all of one type. The first part's current value into
+ * *cur and the values' type into *t.
+ */
+static int check_path(const struct vary_plan *plan, const cJSON *base, const char *path,
+		      const cJSON **cur, enum vtype *t, char *err, size_t errlen)
+{
+	char part[VARY_PATH_MAX];
+	char msg[400];
+	const cJSON *c;
+	enum vtype tk;
+	size_t k;
+	int got;
 	int rc;
 
-	for (j = 0; j < plan->n; j++) {
-		if (strcmp(plan->v[j].path, path) == 0) {
-			snprintf(err, errlen, "--vary %.200s: given twice (one --vary per path)", path);
+	for (k = 0; (got = path_part(path, k, part, sizeof(part))) == 1; k++) {
+		if (overlaps(plan, part) || count_part(path, part) > 1) {
+			if (strchr(path, VARY_LINK))
+				snprintf(err, errlen, "--vary %.200s: %.200s given twice (one --vary "
+					 "per path)", path, part);
+			else
+				snprintf(err, errlen, "--vary %.200s: given twice (one --vary per path)",
+					 path);
+			return -EINVAL;
+		}
+		rc = jpath_settable(base, part, &c, msg, sizeof(msg));
+		if (rc) {
+			snprintf(err, errlen, "--vary %.200s: no such value in the scenario: %s", path,
+				 msg);
+			return rc == -ENOMEM ? rc : -EINVAL;
+		}
+		rc = type_of(c, part, &tk, err, errlen);
+		if (rc)
+			return rc;
+		if (k == 0) {
+			*cur = c;
+			*t = tk;
+		} else if (tk != *t) {
+			snprintf(err, errlen, "--vary %.200s: linked paths take the same values, but "
+				 "%.200s holds another type than the first", path, part);
 			return -EINVAL;
 		}
 	}
-	rc = jpath_settable(base, path, cur, msg, sizeof(msg));
-	if (rc) {
-		snprintf(err, errlen, "--vary %.200s: no such value in the scenario: %s", path, msg);
-		return rc == -ENOMEM ? rc : -EINVAL;
+	if (got < 0) {
+		snprintf(err, errlen, "--vary %.200s: expected PATH or PATH+PATH…, each part not "
+			 "empty and under %d bytes", path, VARY_PATH_MAX);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -318,9 +401,7 @@ int vary_add(struct vary_plan *plan, const cJSON *base, const char *arg, char *e
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = check_path(plan, base, path, &cur, err, errlen);
-	if (!rc)
-		rc = type_of(cur, path, &t, err, errlen);
+	rc = check_path(plan, base, path, &cur, &t, err, errlen);
 	if (rc)
 		goto out;
 	if (strstr(eq + 1, ".."))
@@ -355,9 +436,7 @@ int vary_add_json(struct vary_plan *plan, const cJSON *base, const cJSON *item, 
 		snprintf(err, errlen, "vary: expected {\"path\": PATH, \"values\": [...]}");
 		return -EINVAL;
 	}
-	rc = check_path(plan, base, path, &cur, err, errlen);
-	if (!rc)
-		rc = type_of(cur, path, &t, err, errlen);
+	rc = check_path(plan, base, path, &cur, &t, err, errlen);
 	if (rc)
 		return rc;
 	cJSON_ArrayForEach(v, vals) {
@@ -407,12 +486,17 @@ cJSON *vary_scenario(const struct vary_plan *plan, const cJSON *base, size_t i, 
 		return NULL;
 	}
 	for (j = 0; j < plan->n; j++) {
-		v = cJSON_Duplicate(vary_value(plan, i, j), true);
-		if (!v || jpath_set(root, plan->v[j].path, v, err, errlen)) {
-			if (!v)
-				snprintf(err, errlen, "out of memory");
-			cJSON_Delete(root);
-			return NULL;
+		char part[VARY_PATH_MAX];
+		size_t k;
+
+		for (k = 0; path_part(plan->v[j].path, k, part, sizeof(part)) == 1; k++) {
+			v = cJSON_Duplicate(vary_value(plan, i, j), true);
+			if (!v || jpath_set(root, part, v, err, errlen)) {
+				if (!v)
+					snprintf(err, errlen, "out of memory");
+				cJSON_Delete(root);
+				return NULL;
+			}
 		}
 	}
 	return root;

@@ -9,7 +9,9 @@
  * PATH now: a number (whole numbers stay whole in the JSON), a string,
  * true or false; for a key the scenario does not have yet (its parent an
  * object), numbers when every value reads as one, true/false when every
- * one is, else strings. Pure: no I/O.
+ * one is, else strings. PATH may link several paths with '+' ("A+B"): one
+ * axis whose values every one of them takes (each settable, all of one
+ * type) — a per-attempt timeout shared by two providers. Pure: no I/O.
  */
 #ifndef FAULTLINE_RUNNER_VARY_H
 #define FAULTLINE_RUNNER_VARY_H
@@ -22,6 +24,7 @@
 #define VARY_MAX_VALUES 1000		/* per --vary */
 #define VARY_MAX_POINTS 1000		/* in the grid */
 #define VARY_DIR_MAX 120		/* a point folder name's length */
+#define VARY_PATH_MAX 512		/* one part of a path, with its NUL */
 
 /* One varied path and its values, in order. */
 struct vary {

@@ -151,4 +151,38 @@ Test(vary, refusals_name_the_path_and_the_expectation)
 	refused("=1", "--vary: expected PATH=");
 	refused("load.rate", "--vary: expected PATH=");
 	refused("load.rate=0..600/1", "the grid would have 1202 points");
+	refused("load.rate+load.timeout_ms=1,2", "--vary load.rate+load.timeout_ms: "
+		"load.timeout_ms given twice");
+	refused("load.rate+load.rate=1,2", "load.rate given twice");
+	refused("load.model+setups.gw.config.providers.primary.timeout_ms=1,2",
+		"linked paths take the same values, but setups.gw.config.providers.primary."
+		"timeout_ms holds another type than the first");
+	refused("load.rate+=1", "expected PATH or PATH+PATH");
+	refused("load.rate+setups.gw.config.nope.x=1", "no such value in the scenario: "
+		"setups.gw.config.nope: no such key");
+}
+
+/* A+B: one axis, both paths take each value; the folder is named by the last part's leaf. */
+Test(vary, linked_paths_take_the_same_values)
+{
+	cJSON *b = base();
+	struct vary_plan p = { 0 };
+	cJSON *sc;
+	char *s;
+
+	cr_assert_eq(vary_add(&p, b, "setups.gw.config.providers.primary.timeout_ms"
+			      "+load.timeout_ms=300,800", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p.npoints, 2);
+	s = vary_dir_name(&p, 1);
+	cr_expect_str_eq(s, "p002-timeout_ms=800");
+	free(s);
+	sc = vary_scenario(&p, b, 1, err, sizeof(err));
+	cr_assert_not_null(sc, "%s", err);
+	s = cJSON_PrintUnformatted(sc);
+	cr_expect(strstr(s, "\"primary\":{\"timeout_ms\":800}"), "%s", s);
+	cr_expect(strstr(s, "\"load\":{\"timeout_ms\":800,"), "%s", s);
+	free(s);
+	cJSON_Delete(sc);
+	vary_plan_free(&p);
+	cJSON_Delete(b);
 }
