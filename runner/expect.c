@@ -11,13 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/jpath.h"
 #include "runner/scenario_int.h"
 
 #define EK(name, field, max) \
 	{ name, CFG_NUM, offsetof(struct sc_expect, field), false, NAN, 0, max, NULL, NULL }
 
 /* The bounds start at index EXPECT_FIRST_BOUND; before them, what the entry is about. */
-#define EXPECT_FIRST_BOUND 5
+#define EXPECT_FIRST_BOUND 6
 
 static const struct cfg_key expect_keys[] = {
 	{ "setup", CFG_STR, offsetof(struct sc_expect, setup), true, 0, 0, 0, NULL, NULL },
@@ -25,6 +26,7 @@ static const struct cfg_key expect_keys[] = {
 	{ "class", CFG_STR, offsetof(struct sc_expect, cls), false, 0, 0, 0, NULL, NULL },
 	{ "relative_to", CFG_STR, offsetof(struct sc_expect, relative_to), false, 0, 0, 0, NULL,
 	  NULL },
+	{ "when", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	EK("window_s", window_ms, 1e12),
 	EK("error_rate_max", error_rate_max, 1),
 	EK("answered_min", answered_min, 1),
@@ -146,11 +148,93 @@ static int check_expect(const struct scenario *sc, struct sc_expect *e, const ch
 	return 0;
 }
 
-int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, char *err)
+/* Whether the scenario's value at a when's path equals want (numbers within 1e-9). */
+static bool same_value(const cJSON *have, const cJSON *want)
+{
+	if (cJSON_IsNumber(have) && cJSON_IsNumber(want))
+		return fabs(have->valuedouble - want->valuedouble) <=
+		       1e-9 * fmax(1, fabs(want->valuedouble));
+	if (cJSON_IsString(have) && cJSON_IsString(want))
+		return strcmp(have->valuestring, want->valuestring) == 0;
+	return cJSON_IsBool(have) && cJSON_IsBool(want) &&
+	       cJSON_IsTrue(have) == cJSON_IsTrue(want);
+}
+
+/* Whether two values are of one kind: numbers, strings or booleans. */
+static bool same_kind(const cJSON *a, const cJSON *b)
+{
+	return (cJSON_IsNumber(a) && cJSON_IsNumber(b)) ||
+	       (cJSON_IsString(a) && cJSON_IsString(b)) || (cJSON_IsBool(a) && cJSON_IsBool(b));
+}
+
+/*
+ * An entry's "when" (in the unscaled document): {PATH: VALUE or [VALUE,
+ * …]}, every PATH a value of the scenario (runner/jpath.h) of the kind
+ * given. *applies says whether the scenario's values are those given
+ * (one of them, for a list) at every PATH. Returns 0, or -EINVAL naming
+ * the key.
+ */
+static int check_when(const cJSON *doc, const cJSON *when, const char *file,
+		      const char *path, bool *applies, char *err)
+{
+	char wpath[128];
+	char msg[400];
+	char got[96];
+	const cJSON *cond;
+
+	*applies = true;
+	if (!when)
+		return 0;
+	snprintf(wpath, sizeof(wpath), "%s.when", path);
+	if (!cJSON_IsObject(when) || !when->child) {
+		cfg_describe(when, got, sizeof(got));
+		return cfg_error(err, file, path, "when", "expected an object {PATH: value or "
+				 "[values]} naming at least one of the scenario's values, got %s",
+				 got);
+	}
+	cJSON_ArrayForEach(cond, when) {
+		const cJSON *have;
+		const cJSON *v;
+		bool any = false;
+
+		if (jpath_get(doc, cond->string, &have, msg, sizeof(msg)))
+			return cfg_error(err, file, wpath, cond->string, "expected the path of a value "
+					 "the scenario states: %s", msg);
+		if (!cJSON_IsNumber(have) && !cJSON_IsString(have) && !cJSON_IsBool(have))
+			return cfg_error(err, file, wpath, cond->string, "expected the path of a "
+					 "number, string or boolean, got one of %s",
+					 cJSON_IsObject(have) ? "an object" : cJSON_IsArray(have) ?
+					 "an array" : "null");
+		if (!cJSON_IsArray(cond) && !same_kind(have, cond)) {
+			cfg_describe(cond, got, sizeof(got));
+			return cfg_error(err, file, wpath, cond->string, "expected a value of the kind "
+					 "the scenario has there, got %s", got);
+		}
+		for (v = cJSON_IsArray(cond) ? cond->child : NULL; v; v = v->next) {
+			if (!same_kind(have, v)) {
+				cfg_describe(v, got, sizeof(got));
+				return cfg_error(err, file, wpath, cond->string, "expected values of the "
+						 "kind the scenario has there, got %s", got);
+			}
+			any = any || same_value(have, v);
+		}
+		if (cJSON_IsArray(cond) && !cond->child)
+			return cfg_error(err, file, wpath, cond->string, "expected at least one value");
+		if (!cJSON_IsArray(cond))
+			any = same_value(have, cond);
+		*applies = *applies && any;
+	}
+	return 0;
+}
+
+int expect_load_all(const cJSON *root, const cJSON *doc, const char *file, struct scenario *sc,
+		    char *err)
 {
 	const cJSON *arr;
 	const cJSON *item;
+	const cJSON *raw = cJSON_GetObjectItemCaseSensitive(doc, "expect");
 	size_t i = 0;
+	size_t k = 0;
 	char path[64];
 	int rc;
 
@@ -162,14 +246,30 @@ int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, ch
 	if (!sc->expects)
 		return scenario__oom(err, file, "expect");
 	cJSON_ArrayForEach(item, arr) {
+		bool applies;
+
 		snprintf(path, sizeof(path), "expect[%zu]", i);
-		sc->nexpects = i + 1;
-		rc = cfg_apply(expect_keys, NELEM(expect_keys), item, &sc->expects[i], file, path,
+		sc->nexpects = k + 1;
+		rc = cfg_apply(expect_keys, NELEM(expect_keys), item, &sc->expects[k], file, path,
 			       err);
 		if (!rc)
-			rc = check_expect(sc, &sc->expects[i], file, path, err);
+			rc = check_expect(sc, &sc->expects[k], file, path, err);
+		if (!rc)
+			rc = check_when(doc, cJSON_GetObjectItemCaseSensitive(
+						cJSON_GetArrayItem(raw, (int)i), "when"),
+					file, path, &applies, err);
 		if (rc)
 			return rc;
+		if (applies) {
+			k++;
+		} else {	/* not this scenario's: checked, then left out */
+			free(sc->expects[k].setup);
+			free(sc->expects[k].phase);
+			free(sc->expects[k].cls);
+			free(sc->expects[k].relative_to);
+			memset(&sc->expects[k], 0, sizeof(sc->expects[k]));
+			sc->nexpects = k;
+		}
 		i++;
 	}
 	return 0;

@@ -784,7 +784,7 @@ int scenario_load_json(const cJSON *doc, const char *path, double scale, struct 
 	if (!rc)
 		rc = setup_load_all(root, path, sc, err);
 	if (!rc)
-		rc = expect_load_all(root, path, sc, err);
+		rc = expect_load_all(root, doc, path, sc, err);
 	if (!rc)
 		rc = objective_load(root, path, sc, err);
 out:

@@ -105,11 +105,14 @@ size_t setup_sections(struct cfg_section *out, size_t max);
 /* ---- expect.c ---- */
 
 /*
- * Loads the "expect" array into sc->expects (the setups and phases
- * already loaded). Returns 0, or -EINVAL (-ENOMEM) with a message in err;
- * what was loaded before the error stays for scenario_free.
+ * Loads the "expect" array of root (the scaled document) into sc->expects
+ * (the setups and phases already loaded), leaving out the entries whose
+ * "when" the scenario's values (in doc, the document as written,
+ * unscaled) do not match. Returns 0, or -EINVAL (-ENOMEM) with a message
+ * in err; what was loaded before the error stays for scenario_free.
  */
-int expect_load_all(const cJSON *root, const char *file, struct scenario *sc, char *err);
+int expect_load_all(const cJSON *root, const cJSON *doc, const char *file, struct scenario *sc,
+		    char *err);
 
 /* The expectations' table, as the "expect[]" section, into out (at most max); returns 1. */
 size_t expect_sections(struct cfg_section *out, size_t max);

@@ -365,6 +365,36 @@ Test(scenario, prices_and_the_new_expectations, .timeout = 10)
 	scenario_free(&sc);
 }
 
+/*
+ * An expectation's "when": kept when the scenario's values, as written
+ * (unscaled), are those given (one of a list), left out otherwise.
+ */
+Test(scenario, expectations_apply_when_the_scenario_has_the_values, .timeout = 10)
+{
+	static const char json[] =
+		"{" DUR "," PROV ","
+		" \"load\":{\"concurrency\":2,\"timeout_ms\":1000,\"model\":\"m\"},"
+		" \"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\"}],"
+		" \"expect\":[{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":0.1,"
+		"              \"when\":{\"load.timeout_ms\":1000}},"
+		"             {\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":0.2,"
+		"              \"when\":{\"load.timeout_ms\":2000}},"
+		"             {\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":0.3,"
+		"              \"when\":{\"load.timeout_ms\":[500,1000],\"load.model\":\"m\","
+		"                        \"setups.d.provider\":[\"a\",\"b\"]}},"
+		"             {\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":0.4,"
+		"              \"when\":{\"load.timeout_ms\":1000,\"load.model\":\"n\"}},"
+		"             {\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":0.5}]}";
+	struct scenario sc;
+
+	cr_assert_eq(load_scaled(json, 0.2, &sc), 0, "%s", err);
+	cr_assert_eq(sc.nexpects, 3, "the entries whose when holds, and the one without");
+	cr_expect_float_eq(sc.expects[0].answered_min, 0.1, 0, "1000 as written, not as scaled");
+	cr_expect_float_eq(sc.expects[1].answered_min, 0.3, 0, "one of a list, every path");
+	cr_expect_float_eq(sc.expects[2].answered_min, 0.5, 0);
+	scenario_free(&sc);
+}
+
 Test(scenario, closed_loop_and_rate_mix, .timeout = 10)
 {
 	struct scenario sc;
@@ -755,6 +785,25 @@ static const struct bad_case bad_cases[] = {
 	  ": expect[0].cost_overhead_max: expected a number from -1 to 1000000, got -2" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"extra_requests_max\":\"0.1\"}"),
 	  ": expect[0].extra_requests_max: expected a number" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":1,\"when\":[1]}"),
+	  ": expect[0].when: expected an object {PATH: value or [values]}" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":1,\"when\":{}}"),
+	  ": expect[0].when: expected an object {PATH: value or [values]}" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":1,"
+		 "\"when\":{\"load.nope\":1}}"),
+	  ": expect[0].when.load.nope: expected the path of a value the scenario states: "
+	  "load.nope: no such key" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":1,"
+		 "\"when\":{\"load\":1}}"),
+	  ": expect[0].when.load: expected the path of a number, string or boolean, got one of "
+	  "an object" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":1,"
+		 "\"when\":{\"setups.d.provider\":1}}"),
+	  ": expect[0].when.setups.d.provider: expected a value of the kind the scenario has "
+	  "there, got 1" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"answered_min\":1,"
+		 "\"when\":{\"setups.d.provider\":[]}}"),
+	  ": expect[0].when.setups.d.provider: expected at least one value" },
 	/* prices */
 	/* ci */
 	{ "{" BASE ",\"ci\":0.2}", ": ci: expected an object {\"time_scale\": S, \"why\": \"…\"}, "
