@@ -11,7 +11,10 @@
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
-#   make suite      the classic suite, stream-stall, three-setups and slow-tail, each result through chaos gate
+#   make suite      the classic suite, stream-stall, three-setups, slow-tail and a detect
+#                   scenario, then a 3-point timeout-knee sweep, each result through chaos gate
+#   make study      the detection and timeout studies at time scale 1 (about 45 minutes):
+#                   sweeps, and OUT/study-STAMP/study.md with their tables
 #   make install    PREFIX=/usr/local (DESTDIR honoured): the programs, man pages,
 #                   example scenarios and configs, docs; make uninstall removes them
 #   make clean      (make O=DIR … builds and cleans DIR alone)
@@ -63,7 +66,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite clean deps install uninstall
+.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite study clean deps install uninstall
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -240,6 +243,9 @@ demo-walkthrough: all
 
 suite: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/suite.sh
+
+study: all
+	FAULTLINE_BIN=$(BIN_DIR) scripts/study.sh
 
 clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)

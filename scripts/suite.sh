@@ -1,6 +1,8 @@
 #!/bin/sh
-# make suite: the classic outage suite, stream-stall, three-setups and
-# slow-tail through bin/chaos, each at the time scale it gives CI
+# make suite: the classic outage suite, stream-stall, three-setups,
+# slow-tail and detect-hang through bin/chaos, then a 3-point sweep of
+# timeout-knee, each at
+# the time scale it gives CI
 # ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
 # result checked by chaos gate against its expect block and, when
 # scenarios/baselines/NAME-SCALE.json exists for the scale it ran at (the
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/.."
 bin=${FAULTLINE_BIN:-bin}
 scale=${SCALE:-ci}
 out=${OUT:-results}
-scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail}
+scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang}
 scenario_dir=${SCENARIO_DIR:-scenarios}
 baseline_dir=${BASELINE_DIR:-$scenario_dir/baselines}
 status=0
@@ -43,4 +45,24 @@ for name in $scenarios; do
 	fi
 	echo
 done
+
+# The CI sweep: timeout-knee over one per-attempt timeout for both
+# providers (the trap below the backup's latency, the knee, far above), each
+# point gated by the expectations its "when" selects; the sweep's objective
+# verdicts, knee and best point are in its table (and sweep.csv/json).
+if [ -z "${SCENARIOS:-}" ]; then
+	p=setups.gateway.config.providers
+	log="$out/timeout-knee.sweep.log"
+	mkdir -p "$out"
+	if "$bin/chaos" sweep "$scenario_dir/timeout-knee.json" --time-scale "$scale" --out "$out" \
+		--quiet --vary "$p.primary.timeout_ms+$p.backup.timeout_ms=1000,2500,8000" > "$log" 2>&1; then
+		cat "$log"
+		sweep=$(sed -n 's/^sweep: \([^ ]*\) .*/\1/p' "$log")
+		echo "== chaos gate $sweep"
+		"$bin/chaos" gate "$sweep" || status=1
+	else
+		cat "$log"
+		status=1
+	fi
+fi
 exit "$status"
