@@ -16,6 +16,7 @@
 #include "common/buf.h"
 #include "common/json.h"
 #include "common/records.h"
+#include "runner/detect.h"
 #include "runner/outfile.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
@@ -266,6 +267,7 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 			       "the server; TTFT is over answered streams, from the answering "
 			       "attempt's send; *max gap* is the longest silence any stream "
 			       "saw.\n\n" : "\nstreams:\n");
+	detect_table(fp, sc, summary, markdown);
 }
 
 /* ---- report.md ---- */
