@@ -46,7 +46,7 @@ static struct detect_value none(enum detect_none why)
  * (a stream's first-token cap when smaller), a 5xx when it is answered,
  * slow tokens at the cap when the slow answer outlasts it (else never:
  * the answers are slow but whole), a stall after the commit the stall
- * timeout after the last token. NAN with *why set when there is none.
+ * timeout after the last token, whatever the attempt's timeout. NAN with *why set when there is none.
  */
 static double failure_latency(const struct detect_passive *pa, const struct detect_fault *f,
 			      enum detect_none *why)
@@ -75,7 +75,9 @@ static double failure_latency(const struct detect_passive *pa, const struct dete
 			return pa->timeout_ms;	/* a plain answer that never comes */
 		if (!f->committed)
 			return cap;
-		return fmin(f->answer_ms + pa->stall_timeout_ms, pa->timeout_ms);
+		/* Committed, the stream is the stall timer's: the attempt's
+		 * timeout no longer cuts it (measured: detect-stall). */
+		return f->answer_ms + pa->stall_timeout_ms;
 	default:
 		break;
 	}
