@@ -65,6 +65,12 @@ const char *const mock_columns[MOCK_NCOLS] = {
 	[MOCK_DUR_MS] = "dur_ms",
 	[MOCK_TOKENS_OUT] = "tokens_out",
 	[MOCK_OUTCOME] = "outcome",
+	[MOCK_KIND] = "kind",
+};
+
+static const char *const mock_kind_names[MOCK_KIND_COUNT] = {
+	[MOCK_KIND_CHAT] = "chat",
+	[MOCK_KIND_MODELS] = "models",
 };
 
 static const char *const mock_outcome_names[MOCK_OUTCOME_COUNT] = {
@@ -138,6 +144,23 @@ int mock_outcome_from_name(const char *s)
 	return index_of(mock_outcome_names, MOCK_OUTCOME_COUNT, s);
 }
 
+const char *mock_kind_name(enum mock_kind k)
+{
+	return name_of(mock_kind_names, MOCK_KIND_COUNT, (int)k);
+}
+
+int mock_kind_from_name(const char *s)
+{
+	return index_of(mock_kind_names, MOCK_KIND_COUNT, s);
+}
+
+bool rec_mock_is_check(enum mock_kind k, const char *request_id)
+{
+	return k == MOCK_KIND_MODELS ||
+	       (request_id && strncmp(request_id, REC_CHECK_ID_PREFIX,
+				      strlen(REC_CHECK_ID_PREFIX)) == 0);
+}
+
 const char *event_state_name(enum event_state s)
 {
 	return name_of(event_state_names, EVENT_NSTATES, (int)s);
@@ -164,6 +187,7 @@ int mock_record_row(struct row *r, const struct mock_record *m)
 	row_num(r, c[MOCK_DUR_MS], m->dur_ms, 3);
 	row_int(r, c[MOCK_TOKENS_OUT], m->tokens_out);
 	row_str(r, c[MOCK_OUTCOME], mock_outcome_name(m->outcome));
+	row_str(r, c[MOCK_KIND], mock_kind_name(m->kind));
 	if (r->nfields != MOCK_NCOLS)
 		return -ENOMEM;
 	return row_end(r);

@@ -5,9 +5,11 @@
  *
  *   requests.csv / requests.jsonl  loadgen's row a request: req_columns,
  *                                  in order; outcome one of enum outcome
- *   mock-NAME.csv                  a mock provider's row a request:
+ *   mock-NAME.csv                  a mock provider's row a request
+ *                                  (chat completions and model listings):
  *                                  mock_columns, in order; outcome one of
- *                                  enum mock_outcome
+ *                                  enum mock_outcome, kind one of enum
+ *                                  mock_kind
  *   events.jsonl                   the gateway's breaker changes, one JSON
  *                                  object a line: event_keys; from and to
  *                                  one of enum breaker_state's names
@@ -139,6 +141,7 @@ enum mock_col {
 	MOCK_DUR_MS,
 	MOCK_TOKENS_OUT,
 	MOCK_OUTCOME,
+	MOCK_KIND,
 	MOCK_NCOLS
 };
 
@@ -159,6 +162,34 @@ const char *mock_outcome_name(enum mock_outcome o);
 /* The mock outcome named s, or -1 when s names none. */
 int mock_outcome_from_name(const char *s);
 
+/*
+ * What a mock row's request asked (the kind column): a chat completion
+ * (POST …/chat/completions) or a model listing (GET …/models, what a
+ * gateway's health check asks by default). A log without the column is
+ * all chat rows.
+ */
+enum mock_kind {
+	MOCK_KIND_CHAT,
+	MOCK_KIND_MODELS,
+	MOCK_KIND_COUNT
+};
+
+/* The kind's name as it appears in mock-NAME.csv: "chat" or "models"; "?" when out of range. */
+const char *mock_kind_name(enum mock_kind k);
+
+/* The kind named s, or -1 when s names none. */
+int mock_kind_from_name(const char *s);
+
+/*
+ * How the x-request-id of a gateway's health check starts
+ * ("health-check-PROVIDER-N"): a chat row whose request_id starts so is a
+ * check, not a user's request (the runner's stats count it as one).
+ */
+#define REC_CHECK_ID_PREFIX "health-check-"
+
+/* Whether a mock row of kind k with request id (may be NULL) is a health check. */
+bool rec_mock_is_check(enum mock_kind k, const char *request_id);
+
 /* One row of mock-NAME.csv. Absent values: NULL or NaN as noted. */
 struct mock_record {
 	double t_ms;			/* arrival, ms after t0 */
@@ -170,6 +201,7 @@ struct mock_record {
 	double dur_ms;
 	int64_t tokens_out;
 	enum mock_outcome outcome;
+	enum mock_kind kind;
 };
 
 /*

@@ -818,6 +818,11 @@ int gw_config_check_json(const cJSON *root, const char *file, char *err)
 	return rc;
 }
 
+int gw_config_read_json(const cJSON *root, const char *file, struct gw_config *cfg, char *err)
+{
+	return from_json(root, file, false, false, cfg, err);
+}
+
 int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err)
 {
 	cJSON *root = json_load_file(path, err, CFG_ERR_LEN);

@@ -149,6 +149,14 @@ int gw_config_from_json(const cJSON *root, const char *file, bool allow_remote,
 int gw_config_check_json(const cJSON *root, const char *file, char *err);
 
 /*
+ * gw_config_check_json, keeping what it read in *cfg (the caller frees it
+ * with gw_config_free): for the runner, which predicts from a setup's
+ * config (its breaker, timeouts and health checks) without running it.
+ * Returns as gw_config_check_json; cfg is empty on failure.
+ */
+int gw_config_read_json(const cJSON *root, const char *file, struct gw_config *cfg, char *err);
+
+/*
  * Loads and validates a config file. Providers' base URLs must be on
  * loopback unless allow_remote. An api_key_env must name a variable that
  * is set (its value is read here, and never written anywhere but the

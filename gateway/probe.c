@@ -6,7 +6,10 @@
  * timeout_ms. health.c counts the results; when a provider turns
  * unhealthy its targets' breakers are opened, while it stays unhealthy
  * they are kept open, and when it is healthy again the open ones go
- * half-open, so neither waits for traffic to find out.
+ * half-open, so neither waits for traffic to find out. Every check carries
+ * x-request-id: health-check-PROVIDER-N (common/records.h's
+ * REC_CHECK_ID_PREFIX), so a provider's log can tell it from a user's
+ * request.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -21,6 +24,7 @@
 #include "gateway/gateway.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/records.h"
 
 struct probe {
 	uv_timer_t timer;		/* first: the struct is freed with the handle */
@@ -33,6 +37,10 @@ struct probe {
 	bool busy;			/* a check is in flight */
 	char *url;
 	char *body;			/* a completion check's request; NULL for GET */
+	char *h_id_text;		/* "x-request-id: health-check-NAME-N" */
+	size_t h_id_len;		/* its bytes, N's room included */
+	unsigned long long seq;		/* checks started */
+	struct curl_slist h_id;
 	struct curl_slist h_type;
 	struct curl_slist h_auth;
 	char errbuf[CURL_ERROR_SIZE];
@@ -130,11 +138,15 @@ static void on_probe_timer(uv_timer_t *t)
 	CURL *e = p->easy;
 
 	p->errbuf[0] = '\0';
+	snprintf(p->h_id_text, p->h_id_len, "x-request-id: " REC_CHECK_ID_PREFIX "%s-%llu",
+		 prov->name, ++p->seq);
+	p->h_id = (struct curl_slist){ p->h_id_text, NULL };
+	head = &p->h_id;
 	curl_easy_setopt(e, CURLOPT_URL, p->url);
 	if (p->body) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, p->body);
-		p->h_type = (struct curl_slist){ content_type, NULL };
+		p->h_type = (struct curl_slist){ content_type, head };
 		head = &p->h_type;
 	} else {
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
@@ -182,6 +194,8 @@ static struct probe *probe_new(struct gateway *gw, size_t provider)
 	p->provider = provider;
 	p->cfg = &prov->health;
 	health_init(&p->st);
+	p->h_id_len = strlen("x-request-id: " REC_CHECK_ID_PREFIX) + strlen(prov->name) + 24;
+	p->h_id_text = malloc(p->h_id_len);
 	p->easy = gateway_easy_get(gw);
 	if (p->cfg->request == HEALTH_COMPLETION) {
 		model = first_model(gw, provider);
@@ -195,9 +209,11 @@ static struct probe *probe_new(struct gateway *gw, size_t provider)
 		buf_printf(&b, "%s/models", prov->base_url);
 		p->url = buf_steal(&b);
 	}
-	if (!p->easy || !p->url || (p->cfg->request == HEALTH_COMPLETION && !p->body)) {
+	if (!p->easy || !p->url || !p->h_id_text ||
+	    (p->cfg->request == HEALTH_COMPLETION && !p->body)) {
 		if (p->easy)
 			curl_easy_cleanup(p->easy);
+		free(p->h_id_text);
 		free(p->url);
 		free(p->body);
 		free(p);
@@ -240,6 +256,7 @@ static void on_probe_closed(uv_handle_t *h)
 	struct probe *p = (struct probe *)h;
 
 	curl_easy_cleanup(p->easy);
+	free(p->h_id_text);
 	free(p->url);
 	free(p->body);
 	free(p);

@@ -5,9 +5,10 @@
  * timing) → either an immediate answer (status, 429, reset, down), nothing
  * at all (hang), or timer steps: on_token for streams (one SSE event per
  * token, at ttft + k × token_ms after arrival), on_whole for plain JSON (at
- * the last token's time). Every request ends in req_finish, which writes its
- * log row — whether it completed, the client left (on_abort) or the server
- * closed it.
+ * the last token's time). A model listing (GET …/models) is answered
+ * like a one-token plain answer with no body to parse. Every request ends
+ * in req_finish, which writes its log row — whether it completed, the
+ * client left (on_abort) or the server closed it.
  */
 #include "mockprov/provider.h"
 
@@ -186,8 +187,9 @@ static void log_row(struct provider *p, const struct mreq *m, const char *fault,
 		.status = m->status,
 		.ttft_ms = m->ttft_ms,
 		.dur_ms = ms_since(m->arrive_ns),
-		.tokens_out = m->tokens_out,
+		.tokens_out = m->kind == REQ_MODELS ? 0 : m->tokens_out,
 		.outcome = outcome,
+		.kind = m->kind == REQ_MODELS ? MOCK_KIND_MODELS : MOCK_KIND_CHAT,
 	};
 	struct row *r = &p->row;
 	int rc;
@@ -234,8 +236,9 @@ static void on_req_closed(uv_handle_t *h)
 }
 
 /*
- * Ends a request: writes its log row (chat completions only), unlinks it and
- * releases it. The exchange must already have ended.
+ * Ends a request: writes its log row (chat completions and model listings;
+ * the kind column tells them apart), counts a chat completion's outcome,
+ * unlinks it and releases it. The exchange must already have ended.
  */
 static void req_finish(struct mreq *m, enum mock_outcome outcome, const char *extra_fault)
 {
@@ -245,11 +248,10 @@ static void req_finish(struct mreq *m, enum mock_outcome outcome, const char *ex
 	if (m->ended)
 		return;
 	m->ended = true;
+	snprintf(fault, sizeof(fault), "%s%s%s", m->fd.applied,
+		 extra_fault && m->fd.applied[0] ? "+" : "", extra_fault ? extra_fault : "");
+	log_row(p, m, fault, outcome);
 	if (m->kind == REQ_CHAT) {
-		snprintf(fault, sizeof(fault), "%s%s%s", m->fd.applied,
-			 extra_fault && m->fd.applied[0] ? "+" : "",
-			 extra_fault ? extra_fault : "");
-		log_row(p, m, fault, outcome);
 		if (outcome == MOCK_COMPLETED)
 			p->n_completed++;
 		else if (outcome == MOCK_CLIENT_ABORTED)

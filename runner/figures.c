@@ -58,7 +58,7 @@ static double req_price(const struct run_req *r, const struct stats_input *in)
  * answered it (an empty provider column meaning the primary) and how many
  * mock rows carry its id; each mock row's duplicate — its outcome is
  * client_aborted, or its request is not an ok one answered by that row's
- * provider (no request at all counts too).
+ * provider (no request at all counts too) — health checks never.
  */
 static void prepare(struct rundata *d, const struct stats_input *in)
 {
@@ -76,7 +76,13 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 	for (i = 0; i < d->nmrows; i++) {
 		struct run_mrow *m = &d->mrows[i];
 		const struct run_req *r = m->req;
-		bool answered = r && r->outcome == OUT_OK &&
+		bool answered;
+
+		/* A health check is neither a user's attempt nor discarded work. */
+		m->duplicate = false;
+		if (m->check)
+			continue;
+		answered = r && r->outcome == OUT_OK &&
 				strcmp(r->provider ? r->provider : in->primary,
 				       d->mock_providers[m->file]) == 0;
 
@@ -314,12 +320,114 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	return ok;
 }
 
+/* The index of the primary's mock log, or -1 when it has none. */
+static int primary_file(const struct ctx *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->d->nmock; i++) {
+		if (strcmp(x->d->mock_providers[i], x->in->primary) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int req_ptr_cmp(const void *a, const void *b)
+{
+	const struct run_req *x = *(const struct run_req *const *)a;
+	const struct run_req *y = *(const struct run_req *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * "exposed": the distinct requests (of x's class) whose chat rows at the
+ * primary's log have t_ms in [from, until), and of them those that did
+ * not end ok. NULL when out of memory.
+ */
+static cJSON *exposed_block(const struct ctx *x, const struct span *sp, double until)
+{
+	const struct rundata *d = x->d;
+	int pf = primary_file(x);
+	const struct run_req **seen = malloc((sp->m1 - sp->m0 + 1) * sizeof(*seen));
+	size_t n = 0, distinct = 0, failed = 0;
+	cJSON *o = cJSON_CreateObject();
+	bool ok = seen && o;
+	size_t i;
+
+	for (i = sp->m0; ok && pf >= 0 && i < sp->m1 && d->mrows[i].t_ms < until; i++) {
+		const struct run_mrow *m = &d->mrows[i];
+
+		if (m->file != (size_t)pf || m->check || !m->req || !counted(x, m->req))
+			continue;
+		seen[n++] = m->req;
+	}
+	if (ok) {
+		sort(seen, n, sizeof(*seen), req_ptr_cmp);
+		for (i = 0; i < n; i++) {
+			if (i && seen[i] == seen[i - 1])
+				continue;
+			distinct++;
+			failed += seen[i]->outcome != OUT_OK;
+		}
+	}
+	ok &= json_put(o, "requests", cJSON_CreateNumber((double)distinct));
+	ok &= json_put(o, "failed", cJSON_CreateNumber((double)failed));
+	free(seen);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * "checks" of a span — its health-check rows (any class filter aside:
+ * checks are no request's), in all, per second and by provider (every
+ * provider with a log, 0 included) — and "check_rate_per_s", the
+ * primary's per second.
+ */
+static bool check_figures(const struct ctx *x, const struct span *sp, cJSON *o)
+{
+	const struct rundata *d = x->d;
+	double secs = (sp->to - sp->from) / 1000.0;
+	size_t *by = calloc(d->nmock ? d->nmock : 1, sizeof(*by));
+	cJSON *ch = cJSON_CreateObject();
+	cJSON *byp = cJSON_CreateObject();
+	int pf = primary_file(x);
+	size_t n = 0;
+	bool ok = by && ch && byp;
+	size_t i;
+
+	for (i = sp->m0; ok && i < sp->m1; i++) {
+		if (!d->mrows[i].check)
+			continue;
+		n++;
+		by[d->mrows[i].file]++;
+	}
+	for (i = 0; ok && i < d->nmock; i++)
+		ok &= map_add(byp, d->mock_providers[i], (double)by[i]);
+	ok &= json_put(ch, "requests", cJSON_CreateNumber((double)n));
+	ok &= json_put(ch, "per_s", num((double)n / secs));
+	ok &= json_put(ch, "by_provider", byp);
+	byp = NULL;
+	ok &= json_put(o, "checks", ch);
+	ch = NULL;
+	ok &= json_put(o, "check_rate_per_s",
+		       num(pf >= 0 && by ? (double)by[pf] / secs : 0));
+	cJSON_Delete(byp);
+	cJSON_Delete(ch);
+	free(by);
+	return ok;
+}
+
 /* The event and mock figures of a span, added to o. */
 static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 {
 	const struct rundata *d = x->d;
 	cJSON *dup = cJSON_CreateObject();
 	double to_open = NAN;
+	double to_close = NAN;
 	double attempts = 0;
 	double tokens = 0;
 	size_t opens = 0;
@@ -327,6 +435,8 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	size_t i;
 
 	for (i = sp->e0; i < sp->e1; i++) {
+		if (isnan(to_close) && strcmp(d->events[i].to, event_state_name(EVENT_CLOSED)) == 0)
+			to_close = d->events[i].t_ms - sp->origin;
 		if (strcmp(d->events[i].to, event_state_name(EVENT_OPEN)) != 0)
 			continue;
 		if (!opens)
@@ -343,9 +453,13 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	}
 	ok &= json_put(o, "opens", cJSON_CreateNumber((double)opens));
 	ok &= json_put(o, "time_to_open_ms", num(to_open));
+	ok &= json_put(o, "time_to_close_ms", num(to_close));
+	ok &= json_put(o, "exposed",
+		       exposed_block(x, sp, isnan(to_open) ? sp->to : sp->origin + to_open));
 	ok &= json_put(dup, "attempts", cJSON_CreateNumber(attempts));
 	ok &= json_put(dup, "tokens", cJSON_CreateNumber(tokens));
 	ok &= json_put(o, "duplicate_work", dup);
+	ok = ok && check_figures(x, sp, o);
 	return ok;
 }
 

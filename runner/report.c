@@ -17,6 +17,7 @@
 #include "common/json.h"
 #include "common/records.h"
 #include "runner/objective.h"
+#include "runner/detect.h"
 #include "runner/outfile.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
@@ -319,6 +320,7 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 			       "the server; TTFT is over answered streams, from the answering "
 			       "attempt's send; *max gap* is the longest silence any stream "
 			       "saw.\n\n" : "\nstreams:\n");
+	detect_table(fp, sc, summary, markdown);
 	objective_lines(fp, sc, summary, markdown);
 }
 

@@ -40,7 +40,9 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
  * means; "—" where there is none. When a setup × phase had streams, a
  * second table follows (after "streams:", or a "## Streams" section in
  * markdown) with those rows alone: streams, stalls, truncations, silent
- * breaks, error events, TTFT p50/p95 and the largest gap.
+ * breaks, error events, TTFT p50/p95 and the largest gap. When the
+ * scenario has a detection block, the Detection table follows
+ * (runner/detect.h: after "detection:", or a "## Detection" section).
  */
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown);
 

@@ -355,15 +355,20 @@ struct join {
 	size_t n;
 };
 
-/* Fills m from the current row of c. */
-static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, const struct join *j,
-		      char *err)
+/*
+ * Fills m from the current row of c; kind_idx is the kind column's, or
+ * < 0 when the log has none (every row a chat completion).
+ */
+static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, int kind_idx,
+		      const struct join *j, char *err)
 {
 	const char *t = csv_field(c, idx[MC_T]);
 	const char *id = csv_field(c, idx[MC_ID]);
 	const char *tokens = csv_field(c, idx[MC_TOKENS]);
 	const char *outcome = csv_field(c, idx[MC_OUTCOME]);
+	const char *kind = kind_idx >= 0 ? csv_field(c, (size_t)kind_idx) : "";
 	int oc;
+	int k;
 
 	if (!*t)
 		return value_error(err, c, mock_columns[MOCK_T_MS], "a number (it is required)", "");
@@ -379,7 +384,12 @@ static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, c
 		return value_error(err, c, mock_columns[MOCK_OUTCOME],
 				   "completed, client_aborted or faulted", outcome);
 	m->outcome = (enum mock_outcome)oc;
-	m->req = *id ? find_req(j->byid, j->n, id) : NULL;
+	k = *kind ? mock_kind_from_name(kind) : MOCK_KIND_CHAT;
+	if (k < 0)
+		return value_error(err, c, mock_columns[MOCK_KIND], "chat, models or nothing", kind);
+	m->kind = (enum mock_kind)k;
+	m->check = rec_mock_is_check(m->kind, *id ? id : NULL);
+	m->req = *id && !m->check ? find_req(j->byid, j->n, id) : NULL;
 	return 0;
 }
 
@@ -390,6 +400,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 	const char *names[MC_N];
 	struct csv c;
 	int idx[MC_N];
+	int kind_idx;
 	size_t width;
 	int rc;
 
@@ -403,6 +414,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 	rc = csv_header(&c, names, MC_N, idx, err);
 	if (rc)
 		goto out_close_csv;
+	kind_idx = csv_column(&c, mock_columns[MOCK_KIND]);
 	width = c.nf;
 	for (;;) {
 		struct run_mrow *m;
@@ -417,7 +429,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 		memset(m, 0, sizeof(*m));
 		m->seq = d->nmrows;
 		m->file = file;
-		rc = mrow_parse(m, &c, idx, j, err);
+		rc = mrow_parse(m, &c, idx, kind_idx, j, err);
 		if (rc)
 			break;
 	}

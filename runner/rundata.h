@@ -49,8 +49,10 @@ struct run_mrow {
 	double t_ms;
 	double tokens;		/* tokens_out; 0 when empty */
 	enum mock_outcome outcome;
+	enum mock_kind kind;	/* the kind column; chat when the log has none */
+	bool check;		/* a health check (rec_mock_is_check), not a user's request */
 	size_t file;		/* index into rundata's mock_files / mock_providers */
-	struct run_req *req;	/* the request with its request_id; NULL: none */
+	struct run_req *req;	/* the request with its request_id; NULL: none or a check */
 	/* Filled by the figures: */
 	bool duplicate;
 };

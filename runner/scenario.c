@@ -141,6 +141,7 @@ static const struct cfg_key top_keys[] = {
 	{ "prices", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "ci", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "objective", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "detection", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 /* The file's base name without ".json", as a default scenario name. */
@@ -729,6 +730,78 @@ out:
 	return rc;
 }
 
+/* ---- detection ---- */
+
+struct detection_raw {
+	char *fault_phase;
+	char *recovery_phase;
+};
+
+static const struct cfg_key detection_keys[] = {
+	{ "fault_phase", CFG_STR, offsetof(struct detection_raw, fault_phase), true, 0, 0, 0,
+	  NULL, NULL },
+	{ "recovery_phase", CFG_STR, offsetof(struct detection_raw, recovery_phase), true, 0, 0,
+	  0, NULL, NULL },
+};
+
+/* The index of the phase called name into *out, or -EINVAL naming detection.key. */
+static int phase_ref(const struct scenario *sc, const char *name, const char *file,
+		     const char *key, size_t *out, char *err)
+{
+	char names[256];
+	size_t i;
+
+	for (i = 0; i < sc->nphases; i++) {
+		if (strcmp(sc->phases[i].name, name) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	names[0] = '\0';
+	for (i = 0; i < sc->nphases; i++) {
+		size_t len = strlen(names);
+
+		snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+			 sc->phases[i].name);
+	}
+	return cfg_error(err, file, "detection", key, "expected one of the phases (%s), got "
+			 "\"%.64s\"", names, name);
+}
+
+/*
+ * "detection": {"fault_phase": P, "recovery_phase": Q}, two different
+ * phases, Q after P. Absent: no detection study (sc->detection.set false).
+ */
+static int load_detection(const cJSON *root, const char *file, struct scenario *sc, char *err)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "detection");
+	struct detection_raw raw = { 0 };
+	struct sc_detection *d = &sc->detection;
+	char got[96];
+	int rc;
+
+	if (!obj)
+		return 0;
+	if (!cJSON_IsObject(obj)) {
+		cfg_describe(obj, got, sizeof(got));
+		return cfg_error(err, file, "", "detection", "expected an object {\"fault_phase\": "
+				 "\"…\", \"recovery_phase\": \"…\"}, got %s", got);
+	}
+	rc = cfg_apply(detection_keys, NELEM(detection_keys), obj, &raw, file, "detection", err);
+	if (!rc)
+		rc = phase_ref(sc, raw.fault_phase, file, "fault_phase", &d->fault_phase, err);
+	if (!rc)
+		rc = phase_ref(sc, raw.recovery_phase, file, "recovery_phase", &d->recovery_phase,
+			       err);
+	if (!rc && !(sc->phases[d->recovery_phase].from_ms >= sc->phases[d->fault_phase].to_ms))
+		rc = cfg_error(err, file, "detection", "recovery_phase", "expected a phase that "
+			       "starts at or after the fault phase \"%s\" ends, got \"%s\"",
+			       raw.fault_phase, raw.recovery_phase);
+	d->set = rc == 0;
+	cfg_free(detection_keys, NELEM(detection_keys), &raw);
+	return rc;
+}
+
 /* ---- the scenario ---- */
 
 int scenario_load(const char *path, double scale, struct scenario *sc, char *err)
@@ -779,6 +852,8 @@ int scenario_load_json(const cJSON *doc, const char *path, double scale, struct 
 		rc = load_actions(root, path, sc, err);
 	if (!rc)
 		rc = load_phases(root, path, sc, err);
+	if (!rc)
+		rc = load_detection(root, path, sc, err);
 	if (!rc)
 		rc = load_load(root, path, sc, err);
 	if (!rc)
@@ -924,6 +999,7 @@ const struct cfg_section *scenario_sections(size_t *n)
 		{ "prices.PROVIDER", price_keys, NELEM(price_keys) },
 		{ "actions[]", action_keys, NELEM(action_keys) },
 		{ "phases[]", phase_keys, NELEM(phase_keys) },
+		{ "detection", detection_keys, NELEM(detection_keys) },
 		{ "load", load_keys, NELEM(load_keys) },
 	};
 	size_t i;

@@ -10,7 +10,8 @@
  * builds the files the runner hands to the programs (mockprov's config, a
  * gateway setup's config) and expands the {port}, {listen} and
  * {upstream.NAME} placeholders of setups. "ci" says the time scale CI
- * runs the scenario at, and why (scenario_ci_scale).
+ * runs the scenario at, and why (scenario_ci_scale); "detection" which
+ * phases a detection study measures (runner/detect.h).
  *
  * Time scaling (scenario_scale, applied by scenario_load before anything
  * is checked), one rule over the whole parsed file:
@@ -151,6 +152,16 @@ struct sc_price {
 	double output;
 };
 
+/*
+ * The detection study's phases ("detection"): where the primary's fault
+ * starts and where the recovery is measured from (docs/chaos.md).
+ */
+struct sc_detection {
+	bool set;			/* the scenario has a detection block */
+	size_t fault_phase;		/* index into phases */
+	size_t recovery_phase;		/* index into phases */
+};
+
 struct scenario {
 	char *name;
 	char *description;
@@ -174,6 +185,7 @@ struct scenario {
 	struct sc_expect *expects;
 	size_t nexpects;
 	struct sc_objective objective;
+	struct sc_detection detection;
 };
 
 /*

@@ -22,7 +22,13 @@
  *                          header, and then all four must be; without it
  *                          no request counts as a stream.
  *   RUN_DIR/mock-NAME.csv  optional, any number; NAME is the provider.
- *                          Columns: t_ms, request_id, tokens_out, outcome.
+ *                          Columns: t_ms, request_id, tokens_out, outcome;
+ *                          kind (chat or models; empty or no column: chat)
+ *                          when present. A row is a health check when its
+ *                          kind is models or its request_id starts with
+ *                          "health-check-" (REC_CHECK_ID_PREFIX): checks
+ *                          are joined to no request, and count only in
+ *                          "checks" and "check_rate_per_s".
  *   RUN_DIR/events.jsonl   optional: one JSON object a line with t_unix_ms
  *                          (number), provider, from, to (strings), model,
  *                          reason (strings, may be absent or null). Other
@@ -119,6 +125,15 @@
  *                           upstream_requests (null: none)
  *     "opens":              events in the range whose "to" is "open"
  *     "time_to_open_ms":    first such event's t_ms − from_ms (null: none)
+ *     "time_to_close_ms":   the first event in the range whose "to" is
+ *                           "closed": its t_ms − from_ms (null: none)
+ *     "exposed":            {"requests": the distinct requests (of the
+ *                            class, under "classes") joined to a chat row
+ *                            of the primary's log — not a check — whose
+ *                            t_ms is in [from_ms, from_ms +
+ *                            time_to_open_ms), the whole range when
+ *                            time_to_open_ms is null,
+ *                            "failed": of them, those not ok}
  *     "duplicate_work":     {"attempts": rows, "tokens": Σ tokens_out}
  *                           over mock rows in the range (any provider)
  *                           whose outcome is client_aborted, or whose
@@ -126,7 +141,14 @@
  *                           an ok request answered by that provider (an
  *                           empty provider column meaning the primary) —
  *                           a row with no matching request counts too;
- *                           an empty tokens_out adds 0
+ *                           an empty tokens_out adds 0 (health checks
+ *                           never count)
+ *     "checks":             {"requests": check rows (any provider, any
+ *                            class) in the range, "per_s": requests /
+ *                            ((to_ms − from_ms) / 1000), "by_provider":
+ *                            {NAME: n} for every provider with a log}
+ *     "check_rate_per_s":   the primary's check rows / the range's seconds
+ *                           (0 when it has no log)
  *     — then the streams' figures, over the range's rows with streaming 1:
  *     "streams":            streaming requests
  *     "ttft_ms":            LATENCY over ok streaming requests' ttft_ms
@@ -157,8 +179,9 @@
  *                           each class some request of the run has; no
  *                           "classes" inside them
  *   }
- *   For "totals", time_to_open_ms and time_to_primary_ms are measured from
- *   0 (t0) and throughput_per_s over duration_ms.
+ *   For "totals", time_to_open_ms, time_to_close_ms and time_to_primary_ms
+ *   are measured from 0 (t0), throughput_per_s, checks.per_s and
+ *   check_rate_per_s over duration_ms.
  *
  *   LATENCY = {"count": values taken (empty latency_ms fields are not),
  *              "mean": their arithmetic mean,

@@ -440,6 +440,121 @@ Test(chaos, classes_prices_and_relative_bounds, .timeout = 90)
 	cJSON_Delete(top);
 }
 
+/*
+ * A detection study in 3 s: the primary hangs from 1 s to 2 s under 50
+ * req/s; "passive" opens its breaker on 3 failures in a row (200 ms
+ * attempts), "active" on 2 failed GET /models checks (every 100 ms, 100
+ * ms timeout; its breaker's own rules off).
+ */
+static const char detection[] =
+	"{\"name\":\"detect\",\"duration_s\":3,"
+	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":20,\"token_ms\":0,"
+	"\"faults\":[{\"kind\":\"hang\",\"from_s\":1,\"to_s\":2}]},"
+	"{\"name\":\"secondary\",\"ttft_ms\":20,\"token_ms\":0}],"
+	"\"phases\":[{\"name\":\"before\",\"from_s\":0,\"to_s\":1},"
+	"{\"name\":\"fault\",\"from_s\":1,\"to_s\":2},{\"name\":\"after\",\"from_s\":2,\"to_s\":3}],"
+	"\"detection\":{\"fault_phase\":\"fault\",\"recovery_phase\":\"after\"},"
+	"\"load\":{\"rate\":50,\"timeout_ms\":2000},"
+	"\"setups\":["
+	"{\"name\":\"passive\",\"kind\":\"gateway\",\"config\":{"
+	"\"providers\":{\"primary\":{\"base_url\":\"{upstream.primary}\",\"timeout_ms\":200},"
+	"\"secondary\":{\"base_url\":\"{upstream.secondary}\"}},"
+	"\"breaker\":{\"consecutive_failures\":3,\"failure_ratio\":0,\"cooldown_ms\":300,"
+	"\"cooldown_jitter\":0,\"half_open_probes\":1},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"primary\",\"model\":\"mock-small\"},"
+	"{\"provider\":\"secondary\",\"model\":\"mock-small\"}]}}}},"
+	"{\"name\":\"active\",\"kind\":\"gateway\",\"config\":{"
+	"\"providers\":{\"primary\":{\"base_url\":\"{upstream.primary}\",\"timeout_ms\":200,"
+	"\"health_check\":{\"interval_ms\":100,\"unhealthy_interval_ms\":100,"
+	"\"timeout_ms\":100,\"fall\":2,\"rise\":2}},"
+	"\"secondary\":{\"base_url\":\"{upstream.secondary}\"}},"
+	"\"breaker\":{\"consecutive_failures\":0,\"failure_ratio\":0,\"half_open_probes\":1},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"primary\",\"model\":\"mock-small\"},"
+	"{\"provider\":\"secondary\",\"model\":\"mock-small\"}]}}}}]}";
+
+/* The cells of the report.md table row that starts with "| NAME " into cells (up to n). */
+static size_t md_row(const char *md, const char *name, char cells[][64], size_t n)
+{
+	char start[80];
+	const char *p;
+	size_t k = 0;
+
+	snprintf(start, sizeof(start), "\n| %s ", name);
+	p = strstr(md, "## Detection");
+	cr_assert_not_null(p, "report.md has no Detection section");
+	p = strstr(p, start);
+	cr_assert_not_null(p, "no Detection row for %s", name);
+	p += 2;
+	while (*p && *p != '\n' && k < n) {
+		size_t len = strcspn(p, "|\n");
+		const char *a = p;
+		const char *b = p + len;
+
+		while (a < b && *a == ' ')
+			a++;
+		while (b > a && b[-1] == ' ')
+			b--;
+		snprintf(cells[k++], 64, "%.*s", (int)(b - a), a);
+		p += len;
+		if (*p == '|')
+			p++;
+		if (*p == '\n' || !*p)
+			break;
+	}
+	return k;
+}
+
+Test(chaos, a_detection_study_reports_measured_beside_predicted, .timeout = 90)
+{
+	char out[600];
+	char stamp[800];
+	char err[8192];
+	char path[1000];
+	char cells[10][64];
+	struct buf md = { 0 };
+	cJSON *top;
+	double t;
+	int rc;
+
+	write_file(dir, "detect.json", detection, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 80);
+	}
+	cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, err);
+	stamp_dir("detect", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+
+	/* passive: 200 ms + 2 × 20 ms; the checks nowhere */
+	t = stamp_num(top, "passive", "fault", NULL, "time_to_open_ms", NULL);
+	cr_assert(t >= 200 && t < 600, "passive opened after %g ms", t);
+	cr_assert_geq(stamp_num(top, "passive", "fault", NULL, "exposed", "requests"), 3);
+	cr_assert_eq(stamp_num(top, "passive", "fault", NULL, "check_rate_per_s", NULL), 0);
+	cr_assert(!isnan(stamp_num(top, "passive", "after", NULL, "time_to_close_ms", NULL)),
+		  "the passive breaker never closed after the fault");
+	/* active: 50 + (100 + 100) + 100 = 350 ms on average, at most 400 + noise */
+	t = stamp_num(top, "active", "fault", NULL, "time_to_open_ms", NULL);
+	cr_assert(t >= 200 && t < 800, "active opened after %g ms", t);
+	cr_assert_gt(stamp_num(top, "active", "before", NULL, "check_rate_per_s", NULL), 5,
+		     "checks every 100 ms are not logged as such");
+	cr_assert_eq(stamp_num(top, "active", "before", NULL, "duplicate_work", "attempts"), 0,
+		     "checks counted as duplicate work");
+	cr_assert_gt(stamp_num(top, "active", "fault", NULL, "exposed", "requests"),
+		     stamp_num(top, "passive", "fault", NULL, "exposed", "requests"));
+
+	read_report(stamp, &md);
+	cr_assert_eq(md_row(md.data, "passive", cells, 10), 9, "passive row");
+	cr_assert_str_eq(cells[2], "240", "passive predicted %s", cells[2]);
+	cr_assert_eq(md_row(md.data, "active", cells, 10), 9, "active row");
+	cr_assert_str_eq(cells[2], "350", "active predicted %s", cells[2]);
+	buf_free(&md);
+	assert_report_reproduces(stamp, top);
+	cJSON_Delete(top);
+}
+
 Test(chaos, streams_stalled_straight_at_the_primary, .timeout = 60)
 {
 	char out[600];

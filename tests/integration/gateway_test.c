@@ -1032,6 +1032,71 @@ Test(gateway, health_checks_open_and_wake_the_breaker, .timeout = 30)
 				"provider=primary,result=pass"), 3);
 }
 
+/*
+ * A gateway's health checks reach the providers' logs (what a detection
+ * study counts its check overhead by): the primary's GET /models checks
+ * as rows of kind "models", and while a hang fault holds them, rows of
+ * fault "hang" (outcome faulted) that the gateway gave up at the check's
+ * timeout (300 ms); the secondary's completion checks as chat rows whose
+ * x-request-id is health-check-secondary-N. No user request is sent: every row is a check.
+ */
+Test(gateway, health_checks_are_logged_by_the_providers, .timeout = 30)
+{
+	static const char *const provs[] = { "primary", "secondary", NULL };
+	const struct csv_table *log;
+	size_t models = 0, hung = 0, chats = 0;
+	double v;
+	size_t i;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0'," FAST "},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'providers':{'primary':{'base_url':'@primary@',"
+		 "'health_check':{'interval_ms':100,'unhealthy_interval_ms':100,"
+		 "'timeout_ms':300,'fall':2,'rise':2}},"
+		 "'secondary':{'base_url':'@secondary@',"
+		 "'health_check':{'interval_ms':100,'timeout_ms':1000,'request':'completion'}}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}");
+	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 1, 2000);
+	cr_assert_eq(v, 1, "the primary is not healthy at the start: %g", v);
+	cr_assert_eq(gw_mock_inject(&mock, "{\"provider\":\"primary\",\"kind\":\"hang\","
+				    "\"duration_s\":30}"), 201);
+	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 0, 3000);
+	cr_assert_eq(v, 0, "the hang did not make the primary unhealthy: %g", v);
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 5000), 0, "the gateway did not stop cleanly");
+	gw_mock_settle(&mock, provs);
+
+	log = gw_mock_rows(&held, &mock, "primary");
+	for (i = 1; i < log->nrows; i++) {
+		const char *rid = csv_get(log, i, "request_id");
+
+		cr_assert_str_eq(csv_get(log, i, "kind"), "models", "row %zu", i);
+		cr_assert(rid && strncmp(rid, "health-check-primary-", 21) == 0,
+			  "row %zu: request_id %s", i, rid ? rid : "(none)");
+		models++;
+		if (strcmp(csv_get(log, i, "fault"), "hang") != 0)
+			continue;
+		hung++;
+		cr_assert_str_eq(csv_get(log, i, "outcome"), "faulted", "row %zu", i);
+		cr_assert_geq(gw_row_num(log, i, "dur_ms"), 290, "row %zu: a hung check "
+			      "given up before its 300 ms", i);
+	}
+	cr_assert_geq(hung, 2, "%zu hung checks logged (fall is 2)", hung);
+	cr_assert_gt(models, hung, "no passing check logged before the hang");
+
+	log = gw_mock_rows(&held, &mock, "secondary");
+	for (i = 1; i < log->nrows; i++) {
+		const char *rid = csv_get(log, i, "request_id");
+
+		cr_assert_str_eq(csv_get(log, i, "kind"), "chat", "row %zu", i);
+		cr_assert(rid && strncmp(rid, "health-check-secondary-", 23) == 0,
+			  "row %zu: request_id %s", i, rid ? rid : "(none)");
+		chats++;
+	}
+	cr_assert_geq(chats, 2, "%zu completion checks logged", chats);
+}
+
 /* ---- circuit breakers ---- */
 
 TestSuite(gateway_breaker, .fini = teardown);

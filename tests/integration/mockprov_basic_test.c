@@ -60,11 +60,18 @@ Test(mockprov_basic, json_and_sse_answers, .timeout = 20)
 
 	cr_assert_eq(mock_stop(&m, SIGTERM), 0);
 	cr_assert_eq(mock_log(&m, "p", &log), 0);
-	cr_assert_eq(log.nrows, 3, "rows: %zu", log.nrows);
+	cr_assert_eq(log.nrows, 4, "rows: %zu", log.nrows);
 	cr_assert_str_eq(csv_get(&log, 1, "request_id"), "req-1");
 	cr_assert_str_eq(csv_get(&log, 1, "outcome"), "completed");
+	cr_assert_str_eq(csv_get(&log, 1, "kind"), "chat");
 	cr_assert_str_eq(csv_get(&log, 2, "streaming"), "1");
 	cr_assert_str_eq(csv_get(&log, 2, "tokens_out"), "6");
+	/* the model listing has its row too */
+	cr_assert_str_eq(csv_get(&log, 3, "kind"), "models");
+	cr_assert_str_eq(csv_get(&log, 3, "status"), "200");
+	cr_assert_str_eq(csv_get(&log, 3, "streaming"), "0");
+	cr_assert_str_eq(csv_get(&log, 3, "tokens_out"), "0");
+	cr_assert_str_eq(csv_get(&log, 3, "outcome"), "completed");
 	csv_free(&log);
 	mock_cleanup(&m);
 }

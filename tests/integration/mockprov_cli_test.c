@@ -602,7 +602,7 @@ Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardo
 {
 	static const char *const cols[] = { "t_ms", "request_id", "streaming", "fault",
 					    "status", "ttft_ms", "dur_ms", "tokens_out",
-					    "outcome" };
+					    "outcome", "kind" };
 	static const char *const rids[] = { "life1-a", "life1-b", "life1-c", "life2-a" };
 	const char *dir = make_tempdir();
 	char json[256];
@@ -649,8 +649,8 @@ Test(mockprov_cli, kill_and_restart_keeps_the_log, .timeout = 20, .fini = teardo
 
 	cr_assert_eq(csv_read(csv, &log), 0, "no %s", csv);
 	cr_assert_eq(log.nrows, 5, "%zu lines: one header and 4 rows expected", log.nrows);
-	cr_assert_eq(log.ncols, 9);
-	for (i = 0; i < 9; i++)
+	cr_assert_eq(log.ncols, 10);
+	for (i = 0; i < 10; i++)
 		cr_assert_str_eq(log.rows[0][i], cols[i]);
 	for (i = 1; i < log.nrows; i++) {
 		cr_assert_str_eq(csv_get(&log, i, "request_id"), rids[i - 1], "row %zu", i);

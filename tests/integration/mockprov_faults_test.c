@@ -428,13 +428,13 @@ static void read_log(const struct mock_proc *m, const char *prov, struct csv_tab
 {
 	static const char *const cols[] = { "t_ms", "request_id", "streaming", "fault",
 					    "status", "ttft_ms", "dur_ms", "tokens_out",
-					    "outcome" };
+					    "outcome", "kind" };
 	size_t j;
 
 	cr_assert_eq(mock_log(m, prov, t), 0, "no mock-%s.csv in %s", prov, m->dir);
 	cr_assert_geq(t->nrows, 1);
-	cr_assert_eq(t->ncols, 9, "mock-%s.csv has %zu columns", prov, t->ncols);
-	for (j = 0; j < 9; j++)
+	cr_assert_eq(t->ncols, 10, "mock-%s.csv has %zu columns", prov, t->ncols);
+	for (j = 0; j < 10; j++)
 		cr_assert_str_eq(t->rows[0][j], cols[j]);
 }
 
@@ -1868,7 +1868,8 @@ Test(mockprov_faults, admin_injected_first_newest_first, .timeout = 15)
 
 /*
  * GET /v1/models answers status and malformed, is delayed by slow, is
- * never rate limited, and is not logged.
+ * never rate limited, and is logged with kind "models" and the fault it
+ * got.
  */
 Test(mockprov_faults, models_endpoint_faults, .timeout = 15)
 {
@@ -1926,10 +1927,17 @@ Test(mockprov_faults, models_endpoint_faults, .timeout = 15)
 
 	settle_and_stop(&m, names, 4);
 	read_log(&m, "st", &log);
-	cr_assert_eq(log.nrows, 1, "models requests were logged");
+	cr_assert_eq(log.nrows, 2, "%zu rows", log.nrows - 1);
+	cr_assert_str_eq(csv_get(&log, 1, "kind"), "models");
+	cr_assert_str_eq(csv_get(&log, 1, "status"), "503");
+	cr_assert_str_eq(csv_get(&log, 1, "fault"), "status");
+	cr_assert_str_eq(csv_get(&log, 1, "outcome"), "faulted");
 	csv_free(&log);
 	read_log(&m, "rl", &log);
-	cr_assert_eq(log.nrows, 3);
+	cr_assert_eq(log.nrows, 6, "%zu rows", log.nrows - 1);
+	for (i = 1; i <= 3; i++)
+		cr_assert_str_eq(csv_get(&log, (size_t)i, "kind"), "models");
+	cr_assert_str_eq(csv_get(&log, 4, "kind"), "chat");
 	csv_free(&log);
 	mock_cleanup(&m);
 }

@@ -322,6 +322,9 @@ static const struct mock_record mocks[] = {
 	{ .t_ms = 22.5, .request_id = "r-2", .streaming = false, .fault = "rate_limit+reset",
 	  .status = 429, .ttft_ms = NAN, .dur_ms = 1, .tokens_out = 12,
 	  .outcome = MOCK_COMPLETED },
+	{ .t_ms = 23, .request_id = NULL, .streaming = false, .fault = "hang",
+	  .status = 0, .ttft_ms = NAN, .dur_ms = 1000, .tokens_out = 0,
+	  .outcome = MOCK_CLIENT_ABORTED, .kind = MOCK_KIND_MODELS },
 };
 #define NMOCKS (sizeof(mocks) / sizeof(mocks[0]))
 
@@ -377,6 +380,7 @@ Test(records, mock_log_reads_back_field_for_field, .timeout = 10)
 			 (long long)m->tokens_out);
 		snprintf(want[MOCK_OUTCOME], sizeof(want[0]), "%s",
 			 mock_outcome_name(m->outcome));
+		snprintf(want[MOCK_KIND], sizeof(want[0]), "%s", mock_kind_name(m->kind));
 		cr_assert_eq(csv_row(&c, MOCK_NCOLS, err), 1, "row %zu: %s", k, err);
 		for (col = 0; col < MOCK_NCOLS; col++)
 			cr_assert_str_eq(csv_field(&c, (size_t)col), want[col], "row %zu, column %s",
@@ -399,15 +403,18 @@ Test(records, the_runner_loads_what_mockprov_wrote, .timeout = 10)
 	cr_assert_str_eq(d.mock_files[0], "mock-primary.csv");
 	cr_assert_str_eq(d.mock_providers[0], "primary");
 	cr_assert_eq(d.nmrows, NMOCKS);
-	/* Sorted by t_ms: 21, 22.5, 1001.5. */
+	/* Sorted by t_ms: 21, 22.5, 23, 1001.5. */
 	for (k = 0; k < NMOCKS; k++) {
-		const struct mock_record *m = &mocks[k == 0 ? 1 : k == 1 ? 2 : 0];
+		static const size_t order[] = { 1, 2, 3, 0 };
+		const struct mock_record *m = &mocks[order[k]];
 		const struct run_mrow *r = &d.mrows[k];
 
 		expect_num(r->t_ms, m->t_ms, 3, "t_ms");
 		expect_num(r->tokens, (double)m->tokens_out, 0, "tokens_out");
 		cr_assert_eq(r->outcome, m->outcome);
 		cr_assert_eq(r->file, 0);
+		cr_assert_eq(r->kind, m->kind);
+		cr_assert_eq(r->check, m->kind == MOCK_KIND_MODELS);
 		if (m->request_id)
 			cr_assert_str_eq(r->req->id, m->request_id);
 		else
@@ -524,7 +531,8 @@ Test(records_names, the_files_columns_are_the_documented_ones, .timeout = 5)
 		      "end_ms,latency_ms,service_ms,status,outcome,error,provider,attempts,hedged,"
 		      "retries,tokens_in,tokens_out,max_gap_ms,cost_usd\n");
 	expect_header(mock_columns, MOCK_NCOLS,
-		      "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome\n");
+		      "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome,"
+		      "kind\n");
 	cr_assert_str_eq(event_keys[EVENT_T_UNIX_MS], "t_unix_ms");
 	cr_assert_str_eq(event_keys[EVENT_PROVIDER], "provider");
 	cr_assert_str_eq(event_keys[EVENT_MODEL], "model");

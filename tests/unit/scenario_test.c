@@ -449,6 +449,8 @@ struct bad_case {
 #define EXT_OK ",\"command\":[\"gw\",\"{port}\"],\"ready_url\":\"http://{listen}/\"," \
 	"\"target\":\"http://{listen}/v1\""
 #define EXPECT(e) "{" BASE ",\"expect\":[" e "]}"
+#define PHASES2 "\"phases\":[{\"name\":\"f\",\"from_s\":0,\"to_s\":30}," \
+	"{\"name\":\"r\",\"from_s\":30,\"to_s\":60}]"
 
 static const struct bad_case bad_cases[] = {
 	/* top level */
@@ -830,7 +832,37 @@ static const struct bad_case bad_cases[] = {
 	  ": prices.a.output: expected a number from 0 to 1000, got -1" },
 	{ "{" BASE ",\"prices\":{\"a\":{\"in\":1}}}", ": prices.a.in: unknown key" },
 	{ "{" BASE ",\"prices\":{\"a\":{},\"a\":{}}}", ": prices.a: given twice" },
+	/* detection */
+	{ "{" BASE "," PHASES2 ",\"detection\":1}",
+	  ": detection: expected an object {\"fault_phase\": \"…\", \"recovery_phase\": \"…\"}, "
+	  "got 1" },
+	{ "{" BASE "," PHASES2 ",\"detection\":{\"fault_phase\":\"f\"}}",
+	  ": detection.recovery_phase: missing (required)" },
+	{ "{" BASE "," PHASES2 ",\"detection\":{\"fault_phase\":\"f\",\"recovery_phase\":\"r\","
+	  "\"method\":\"x\"}}", ": detection.method: unknown key" },
+	{ "{" BASE "," PHASES2 ",\"detection\":{\"fault_phase\":\"x\",\"recovery_phase\":\"r\"}}",
+	  ": detection.fault_phase: expected one of the phases (f, r), got \"x\"" },
+	{ "{" BASE "," PHASES2 ",\"detection\":{\"fault_phase\":\"f\",\"recovery_phase\":2}}",
+	  ": detection.recovery_phase: expected a non-empty string, got 2" },
+	{ "{" BASE "," PHASES2 ",\"detection\":{\"fault_phase\":\"r\",\"recovery_phase\":\"f\"}}",
+	  ": detection.recovery_phase: expected a phase that starts at or after the fault phase "
+	  "\"r\" ends, got \"f\"" },
 };
+
+Test(scenario, detection_names_its_phases, .timeout = 10)
+{
+	struct scenario sc;
+
+	cr_assert_eq(load("{" BASE "," PHASES2 "}", &sc), 0, "%s", err);
+	cr_assert_not(sc.detection.set, "no detection block: no study");
+	scenario_free(&sc);
+	cr_assert_eq(load("{" BASE "," PHASES2 ",\"detection\":{\"fault_phase\":\"f\","
+			  "\"recovery_phase\":\"r\"}}", &sc), 0, "%s", err);
+	cr_assert(sc.detection.set);
+	cr_assert_eq(sc.detection.fault_phase, 0);
+	cr_assert_eq(sc.detection.recovery_phase, 1);
+	scenario_free(&sc);
+}
 
 Test(scenario_bad, refused_naming_file_and_key, .timeout = 10)
 {

@@ -96,6 +96,8 @@ static void write_requests(const struct rq *rows, size_t n)
 }
 
 #define MOCK_HEADER "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome\n"
+#define MOCK_HEADER_KIND \
+	"t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome,kind\n"
 
 /* stats_compute over DIR, asserting success. */
 static cJSON *compute(const struct stats_phase *ph, size_t nph, double duration_ms,
@@ -438,6 +440,123 @@ Test(stats, duplicate_work_joins_mock_rows_on_request_ids)
 	cr_assert_str_eq(jget(s, "files.mock.0")->valuestring, "mock-primary.csv");
 	cr_assert_str_eq(jget(s, "files.mock.1")->valuestring, "mock-secondary.csv");
 	cJSON_Delete(s);
+}
+
+Test(stats, time_to_close_after_the_first_close_in_the_range)
+{
+	static const struct stats_phase ph[] = { { "fault", 1000, 3000 }, { "after", 3000, 6000 } };
+	char events[1024];
+	cJSON *s;
+
+	write_requests(NULL, 0);
+	snprintf(events, sizeof(events),
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"from\":\"closed\",\"to\":\"open\"}\n"
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"from\":\"open\",\"to\":\"half_open\"}\n"
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"from\":\"half_open\",\"to\":\"closed\"}\n"
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"from\":\"half_open\",\"to\":\"closed\"}\n",
+		 T0 + 1200, T0 + 3100, T0 + 3900, T0 + 5000);
+	write_file("events.jsonl", events);
+	s = compute(ph, 2, 6000, 1000);
+	expect_num(s, "phases.fault.time_to_open_ms", 200);
+	expect_num(s, "phases.fault.time_to_close_ms", NAN);
+	expect_num(s, "phases.after.time_to_open_ms", NAN);
+	expect_num(s, "phases.after.time_to_close_ms", 900);	/* the first one */
+	expect_num(s, "totals.time_to_close_ms", 3900);
+	cJSON_Delete(s);
+}
+
+Test(stats, exposed_requests_reached_the_primary_before_the_breaker_opened)
+{
+	static const struct stats_phase ph[] = { { "before", 0, 1000 }, { "fault", 1000, 3000 } };
+	static const struct rq rows[] = {
+		{ .id = "r1", .sched = "500", .outcome = "ok", .provider = "primary" },
+		{ .id = "r2", .sched = "1010", .outcome = "ok", .provider = "secondary" },
+		{ .id = "r3", .sched = "1100", .outcome = "timeout" },
+		{ .id = "r4", .sched = "1200", .outcome = "ok", .provider = "secondary" },
+		{ .id = "r5", .sched = "1500", .outcome = "ok", .provider = "secondary" },
+	};
+	char events[256];
+	cJSON *s;
+
+	write_requests(rows, 5);
+	write_file("mock-primary.csv", MOCK_HEADER_KIND
+		   "500,r1,0,,200,200,200,16,completed,chat\n"
+		   "1010,r2,0,hang,0,,1000,0,client_aborted,chat\n"	/* exposed, answered */
+		   "1100,r3,0,hang,0,,1000,0,client_aborted,chat\n"	/* exposed, failed */
+		   "1150,r3,0,hang,0,,1000,0,client_aborted,chat\n"	/* the same request again */
+		   "1180,,0,hang,0,,1000,0,client_aborted,models\n"	/* a check: not exposed */
+		   "1190,health-check-primary-7,0,hang,0,,1000,0,client_aborted,chat\n"
+		   "1300,r4,0,hang,0,,1000,0,client_aborted,chat\n"	/* after the open */
+		   "1400,,0,,200,,5,0,completed,models\n");
+	write_file("mock-secondary.csv", MOCK_HEADER_KIND
+		   "1011,r2,0,,200,200,200,16,completed,chat\n"	/* not the primary's */
+		   "1200,r4,0,,200,200,200,16,completed,chat\n"
+		   "1500,r5,0,,200,200,200,16,completed,chat\n"
+		   "1600,,0,,200,,5,0,completed,models\n");
+	snprintf(events, sizeof(events),
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"from\":\"closed\",\"to\":\"open\"}\n",
+		 T0 + 1250);
+	write_file("events.jsonl", events);
+	s = compute(ph, 2, 3000, 1000);
+	expect_num(s, "phases.fault.time_to_open_ms", 250);
+	expect_num(s, "phases.fault.exposed.requests", 2);
+	expect_num(s, "phases.fault.exposed.failed", 1);
+	/* no open in the range: the whole range */
+	expect_num(s, "phases.before.exposed.requests", 1);
+	expect_num(s, "phases.before.exposed.failed", 0);
+	/* checks: 3 at the primary (models, models, a chat check), 1 at the secondary */
+	expect_num(s, "phases.fault.checks.requests", 4);
+	expect_num(s, "phases.fault.checks.per_s", 2);
+	expect_num(s, "phases.fault.checks.by_provider.primary", 3);
+	expect_num(s, "phases.fault.checks.by_provider.secondary", 1);
+	expect_num(s, "phases.fault.check_rate_per_s", 1.5);
+	expect_num(s, "phases.before.checks.requests", 0);
+	expect_num(s, "phases.before.checks.by_provider.primary", 0);
+	expect_num(s, "phases.before.check_rate_per_s", 0);
+	/* checks are neither upstream requests nor duplicate work: r2's hang
+	 * row, r3's two, r4's hang row and nothing else; upstream: those and
+	 * the secondary's three */
+	expect_num(s, "phases.fault.upstream_requests", 7);
+	expect_num(s, "phases.fault.duplicate_work.attempts", 4);
+	expect_num(s, "totals.duplicate_work.attempts", 4);
+	expect_num(s, "phases.fault.classes.interactive.exposed.requests", 2);
+	cJSON_Delete(s);
+}
+
+Test(stats, a_mock_log_without_the_kind_column_is_all_chat)
+{
+	static const struct stats_phase ph[] = { { "all", 0, 2000 } };
+	static const struct rq rows[] = {
+		{ .id = "r1", .sched = "10", .outcome = "ok", .provider = "primary" },
+	};
+	cJSON *s;
+
+	write_requests(rows, 1);
+	write_file("mock-primary.csv", MOCK_HEADER
+		   "10,r1,0,,200,200,200,16,completed\n"
+		   "20,health-check-primary-1,0,,200,200,200,1,completed\n"
+		   "30,,0,,200,200,200,1,completed\n");
+	s = compute(ph, 1, 2000, 1000);
+	expect_num(s, "phases.all.checks.requests", 1);	/* by its id alone */
+	expect_num(s, "phases.all.duplicate_work.attempts", 1);	/* the row with no id */
+	expect_num(s, "phases.all.exposed.requests", 1);
+	cJSON_Delete(s);
+}
+
+Test(stats_bad, an_unknown_kind_names_the_column)
+{
+	static const struct stats_phase ph[] = { { "all", 0, 2000 } };
+	struct stats_input in = {
+		.run_dir = dir, .phases = ph, .nphases = 1, .duration_ms = 2000,
+		.primary = "primary", .t0_unix_ms = T0,
+	};
+	cJSON *out = NULL;
+
+	write_requests(NULL, 0);
+	write_file("mock-primary.csv", MOCK_HEADER_KIND "10,,0,,200,,1,0,completed,embeddings\n");
+	cr_assert_eq(stats_compute(&in, &out, err), -EINVAL);
+	cr_assert(strstr(err, "mock-primary.csv:2") && strstr(err, "column kind") &&
+		  strstr(err, "chat, models or nothing"), "%s", err);
 }
 
 Test(stats, duplicate_work_counts_mock_rows_past_the_last_window_in_totals)
@@ -1143,6 +1262,38 @@ Test(stats_combine, mean_stddev_min_max_over_runs)
 	cJSON_Delete(c);
 	for (i = 0; i < 3; i++)
 		cJSON_Delete(runs[i]);
+}
+
+Test(stats_combine, folds_the_detection_figures_nested_maps_included)
+{
+	cJSON *runs[2];
+	cJSON *c;
+
+	runs[0] = parse("{\"primary\":\"primary\",\"duration_ms\":3000,\"window_ms\":1000,"
+			"\"phases\":{\"fault\":{\"from_ms\":0,\"to_ms\":3000,"
+			"\"time_to_close_ms\":null,\"exposed\":{\"requests\":4,\"failed\":1},"
+			"\"checks\":{\"requests\":6,\"per_s\":2,\"by_provider\":{\"primary\":3,"
+			"\"secondary\":3}},\"check_rate_per_s\":1}},\"windows\":[],\"totals\":{},"
+			"\"breaker_transitions\":[]}");
+	runs[1] = parse("{\"primary\":\"primary\",\"duration_ms\":3000,\"window_ms\":1000,"
+			"\"phases\":{\"fault\":{\"from_ms\":0,\"to_ms\":3000,"
+			"\"time_to_close_ms\":700,\"exposed\":{\"requests\":2,\"failed\":3},"
+			"\"checks\":{\"requests\":4,\"per_s\":1,\"by_provider\":{\"primary\":1}},"
+			"\"check_rate_per_s\":0.5}},\"windows\":[],\"totals\":{},"
+			"\"breaker_transitions\":[]}");
+	c = stats_combine(runs, 2);
+	cr_assert_not_null(c);
+	expect_num(c, "phases.fault.time_to_close_ms.mean", 700);
+	expect_num(c, "phases.fault.time_to_close_ms.n", 1);
+	expect_num(c, "phases.fault.exposed.requests.mean", 3);
+	expect_num(c, "phases.fault.exposed.failed.max", 3);
+	expect_num(c, "phases.fault.checks.per_s.mean", 1.5);
+	expect_num(c, "phases.fault.checks.by_provider.primary.mean", 2);
+	expect_num(c, "phases.fault.checks.by_provider.secondary.mean", 1.5);	/* absent: 0 */
+	expect_num(c, "phases.fault.check_rate_per_s.min", 0.5);
+	cJSON_Delete(c);
+	cJSON_Delete(runs[0]);
+	cJSON_Delete(runs[1]);
 }
 
 Test(stats_combine, refuses_no_runs_and_non_objects)
