@@ -84,6 +84,22 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
+char *buf_aprintf(const char *fmt, ...)
+{
+	struct buf b = { 0 };
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
 int buf_put_int(struct buf *b, long long v)
 {
 	char tmp[24];

@@ -32,6 +32,12 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 /* buf_printf with a va_list, which it uses up as vprintf does. */
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
+/*
+ * printf into a new malloc'ed string, never cut to a buffer's size (the
+ * caller frees it); NULL when memory runs out.
+ */
+char *buf_aprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Appends a whole number in decimal (no printf: for hot paths). */
 int buf_put_int(struct buf *b, long long v);
 

@@ -6,6 +6,7 @@
 #include "runner/gnuplot.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,42 @@ void gnuplot_quote(struct buf *b, const char *s)
 			buf_append(b, s, 1);
 	}
 	buf_puts(b, "'");
+}
+
+void gnuplot_num(struct buf *b, double v)
+{
+	if (isfinite(v))
+		buf_printf(b, "%.10g", v);
+	else
+		buf_puts(b, "NaN");
+}
+
+void gnuplot_dat_str(struct buf *b, const char *s)
+{
+	buf_puts(b, "\"");
+	for (; *s; s++) {
+		if (*s == '"')
+			buf_puts(b, "'");
+		else if ((unsigned char)*s < 0x20)
+			buf_puts(b, " ");
+		else
+			buf_append(b, s, 1);
+	}
+	buf_puts(b, "\"");
+}
+
+void gnuplot_meta_num(struct buf *meta, const char *name, double v)
+{
+	buf_printf(meta, "%s = ", name);
+	gnuplot_num(meta, v);
+	buf_puts(meta, "\n");
+}
+
+void gnuplot_meta_str(struct buf *meta, const char *name, const char *v)
+{
+	buf_printf(meta, "%s = ", name);
+	gnuplot_quote(meta, v);
+	buf_puts(meta, "\n");
 }
 
 struct gp_run {

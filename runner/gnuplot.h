@@ -21,6 +21,18 @@
  */
 void gnuplot_quote(struct buf *b, const char *s);
 
+/* Appends a number for a data file or meta.gp (%.10g), or NaN (gnuplot's "no value"). */
+void gnuplot_num(struct buf *b, double v);
+
+/* Appends s as a double-quoted data-file string: gnuplot has no escapes there (" becomes '). */
+void gnuplot_dat_str(struct buf *b, const char *s);
+
+/* Appends "NAME = NUMBER\n" to a meta.gp being built. */
+void gnuplot_meta_num(struct buf *meta, const char *name, double v);
+
+/* Appends "NAME = 'STRING'\n" to a meta.gp being built. */
+void gnuplot_meta_str(struct buf *meta, const char *name, const char *v);
+
 /*
  * Runs script with gnuplot variables datadir (data_dir), plotsdir
  * (scripts_dir) and outfile (PNG.tmp), gnuplot's output going to log

@@ -79,7 +79,7 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 	c->pgid = 0;
 	c->addr[0] = '\0';
 	c->p = calloc(1, sizeof(*c->p));
-	log_path = run__printf("%s/%s", ch->dir, log_name);
+	log_path = buf_aprintf("%s/%s", ch->dir, log_name);
 	if (!c->p || !log_path) {
 		free(c->p);
 		c->p = NULL;
@@ -168,9 +168,9 @@ static char *mock_config_of(struct chaos *ch, size_t i)
 void launch_mock(struct chaos *ch, size_t i)
 {
 	const char *name = ch->sc->provider_names[i];
-	char *prog = run__printf("%s/mockprov", ch->o->bin_dir);
-	char *cfg = run__printf("%s/mockprov-%s.json", ch->dir, name);
-	char *log_name = run__printf("mockprov-%s.log", name);
+	char *prog = buf_aprintf("%s/mockprov", ch->o->bin_dir);
+	char *cfg = buf_aprintf("%s/mockprov-%s.json", ch->dir, name);
+	char *log_name = buf_aprintf("mockprov-%s.log", name);
 	char t0[32];
 	char seed[32];
 	char err[CFG_ERR_LEN];
@@ -356,9 +356,9 @@ int launch_free_port(void)
 static void gateway_start(struct chaos *ch)
 {
 	char err[CFG_ERR_LEN];
-	char *prog = run__printf("%s/gateway", ch->o->bin_dir);
-	char *cfg = run__printf("%s/gateway.json", ch->dir);
-	char *events = run__printf("%s/events.jsonl", ch->dir);
+	char *prog = buf_aprintf("%s/gateway", ch->o->bin_dir);
+	char *cfg = buf_aprintf("%s/gateway.json", ch->dir);
+	char *events = buf_aprintf("%s/events.jsonl", ch->dir);
 	char seed[32];
 	char *text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
 					     (const char *const *)ch->urls, err);
@@ -518,7 +518,7 @@ static bool row_is_ok(const char *row, size_t len)
 /* Counts the rows loadgen has flushed since the last call. */
 static void progress_read(struct chaos *ch)
 {
-	char *path = run__printf("%s/requests.csv.tmp", ch->dir);
+	char *path = buf_aprintf("%s/requests.csv.tmp", ch->dir);
 	char chunk[65536];
 	struct buf *line = &ch->progress_line;
 	FILE *fp = path ? fopen(path, "r") : NULL;
@@ -601,7 +601,7 @@ static void load_start(struct chaos *ch)
 			 CHAOS_LEAD_MS);
 		goto out;
 	}
-	prog = run__printf("%s/loadgen", ch->o->bin_dir);
+	prog = buf_aprintf("%s/loadgen", ch->o->bin_dir);
 	if (!prog || !ch->target) {
 		run__fail(ch, "cannot start loadgen: out of memory");
 		goto out;
@@ -655,7 +655,7 @@ static void load_start(struct chaos *ch)
 	if (m || oom) {
 		int rc;
 
-		mix = run__printf("%s/mix.json", ch->dir);
+		mix = buf_aprintf("%s/mix.json", ch->dir);
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "cannot write %s/mix.json: out of memory", ch->dir);
 		if (m && mix)
@@ -716,7 +716,7 @@ static void on_child_line(struct proc *p, const char *line)
 		   sscanf(line, "listening %127s", addr) == 1) {
 		snprintf(c->addr, sizeof(c->addr), "%s", addr);
 		free(ch->target);
-		ch->target = run__printf("http://%s/v1", addr);
+		ch->target = buf_aprintf("http://%s/v1", addr);
 	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !ch->stopping &&
 		   (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
 		c->ready = true;

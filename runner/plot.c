@@ -80,44 +80,6 @@ static char *path_of(struct plot *pl, const char *fmt, ...)
 	return buf_steal(&b);
 }
 
-/* Appends s as a double-quoted data-file string; gnuplot has no escapes there. */
-static void dat_str(struct buf *b, const char *s)
-{
-	buf_puts(b, "\"");
-	for (; *s; s++) {
-		if (*s == '"')
-			buf_puts(b, "'");
-		else if ((unsigned char)*s < 0x20)
-			buf_puts(b, " ");
-		else
-			buf_append(b, s, 1);
-	}
-	buf_puts(b, "\"");
-}
-
-/* Appends a number, or NaN (gnuplot's "no value"). */
-static void put_num(struct buf *b, double v)
-{
-	if (isfinite(v))
-		buf_printf(b, "%.10g", v);
-	else
-		buf_puts(b, "NaN");
-}
-
-/* meta.gp: NAME = VALUE lines. */
-static void meta_num(struct plot *pl, const char *name, double v)
-{
-	buf_printf(&pl->meta, "%s = ", name);
-	put_num(&pl->meta, v);
-	buf_puts(&pl->meta, "\n");
-}
-
-static void meta_str(struct plot *pl, const char *name, const char *v)
-{
-	buf_printf(&pl->meta, "%s = ", name);
-	gnuplot_quote(&pl->meta, v);
-	buf_puts(&pl->meta, "\n");
-}
 
 /* meta.gp: "array NAME[n] = [...]" (gnuplot arrays cannot be empty: n 0 makes one NaN). */
 static void meta_array_begin(struct plot *pl, const char *name, size_t n)
@@ -193,16 +155,16 @@ static void meta_common(struct plot *pl)
 
 	snprintf(tail, sizeof(tail), "%s, time scale %g", pl->st->name, pl->st->scale);
 	buf_puts(&pl->meta, "# faultline chaos plot variables (written by chaos plot)\n");
-	meta_str(pl, "scenario", pl->st->name);
-	meta_num(pl, "time_scale", pl->st->scale);
-	meta_str(pl, "title_tail", tail);
-	meta_num(pl, "duration_s", pl->st->sc->duration_ms / 1000);
+	gnuplot_meta_str(&pl->meta, "scenario", pl->st->name);
+	gnuplot_meta_num(&pl->meta, "time_scale", pl->st->scale);
+	gnuplot_meta_str(&pl->meta, "title_tail", tail);
+	gnuplot_meta_num(&pl->meta, "duration_s", pl->st->sc->duration_ms / 1000);
 	for_each_setup(pl, s)
 		n++;
 	s = pl->st->setups->child;
 	w = cJSON_GetObjectItemCaseSensitive(s, "window_ms");
-	meta_num(pl, "window_s", cJSON_IsNumber(w) ? w->valuedouble / 1000 : 5 * pl->st->scale);
-	meta_num(pl, "nsetups", (double)n);
+	gnuplot_meta_num(&pl->meta, "window_s", cJSON_IsNumber(w) ? w->valuedouble / 1000 : 5 * pl->st->scale);
+	gnuplot_meta_num(&pl->meta, "nsetups", (double)n);
 	meta_array_begin(pl, "setup_name", n);
 	i = 0;
 	for_each_setup(pl, s) {
@@ -339,17 +301,17 @@ static int meta_faults(struct plot *pl)
 
 	if (rc)
 		return rc;
-	meta_num(pl, "nfaults", (double)n);
+	gnuplot_meta_num(&pl->meta, "nfaults", (double)n);
 	meta_array_begin(pl, "fault_from", n);
 	for (i = 0; i < n; i++) {
 		meta_sep(pl, i);
-		put_num(&pl->meta, w[i].from_s);
+		gnuplot_num(&pl->meta, w[i].from_s);
 	}
 	meta_array_end(pl, n);
 	meta_array_begin(pl, "fault_to", n);
 	for (i = 0; i < n; i++) {
 		meta_sep(pl, i);
-		put_num(&pl->meta, w[i].to_s);
+		gnuplot_num(&pl->meta, w[i].to_s);
 	}
 	meta_array_end(pl, n);
 	meta_array_begin(pl, "fault_kill", n);
@@ -410,19 +372,19 @@ static int write_answered(struct plot *pl)
 					    pl->st->summary_path, s->string, k);
 				goto out;
 			}
-			put_num(&b, (from->valuedouble + to->valuedouble) / 2000);
+			gnuplot_num(&b, (from->valuedouble + to->valuedouble) / 2000);
 			buf_puts(&b, " ");
-			put_num(&b, from->valuedouble / 1000);
+			gnuplot_num(&b, from->valuedouble / 1000);
 			buf_puts(&b, " ");
-			put_num(&b, to->valuedouble / 1000);
+			gnuplot_num(&b, to->valuedouble / 1000);
 			buf_puts(&b, " ");
-			put_num(&b, 100 * stats_mean(w, "answered_share", NULL));
+			gnuplot_num(&b, 100 * stats_mean(w, "answered_share", NULL));
 			buf_puts(&b, " ");
-			put_num(&b, stats_mean(w, "requests", NULL));
+			gnuplot_num(&b, stats_mean(w, "requests", NULL));
 			buf_puts(&b, " ");
-			put_num(&b, class_answered(w, "interactive"));
+			gnuplot_num(&b, class_answered(w, "interactive"));
 			buf_puts(&b, " ");
-			put_num(&b, class_answered(w, "batch"));
+			gnuplot_num(&b, class_answered(w, "batch"));
 			buf_puts(&b, "\n");
 			batch = batch || cJSON_GetObjectItemCaseSensitive(
 				cJSON_GetObjectItemCaseSensitive(w, "classes"), "batch");
@@ -433,7 +395,7 @@ static int write_answered(struct plot *pl)
 			goto out;
 	}
 	/* With batch requests, the lines are the interactive ones, batch apart. */
-	meta_num(pl, "answered_classes", batch);
+	gnuplot_meta_num(&pl->meta, "answered_classes", batch);
 out:
 	buf_free(&b);
 	return rc;
@@ -502,13 +464,13 @@ static int latency_rows(struct plot *pl, const struct rundata *d, const char *pr
 			*lo = r->latency_ms;
 		if (r->latency_ms > *hi || !isfinite(*hi))
 			*hi = r->latency_ms;
-		put_num(b, r->sched_ms / 1000);
+		gnuplot_num(b, r->sched_ms / 1000);
 		buf_puts(b, " ");
-		put_num(b, r->latency_ms);
+		gnuplot_num(b, r->latency_ms);
 		buf_printf(b, " %zu %d ", pi, ok);
-		dat_str(b, pi ? prov : "none");
+		gnuplot_dat_str(b, pi ? prov : "none");
 		buf_puts(b, " ");
-		dat_str(b, outcome_name(r->outcome));
+		gnuplot_dat_str(b, outcome_name(r->outcome));
 		buf_puts(b, "\n");
 	}
 out:
@@ -593,8 +555,8 @@ static int write_latency(struct plot *pl)
 		lo = 1;
 		hi = 1000;
 	}
-	meta_num(pl, "lat_lo", pow(10, floor(log10(lo))));
-	meta_num(pl, "lat_hi", pow(10, ceil(log10(hi * 1.01))));
+	gnuplot_meta_num(&pl->meta, "lat_lo", pow(10, floor(log10(lo))));
+	gnuplot_meta_num(&pl->meta, "lat_hi", pow(10, ceil(log10(hi * 1.01))));
 out:
 	buf_free(&b);
 	buf_free(&runs);
@@ -606,7 +568,7 @@ static void meta_providers(struct plot *pl)
 {
 	size_t k;
 
-	meta_num(pl, "nprov", (double)pl->nprov);
+	gnuplot_meta_num(&pl->meta, "nprov", (double)pl->nprov);
 	meta_array_begin(pl, "prov_name", pl->nprov);
 	for (k = 0; k < pl->nprov; k++) {
 		meta_sep(pl, k);
@@ -690,12 +652,12 @@ static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *event
 			if (strcmp(other, target))
 				continue;
 			state = state_value(json_get_string(f, "to"));
-			put_num(b, cJSON_GetObjectItemCaseSensitive(f, "t_ms")->valuedouble / 1000);
+			gnuplot_num(b, cJSON_GetObjectItemCaseSensitive(f, "t_ms")->valuedouble / 1000);
 			buf_printf(b, " %d ", state);
-			dat_str(b, json_get_string(f, "to"));
+			gnuplot_dat_str(b, json_get_string(f, "to"));
 			buf_puts(b, "\n");
 		}
-		put_num(b, end_s);
+		gnuplot_num(b, end_s);
 		buf_printf(b, " %d \"end\"\n", state);
 		if (names->len) {
 			buf_puts(names, ", ");
@@ -761,7 +723,7 @@ static int write_breakers(struct plot *pl)
 		first += ntargets;
 		npanels++;
 	}
-	meta_num(pl, "brk_panels", (double)npanels);
+	gnuplot_meta_num(&pl->meta, "brk_panels", (double)npanels);
 	meta_array_begin(pl, "brk_setup", npanels);
 	buf_puts(&pl->meta, panels.data ? panels.data : "");
 	meta_array_end(pl, npanels);
@@ -818,18 +780,18 @@ static int write_phases(struct plot *pl)
 				double v = stats_mean(ph, "latency_ms", pct[k]);
 
 				buf_puts(&b, " ");
-				put_num(&b, v);
+				gnuplot_num(&b, v);
 				if (v > 0 && (v < lo || !isfinite(lo)))
 					lo = v;
 				if (v > hi || !isfinite(hi))
 					hi = v;
 			}
 			buf_puts(&b, " ");
-			put_num(&b, stats_mean(ph, "ok", NULL));
+			gnuplot_num(&b, stats_mean(ph, "ok", NULL));
 			buf_puts(&b, " ");
-			dat_str(&b, pl->st->sc->phases[i].name);
+			gnuplot_dat_str(&b, pl->st->sc->phases[i].name);
 			buf_puts(&b, " ");
-			dat_str(&b, s->string);
+			gnuplot_dat_str(&b, s->string);
 			buf_puts(&b, "\n");
 		}
 	}
@@ -837,7 +799,7 @@ static int write_phases(struct plot *pl)
 	buf_free(&b);
 	if (rc)
 		return rc;
-	meta_num(pl, "nphases", (double)pl->st->sc->nphases);
+	gnuplot_meta_num(&pl->meta, "nphases", (double)pl->st->sc->nphases);
 	meta_array_begin(pl, "phase_name", pl->st->sc->nphases);
 	for (i = 0; i < pl->st->sc->nphases; i++) {
 		meta_sep(pl, i);
@@ -849,9 +811,9 @@ static int write_phases(struct plot *pl)
 		hi = 1000;
 	}
 	/* A log scale once the bars span more than a factor of 20. */
-	meta_num(pl, "ph_log", hi / lo > 20);
-	meta_num(pl, "ph_lo", hi / lo > 20 ? pow(10, floor(log10(lo))) : 0);
-	meta_num(pl, "ph_hi", hi / lo > 20 ? pow(10, ceil(log10(hi * 1.5))) : hi * 1.18);
+	gnuplot_meta_num(&pl->meta, "ph_log", hi / lo > 20);
+	gnuplot_meta_num(&pl->meta, "ph_lo", hi / lo > 20 ? pow(10, floor(log10(lo))) : 0);
+	gnuplot_meta_num(&pl->meta, "ph_hi", hi / lo > 20 ? pow(10, ceil(log10(hi * 1.5))) : hi * 1.18);
 	return 0;
 }
 

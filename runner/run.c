@@ -34,6 +34,7 @@
 #include "runner/plot.h"
 #include "runner/report.h"
 #include "runner/run_int.h"
+#include "runner/stamp.h"
 #include "runner/stats.h"
 
 #define STOP_GRACE_MS 5000		/* SIGTERM, then SIGKILL */
@@ -43,23 +44,6 @@
 static void run_begin(struct chaos *ch);
 
 /* ---- files ---- */
-
-/* printf into a new malloc'ed string, never cut to a buffer's size (run_int.h). */
-char *run__printf(const char *fmt, ...)
-{
-	struct buf b = { 0 };
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	if (rc) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_steal(&b);
-}
 
 /* Says why the run failed (the first reason stays: see run__fail). */
 static void set_why(struct chaos *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -78,31 +62,6 @@ static void set_why(struct chaos *ch, const char *fmt, ...)
 static const char *why_text(const struct chaos *ch)
 {
 	return ch->why.len ? ch->why.data : "out of memory";
-}
-
-static int mkdir_p(const char *path)
-{
-	char *copy = strdup(path);
-	char *s;
-	int rc = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (s = copy + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(copy, 0755) && errno != EEXIST) {
-			rc = -errno;
-			goto out;
-		}
-		*s = '/';
-	}
-	if (mkdir(copy, 0755) && errno != EEXIST)
-		rc = -errno;
-out:
-	free(copy);
-	return rc;
 }
 
 /* ---- stopping ---- */
@@ -273,8 +232,8 @@ static int finish_mock_logs(struct chaos *ch)
 			continue;	/* stopped cleanly: mockprov finished its own log */
 		free(done);
 		free(tmp);
-		done = run__printf("%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
-		tmp = run__printf("%s/mock-%s.csv.tmp", ch->dir, ch->sc->provider_names[i]);
+		done = buf_aprintf("%s/mock-%s.csv", ch->dir, ch->sc->provider_names[i]);
+		tmp = buf_aprintf("%s/mock-%s.csv.tmp", ch->dir, ch->sc->provider_names[i]);
 		if (!done || !tmp) {
 			set_why(ch, "out of memory");
 			rc = -ENOMEM;
@@ -291,8 +250,8 @@ static int finish_mock_logs(struct chaos *ch)
 static int summarise(struct chaos *ch)
 {
 	char err[CFG_ERR_LEN];
-	char *path = run__printf("%s/summary.json", ch->dir);
-	char *lg = run__printf("%s/loadgen-summary.json", ch->dir);
+	char *path = buf_aprintf("%s/summary.json", ch->dir);
+	char *lg = buf_aprintf("%s/loadgen-summary.json", ch->dir);
 	cJSON *sum = NULL;
 	cJSON **runs;
 	int rc;
@@ -488,9 +447,9 @@ static void run_begin(struct chaos *ch)
 	}
 	free(ch->final_dir);
 	free(ch->dir);
-	ch->final_dir = run__printf("%s/%s/run-%u", ch->stamp_dir, ch->st->name, ch->k);
-	ch->dir = run__printf("%s/%s/run-%u.tmp", ch->stamp_dir, ch->st->name, ch->k);
-	rc = ch->dir && ch->final_dir ? mkdir_p(ch->dir) : -ENOMEM;
+	ch->final_dir = buf_aprintf("%s/%s/run-%u", ch->stamp_dir, ch->st->name, ch->k);
+	ch->dir = buf_aprintf("%s/%s/run-%u.tmp", ch->stamp_dir, ch->st->name, ch->k);
+	rc = ch->dir && ch->final_dir ? stamp_mkdir_p(ch->dir) : -ENOMEM;
 	if (rc) {
 		ch->failed = true;
 		set_why(ch, "cannot make %s/%s/run-%u.tmp: %s", ch->stamp_dir, ch->st->name, ch->k,
@@ -595,38 +554,11 @@ static size_t longest_path(const struct scenario *sc, const struct chaos_opts *o
  */
 static int make_stamp_dir(struct chaos *ch)
 {
-	char stamp[32];
-	char *parent = run__printf("%s/%s", ch->o->out_dir, ch->sc->name);
-	time_t now = time(NULL);
-	struct tm tm;
-	int rc = -EEXIST;
-	int i;
-
 	if (ch->o->stamp_dir) {
-		free(parent);
 		ch->stamp_dir = strdup(ch->o->stamp_dir);
-		return ch->stamp_dir ? mkdir_p(ch->stamp_dir) : -ENOMEM;
+		return ch->stamp_dir ? stamp_mkdir_p(ch->stamp_dir) : -ENOMEM;
 	}
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	for (i = 1; i < 100 && rc == -EEXIST; i++) {
-		free(ch->stamp_dir);
-		if (i == 1)
-			ch->stamp_dir = run__printf("%s/%s", parent ? parent : "", stamp);
-		else
-			ch->stamp_dir = run__printf("%s/%s-%d", parent ? parent : "", stamp, i);
-		if (!parent || !ch->stamp_dir) {
-			rc = -ENOMEM;
-			break;
-		}
-		/* The parent with -p, the stamp itself alone: two runners never share one. */
-		rc = mkdir_p(parent);
-		if (rc)
-			break;
-		rc = mkdir(ch->stamp_dir, 0755) == 0 ? 0 : -errno;
-	}
-	free(parent);
-	return rc;
+	return stamp_make_new(ch->o->out_dir, ch->sc->name, "", &ch->stamp_dir);
 }
 
 /*
@@ -636,7 +568,7 @@ static int make_stamp_dir(struct chaos *ch)
  */
 static int copy_scenario(const struct chaos *ch, char *err, size_t errlen)
 {
-	char *path = run__printf("%s/scenario.json", ch->stamp_dir);
+	char *path = buf_aprintf("%s/scenario.json", ch->stamp_dir);
 	cJSON *root = json_load_file(ch->sc->path, err, errlen);
 	int rc = -EIO;
 
@@ -768,7 +700,7 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		cJSON_AddNumberToObject(top, "repeat", o->repeat);
 		cJSON_AddItemToObject(top, "setups", ch.combined);
 		ch.combined = NULL;
-		path = run__printf("%s/summary.json", ch.stamp_dir);
+		path = buf_aprintf("%s/summary.json", ch.stamp_dir);
 		if (!path)
 			snprintf(err, sizeof(err), "cannot write %s/summary.json: out of memory",
 				 ch.stamp_dir);

@@ -142,13 +142,6 @@ void run__stop(struct chaos *ch);
 /* t0, CHAOS_LEAD_MS ahead; the providers start on it, the setup and load follow. */
 void run__timeline_begin(struct chaos *ch);
 
-/*
- * printf into a new malloc'ed string, however long: every path and
- * message of a run is built so, never cut to a buffer's size. NULL when
- * out of memory.
- */
-char *run__printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* ---- launch.c ---- */
 
 /* Closes the child's process (which has exited); its memory goes when closed. */

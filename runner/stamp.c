@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/buf.h"
 #include "common/cfg.h"
@@ -226,4 +227,55 @@ double stamp_scale(const char *stamp_dir, const struct scenario *probe)
 	}
 	free(path);
 	return s;
+}
+
+int stamp_mkdir_p(const char *path)
+{
+	char *copy = strdup(path);
+	char *s;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (s = copy + 1; *s && !rc; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(copy, 0755) && errno != EEXIST)
+			rc = -errno;
+		*s = '/';
+	}
+	if (!rc && mkdir(copy, 0755) && errno != EEXIST)
+		rc = -errno;
+	free(copy);
+	return rc;
+}
+
+int stamp_make_new(const char *out_dir, const char *name, const char *suffix, char **dir)
+{
+	char stamp[32];
+	char *parent = buf_aprintf("%s/%s", out_dir, name);
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = -EEXIST;
+	int i;
+
+	*dir = NULL;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (i = 1; i < 100 && rc == -EEXIST; i++) {
+		free(*dir);
+		*dir = i == 1 ? buf_aprintf("%s/%s%s", parent ? parent : "", stamp, suffix) :
+			buf_aprintf("%s/%s%s-%d", parent ? parent : "", stamp, suffix, i);
+		if (!parent || !*dir) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = stamp_mkdir_p(parent);
+		if (rc)
+			break;
+		rc = mkdir(*dir, 0755) == 0 ? 0 : -errno;
+	}
+	free(parent);
+	return rc;
 }

@@ -46,6 +46,19 @@ char *stamp_path_alloc(const char *stamp_dir, const char *name);
 /* STAMP/SETUP/run-K as a malloc'ed string; NULL when out of memory. */
 char *stamp_run_dir_alloc(const char *stamp_dir, const char *setup, unsigned k);
 
+/* mkdir -p: path and the folders above it, 0755. Returns 0 or -errno. */
+int stamp_mkdir_p(const char *path);
+
+/*
+ * Makes a new stamp folder OUT/NAME/STAMPsuffix — STAMP the time now, UTC,
+ * 20261201T221933Z; suffix "" for a run, "-sweep" for a sweep — or, when
+ * another runner took it, STAMPsuffix-2… (up to -99): the parents with
+ * -p, the stamp itself alone, so two runners never share one. Returns 0
+ * with the malloc'ed path in *dir; -EEXIST when every name was taken,
+ * -ENOMEM, or mkdir's -errno (*dir then the path it tried, or NULL).
+ */
+int stamp_make_new(const char *out_dir, const char *name, const char *suffix, char **dir);
+
 /*
  * Loads STAMP/summary.json and checks its head — scenario (a string),
  * time_scale (in (0, SC_SCALE_MAX]), setups (an object with a setup, each

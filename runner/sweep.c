@@ -5,6 +5,7 @@
  * chaos report / chaos gate over a sweep folder.
  */
 #include "runner/sweep.h"
+#include "runner/stamp.h"
 #include "runner/sweep_verdict.h"
 
 #include <errno.h>
@@ -50,25 +51,6 @@ static void catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* printf into a new malloc'ed string; NULL when out of memory. */
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *str_printf(const char *fmt, ...)
-{
-	struct buf b = { 0 };
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	if (rc) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_steal(&b);
-}
-
 static bool exists(const char *path)
 {
 	struct stat st;
@@ -76,33 +58,10 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* Makes path and its parents. Returns 0 or a negative errno. */
-static int mkdir_p(const char *path)
-{
-	char *copy = strdup(path);
-	char *s;
-	int rc = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (s = copy + 1; *s && !rc; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(copy, 0755) && errno != EEXIST)
-			rc = -errno;
-		*s = '/';
-	}
-	if (!rc && mkdir(copy, 0755) && errno != EEXIST)
-		rc = -errno;
-	free(copy);
-	return rc;
-}
-
 /* Whether dir is a sweep folder (sweep.h). */
 bool sweep_is_dir(const char *dir)
 {
-	char *path = str_printf("%s/%s", dir, SWEEP_FILE);
+	char *path = buf_aprintf("%s/%s", dir, SWEEP_FILE);
 	bool yes = path && exists(path);
 
 	free(path);
@@ -217,7 +176,7 @@ static cJSON *plan_json(const struct sweep *s)
 static int save_plan(const struct sweep *s, char *err)
 {
 	cJSON *top = plan_json(s);
-	char *path = str_printf("%s/%s", s->dir, SWEEP_FILE);
+	char *path = buf_aprintf("%s/%s", s->dir, SWEEP_FILE);
 	int rc = -ENOMEM;
 
 	if (top && path)
@@ -287,8 +246,8 @@ static int load_points(struct sweep *s, const cJSON *points, const char *file, c
 /* Loads a sweep folder (sweep.h). */
 int sweep_load(struct sweep *s, const char *dir, char *err)
 {
-	char *file = str_printf("%s/%s", dir, SWEEP_FILE);
-	char *scpath = str_printf("%s/scenario.json", dir);
+	char *file = buf_aprintf("%s/%s", dir, SWEEP_FILE);
+	char *scpath = buf_aprintf("%s/scenario.json", dir);
 	cJSON *top = NULL;
 	const cJSON *vary;
 	const cJSON *points;
@@ -421,30 +380,7 @@ static int check_points(const struct sweep *s, const char *only_setup, char *err
 /* Makes OUT/NAME/STAMP-sweep (STAMP-sweep-2… when taken) into s->dir. */
 static int make_sweep_dir(struct sweep *s, const char *out_dir)
 {
-	char stamp[32];
-	char *parent = str_printf("%s/%s", out_dir, s->name);
-	time_t now = time(NULL);
-	struct tm tm;
-	int rc = -EEXIST;
-	int i;
-
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	for (i = 1; i < 100 && rc == -EEXIST; i++) {
-		free(s->dir);
-		s->dir = i == 1 ? str_printf("%s/%s-sweep", parent ? parent : "", stamp) :
-			 str_printf("%s/%s-sweep-%d", parent ? parent : "", stamp, i);
-		if (!parent || !s->dir) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = mkdir_p(parent);
-		if (rc)
-			break;
-		rc = mkdir(s->dir, 0755) == 0 ? 0 : -errno;
-	}
-	free(parent);
-	return rc;
+	return stamp_make_new(out_dir, s->name, "-sweep", &s->dir);
 }
 
 /* A new sweep's plan: the scenario, the scale, the grid. Returns an exit status. */
@@ -495,7 +431,7 @@ out_bad:
  */
 static int move_aside(const struct sweep *s, size_t i, char *err)
 {
-	char *from = str_printf("%s/%s", s->dir, s->dirs[i]);
+	char *from = buf_aprintf("%s/%s", s->dir, s->dirs[i]);
 	char *to = NULL;
 	int n;
 	int rc = 0;
@@ -506,7 +442,7 @@ static int move_aside(const struct sweep *s, size_t i, char *err)
 		goto out;
 	for (n = 1; n < 1000; n++) {
 		free(to);
-		to = str_printf("%s.partial-%d", from, n);
+		to = buf_aprintf("%s.partial-%d", from, n);
 		if (!to)
 			goto out_oom;
 		if (!exists(to))
@@ -530,7 +466,7 @@ out:
 /* Whether point i has its stamp's summary.json. */
 static bool point_has_summary(const struct sweep *s, size_t i)
 {
-	char *path = str_printf("%s/%s/summary.json", s->dir, s->dirs[i]);
+	char *path = buf_aprintf("%s/%s/summary.json", s->dir, s->dirs[i]);
 	bool yes = path && exists(path);
 
 	free(path);
@@ -577,8 +513,8 @@ static int prepare_point(struct point_run *pr)
 {
 	const struct sweep *s = pr->s;
 	char err[CFG_ERR_LEN];
-	char *dir = str_printf("%s/%s", s->dir, s->dirs[pr->i]);
-	char *path = str_printf("%s/%s/scenario.json", s->dir, s->dirs[pr->i]);
+	char *dir = buf_aprintf("%s/%s", s->dir, s->dirs[pr->i]);
+	char *path = buf_aprintf("%s/%s/scenario.json", s->dir, s->dirs[pr->i]);
 	cJSON *doc = vary_scenario(&s->plan, s->base, pr->i, err, sizeof(err));
 	int rc = 1;
 
@@ -587,7 +523,7 @@ static int prepare_point(struct point_run *pr)
 		fprintf(stderr, "chaos: sweep: point %zu: out of memory\n", pr->i + 1);
 		goto out;
 	}
-	rc = mkdir_p(dir);
+	rc = stamp_mkdir_p(dir);
 	if (rc) {
 		fprintf(stderr, "chaos: sweep: cannot make %s: %s\n", dir, strerror(-rc));
 		rc = 1;
@@ -617,7 +553,7 @@ static int run_point(const struct sweep *s, const struct sweep_opts *o, size_t i
 	struct chaos_opts co = { .out_dir = o->out_dir, .bin_dir = o->bin_dir,
 				 .plots_dir = o->plots_dir, .only_setup = s->only_setup,
 				 .repeat = s->repeat, .verbose = !o->quiet, .no_table = true };
-	char *dir = str_printf("%s/%s", s->dir, s->dirs[i]);
+	char *dir = buf_aprintf("%s/%s", s->dir, s->dirs[i]);
 	int rc = 1;
 
 	if (!dir) {
@@ -740,7 +676,7 @@ static int plan_resume(struct sweep *s, const struct sweep_opts *o)
 /* Writes the sweep's copy of its base scenario (unscaled, with its name). */
 static int save_base(const struct sweep *s, char *err)
 {
-	char *path = str_printf("%s/scenario.json", s->dir);
+	char *path = buf_aprintf("%s/scenario.json", s->dir);
 	int rc = -ENOMEM;
 
 	if (path)
@@ -829,7 +765,7 @@ int sweep_report_command(const char *dir, FILE *out)
 		goto out;
 	}
 	for (i = 0; i < s.plan.npoints; i++) {
-		char *point = str_printf("%s/%s", dir, s.dirs[i]);
+		char *point = buf_aprintf("%s/%s", dir, s.dirs[i]);
 		int rc;
 
 		if (!point || !point_has_summary(&s, i)) {
@@ -905,7 +841,7 @@ int sweep_gate_command(const char *dir, const char *objective_setups, FILE *out)
 		goto out;
 	}
 	for (i = 0; i < s.plan.npoints; i++) {
-		char *point = str_printf("%s/%s", dir, s.dirs[i]);
+		char *point = buf_aprintf("%s/%s", dir, s.dirs[i]);
 		char *text = NULL;
 		size_t len = 0;
 		FILE *mem;

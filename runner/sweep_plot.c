@@ -73,43 +73,6 @@ struct sp {
 	bool draw_tradeoff;	/* some row of a drawn series has */
 };
 
-static void put_num(struct buf *b, double v)
-{
-	if (isfinite(v))
-		buf_printf(b, "%.10g", v);
-	else
-		buf_puts(b, "NaN");
-}
-
-/* A double-quoted data-file string; gnuplot has no escapes there. */
-static void dat_str(struct buf *b, const char *s)
-{
-	buf_puts(b, "\"");
-	for (; *s; s++) {
-		if (*s == '"')
-			buf_puts(b, "'");
-		else if ((unsigned char)*s < 0x20)
-			buf_puts(b, " ");
-		else
-			buf_append(b, s, 1);
-	}
-	buf_puts(b, "\"");
-}
-
-static void meta_num(struct sp *p, const char *name, double v)
-{
-	buf_printf(&p->meta, "%s = ", name);
-	put_num(&p->meta, v);
-	buf_puts(&p->meta, "\n");
-}
-
-static void meta_str(struct sp *p, const char *name, const char *v)
-{
-	buf_printf(&p->meta, "%s = ", name);
-	gnuplot_quote(&p->meta, v);
-	buf_puts(&p->meta, "\n");
-}
-
 /* "array NAME[n] = [...]" of n strings or numbers (gnuplot arrays cannot be empty). */
 static void meta_strs(struct sp *p, const char *name, const char *const *v, size_t n)
 {
@@ -132,7 +95,7 @@ static void meta_nums(struct sp *p, const char *name, const double *v, size_t n)
 	for (i = 0; i < n; i++) {
 		if (i)
 			buf_puts(&p->meta, ", ");
-		put_num(&p->meta, v[i]);
+		gnuplot_num(&p->meta, v[i]);
 	}
 	buf_puts(&p->meta, n ? "]\n" : "NaN]\n");
 }
@@ -149,9 +112,9 @@ static int meta_series(struct sp *p, const char *prefix, const struct sweep_seri
 	for (i = 0; i < set->n; i++)
 		names[i] = set->s[i].name;
 	snprintf(var, sizeof(var), "n%s", prefix);
-	meta_num(p, var, (double)set->n);
+	gnuplot_meta_num(&p->meta, var, (double)set->n);
 	snprintf(var, sizeof(var), "n%s_shown", prefix);
-	meta_num(p, var, (double)(set->n < SWEEP_PLOT_MAX_SERIES ? set->n : SWEEP_PLOT_MAX_SERIES));
+	gnuplot_meta_num(&p->meta, var, (double)(set->n < SWEEP_PLOT_MAX_SERIES ? set->n : SWEEP_PLOT_MAX_SERIES));
 	snprintf(var, sizeof(var), "%s_name", prefix);
 	meta_strs(p, var, names, set->n);
 	free(names);
@@ -229,15 +192,15 @@ static void meta_axis(struct sp *p)
 	double hi = -INFINITY;
 	size_t k;
 
-	meta_str(p, "x_path", a->path);
-	meta_str(p, "x_leaf", a->leaf);
-	meta_num(p, "x_numeric", a->numeric);
+	gnuplot_meta_str(&p->meta, "x_path", a->path);
+	gnuplot_meta_str(&p->meta, "x_leaf", a->leaf);
+	gnuplot_meta_num(&p->meta, "x_numeric", a->numeric);
 	for (k = 0; a->numeric && k < a->nvalues; k++) {
 		lo = fmin(lo, a->num[k]);
 		hi = fmax(hi, a->num[k]);
 	}
-	meta_num(p, "x_log", a->numeric && lo > 0 && hi / lo > 20);
-	meta_num(p, "nxval", (double)a->nvalues);
+	gnuplot_meta_num(&p->meta, "x_log", a->numeric && lo > 0 && hi / lo > 20);
+	gnuplot_meta_num(&p->meta, "nxval", (double)a->nvalues);
 	meta_strs(p, "xval_label", (const char *const *)a->label, a->nvalues);
 	if (a->numeric) {
 		meta_nums(p, "xval", a->num, a->nvalues);
@@ -286,16 +249,16 @@ static int write_series(struct sp *p, bool *figs_with)
 		for (j = 0; j < s->nrows; j++) {
 			const struct sweep_row *r = &d->rows[s->rows[j]];
 
-			put_num(&b, row_x(d, r));
+			gnuplot_num(&b, row_x(d, r));
 			buf_puts(&b, " ");
-			dat_str(&b, d->axes[0].label[r->pt->pos[0]]);
+			gnuplot_dat_str(&b, d->axes[0].label[r->pt->pos[0]]);
 			buf_printf(&b, " %ld ", r->pt->index);
-			put_num(&b, r->runs);
+			gnuplot_num(&b, r->runs);
 			for (f = 0; f < d->nfigs; f++) {
 				buf_puts(&b, " ");
-				put_num(&b, r->mean[f]);
+				gnuplot_num(&b, r->mean[f]);
 				buf_puts(&b, " ");
-				put_num(&b, r->sd[f]);
+				gnuplot_num(&b, r->sd[f]);
 				if (i < SWEEP_PLOT_MAX_SERIES && isfinite(r->mean[f]))
 					figs_with[f] = true;	/* a drawn point */
 			}
@@ -327,7 +290,7 @@ static int write_series(struct sp *p, bool *figs_with)
 			}
 		}
 	}
-	meta_num(p, "nfigs", (double)d->nfigs);
+	gnuplot_meta_num(&p->meta, "nfigs", (double)d->nfigs);
 	meta_strs(p, "fig_name", (const char *const *)d->figs, d->nfigs);
 	meta_strs(p, "fig_title", titles, d->nfigs);
 	meta_strs(p, "fig_unit", units, d->nfigs);
@@ -380,30 +343,30 @@ static void knee_blocks(struct sp *p, const struct sweep_series *s, size_t n,
 			p->has_knee = true;
 		buf_reset(&label);
 		point_label(d, r->pt, false, &label);
-		put_num(&f->pts, k->x[j]);
+		gnuplot_num(&f->pts, k->x[j]);
 		buf_puts(&f->pts, " ");
-		put_num(&f->pts, k->y[j]);
+		gnuplot_num(&f->pts, k->y[j]);
 		buf_puts(&f->pts, " ");
-		dat_str(&f->pts, label.data ? label.data : "");
+		gnuplot_dat_str(&f->pts, label.data ? label.data : "");
 		buf_printf(&f->pts, " %ld %d %d\n", r->pt->index, on, k->knee == (long)j);
 	}
 	if (!k->nfront)	/* gnuplot wants a row in a block it is asked for */
 		buf_puts(&f->front, "NaN NaN 0\n");
 	for (m = 0; m < k->nfront; m++) {
-		put_num(&f->front, k->x[k->front[m]]);
+		gnuplot_num(&f->front, k->x[k->front[m]]);
 		buf_puts(&f->front, " ");
-		put_num(&f->front, k->y[k->front[m]]);
+		gnuplot_num(&f->front, k->y[k->front[m]]);
 		buf_printf(&f->front, " %ld\n", d->rows[s->rows[k->front[m]]].pt->index);
 	}
 	if (k->knee >= 0) {
 		buf_reset(&label);
 		buf_puts(&label, "knee: ");
 		point_label(d, d->rows[s->rows[k->knee]].pt, true, &label);
-		put_num(&f->mark, k->x[k->knee]);
+		gnuplot_num(&f->mark, k->x[k->knee]);
 		buf_puts(&f->mark, " ");
-		put_num(&f->mark, k->y[k->knee]);
+		gnuplot_num(&f->mark, k->y[k->knee]);
 		buf_puts(&f->mark, " ");
-		dat_str(&f->mark, label.data ? label.data : "");
+		gnuplot_dat_str(&f->mark, label.data ? label.data : "");
 		buf_printf(&f->mark, " %zu\n", n);
 	}
 	buf_free(&label);
@@ -448,8 +411,8 @@ static int write_knee(struct sp *p, double exchange, const char *knee_phase)
 		rc = write_data(p, "knee-mark.dat", &f.mark);
 	if (!rc)
 		rc = meta_series(p, "knee", &set);
-	meta_str(p, "knee_phase", knee_phase ? knee_phase : "");
-	meta_num(p, "exchange", exchange);
+	gnuplot_meta_str(&p->meta, "knee_phase", knee_phase ? knee_phase : "");
+	gnuplot_meta_num(&p->meta, "exchange", exchange);
 out:
 	buf_free(&f.pts);
 	buf_free(&f.front);
@@ -476,7 +439,7 @@ static int write_tradeoff(struct sp *p)
 			p->has_tradeoff = true;
 	}
 	if (!p->has_tradeoff) {
-		meta_num(p, "ntrade", 0);
+		gnuplot_meta_num(&p->meta, "ntrade", 0);
 		return 0;
 	}
 	rc = sweep_group(d, &g, &set, p->err);
@@ -498,11 +461,11 @@ static int write_tradeoff(struct sp *p)
 			    isfinite(r->mean[rate]))
 				p->draw_tradeoff = true;
 			point_label(d, r->pt, false, &label);
-			put_num(&b, r->mean[rate]);
+			gnuplot_num(&b, r->mean[rate]);
 			buf_puts(&b, " ");
-			put_num(&b, r->mean[open]);
+			gnuplot_num(&b, r->mean[open]);
 			buf_puts(&b, " ");
-			dat_str(&b, label.data ? label.data : "");
+			gnuplot_dat_str(&b, label.data ? label.data : "");
 			buf_printf(&b, " %ld\n", r->pt->index);
 			buf_free(&label);
 		}
@@ -578,12 +541,12 @@ static void meta_common(struct sp *p)
 		buf_printf(&tail, ", time scale %g", d->time_scale);
 	buf_printf(&tail, ", %g run%s a point", d->repeat, d->repeat == 1 ? "" : "s");
 	buf_puts(&p->meta, "# faultline sweep plot variables (written by chaos plot)\n");
-	meta_str(p, "scenario", d->scenario);
-	meta_str(p, "title_tail", tail.data ? tail.data : d->scenario);
-	meta_num(p, "repeat", d->repeat);
-	meta_num(p, "error_bars", d->repeat > 1);
-	meta_num(p, "max_series", SWEEP_PLOT_MAX_SERIES);
-	meta_num(p, "nfaults", 0);	/* common.gp counts the kill windows */
+	gnuplot_meta_str(&p->meta, "scenario", d->scenario);
+	gnuplot_meta_str(&p->meta, "title_tail", tail.data ? tail.data : d->scenario);
+	gnuplot_meta_num(&p->meta, "repeat", d->repeat);
+	gnuplot_meta_num(&p->meta, "error_bars", d->repeat > 1);
+	gnuplot_meta_num(&p->meta, "max_series", SWEEP_PLOT_MAX_SERIES);
+	gnuplot_meta_num(&p->meta, "nfaults", 0);	/* common.gp counts the kill windows */
 	buf_free(&tail);
 }
 
