@@ -177,6 +177,12 @@ static void on_signal(uv_signal_t *s, int signum)
 	struct chaos *ch = s->data;
 	size_t i;
 
+	if (ch->over) {
+		/* The results are whole: answered once they are closed (chaos_run). */
+		if (!ch->late_signal)
+			ch->late_signal = signum;
+		return;
+	}
 	if (ch->signal && ch->stopping) {
 		/* A second one: no grace. */
 		for (i = 0; i < ch->sc->nproviders; i++)
@@ -620,6 +626,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 {
 	struct chaos ch = { .sc = sc, .o = o };
 	char err[CFG_ERR_LEN];
+	sigset_t stops;
+	sigset_t old_mask;
 	char *path = NULL;
 	size_t longest = longest_path(sc, o);
 	size_t i;
@@ -727,6 +735,23 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 		}
 		cJSON_Delete(top);
 	}
+	/*
+	 * A signal that came while the results were written is in libuv's
+	 * pipe: take it now, with the three blocked so that none comes between
+	 * this and the handlers' closing (which sets them back to the default
+	 * action) — it stays pending instead, answered below.
+	 */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &old_mask);
+	ch.over = true;
+	/* Referenced, or the loop, with nothing else left alive, would not poll at all. */
+	uv_ref((uv_handle_t *)&ch.sigint);
+	uv_ref((uv_handle_t *)&ch.sigterm);
+	uv_ref((uv_handle_t *)&ch.sighup);
+	uv_run(ch.loop, UV_RUN_NOWAIT);
 	uv_close((uv_handle_t *)&ch.sigint, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.sigterm, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.sighup, on_closed_quiet);
@@ -763,5 +788,11 @@ out_free:
 		rundata_free(&ch.first_rows[i]);
 	free(ch.first_rows);
 	free(ch.first_k);
+	if (ch.over && ch.late_signal && o->hold_signals)
+		raise(ch.late_signal);	/* pending, blocked: the caller's */
+	else if (ch.over && ch.late_signal && ch.exit_code == 0)
+		ch.exit_code = 128 + ch.late_signal;
+	if (ch.over && !o->hold_signals)
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);	/* one still pending acts now */
 	return ch.exit_code;
 }

@@ -27,6 +27,9 @@ struct chaos_opts {
 	const char *stamp_dir;		/* the stamp's folder (made when missing); NULL: a
 					 * new OUT/NAME/STAMP (a sweep's points give theirs) */
 	bool no_table;			/* the table and "results:" line not printed on stdout */
+	bool hold_signals;		/* SIGINT, SIGTERM and SIGHUP left blocked on return,
+					 * one that came once the results were whole left
+					 * pending: the caller (a sweep) takes them */
 };
 
 /*
@@ -39,7 +42,10 @@ struct chaos_opts {
  * lines; that run's directory stays run-K.tmp) or a file of the stamp
  * could not be written (left as FILE.tmp), 2 when o->out_dir is too long
  * for the run's paths (said on stderr, nothing made), 130 after SIGINT and
- * 143 after SIGTERM (every child stopped, no run left half-renamed).
+ * 143 after SIGTERM (every child stopped, no run left half-renamed). A
+ * signal that comes once the results are whole (while the summary, report
+ * and plots are written) leaves them whole and is answered after: 128 + N,
+ * or with o->hold_signals, left pending and blocked for the caller.
  */
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o);
 

@@ -65,6 +65,8 @@ struct poller {
 /* One `chaos run`: its loop, its options, and the run (setup, repeat) in progress. */
 struct chaos {
 	uv_loop_t *loop;
+	bool over;			/* the results are whole: a signal now is late */
+	int late_signal;		/* one that came then; 0: none */
 	const struct scenario *sc;
 	const struct chaos_opts *o;
 	struct curl_uv cu;

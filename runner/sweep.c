@@ -554,6 +554,7 @@ static int run_point(const struct sweep *s, const struct sweep_opts *o, size_t i
 				 .plots_dir = o->plots_dir, .only_setup = s->only_setup,
 				 .repeat = s->repeat, .verbose = !o->quiet, .no_table = true };
 	char *dir = buf_aprintf("%s/%s", s->dir, s->dirs[i]);
+	sigset_t stops;
 	int rc = 1;
 
 	if (!dir) {
@@ -561,11 +562,21 @@ static int run_point(const struct sweep *s, const struct sweep_opts *o, size_t i
 		return 1;
 	}
 	co.stamp_dir = dir;
+	co.hold_signals = true;
 	/* A signal before the run: it stays pending (chaos_run answers those that come later). */
 	if (prepare_point(&pr) == 0)
 		rc = stop_signal ? 128 + stop_signal : chaos_run(&pr.sc, &co);
-	/* chaos_run's libuv signal handlers are gone: the sweep's own take over again. */
+	/*
+	 * chaos_run's libuv signal handlers are gone, and it left the three
+	 * blocked (one that came once the point's results were whole pending):
+	 * the sweep's own handlers take over, then take what is pending.
+	 */
 	catch_signals();
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_UNBLOCK, &stops, NULL);
 	scenario_free(&pr.sc);
 	free(dir);
 	return rc;

@@ -111,7 +111,7 @@ int sweep_plot_command(const char *dir, const char *plots_dir, FILE *out);
 
 /*
  * Writes DIR/sweep.csv (through sweep.csv.tmp) from the points' summaries:
- * one row per point with a summary.json × setup × phase. Returns 0 or a
+ * one row per done point (with its summary.json) × setup × phase. Returns 0 or a
  * negative errno with err (CFG_ERR_LEN bytes) naming the file.
  */
 int sweep_csv_write(const struct sweep *s, char *err);

@@ -18,6 +18,7 @@
 #include "common/csv.h"
 #include "common/json.h"
 #include "runner/knee.h"
+#include "runner/vary.h"
 
 /* The columns before the varied paths' and after them, and the optional last ones. */
 static const char *const head_cols[] = { "point", "dir" };
@@ -70,7 +71,6 @@ static int load_axis(struct sweep_axis *a, const cJSON *v, size_t i, const char 
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "path");
 	const cJSON *vals = cJSON_GetObjectItemCaseSensitive(v, "values");
 	const cJSON *x;
-	const char *dot;
 	size_t k = 0;
 
 	if (!cJSON_IsString(p) || !*p->valuestring || !cJSON_IsArray(vals) ||
@@ -78,8 +78,7 @@ static int load_axis(struct sweep_axis *a, const cJSON *v, size_t i, const char 
 		return errorf(err, -EINVAL, "%s: vary[%zu]: expected {\"path\": a path, \"values\": "
 			      "[one or more values]}", path, i);
 	a->path = p->valuestring;
-	dot = strrchr(a->path, '.');
-	a->leaf = dot ? dot + 1 : a->path;
+	a->leaf = vary_leaf(a->path);
 	a->values = vals;
 	a->nvalues = (size_t)cJSON_GetArraySize(vals);
 	a->label = calloc(a->nvalues, sizeof(*a->label));

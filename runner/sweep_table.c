@@ -221,7 +221,8 @@ int sweep_csv_write(const struct sweep *s, char *err)
 	}
 	rc = put_header(&b, s);
 	for (i = 0; i < s->plan.npoints && !rc; i++) {
-		cJSON *summary = sweep_point_summary(s, i);
+		/* A failed point may have a summary of the runs that completed: not its figures. */
+		cJSON *summary = s->status[i] == SWEEP_DONE ? sweep_point_summary(s, i) : NULL;
 
 		if (summary)
 			rc = put_point(&b, s, i, summary, &base.objective);
@@ -291,12 +292,13 @@ void sweep_table_print(FILE *fp, const struct sweep *s)
 		"answered", "p95 ms", "dup share", "$/answered", "to open ms",
 		o ? "  objective" : "");
 	for (i = 0; i < s->plan.npoints; i++) {
-		cJSON *summary = sweep_point_summary(s, i);
+		cJSON *summary = s->status[i] == SWEEP_DONE ? sweep_point_summary(s, i) : NULL;
 		char *label = vary_label(&s->plan, i);
 
 		if (!summary) {
 			fprintf(fp, "%-32.32s %s\n", label ? label : "?",
-				s->status[i] == SWEEP_FAILED ? "(failed, no summary)" : "(not run)");
+				s->status[i] == SWEEP_FAILED ? "(failed)" : s->status[i] == SWEEP_DONE ?
+				"(done, but no summary)" : "(not run)");
 			free(label);
 			continue;
 		}

@@ -150,8 +150,8 @@ cJSON *sweep_best(const struct sweep *s, const struct sc_objective *o, bool *oom
 	sums = calloc(s->plan.npoints ? s->plan.npoints : 1, sizeof(*sums));
 	if (!sums)
 		goto out_oom;
-	for (i = 0; i < s->plan.npoints; i++)
-		sums[i] = sweep_point_summary(s, i);
+	for (i = 0; i < s->plan.npoints; i++)	/* done points alone, as sweep.csv */
+		sums[i] = s->status[i] == SWEEP_DONE ? sweep_point_summary(s, i) : NULL;
 	names = setup_names(sums, s->plan.npoints);
 	out = cJSON_CreateArray();
 	if (!names || !out)
@@ -200,9 +200,7 @@ static int values_text(const cJSON *values, struct buf *b)
 	int rc = 0;
 
 	cJSON_ArrayForEach(v, values) {
-		const char *leaf = strrchr(v->string, '.');
-
-		rc = buf_printf(b, "%s%s=", b->len ? "," : "", leaf ? leaf + 1 : v->string);
+		rc = buf_printf(b, "%s%s=", b->len ? "," : "", vary_leaf(v->string));
 		if (!rc)
 			rc = vary_value_text(v, b);
 		if (rc)

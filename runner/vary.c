@@ -211,7 +211,7 @@ static int parse_range(const char *path, const cJSON *cur, enum vtype t, const c
 		return -EINVAL;
 	}
 	steps = (to - from) / step;
-	if (!(steps < VARY_MAX_VALUES)) {
+	if (!(floor(steps + RANGE_SLACK) + 1 <= VARY_MAX_VALUES)) {
 		snprintf(err, errlen, "--vary %.200s: expected at most %d values, and \"%.60s\" "
 			 "gives more", path, VARY_MAX_VALUES, spec);
 		return -EINVAL;
@@ -320,10 +320,12 @@ static int check_path(const struct vary_plan *plan, const cJSON *base, const cha
 		rc = type_of(c, part, &tk, err, errlen);
 		if (rc)
 			return rc;
-		if (k == 0) {
-			*cur = c;
+		/* A key to be made takes the type of the parts that are there. */
+		if (k == 0 || *t == VT_GUESS) {
+			if (k == 0 || c)
+				*cur = c;
 			*t = tk;
-		} else if (tk != *t) {
+		} else if (tk != *t && tk != VT_GUESS) {
 			snprintf(err, errlen, "--vary %.200s: linked paths take the same values, but "
 				 "%.200s holds another type than the first", path, part);
 			return -EINVAL;
@@ -365,7 +367,7 @@ static int append(struct vary_plan *plan, const char *path, cJSON *values, char 
 	}
 	plan->v = more;
 	plan->v[plan->n].path = copy;
-	plan->v[plan->n].leaf = strrchr(copy, '.') ? strrchr(copy, '.') + 1 : copy;
+	plan->v[plan->n].leaf = vary_leaf(copy);
 	plan->v[plan->n].values = values;
 	plan->n++;
 	plan->npoints *= count;
@@ -404,7 +406,7 @@ int vary_add(struct vary_plan *plan, const cJSON *base, const char *arg, char *e
 	rc = check_path(plan, base, path, &cur, &t, err, errlen);
 	if (rc)
 		goto out;
-	if (strstr(eq + 1, ".."))
+	if (strstr(eq + 1, "..") && (t == VT_NUMBER || (t == VT_GUESS && !strchr(eq + 1, ','))))
 		rc = parse_range(path, cur, t, eq + 1, values, err, errlen);
 	else
 		rc = parse_list(path, cur, t, eq + 1, values, err, errlen);
@@ -456,6 +458,17 @@ int vary_add_json(struct vary_plan *plan, const cJSON *base, const cJSON *item, 
 		return -ENOMEM;
 	}
 	return append(plan, path, values, err, errlen);
+}
+
+/* The leaf of a path (vary.h). */
+const char *vary_leaf(const char *path)
+{
+	const char *last = strrchr(path, VARY_LINK);
+	const char *dot;
+
+	last = last ? last + 1 : path;
+	dot = strrchr(last, '.');
+	return dot ? dot + 1 : last;
 }
 
 /* Point i's value of path j: i's digit j in the grid's mixed radix, the last fastest. */

@@ -86,6 +86,12 @@ char *vary_label(const struct vary_plan *plan, size_t i);
  */
 char *vary_dir_name(const struct vary_plan *plan, size_t i);
 
+/*
+ * A path's leaf, its last component, for names and labels: of a linked
+ * path "A+B", B's ("load.rate+seed": "seed").
+ */
+const char *vary_leaf(const char *path);
+
 /* A value as written in the scenario's JSON (a string without its quotes) onto out. */
 int vary_value_text(const cJSON *v, struct buf *out);
 

@@ -146,7 +146,6 @@ Test(vary, refusals_name_the_path_and_the_expectation)
 	refused("load.rate=1..5/0", "expected FROM ≤ TO and STEP above 0");
 	refused("load.rate=1..5", "expected a range FROM..TO/STEP");
 	refused("load.rate=0..5000/1", "expected at most 1000 values");
-	refused("load.model=1..3/1", "a range FROM..TO/STEP is of numbers");
 	refused("load=1", "--vary load: it holds an object");
 	refused("=1", "--vary: expected PATH=");
 	refused("load.rate", "--vary: expected PATH=");
@@ -167,6 +166,7 @@ Test(vary, linked_paths_take_the_same_values)
 {
 	cJSON *b = base();
 	struct vary_plan p = { 0 };
+	struct vary_plan q = { 0 };
 	cJSON *sc;
 	char *s;
 
@@ -184,5 +184,17 @@ Test(vary, linked_paths_take_the_same_values)
 	free(s);
 	cJSON_Delete(sc);
 	vary_plan_free(&p);
+	/* a key the file leaves out takes the type of the part that is there */
+	cr_assert_eq(vary_add(&q, b, "setups.gw.config.breaker.consecutive_failures"
+			      "+load.timeout_ms=3", err, sizeof(err)), 0, "%s", err);
+	cr_expect(cJSON_IsNumber(vary_value(&q, 0, 0)));
+	s = vary_dir_name(&q, 0);
+	cr_expect_str_eq(s, "p001-timeout_ms=3");
+	free(s);
+	cr_expect_str_eq(vary_leaf("load.rate+seed"), "seed");
+	/* a list of strings may hold "..": a range is of numbers alone */
+	cr_assert_eq(vary_add(&q, b, "load.model=../a,../b", err, sizeof(err)), 0, "%s", err);
+	cr_expect_str_eq(vary_value(&q, 1, 1)->valuestring, "../b");
+	vary_plan_free(&q);
 	cJSON_Delete(b);
 }
