@@ -421,7 +421,23 @@ out:
 	return rc;
 }
 
-/* tradeoff.dat: time to open against health-check rate, per setup × phase. */
+/*
+ * The health-check rate a row's point and setup pay in steady state: the
+ * rate of their first row, the scenario's first phase, before any fault
+ * (in a faulted phase the rate follows the fault: checks slow to the
+ * unhealthy interval, or hang to their timeout).
+ */
+static double steady_rate(const struct sweep_data *d, const struct sweep_row *r, size_t rate)
+{
+	size_t i;
+
+	for (i = 0; i < d->nrows; i++)
+		if (d->rows[i].pt == r->pt && strcmp(d->rows[i].setup, r->setup) == 0)
+			return d->rows[i].mean[rate];
+	return NAN;
+}
+
+/* tradeoff.dat: time to open against the steady health-check rate, per setup × phase. */
 static int write_tradeoff(struct sp *p)
 {
 	const struct sweep_data *d = p->d;
@@ -435,7 +451,8 @@ static int write_tradeoff(struct sp *p)
 	int rc;
 
 	for (i = 0; open != SIZE_MAX && rate != SIZE_MAX && i < d->nrows; i++) {
-		if (isfinite(d->rows[i].mean[open]) && isfinite(d->rows[i].mean[rate]))
+		if (isfinite(d->rows[i].mean[open]) &&
+		    isfinite(steady_rate(d, &d->rows[i], rate)))
 			p->has_tradeoff = true;
 	}
 	if (!p->has_tradeoff) {
@@ -451,17 +468,18 @@ static int write_tradeoff(struct sp *p)
 
 		if (i)
 			buf_puts(&b, "\n\n");
-		buf_printf(&b, "# series %zu: %s\n# check_rate_per_s time_to_open_ms values point\n",
+		buf_printf(&b, "# series %zu: %s\n# steady_check_rate_per_s time_to_open_ms values "
+			   "point\n",
 			   i + 1, s->name);
 		for (j = 0; j < s->nrows; j++) {
 			const struct sweep_row *r = &d->rows[s->rows[j]];
+			double steady = steady_rate(d, r, rate);
 			struct buf label = { 0 };
 
-			if (i < SWEEP_PLOT_MAX_SERIES && isfinite(r->mean[open]) &&
-			    isfinite(r->mean[rate]))
+			if (i < SWEEP_PLOT_MAX_SERIES && isfinite(r->mean[open]) && isfinite(steady))
 				p->draw_tradeoff = true;
 			point_label(d, r->pt, false, &label);
-			gnuplot_num(&b, r->mean[rate]);
+			gnuplot_num(&b, steady);
 			buf_puts(&b, " ");
 			gnuplot_num(&b, r->mean[open]);
 			buf_puts(&b, " ");

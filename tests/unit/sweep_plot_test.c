@@ -136,19 +136,19 @@ static const char sweep_csv[] =
 	ROW(1, "p001-timeout_ms=300", "300", "direct", "healthy", "1", "40", "", "", "", "", "")
 	ROW(1, "p001-timeout_ms=300", "300", "direct", "outage", "0.5", "300", "", "", "", "fails",
 	    "\"answered_min 0.5<0.98; p95_ms_max 300>250, say\"")
-	ROW(1, "p001-timeout_ms=300", "300", "gw", "healthy", "1", "42", "0.05", "", "", "", "")
+	ROW(1, "p001-timeout_ms=300", "300", "gw", "healthy", "1", "42", "0.05", "", "8", "", "")
 	ROW(1, "p001-timeout_ms=300", "300", "gw", "outage", "0.99", "320", "0.2", "250", "10",
 	    "meets", "")
 	ROW(2, "p002-timeout_ms=800", "800", "direct", "healthy", "1", "40", "0", "", "", "", "")
 	ROW(2, "p002-timeout_ms=800", "800", "direct", "outage", "0.5", "800", "0", "", "", "fails",
 	    "")
-	ROW(2, "p002-timeout_ms=800", "800", "gw", "healthy", "1", "41", "0.01", "", "", "", "")
+	ROW(2, "p002-timeout_ms=800", "800", "gw", "healthy", "1", "41", "0.01", "", "4", "", "")
 	ROW(2, "p002-timeout_ms=800", "800", "gw", "outage", "0.97", "820", "0.06", "600", "4",
 	    "meets", "")
 	ROW(3, "p003-timeout_ms=1500", "1500", "direct", "healthy", "1", "40", "0", "", "", "", "")
 	ROW(3, "p003-timeout_ms=1500", "1500", "direct", "outage", "0.5", "1500", "0", "", "",
 	    "fails", "")
-	ROW(3, "p003-timeout_ms=1500", "1500", "gw", "healthy", "1", "40", "0", "", "", "", "")
+	ROW(3, "p003-timeout_ms=1500", "1500", "gw", "healthy", "1", "40", "0", "", "2", "", "")
 	ROW(3, "p003-timeout_ms=1500", "1500", "gw", "outage", "0.9", "1520", "0.01", "1100", "2",
 	    "fails", "answered_min 0.9<0.98");
 
@@ -373,11 +373,12 @@ Test(sweep_plot, tradeoff_rows)
 {
 	make_sweep();
 	cr_assert_eq(sweep_plot_files(dir, plots_dir(), 1, NULL, false, err, NULL), 0, "%s", err);
-	assert_has("plots/data/tradeoff.dat", "# series 4: gw / outage\n# check_rate_per_s "
-		   "time_to_open_ms values point\n10 250 \"300\" 1\n4 600 \"800\" 2\n"
+	/* x: the steady rate, the point's first phase's (8, 4, 2), not the faulted one's (10…) */
+	assert_has("plots/data/tradeoff.dat", "# series 4: gw / outage\n# steady_check_rate_per_s "
+		   "time_to_open_ms values point\n8 250 \"300\" 1\n4 600 \"800\" 2\n"
 		   "2 1100 \"1500\" 3\n");
-	assert_has("plots/data/tradeoff.dat", "# series 1: direct / healthy\n# check_rate_per_s "
-		   "time_to_open_ms values point\nNaN NaN \"300\" 1\n");
+	assert_has("plots/data/tradeoff.dat", "# series 1: direct / healthy\n# "
+		   "steady_check_rate_per_s time_to_open_ms values point\nNaN NaN \"300\" 1\n");
 	assert_has("plots/data/meta.gp", "ntrade = 4\n");
 }
 
