@@ -45,13 +45,20 @@ do for [k = 1:3] {
     if (k == 2) { do for [s = 1:nsetups] { unset label 200 + s; unset object 200 + s } }
     if (k > 1) { unset ylabel }
     col = 2 + k
-    plot for [s = 1:nsetups] datadir.'/phases.dat' using (xpos($1, s)):($2 == s ? column(col) : NaN) \
-            with boxes lc rgb scolor(s) notitle, \
-         for [s = 1:nsetups] datadir.'/phases.dat' \
-            using (xpos($1, s)):($2 == s ? column(col) : NaN):(label_of(column(col))) \
-            with labels rotate by 90 left offset 0, 0.4 font ',9' notitle, \
-         for [s = 1:nsetups] datadir.'/phases.dat' \
-            using (xpos($1, s)):(ph_log ? ph_lo * 1.15 : ph_hi * 0.015):($2 == s && $6 == 0 ? 'no ok request' : '') \
-            with labels rotate by 90 left font ',9' textcolor rgb '#555555' notitle
+    if (ph_none) {
+        # No bar anywhere: gnuplot 5.4 crashes on a labels plot with no point.
+        plot for [s = 1:nsetups] datadir.'/phases.dat' \
+                using (xpos($1, s)):(ph_log ? ph_lo * 1.15 : ph_hi * 0.015):($2 == s ? 'no ok request' : '') \
+                with labels rotate by 90 left font ',9' textcolor rgb '#555555' notitle
+    } else {
+        plot for [s = 1:nsetups] datadir.'/phases.dat' using (xpos($1, s)):($2 == s ? column(col) : NaN) \
+                with boxes lc rgb scolor(s) notitle, \
+             for [s = 1:nsetups] datadir.'/phases.dat' \
+                using (xpos($1, s)):($2 == s ? column(col) : NaN):(label_of(column(col))) \
+                with labels rotate by 90 left offset 0, 0.4 font ',9' notitle, \
+             for [s = 1:nsetups] datadir.'/phases.dat' \
+                using (xpos($1, s)):(ph_log ? ph_lo * 1.15 : ph_hi * 0.015):($2 == s && $6 == 0 ? 'no ok request' : '') \
+                with labels rotate by 90 left font ',9' textcolor rgb '#555555' notitle
+    }
 }
 unset multiplot

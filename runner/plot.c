@@ -806,6 +806,8 @@ static int write_phases(struct plot *pl)
 		gnuplot_quote(&pl->meta, pl->st->sc->phases[i].name);
 	}
 	meta_array_end(pl, pl->st->sc->nphases);
+	/* No bar at all (no setup answered in any phase): the script draws no values. */
+	gnuplot_meta_num(&pl->meta, "ph_none", !isfinite(lo) || !isfinite(hi));
 	if (!isfinite(lo) || !isfinite(hi)) {
 		lo = 1;
 		hi = 1000;

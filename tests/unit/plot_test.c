@@ -207,6 +207,36 @@ Test(plot, four_pngs_from_a_stamp, .timeout = 30)
 		assert_png(plot_names[i]);
 }
 
+/*
+ * No setup answered in any phase: every percentile null. gnuplot 5.4 died
+ * of SIGSEGV drawing the phases' value labels then; the plot says "no ok
+ * request" instead.
+ */
+Test(plot, phases_with_no_answer_at_all, .timeout = 30)
+{
+#define NONE "{\"ok\": " C(0) ", \"latency_ms\": {\"p50\": null, \"p95\": null, \"p99\": null}}"
+	static const char none_json[] =
+		"{\"scenario\": \"plot-t\", \"time_scale\": 1, \"repeat\": 1, \"setups\": {\n"
+		" \"direct\": {\"runs\": 1, \"primary\": \"primary\", \"duration_ms\": 20000,\n"
+		"   \"window_ms\": 5000,\n"
+		"   \"windows\": [" WIN(0, 5000, C(0), 1) ", " WIN(5000, 10000, C(0), 1) ", "
+		WIN(10000, 15000, C(0), 1) ", " WIN(15000, 20000, C(0), 1) "],\n"
+		"   \"phases\": {\"healthy\": " NONE ", \"outage\": " NONE ", \"recovered\": " NONE
+		"},\n"
+		"   \"breaker_transitions\": [[]]}}}\n";
+#undef NONE
+
+	write_file("scenario.json", scenario_json);
+	write_file("summary.json", none_json);
+	make_dir("direct");
+	make_dir("direct/run-1");
+	write_file("direct/run-1/requests.csv",
+		   "id,sched_ms,end_ms,latency_ms,status,outcome,provider,tenant,feature,cost_usd\n"
+		   "d-1,100,1100,1000,,timeout,,,,\n");
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
+	assert_png("phases");
+}
+
 Test(plot, answered_share_per_window, .timeout = 30)
 {
 	make_stamp();
