@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runner/scenario_int.h"
+#include "runner/stats.h"
 
 #define OK(name, field, max) \
 	{ name, CFG_NUM, offsetof(struct sc_objective, field), false, NAN, 0, max, NULL, NULL }
@@ -107,16 +108,6 @@ size_t objective_sections(struct cfg_section *out, size_t max)
 
 /* ---- judging ---- */
 
-static double fig_mean(const cJSON *cfig, const struct bound *b)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfig, b->figure);
-
-	if (b->sub)
-		v = cJSON_GetObjectItemCaseSensitive(v, b->sub);
-	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 static bool holds(double value, double bound, bool at_least)
 {
 	double slack = 1e-9 * (fabs(bound) > 1 ? fabs(bound) : 1);
@@ -148,7 +139,7 @@ static void judge_into(const struct sc_objective *o, const cJSON *cfig, const ch
 
 		if (isnan(bound))
 			continue;
-		value = fig_mean(cfig, &bounds[i]);
+		value = stats_mean(cfig, bounds[i].figure, bounds[i].sub);
 		if (holds(value, bound, bounds[i].at_least))
 			continue;
 		v->meets = false;

@@ -13,6 +13,7 @@
 #include "common/cfg.h"
 #include "common/json.h"
 #include "runner/sweep_data.h"
+#include "runner/stats.h"
 #include "runner/sweep_plot.h"
 #include "runner/vary.h"
 
@@ -38,17 +39,6 @@ const char *sweep_row_verdict(const struct sc_objective *o, const char *phase,
 		return NULL;
 	objective_judge(o, cfig, v);
 	return v->meets ? "meets" : "fails";
-}
-
-/* A combined figure's mean (fig[key][sub].mean), NAN when none. */
-static double mean_of(const cJSON *fig, const char *key, const char *sub)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(fig, key);
-
-	if (sub)
-		v = cJSON_GetObjectItemCaseSensitive(v, sub);
-	v = cJSON_GetObjectItemCaseSensitive(v, "mean");
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 /* The setup's figures the best point is ranked on: the objective's phase, or the totals. */
@@ -105,8 +95,8 @@ static cJSON *best_of_setup(const struct sweep *s, const struct sc_objective *o,
 			continue;
 		objective_judge_setup(o, st, &v);
 		fig = ranked_figures(o, st);
-		c[i] = (struct objective_candidate){ v.meets, mean_of(fig, "cost_per_answered", NULL),
-						     mean_of(fig, "latency_ms", "p95") };
+		c[i] = (struct objective_candidate){ v.meets, stats_mean(fig, "cost_per_answered", NULL),
+						     stats_mean(fig, "latency_ms", "p95") };
 	}
 	best = ok ? objective_best(c, s->plan.npoints) : -1;
 	ok = ok && json_put(e, "setup", cJSON_CreateString(setup));

@@ -67,6 +67,29 @@ int tmpdir_write(const char *dir, const char *name, const char *data, size_t len
 	return rc;
 }
 
+char *tmpdir_read(const char *dir, const char *name)
+{
+	char path[1200];
+	char *text = NULL;
+	FILE *fp;
+	long n;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return NULL;
+	fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0) {
+		text = calloc(1, (size_t)n + 1);
+		if (text && fread(text, 1, (size_t)n, fp) != (size_t)n) {
+			free(text);
+			text = NULL;
+		}
+	}
+	fclose(fp);
+	return text;
+}
+
 int tmpdir_mkdir(const char *dir, const char *name)
 {
 	char path[1200];

@@ -19,6 +19,9 @@ void tmpdir_remove(const char *dir);
 /* Writes len bytes of data to DIR/name (created or truncated). Returns 0 or -1. */
 int tmpdir_write(const char *dir, const char *name, const char *data, size_t len);
 
+/* DIR/name's whole contents, NUL-terminated (the caller frees them); NULL when it cannot be read. */
+char *tmpdir_read(const char *dir, const char *name);
+
 /* Makes the directory DIR/name. Returns 0 or -1 (errno says why). */
 int tmpdir_mkdir(const char *dir, const char *name);
 

@@ -48,23 +48,7 @@ static void write_file(const char *name, const char *text)
 /* The whole of DIR/name (malloc'ed), or NULL when there is no such file. */
 static char *read_file(const char *name)
 {
-	char path[400];
-	char *text;
-	FILE *fp;
-	long len;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "r");
-	if (!fp)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	len = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	text = calloc(1, (size_t)len + 1);
-	cr_assert_not_null(text);
-	cr_assert_eq(fread(text, 1, (size_t)len, fp), (size_t)len);
-	fclose(fp);
-	return text;
+	return tmpdir_read(dir, name);
 }
 
 static void write_json(const char *name, const cJSON *root)

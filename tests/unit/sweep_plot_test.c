@@ -53,21 +53,9 @@ static void write_file(const char *name, const char *text)
 
 static char *read_file(const char *name)
 {
-	char path[400];
-	FILE *fp;
-	char *text;
-	long n;
+	char *text = tmpdir_read(dir, name);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "rb");
-	cr_assert_not_null(fp, "cannot open %s", path);
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	text = calloc(1, (size_t)n + 1);
-	cr_assert_not_null(text);
-	cr_assert_eq(fread(text, 1, (size_t)n, fp), (size_t)n);
-	fclose(fp);
+	cr_assert_not_null(text, "cannot read %s/%s", dir, name);
 	return text;
 }
 

@@ -63,15 +63,9 @@ static const char good_points[] =
 
 static char *slurp(const char *name)
 {
-	char path[256];
-	FILE *fp;
-	char *text = calloc(1, 65536);
+	char *text = tmpdir_read(dir, name);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fp = fopen(path, "r");
-	cr_assert_not_null(fp, "no %s", path);
-	fread(text, 1, 65535, fp);
-	fclose(fp);
+	cr_assert_not_null(text, "no %s/%s", dir, name);
 	return text;
 }
 
