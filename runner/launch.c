@@ -458,22 +458,35 @@ static void setup_start(struct chaos *ch)
 
 static void on_action(uv_timer_t *t);
 
+/*
+ * The timer for the next action: its time less the loop's cached time,
+ * rounded up. The cached time lags the clock (by the fork of loadgen just
+ * before the first arming, say), and a delay from the clock would fire that
+ * much early — a kill at 2999 ms for 3000, its breaker opening counted in
+ * the phase before. on_action re-checks the clock, as mockprov's edges do.
+ */
 static void arm_action(struct chaos *ch)
 {
-	double at;
+	double delay;
 
 	if (ch->next_action >= ch->sc->nactions)
 		return;
-	at = (double)ch->t0 + ch->sc->actions[ch->next_action].at_ms - (double)clock_unix_ms();
-	uv_timer_start(&ch->timer, on_action, at > 0 ? (uint64_t)ceil(at) : 0, 0);
+	delay = ceil((double)timebase_mono_at(&ch->tb, ch->sc->actions[ch->next_action].at_ms) / 1e6 -
+		     (double)uv_now(ch->loop));
+	uv_timer_start(&ch->timer, on_action, delay > 0 ? (uint64_t)delay : 0, 0);
 }
 
 static void on_action(uv_timer_t *t)
 {
 	struct chaos *ch = t->data;
-	const struct sc_action *a = &ch->sc->actions[ch->next_action++];
+	const struct sc_action *a = &ch->sc->actions[ch->next_action];
 	struct child *m = &ch->mocks[a->provider];
 
+	if (timebase_now_ms(&ch->tb) < a->at_ms) {
+		arm_action(ch);		/* the loop's ms ticks ran ahead of the clock */
+		return;
+	}
+	ch->next_action++;
 	if (ch->stopping)
 		return;
 	launch_progress_clear(ch);

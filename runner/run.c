@@ -509,6 +509,7 @@ void run__timeline_begin(struct chaos *ch)
 	size_t i;
 
 	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
+	timebase_init(&ch->tb, ch->t0);
 	uv_timer_start(&ch->start_deadline, on_start_deadline, CHAOS_LEAD_MS, 0);
 	for (i = 0; i < ch->sc->nproviders && !ch->stopping; i++)
 		launch_mock(ch, i);

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/curl_uv.h"
 #include "runner/proc.h"
 #include "runner/run.h"
@@ -101,6 +102,7 @@ struct chaos {
 	char *dir;			/* STAMP/SETUP/run-K.tmp */
 	char *final_dir;		/* STAMP/SETUP/run-K */
 	int64_t t0;
+	struct timebase tb;		/* t0's, for the actions' timer */
 	struct child *mocks;		/* one per provider */
 	int *ports;
 	char **urls;			/* http://HOST:PORT/v1 per provider */
