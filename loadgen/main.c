@@ -199,8 +199,6 @@ struct cli {
 	bool have_rate;
 	bool have_arrival;
 	bool have_timeout;
-	bool have_stall;
-	bool have_maxtime;
 	bool have_connections;
 	bool allow_remote;
 	int progress;		/* -1: when stderr is a terminal */
@@ -300,11 +298,9 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 			break;
 		case O_STALL:
 			cfg->stall_timeout_ms = parse_duration("--stall-timeout", val, 1);
-			cli->have_stall = true;
 			break;
 		case O_MAXTIME:
 			cfg->max_time_ms = parse_duration("--max-time", val, 1);
-			cli->have_maxtime = true;
 			break;
 		case O_RETRIES:
 			cfg->retries = parse_int("--retries", val, 0, 100);
@@ -388,15 +384,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 
 int main(int argc, char **argv)
 {
-	struct lg_config cfg = {
-		.arrival = ARRIVAL_CONSTANT,
-		.timeout_ms = 30000,
-		.backoff = { .base_ms = 100, .cap_ms = 5000 },
-		.connections = 1024,
-		.id_prefix = "",
-		.t0_unix_ms = clock_unix_ms(),
-		.seed = 1,
-	};
+	struct lg_config cfg;
 	struct cli cli = {
 		.progress = -1,
 		.d = { .model = "chat", .stream_p = 0, .prompt_tokens = 16, .max_tokens = 16 },
@@ -405,6 +393,8 @@ int main(int argc, char **argv)
 	size_t i;
 	int rc;
 
+	lg_config_init(&cfg);
+	cfg.t0_unix_ms = clock_unix_ms();
 	log_init(PROG, LOG_INFO);
 	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: a write error to report, not a death */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
@@ -436,16 +426,11 @@ int main(int argc, char **argv)
 			opt_usage_error(PROG, "--rate: the streams of %s give their own rates "
 					"(%g/s in all); leave --rate out", cli.mix_file,
 					mix_total_rate(&cfg.mix));
-		if (cfg.mix.by_rate)
-			cfg.rate = mix_total_rate(&cfg.mix);
-		else if (!cli.have_rate)
+		if (!cfg.mix.by_rate && !cli.have_rate)
 			opt_usage_error(PROG, "--rate R (open loop) or --concurrency N (closed "
 					"loop) is required");
 	}
-	if (!cli.have_stall)
-		cfg.stall_timeout_ms = cfg.timeout_ms;
-	if (!cli.have_maxtime)
-		cfg.max_time_ms = 10 * cfg.timeout_ms;
+	lg_config_derive(&cfg);
 	if (cfg.max_time_ms < cfg.timeout_ms)
 		opt_usage_error(PROG, "--max-time (%g ms) must be at least --timeout (%g ms%s)",
 				cfg.max_time_ms, cfg.timeout_ms, cli.have_timeout ? "" : ", the default");

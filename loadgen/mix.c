@@ -515,6 +515,11 @@ int mix_default(struct mix *m, const struct mix_defaults *d)
 }
 
 /* Sum of the rates of a by_rate mix; 0 for a mix of shares. */
+bool mix_draw_stream(const struct mix_stream *s, struct rng *r)
+{
+	return s->stream_p >= 1.0 || (s->stream_p > 0 && rng_uniform(r) < s->stream_p);
+}
+
 double mix_total_rate(const struct mix *m)
 {
 	double sum = 0;

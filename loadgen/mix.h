@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/cfg.h"
+#include "common/rng.h"
 #include "loadgen/schedule.h"
 
 struct mix_stream {
@@ -95,6 +96,9 @@ bool mix_header_name_ok(const char *name, size_t len);
 
 /* True when the header name (len bytes, any case) is one loadgen sets itself. */
 bool mix_header_reserved(const char *name, size_t len);
+
+/* Whether the next request of stream s streams: its stream_p, drawn from r when between 0 and 1. */
+bool mix_draw_stream(const struct mix_stream *s, struct rng *r);
 
 /* Sum of the streams' rates (by_rate mixes), else 0. */
 double mix_total_rate(const struct mix *m);

@@ -5,6 +5,8 @@
 
 #include "loadgen/outcome.h"
 
+#include <stdio.h>
+
 static enum outcome from_curl(CURLcode code)
 {
 	switch (code) {
@@ -78,4 +80,51 @@ bool outcome_retryable(enum outcome o, long status, bool content_seen)
 enum outcome outcome_within_retries(enum outcome o, int64_t retries, int64_t allowed)
 {
 	return retries > allowed ? OUT_RESET : o;
+}
+
+void outcome_describe(const struct outcome_words *w, char *out, size_t len)
+{
+	const char *detail = w->detail ? w->detail : "";
+
+	switch (w->o) {
+	case OUT_OK:
+		out[0] = '\0';
+		return;
+	case OUT_TIMEOUT:
+		if (w->cut == CUT_TIMEOUT && w->streaming)
+			snprintf(out, len, "no first token within %.0f ms", w->timeout_ms);
+		else if (w->cut == CUT_TIMEOUT)
+			snprintf(out, len, "no answer within %.0f ms", w->timeout_ms);
+		else if (w->cut == CUT_MAX_TIME)
+			snprintf(out, len, "stream still going at --max-time %.0f ms",
+				 w->max_time_ms);
+		else
+			snprintf(out, len, "%s", w->transport ? w->transport : "timed out");
+		return;
+	case OUT_STALLED:
+		if (w->cut != CUT_STALL)
+			break;	/* the server said so: its error event, below */
+		snprintf(out, len, "stream silent for %.0f ms after %lld tokens",
+			 w->stall_timeout_ms, (long long)w->content_chunks);
+		return;
+	case OUT_HTTP_ERROR:
+		snprintf(out, len, "HTTP %ld%s%s", w->status, detail[0] ? ": " : "", detail);
+		return;
+	default:
+		break;
+	}
+	if (w->transport) {
+		snprintf(out, len, "%s", w->transport);
+	} else if (detail[0]) {
+		snprintf(out, len, "%s", detail);
+	} else if (w->o == OUT_TRUNCATED) {
+		snprintf(out, len, "stream ended without [DONE] after %lld tokens",
+			 (long long)w->content_chunks);
+	} else if (w->o == OUT_INVALID && w->streaming) {
+		snprintf(out, len, "answer is not an event stream");
+	} else if (w->o == OUT_INVALID) {
+		snprintf(out, len, "answer is not a chat completion");
+	} else {
+		out[0] = '\0';
+	}
 }

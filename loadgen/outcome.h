@@ -66,4 +66,26 @@ bool outcome_retryable(enum outcome o, long status, bool content_seen);
  */
 enum outcome outcome_within_retries(enum outcome o, int64_t retries, int64_t allowed);
 
+/* What outcome_describe words an attempt from. */
+struct outcome_words {
+	enum outcome o;
+	enum cut cut;
+	bool streaming;
+	double timeout_ms;		/* --timeout */
+	double stall_timeout_ms;	/* --stall-timeout */
+	double max_time_ms;		/* --max-time */
+	int64_t content_chunks;		/* a stream's content tokens */
+	long status;
+	const char *detail;		/* the server's message (error body or event); "" or NULL: none */
+	const char *transport;		/* the transport's error (libcurl's); NULL: none */
+};
+
+/*
+ * The error column of an attempt that ended with w->o ("" for ok): a cut
+ * in loadgen's words ("no answer within 2000 ms"), "HTTP 503: message",
+ * the transport's error, the server's message, or what was wrong with
+ * the answer.
+ */
+void outcome_describe(const struct outcome_words *w, char *out, size_t len);
+
 #endif

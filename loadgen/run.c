@@ -46,8 +46,6 @@
 #define DONE_GRACE_MS 100
 
 /* Random streams of the run (the schedule's sources use 1, 2, 3…). */
-#define RNG_STREAMING (1ull << 40)
-#define RNG_RETRY ((1ull << 40) + 1)
 
 struct run;
 
@@ -575,48 +573,21 @@ static void describe_attempt(struct req *q, enum outcome o, CURLcode code, char 
 			     size_t len)
 {
 	const struct lg_config *cfg = q->run->cfg;
+	const struct outcome_words w = {
+		.o = o,
+		.cut = q->cut,
+		.streaming = q->streaming,
+		.timeout_ms = cfg->timeout_ms,
+		.stall_timeout_ms = cfg->stall_timeout_ms,
+		.max_time_ms = cfg->max_time_ms,
+		.content_chunks = q->content_chunks,
+		.status = q->status,
+		.detail = q->detail,
+		.transport = code == CURLE_OK ? NULL :
+			     q->errbuf[0] ? q->errbuf : curl_easy_strerror(code),
+	};
 
-	switch (o) {
-	case OUT_OK:
-		out[0] = '\0';
-		return;
-	case OUT_TIMEOUT:
-		if (q->cut == CUT_TIMEOUT && q->streaming)
-			snprintf(out, len, "no first token within %.0f ms", cfg->timeout_ms);
-		else if (q->cut == CUT_TIMEOUT)
-			snprintf(out, len, "no answer within %.0f ms", cfg->timeout_ms);
-		else if (q->cut == CUT_MAX_TIME)
-			snprintf(out, len, "stream still going at --max-time %.0f ms",
-				 cfg->max_time_ms);
-		else
-			snprintf(out, len, "%s", q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
-		return;
-	case OUT_STALLED:
-		if (q->cut != CUT_STALL)
-			break;	/* the server said so: its error event, below */
-		snprintf(out, len, "stream silent for %.0f ms after %lld tokens",
-			 cfg->stall_timeout_ms, (long long)q->content_chunks);
-		return;
-	case OUT_HTTP_ERROR:
-		snprintf(out, len, "HTTP %ld%s%s", q->status, q->detail[0] ? ": " : "", q->detail);
-		return;
-	default:
-		break;
-	}
-	if (code != CURLE_OK) {
-		snprintf(out, len, "%s", q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
-	} else if (q->detail[0]) {
-		snprintf(out, len, "%s", q->detail);
-	} else if (o == OUT_TRUNCATED) {
-		snprintf(out, len, "stream ended without [DONE] after %lld tokens",
-			 (long long)q->content_chunks);
-	} else if (o == OUT_INVALID && q->streaming) {
-		snprintf(out, len, "answer is not an event stream");
-	} else if (o == OUT_INVALID) {
-		snprintf(out, len, "answer is not a chat completion");
-	} else {
-		out[0] = '\0';
-	}
+	outcome_describe(&w, out, len);
 }
 
 /*
@@ -825,8 +796,7 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 
 	run->in_flight++;
 	q->stream = stream;
-	q->streaming = ms->stream_p >= 1.0 ||
-		       (ms->stream_p > 0 && rng_uniform(&run->rng_stream) < ms->stream_p);
+	q->streaming = mix_draw_stream(ms, &run->rng_stream);
 	q->url = cfg->targets[run->next_target++ % cfg->ntargets];
 	q->retries = 0;
 	q->resends = 0;
@@ -1126,37 +1096,6 @@ static void free_run(struct run *run)
 	recorder_free(&run->rec);
 }
 
-static int init_schedule(struct run *run)
-{
-	const struct lg_config *cfg = run->cfg;
-	const struct mix *mix = &cfg->mix;
-	double *v = calloc(mix->n, sizeof(*v));
-	enum arrival *arr = calloc(mix->n, sizeof(*arr));
-	size_t i;
-	int rc;
-
-	if (!v || !arr) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < mix->n; i++) {
-		v[i] = mix->by_rate ? mix->streams[i].rate : mix->streams[i].share;
-		arr[i] = mix->streams[i].arrival >= 0 ? (enum arrival)mix->streams[i].arrival :
-			 cfg->arrival;
-	}
-	if (mix->by_rate && cfg->concurrency == 0)
-		rc = sched_init_rates(&run->sched, v, arr, mix->n, cfg->duration_ms, cfg->seed);
-	else
-		rc = sched_init_shared(&run->sched, cfg->concurrency > 0 ? 1.0 : cfg->rate,
-				       cfg->arrival, v, mix->n, cfg->duration_ms, cfg->seed);
-	if (!rc && cfg->max_requests > 0)
-		sched_set_max(&run->sched, (uint64_t)cfg->max_requests);
-out:
-	free(v);
-	free(arr);
-	return rc;
-}
-
 int run_load(const struct lg_config *cfg)
 {
 	struct run *run = calloc(1, sizeof(*run));
@@ -1171,8 +1110,8 @@ int run_load(const struct lg_config *cfg)
 	}
 	run->cfg = cfg;
 	timebase_init(&run->tb, cfg->t0_unix_ms);
-	rng_seed_stream(&run->rng_stream, cfg->seed, RNG_STREAMING);
-	rng_seed_stream(&run->rng_retry, cfg->seed, RNG_RETRY);
+	rng_seed_stream(&run->rng_stream, cfg->seed, LG_RNG_STREAMING);
+	rng_seed_stream(&run->rng_retry, cfg->seed, LG_RNG_RETRY);
 	run->maxslots = (size_t)(cfg->concurrency > 0 ? cfg->concurrency : cfg->connections);
 	run->slots = calloc(run->maxslots, sizeof(*run->slots));
 	run->idle = calloc(run->maxslots, sizeof(*run->idle));
@@ -1180,7 +1119,8 @@ int run_load(const struct lg_config *cfg)
 	if (!rc)
 		rc = build_templates(run);
 	if (!rc)
-		rc = init_schedule(run);
+		rc = sched_init_load(&run->sched, &cfg->mix, cfg->rate, cfg->arrival, cfg->concurrency,
+				     cfg->duration_ms, cfg->seed, cfg->max_requests);
 	if (rc) {
 		fprintf(stderr, "loadgen: cannot set up the run: %s\n", strerror(-rc));
 		free_run(run);

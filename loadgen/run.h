@@ -14,6 +14,10 @@
 #include "loadgen/mix.h"
 #include "loadgen/schedule.h"
 
+/* loadgen's random streams of its seed (the schedule's are schedule.c's). */
+#define LG_RNG_STREAMING (1ull << 40)	/* which requests stream */
+#define LG_RNG_RETRY ((1ull << 40) + 1)	/* retry backoff jitter */
+
 /* A run's settings, from the command line and the mix file. */
 struct lg_config {
 	char **targets;			/* full endpoint URLs */
@@ -38,6 +42,21 @@ struct lg_config {
 	const char *out_dir;
 	bool progress;			/* draw the live line on stderr */
 };
+
+/*
+ * cfg with loadgen's defaults (no targets, no mix, t0 0): 30 s timeout,
+ * constant arrivals, 1,024 connections, backoff 100 ms up to 5 s, seed 1;
+ * the stall timeout and max time NAN until lg_config_derive.
+ */
+void lg_config_init(struct lg_config *cfg);
+
+/*
+ * The settings that follow from others, once the command line and the
+ * mix are in: an open loop over a mix whose streams give rates runs at
+ * their sum; the stall timeout defaults to the timeout, the max time to
+ * ten timeouts.
+ */
+void lg_config_derive(struct lg_config *cfg);
 
 /*
  * Runs the load to the end (or until SIGINT/SIGTERM) and writes the results

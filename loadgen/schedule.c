@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loadgen/mix.h"
+
 /* The random stream number the picking generator uses; sources use i + 1. */
 #define PICK_STREAM 0
 
@@ -238,4 +240,34 @@ void sched_free(struct sched *s)
 	free(s->src);
 	free(s->weights);
 	memset(s, 0, sizeof(*s));
+}
+
+int sched_init_load(struct sched *s, const struct mix *mix, double rate, enum arrival arrival,
+		    int64_t concurrency, double duration_ms, uint64_t seed, int64_t max_requests)
+{
+	double *v = calloc(mix->n, sizeof(*v));
+	enum arrival *arr = calloc(mix->n, sizeof(*arr));
+	size_t i;
+	int rc;
+
+	if (!v || !arr) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < mix->n; i++) {
+		v[i] = mix->by_rate ? mix->streams[i].rate : mix->streams[i].share;
+		arr[i] = mix->streams[i].arrival >= 0 ? (enum arrival)mix->streams[i].arrival :
+			 arrival;
+	}
+	if (mix->by_rate && concurrency == 0)
+		rc = sched_init_rates(s, v, arr, mix->n, duration_ms, seed);
+	else
+		rc = sched_init_shared(s, concurrency > 0 ? 1.0 : rate, arrival, v, mix->n,
+				       duration_ms, seed);
+	if (!rc && max_requests > 0)
+		sched_set_max(s, (uint64_t)max_requests);
+out:
+	free(v);
+	free(arr);
+	return rc;
 }

@@ -64,6 +64,17 @@ int sched_init_rates(struct sched *s, const double *rates, const enum arrival *a
 int sched_init_shared(struct sched *s, double rate, enum arrival arrival,
 		      const double *weights, size_t n, double duration_ms, uint64_t seed);
 
+/*
+ * loadgen's schedule for a run: a mix whose streams give rates, open loop,
+ * gets a source per stream (each stream's arrival, or `arrival` where it
+ * gives none); otherwise one source at rate (1 for a closed loop, which
+ * only picks streams) shared out by the streams' weights. max_requests > 0
+ * caps it. Returns 0, -EINVAL or -ENOMEM.
+ */
+struct mix;
+int sched_init_load(struct sched *s, const struct mix *mix, double rate, enum arrival arrival,
+		    int64_t concurrency, double duration_ms, uint64_t seed, int64_t max_requests);
+
 /* Caps the number of arrivals issued (0: no cap). */
 void sched_set_max(struct sched *s, uint64_t max_requests);
 

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/curl_uv.h"
 #include "common/json.h"
+#include "runner/loadcfg.h"
 #include "runner/outfile.h"
 #include "runner/proc.h"
 #include "runner/run_int.h"
@@ -585,8 +586,8 @@ static void on_progress(uv_timer_t *t)
 
 static void load_start(struct chaos *ch)
 {
-	const struct sc_load *l = &ch->sc->load;
 	const struct sc_setup *st = ch->st;
+	struct lg_config cfg;
 	char *prog = NULL;
 	char *mix = NULL;
 	cJSON *m;
@@ -609,9 +610,15 @@ static void load_start(struct chaos *ch)
 	const char *argv[48];
 	size_t n = 0;
 
+	memset(&cfg, 0, sizeof(cfg));
 	if (clock_unix_ms() > ch->t0 - 50) {
 		run__fail(ch, "the processes took longer than %d ms to start: t0 has passed",
 			 CHAOS_LEAD_MS);
+		goto out;
+	}
+	/* What loadgen is told is what the simulator runs: loadcfg_of's settings. */
+	if (loadcfg_of(ch->sc, st, ch->k, &cfg, prefix, sizeof(prefix), err)) {
+		run__fail(ch, "cannot start loadgen: %s", err);
 		goto out;
 	}
 	prog = buf_aprintf("%s/loadgen", ch->o->bin_dir);
@@ -620,13 +627,13 @@ static void load_start(struct chaos *ch)
 		goto out;
 	}
 	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
-	snprintf(dur, sizeof(dur), "%.3fms", ch->sc->duration_ms);
-	snprintf(timeout, sizeof(timeout), "%.3fms", l->timeout_ms);
-	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed + ch->k - 1);
-	snprintf(stream, sizeof(stream), "%g", l->stream_p);
-	snprintf(ptok, sizeof(ptok), "%lld", (long long)l->prompt_tokens);
-	snprintf(mtok, sizeof(mtok), "%lld", (long long)l->max_tokens);
-	snprintf(prefix, sizeof(prefix), "%s-%u-", st->name, ch->k);
+	snprintf(dur, sizeof(dur), "%.3fms", cfg.duration_ms);
+	snprintf(timeout, sizeof(timeout), "%.3fms", cfg.timeout_ms);
+	snprintf(stall, sizeof(stall), "%.3fms", cfg.stall_timeout_ms);
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)cfg.seed);
+	snprintf(stream, sizeof(stream), "%g", ch->sc->load.stream_p);
+	snprintf(ptok, sizeof(ptok), "%lld", (long long)ch->sc->load.prompt_tokens);
+	snprintf(mtok, sizeof(mtok), "%lld", (long long)ch->sc->load.max_tokens);
 	argv[n++] = prog;
 	argv[n++] = "--target";
 	argv[n++] = ch->target;
@@ -636,15 +643,12 @@ static void load_start(struct chaos *ch)
 	argv[n++] = dur;
 	argv[n++] = "--timeout";
 	argv[n++] = timeout;
-	if (!isnan(l->stall_timeout_ms)) {
-		snprintf(stall, sizeof(stall), "%.3fms", l->stall_timeout_ms);
-		argv[n++] = "--stall-timeout";
-		argv[n++] = stall;
-	}
+	argv[n++] = "--stall-timeout";
+	argv[n++] = stall;
 	argv[n++] = "--seed";
 	argv[n++] = seed;
 	argv[n++] = "--model";
-	argv[n++] = l->model;
+	argv[n++] = ch->sc->load.model;
 	argv[n++] = "--stream";
 	argv[n++] = stream;
 	argv[n++] = "--prompt-tokens";
@@ -652,17 +656,17 @@ static void load_start(struct chaos *ch)
 	argv[n++] = "--max-tokens";
 	argv[n++] = mtok;
 	argv[n++] = "--id-prefix";
-	argv[n++] = prefix;
-	if (l->concurrency) {
-		snprintf(conc, sizeof(conc), "%u", l->concurrency);
+	argv[n++] = cfg.id_prefix;
+	if (cfg.concurrency) {
+		snprintf(conc, sizeof(conc), "%lld", (long long)cfg.concurrency);
 		argv[n++] = "--concurrency";
 		argv[n++] = conc;
-	} else if (l->rate > 0) {
-		snprintf(rate, sizeof(rate), "%.6f", l->rate);
+	} else if (!cfg.mix.by_rate) {
+		snprintf(rate, sizeof(rate), "%.6f", cfg.rate);
 		argv[n++] = "--rate";
 		argv[n++] = rate;
 		argv[n++] = "--arrival";
-		argv[n++] = l->arrival == SC_ARRIVAL_POISSON ? "poisson" : "constant";
+		argv[n++] = cfg.arrival == ARRIVAL_POISSON ? "poisson" : "constant";
 	}
 	m = scenario_loadgen_mix(ch->sc, st, &oom);
 	if (m || oom) {
@@ -681,12 +685,10 @@ static void load_start(struct chaos *ch)
 		argv[n++] = "--mix";
 		argv[n++] = mix;
 	}
-	if (st->kind == SC_CLIENT_RETRY) {
-		snprintf(retries, sizeof(retries), "%u", st->retries);
-		snprintf(backoff, sizeof(backoff), "%.3fms", st->retry_backoff_ms);
-		/* loadgen's 5 s cap, scaled, and never under the backoff itself. */
-		snprintf(backoff_max, sizeof(backoff_max), "%.3fms",
-			 fmax(5000 * ch->sc->scale, st->retry_backoff_ms));
+	if (cfg.retries) {
+		snprintf(retries, sizeof(retries), "%lld", (long long)cfg.retries);
+		snprintf(backoff, sizeof(backoff), "%.3fms", cfg.backoff.base_ms);
+		snprintf(backoff_max, sizeof(backoff_max), "%.3fms", cfg.backoff.cap_ms);
 		argv[n++] = "--retries";
 		argv[n++] = retries;
 		argv[n++] = "--retry-backoff";
@@ -710,6 +712,7 @@ static void load_start(struct chaos *ch)
 		uv_timer_start(&ch->progress, on_progress, PROGRESS_MS, PROGRESS_MS);
 	}
 out:
+	mix_free(&cfg.mix);
 	free(mix);
 	free(prog);
 }
