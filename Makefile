@@ -52,11 +52,12 @@ MOCKPROV_LIB_SRC := $(filter-out mockprov/main.c,$(sort $(wildcard mockprov/*.c)
 LOADGEN_LIB_SRC := $(filter-out loadgen/main.c,$(sort $(wildcard loadgen/*.c)))
 GATEWAY_LIB_SRC := $(filter-out gateway/main.c,$(sort $(wildcard gateway/*.c)))
 RUNNER_LIB_SRC := $(filter-out runner/main.c,$(sort $(wildcard runner/*.c)))
-# The parts of the gateway and loadgen the runner links to check what a
-# scenario embeds: gateway setups' configs and load.mix (mockprov's config
-# code comes whole with MOCKPROV_LIB_SRC).
-GATEWAY_CONFIG_SRC := gateway/config.c gateway/config_url.c gateway/config_keys.c gateway/breaker.c \
-	loadgen/mix.c
+# The runner validates scenarios with mockprov's, the gateway's and
+# loadgen's own config code, and its simulator (sim/) runs their pure
+# decision code: it links the three programs' library parts whole.
+SIM_SRC := $(sort $(wildcard sim/*.c))
+RUNNER_ALL_SRC := $(RUNNER_LIB_SRC) $(SIM_SRC) $(MOCKPROV_LIB_SRC) $(GATEWAY_LIB_SRC) \
+	$(LOADGEN_LIB_SRC)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c \
 	tests/support/jsondiff.c
 INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
@@ -95,9 +96,7 @@ $(O)/$(1)/bin/gateway: $$(patsubst %.c,$(O)/$(1)/%.o,gateway/main.c $$(GATEWAY_L
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-# The runner validates providers with mockprov's own config code, and gateway
-# setups with the gateway's (gateway/config.c and what it needs).
-$(O)/$(1)/bin/chaos: $$(patsubst %.c,$(O)/$(1)/%.o,runner/main.c $$(RUNNER_LIB_SRC) $$(MOCKPROV_LIB_SRC) $$(GATEWAY_CONFIG_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+$(O)/$(1)/bin/chaos: $$(patsubst %.c,$(O)/$(1)/%.o,runner/main.c $$(RUNNER_ALL_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
@@ -109,7 +108,7 @@ $(O)/$(1)/bin/streamclient: $$(patsubst %.c,$(O)/$(1)/%.o,$$(BENCH_SRC) $$(COMMO
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS)
 
-$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(MOCKPROV_LIB_SRC) $$(LOADGEN_LIB_SRC) $$(GATEWAY_LIB_SRC) $$(RUNNER_LIB_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
+$(O)/$(1)/test-unit: $$(patsubst %.c,$(O)/$(1)/%.o,$$(UNIT_SRC) $$(RUNNER_ALL_SRC) $$(COMMON_SRC) $$(CURL_UV_SRC))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$^ -o $$@ $$(DEP_LIBS) $$(CURL_LIBS) $$(TEST_LIBS)
 
@@ -197,7 +196,7 @@ $(O)/fuzz/bin/gw_config: $(call FUZZ_OBJ,tests/fuzz/gw_config.c tests/fuzz/fuzzf
 $(O)/fuzz/bin/mock_config: $(call FUZZ_OBJ,tests/fuzz/mock_config.c tests/fuzz/fuzzfile.c \
 	$(MOCKPROV_LIB_SRC) $(COMMON_SRC))
 $(O)/fuzz/bin/scenario: $(call FUZZ_OBJ,tests/fuzz/scenario.c tests/fuzz/fuzzfile.c \
-	$(RUNNER_LIB_SRC) $(MOCKPROV_LIB_SRC) $(GATEWAY_CONFIG_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
+	$(RUNNER_ALL_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
 $(O)/fuzz/bin/%:
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(DEP_LIBS) $(CURL_LIBS)

@@ -30,7 +30,9 @@
 
 static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
-	"                          [--quiet]\n"
+	"                          [--seed N] [--quiet]\n"
+	"       chaos sim SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
+	"                          [--seed N] [--quiet]\n"
 	"       chaos sweep SCENARIO --vary PATH=SPEC [--vary PATH=SPEC …] [--out DIR]\n"
 	"                          [--time-scale S|ci] [--repeat N] [--setup NAME] [--jobs 1]\n"
 	"                          [--quiet]\n"
@@ -49,7 +51,12 @@ static const char usage_text[] =
 	"  --time-scale ci   the scale the scenario gives CI, its ci.time_scale (1 if none)\n"
 	"  --repeat N        runs per setup (1-100; default 1)\n"
 	"  --setup NAME      run this setup alone\n"
+	"  --seed N          the scenario's seed instead of its own (0 or more)\n"
 	"  --quiet           no line per run on stderr\n"
+	"sim   the same runs in virtual time, through the gateway's own decision code,\n"
+	"      with modelled providers, network and load: the same files, in a moment;\n"
+	"      the same scenario and seed give byte-identical per-run files; external\n"
+	"      setups are skipped (options: as for run)\n"
 	"sweep runs SCENARIO once per point of a grid of values, each point a whole run\n"
 	"      into DIR/NAME/STAMP-sweep/POINT/, with sweep.json and sweep.csv beside them\n"
 	"  --vary PATH=SPEC  the value at PATH (setups.gw.config.providers.p.timeout_ms)\n"
@@ -182,10 +189,14 @@ static int cmd_run(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "setup", required_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "seed", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct chaos_opts o = { .out_dir = "results", .repeat = 1, .verbose = true };
+	const char *cmd = argv[1];
+	bool have_seed = false;
+	uint64_t seed = 0;
 	char bin_dir[PATH_MAX];
 	char plots[PATH_MAX];
 	char err[CFG_ERR_LEN];
@@ -204,7 +215,8 @@ static int cmd_run(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 3 || argv[2][0] == '-')
-		opt_usage_error("chaos", "run needs a SCENARIO file");
+		opt_usage_error("chaos", "%s needs a SCENARIO file", cmd);
+	o.sim = strcmp(cmd, "sim") == 0;
 	path = argv[2];
 	/* opt_next reads argv from optind: start after "run SCENARIO". */
 	optind = 3;
@@ -231,6 +243,13 @@ static int cmd_run(int argc, char **argv)
 		case 'q':
 			o.verbose = false;
 			break;
+		case 'e':
+			if (opt_parse_i64(val, 0, INT64_MAX, &v))
+				opt_usage_error("chaos", "--seed: expected a whole number of at least 0, "
+						"got \"%s\"", val);
+			seed = (uint64_t)v;
+			have_seed = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -244,11 +263,20 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "chaos: %s\n", err);
 		return 2;
 	}
+	if (have_seed)
+		sc.seed = seed;
 	if (o.only_setup) {
 		for (i = 0; i < sc.nsetups && strcmp(sc.setups[i].name, o.only_setup); i++)
 			;
 		if (i == sc.nsetups) {
 			fprintf(stderr, "chaos: --setup: %s has no setup called \"%s\"\n", path,
+				o.only_setup);
+			scenario_free(&sc);
+			return 2;
+		}
+		if (o.sim && sc.setups[i].kind == SC_EXTERNAL) {
+			fprintf(stderr, "chaos: --setup: %s is an external gateway, which the "
+				"simulator cannot run: it runs faultline's own gateway code\n",
 				o.only_setup);
 			scenario_free(&sc);
 			return 2;
@@ -421,7 +449,7 @@ int main(int argc, char **argv)
 		return guard_main(argc, argv);
 	if (argc < 2)
 		opt_usage_error("chaos", "a command is required: run, sweep or list");
-	if (strcmp(argv[1], "run") == 0)
+	if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "sim") == 0)
 		return cmd_run(argc, argv);
 	if (strcmp(argv[1], "sweep") == 0)
 		return cmd_sweep(argc, argv);

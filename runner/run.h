@@ -27,6 +27,7 @@ struct chaos_opts {
 	const char *stamp_dir;		/* the stamp's folder (made when missing); NULL: a
 					 * new OUT/NAME/STAMP (a sweep's points give theirs) */
 	bool no_table;			/* the table and "results:" line not printed on stdout */
+	bool sim;			/* simulate each run (sim/world.h) instead of running it */
 	bool hold_signals;		/* SIGINT, SIGTERM and SIGHUP left blocked on return,
 					 * one that came once the results were whole left
 					 * pending: the caller (a sweep) takes them */

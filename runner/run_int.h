@@ -24,6 +24,7 @@
 #include "runner/run.h"
 #include "runner/rundata.h"
 #include "runner/scenario.h"
+#include "sim/world.h"
 
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
 
@@ -103,6 +104,7 @@ struct chaos {
 	char *final_dir;		/* STAMP/SETUP/run-K */
 	int64_t t0;
 	struct timebase tb;		/* t0's, for the actions' timer */
+	struct sim_stats sim;		/* the simulated runs', added up */
 	struct child *mocks;		/* one per provider */
 	int *ports;
 	char **urls;			/* http://HOST:PORT/v1 per provider */

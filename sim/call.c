@@ -1,0 +1,94 @@
+/*
+ * call: the modelled exchange (call.h) — the request's trip to its server,
+ * a refusal when nothing listens, and the rule that nothing reaches a
+ * client that has left or a call that has ended.
+ */
+#include "sim/call.h"
+
+#include <math.h>
+#include <stddef.h>
+
+static void on_refused(struct sim_timer *t)
+{
+	struct sim_call *c = (struct sim_call *)((char *)t - offsetof(struct sim_call, arrive));
+	struct call_tail tail = call_tail_plain(CALL_REFUSED);
+
+	c->over = true;
+	c->client->end(c, &tail);
+}
+
+static void on_arrive(struct sim_timer *t)
+{
+	struct sim_call *c = (struct sim_call *)((char *)t - offsetof(struct sim_call, arrive));
+
+	c->at_server = true;
+	if (c->server->ops->request(c->server, c))
+		return;
+	/* Nothing listened: the refusal takes what is left of refused_ms. */
+	c->at_server = false;
+	c->arrive.fn = on_refused;
+	if (evq_after(c->q, &c->arrive, c->net->refused_ms - c->net->latency_ms))
+		on_refused(&c->arrive);
+}
+
+int call_send(struct sim_call *c, struct evq *q, const struct sim_net *net, struct sim_server *s)
+{
+	c->q = q;
+	c->net = net;
+	c->server = s;
+	c->server_data = NULL;
+	c->at_server = false;
+	c->over = false;
+	c->arrive.fn = on_arrive;
+	c->arrive.slot = 0;
+	return evq_after(q, &c->arrive, net->latency_ms);
+}
+
+void call_cancel(struct sim_call *c)
+{
+	if (c->over)
+		return;
+	c->over = true;
+	evq_stop(c->q, &c->arrive);
+	if (c->at_server) {
+		c->at_server = false;
+		c->server->ops->cancel(c->server, c);
+	}
+}
+
+void call_head(struct sim_call *c, const struct call_head *h)
+{
+	if (!c->over)
+		c->client->head(c, h);
+}
+
+void call_tokens(struct sim_call *c, int total)
+{
+	if (!c->over)
+		c->client->tokens(c, total);
+}
+
+void call_end(struct sim_call *c, const struct call_tail *t)
+{
+	if (c->over)
+		return;
+	c->over = true;
+	c->at_server = false;
+	c->client->end(c, t);
+}
+
+struct call_head call_head_plain(int status)
+{
+	return (struct call_head){
+		.status = status,
+		.retry_after_ms = -1,
+		.attempts = -1,
+		.hedged = -1,
+		.cost_usd = NAN,
+	};
+}
+
+struct call_tail call_tail_plain(enum call_end how)
+{
+	return (struct call_tail){ .how = how, .tokens_in = -1, .tokens_out = -1 };
+}
