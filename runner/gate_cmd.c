@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/buf.h"
 #include "common/cfg.h"
 #include "common/json.h"
 #include "common/records.h"
 #include "runner/outfile.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
+#include "runner/table.h"
 
 /* ---- the table ---- */
 
@@ -74,39 +74,17 @@ static void row_of(const struct gate_check *c, struct row *w)
 
 void gate_print(FILE *fp, const struct gate_result *r)
 {
-	size_t width[9] = { 0 };
+	struct table t = { .ncols = 9 };
 	struct row w;
 	size_t i;
-	size_t k;
 
 	for (i = 0; i < r->n; i++) {
 		row_of(&r->checks[i], &w);
-		for (k = 0; k < 8; k++) {
-			size_t len = strlen(w.cell[k]);
-
-			width[k] = len > width[k] ? len : width[k];
-		}
+		if (table_add(&t, w.cell))
+			break;
 	}
-	for (i = 0; i < r->n; i++) {
-		struct buf b = { 0 };
-		int rc = 0;
-
-		row_of(&r->checks[i], &w);
-		for (k = 0; k < 9 && !rc; k++) {
-			/* The value right-aligned, the rest left; no trailing blanks. */
-			if (k == 5)
-				rc = buf_printf(&b, "%*s  ", (int)width[k], w.cell[k]);
-			else if (k < 8)
-				rc = buf_printf(&b, "%-*s  ", (int)width[k], w.cell[k]);
-			else
-				rc = buf_puts(&b, w.cell[k]);
-		}
-		while (!rc && b.len && b.data[b.len - 1] == ' ')
-			b.data[--b.len] = '\0';
-		if (!rc)
-			fprintf(fp, "%s\n", b.data);
-		buf_free(&b);
-	}
+	table_print(fp, &t, 1u << 5);	/* the value right-aligned, the rest left */
+	table_free(&t);
 	fprintf(fp, "%zu checks, %zu failed\n", r->n, r->failed);
 }
 

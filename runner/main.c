@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 
+#include "runner/compare.h"
 #include "runner/gate.h"
 #include "runner/guard.h"
 #include "common/opt.h"
@@ -40,6 +41,7 @@ static const char usage_text[] =
 	"       chaos report STAMP_DIR|SWEEP_DIR\n"
 	"       chaos gate STAMP_DIR|SWEEP_DIR [--baseline FILE] [--save-baseline FILE]\n"
 	"                          [--objective SETUP]\n"
+	"       chaos compare REAL_STAMP SIM_STAMP [--setup NAME] [--json FILE]\n"
 	"       chaos plot STAMP_DIR|SWEEP_DIR\n"
 	"       chaos list [DIR]\n"
 	"\n"
@@ -71,6 +73,11 @@ static const char usage_text[] =
 	"      a sweep's: every done point against its own (no --baseline)\n"
 	"  --objective SETUP  also judge the setups SETUP (a name or glob) against the\n"
 	"                    scenario's objective\n"
+	"compare  holds SIM_STAMP (chaos sim's) to REAL_STAMP, the run it models: per\n"
+	"      setup and phase the real figure, the simulated one, the difference and\n"
+	"      its bound; exit 1 when a difference is out of bounds\n"
+	"  --setup NAME      compare this setup alone\n"
+	"  --json FILE       also write the rows to FILE as JSON\n"
 	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
 	"\n"
@@ -442,6 +449,31 @@ static int cmd_gate(int argc, char **argv)
 	return gate_command(argv[2], baseline, save, objective, stdout);
 }
 
+static int cmd_compare(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "setup", required_argument, NULL, 'S' },
+		{ "json", required_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *setup = NULL;
+	const char *json = NULL;
+	const char *val;
+	int c;
+
+	if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-')
+		opt_usage_error("chaos", "compare needs two results directories: REAL_STAMP "
+				"SIM_STAMP");
+	optind = 4;
+	while ((c = opt_next("chaos", argc, argv, NULL, opts, &val)) != -1) {
+		if (c == 'S')
+			setup = val;
+		else if (c == 'j')
+			json = val;
+	}
+	return compare_command(argv[2], argv[3], setup, json, stdout);
+}
+
 int main(int argc, char **argv)
 {
 	/* The runner starts its children through itself (guard.h); not for people. */
@@ -457,6 +489,8 @@ int main(int argc, char **argv)
 		return cmd_list(argc, argv);
 	if (strcmp(argv[1], "gate") == 0)
 		return cmd_gate(argc, argv);
+	if (strcmp(argv[1], "compare") == 0)
+		return cmd_compare(argc, argv);
 	if (strcmp(argv[1], "plot") == 0)
 		return cmd_plot(argc, argv);
 	if (strcmp(argv[1], "report") == 0) {
@@ -470,6 +504,7 @@ int main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	opt_usage_error("chaos", "unknown command \"%s\" (run, sweep, report, gate, plot or list)",
+	opt_usage_error("chaos", "unknown command \"%s\" (run, sweep, report, gate, compare, plot "
+			"or list)",
 			argv[1]);
 }

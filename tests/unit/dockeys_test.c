@@ -245,7 +245,8 @@ Test(dockeys, loadgen_flags)
 
 Test(dockeys, chaos_flags_and_commands)
 {
-	static const char *const commands[] = { "run", "sweep", "report", "gate", "plot", "list" };
+	static const char *const commands[] = { "run", "sweep", "report", "gate", "compare",
+						      "plot", "list" };
 	char *text = slurp("docs/chaos.md");
 	char *man = slurp("man/faultline-chaos.1");
 	char needle[64];
