@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
+#include "common/json.h"
 #include "common/recfile.h"
 
 #define MOCK_PREFIX "mock-"
@@ -233,4 +235,36 @@ bool rec_unfinished(const char *name)
 	return strcmp(name, REC_REQUESTS_CSV REC_TMP_SUFFIX) == 0 ||
 	       (strncmp(name, MOCK_PREFIX, strlen(MOCK_PREFIX)) == 0 &&
 		ends_with(name, MOCK_SUFFIX REC_TMP_SUFFIX));
+}
+
+/* Appends `,"KEY":` (no comma before the first key) for events.jsonl's key k. */
+static int event_key(struct buf *line, enum event_key k)
+{
+	int rc = buf_puts(line, k == 0 ? "{" : ",");
+
+	rc |= json_escape(line, event_keys[k]);
+	rc |= buf_puts(line, ":");
+	return rc;
+}
+
+int event_line(struct buf *line, double t_unix_ms, const char *provider, const char *model,
+	       const char *from, const char *to, const char *reason)
+{
+	int rc = 0;
+
+	/* To the microsecond: a change right after a fault must not read as before it. */
+	rc |= event_key(line, EVENT_T_UNIX_MS);
+	rc |= buf_printf(line, "%.3f", t_unix_ms);
+	rc |= event_key(line, EVENT_PROVIDER);
+	rc |= json_escape(line, provider);
+	rc |= event_key(line, EVENT_MODEL);
+	rc |= model ? json_escape(line, model) : buf_puts(line, "null");
+	rc |= event_key(line, EVENT_FROM);
+	rc |= json_escape(line, from);
+	rc |= event_key(line, EVENT_TO);
+	rc |= json_escape(line, to);
+	rc |= event_key(line, EVENT_REASON);
+	rc |= reason ? json_escape(line, reason) : buf_puts(line, "null");
+	rc |= buf_puts(line, "}\n");
+	return rc ? -ENOMEM : 0;
 }

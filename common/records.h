@@ -226,6 +226,15 @@ enum event_key {
 /* The key names, indexed by enum event_key, in the order the gateway writes them. */
 extern const char *const event_keys[EVENT_NKEYS];
 
+/*
+ * Builds one events.jsonl line (newline included) into line: a breaker of
+ * provider/model (model may be NULL) went from → to for reason (may be
+ * NULL) at t_unix_ms (written to the microsecond). Returns 0 or -ENOMEM.
+ */
+struct buf;
+int event_line(struct buf *line, double t_unix_ms, const char *provider, const char *model,
+	       const char *from, const char *to, const char *reason);
+
 /* A breaker's state, as events.jsonl's from and to name it (the plots' 0, 1, 2). */
 enum event_state {
 	EVENT_CLOSED = 0,

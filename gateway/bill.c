@@ -7,11 +7,23 @@
 
 #include "gateway/greq.h"
 
+double bill_price(const struct gw_provider *p, int64_t in, int64_t out)
+{
+	return (double)in / 1000 * p->price_in_per_1k + (double)out / 1000 * p->price_out_per_1k;
+}
+
+bool bill_discard_charged(long status, bool stopped, bool connected)
+{
+	if (status ? status < 200 || status > 299 : !stopped)
+		return false;
+	return connected;
+}
+
 void bill_tokens(struct greq *g, const struct leg *l, int64_t in, int64_t out, bool discarded)
 {
 	const struct gw_target *t = l->p->t;
 	const struct gw_provider *p = t->prov;
-	double usd = (double)in / 1000 * p->price_in_per_1k + (double)out / 1000 * p->price_out_per_1k;
+	double usd = bill_price(p, in, out);
 
 	cost_table_add(g->gw->costs, t->provider, g->bill.tenant, g->bill.feature, in, out, usd);
 	g->bill.cost_usd += usd;
@@ -27,11 +39,9 @@ void bill_discarded(struct greq *g, const struct leg *l, bool stopped)
 	long status = 0;
 
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status ? status < 200 || status > 299 : !stopped)
-		return;
 	curl_easy_getinfo(l->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
-	if (connect_us <= 0 && pre_us <= 0)
+	if (!bill_discard_charged(status, stopped, connect_us > 0 || pre_us > 0))
 		return;
 	bill_tokens(g, l, g->bill.est_tokens_in, (int64_t)l->relay.content_chunks, true);
 }

@@ -30,6 +30,17 @@ void bill_tokens(struct greq *g, const struct leg *l, int64_t in, int64_t out, b
  */
 void bill_discarded(struct greq *g, const struct leg *l, bool stopped);
 
+/* What in prompt and out completion tokens cost on provider p, in USD (pure). */
+struct gw_provider;
+double bill_price(const struct gw_provider *p, int64_t in, int64_t out);
+
+/*
+ * Whether a thrown-away attempt is charged (pure): it answered a 2xx, or
+ * it had answered nothing yet when the gateway stopped waiting (stopped)
+ * and had connected — the upstream took it on.
+ */
+bool bill_discard_charged(long status, bool stopped, bool connected);
+
 /* The request's cost as x-faultline-cost-usd's value, into out (len bytes). */
 void bill_cost_text(const struct greq *g, char *out, size_t len);
 

@@ -23,8 +23,6 @@
 #define EASY_POOL_MAX 4096
 
 /* Random streams of the gateway's seed. */
-#define RNG_RETRY 1
-#define RNG_BREAKER 2
 
 double gw_now_ms(void)
 {
@@ -91,30 +89,6 @@ static void events_fail(struct gateway *gw, int err)
 	events_set_aside(gw, regular, "write a breaker change", err);
 }
 
-/* A breaker state as events.jsonl names it (common/records.h owns the names). */
-static enum event_state event_state_of(enum breaker_state s)
-{
-	switch (s) {
-	case BREAKER_OPEN:
-		return EVENT_OPEN;
-	case BREAKER_HALF_OPEN:
-		return EVENT_HALF_OPEN;
-	case BREAKER_CLOSED:
-	default:
-		return EVENT_CLOSED;
-	}
-}
-
-/* Appends `,"KEY":` (no comma before the first key) for events.jsonl's key k. */
-static int event_key(struct buf *line, enum event_key k)
-{
-	int rc = buf_puts(line, k == 0 ? "{" : ",");
-
-	rc |= json_escape(line, event_keys[k]);
-	rc |= buf_puts(line, ":");
-	return rc;
-}
-
 /*
  * The router's listener: writes one breaker state change, as a log line
  * and an events line in the format common/records.h defines.
@@ -129,20 +103,9 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 		 breaker_state_name(chg->from), breaker_state_name(chg->to), chg->reason);
 	if (!gw->events)
 		return;
-	/* To the microsecond: a change right after a fault must not read as before it. */
-	rc |= event_key(&line, EVENT_T_UNIX_MS);
-	rc |= buf_printf(&line, "%.3f", (double)clock_unix_ns() / 1e6);
-	rc |= event_key(&line, EVENT_PROVIDER);
-	rc |= json_escape(&line, t->prov->name);
-	rc |= event_key(&line, EVENT_MODEL);
-	rc |= json_escape(&line, t->model);
-	rc |= event_key(&line, EVENT_FROM);
-	rc |= json_escape(&line, event_state_name(event_state_of(chg->from)));
-	rc |= event_key(&line, EVENT_TO);
-	rc |= json_escape(&line, event_state_name(event_state_of(chg->to)));
-	rc |= event_key(&line, EVENT_REASON);
-	rc |= json_escape(&line, chg->reason);
-	rc |= buf_puts(&line, "}\n");
+	rc = event_line(&line, (double)clock_unix_ns() / 1e6, t->prov->name, t->model,
+			event_state_name(router_event_state(chg->from)),
+			event_state_name(router_event_state(chg->to)), chg->reason);
 	if (rc) {
 		events_fail(gw, ENOMEM);
 	} else if (fwrite(line.data, 1, line.len, gw->events) != line.len ||
@@ -317,8 +280,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	memset(gw, 0, sizeof(*gw));
 	gw->loop = loop;
 	gw->cfg = cfg;
-	rng_seed_stream(&gw->rng_retry, seed, RNG_RETRY);
-	rng_seed_stream(&gw->rng_breaker, seed, RNG_BREAKER);
+	rng_seed_stream(&gw->rng_retry, seed, GW_RNG_RETRY);
+	rng_seed_stream(&gw->rng_breaker, seed, GW_RNG_BREAKER);
 	list_init(&gw->reqs);
 	list_init(&gw->dirty);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());

@@ -72,6 +72,10 @@ struct gateway {
 /* Monotonic milliseconds: the clock of breakers, deadlines and attempts. */
 double gw_now_ms(void);
 
+/* The gateway's random streams of its seed. */
+#define GW_RNG_RETRY 1		/* retry backoff jitter */
+#define GW_RNG_BREAKER 2	/* breaker cooldown jitter */
+
 /*
  * Sets up gw for cfg on loop: routing tables, counters, curl_uv, the
  * server (not yet listening), the events file (events_path may be NULL).

@@ -177,3 +177,16 @@ double router_route_next_open_end(const struct gw_route *rt, const char *only)
 	}
 	return soonest;
 }
+
+enum event_state router_event_state(enum breaker_state s)
+{
+	switch (s) {
+	case BREAKER_OPEN:
+		return EVENT_OPEN;
+	case BREAKER_HALF_OPEN:
+		return EVENT_HALF_OPEN;
+	case BREAKER_CLOSED:
+	default:
+		return EVENT_CLOSED;
+	}
+}

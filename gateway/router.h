@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/list.h"
+#include "common/records.h"
 #include "gateway/breaker.h"
 #include "gateway/budget.h"
 #include "gateway/config.h"
@@ -102,6 +103,9 @@ void router_listen(struct router *r, struct router_listener *l);
  */
 void router_breaker_changed(struct router *r, struct gw_target *t,
 			    const struct breaker_change *chg);
+
+/* A breaker state as events.jsonl names it (common/records.h). */
+enum event_state router_event_state(enum breaker_state s);
 
 /* Frees the tables. */
 void router_free(struct router *r);

@@ -86,6 +86,7 @@ struct sim_call {
 	/* The request (the client's). */
 	const char *id;			/* x-request-id; NULL: none */
 	bool models;			/* GET /models (a health check) instead of a chat completion */
+	const char *model;		/* the body's model */
 	bool stream;
 	int64_t prompt_tokens;
 	int64_t max_tokens;		/* -1: none */

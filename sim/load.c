@@ -286,6 +286,7 @@ static void attempt_start(struct sim_lreq *r)
 	r->content_chunks = 0;
 	r->call = (struct sim_call){
 		.id = r->id,
+		.model = ms->model,
 		.stream = r->streaming,
 		.prompt_tokens = ms->prompt_tokens,
 		.max_tokens = ms->max_tokens,

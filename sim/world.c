@@ -16,6 +16,7 @@
 #include "mockprov/config.h"
 #include "runner/loadcfg.h"
 #include "sim/evq.h"
+#include "sim/gw.h"
 #include "sim/load.h"
 #include "sim/mock.h"
 
@@ -32,6 +33,8 @@ struct world {
 	struct mock_config mcfg;
 	struct sim_mock *mocks;
 	size_t nmocks;			/* started */
+	struct sim_gw gw;
+	bool gw_started;
 	struct sim_load load;
 	bool load_started;
 	struct lg_config lcfg;
@@ -95,10 +98,22 @@ static struct sim_server *setup_target(struct world *w, char *err)
 	case SC_DIRECT:
 	case SC_CLIENT_RETRY:
 		return &w->mocks[w->st->provider].srv;
-	case SC_GATEWAY:
-		snprintf(err, CFG_ERR_LEN, "setup %s: gateway setups are not simulated yet",
-			 w->st->name);
-		return NULL;
+	case SC_GATEWAY: {
+		struct sim_server **servers = calloc(w->nmocks ? w->nmocks : 1, sizeof(*servers));
+		size_t i;
+		int rc;
+
+		if (!servers) {
+			snprintf(err, CFG_ERR_LEN, "out of memory");
+			return NULL;
+		}
+		for (i = 0; i < w->nmocks; i++)
+			servers[i] = &w->mocks[i].srv;
+		rc = gw_start(&w->gw, w->sc, w->st, &w->q, &w->net, servers, w->dir, err);
+		free(servers);
+		w->gw_started = true;
+		return rc ? NULL : &w->gw.srv;
+	}
 	case SC_EXTERNAL:
 	default:
 		snprintf(err, CFG_ERR_LEN, "setup %s: an external gateway cannot be simulated: the "
@@ -180,9 +195,15 @@ int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, co
 		rc = -EIO;
 		goto out;
 	}
+	if (w.gw_started && w.gw.err) {
+		rc = gw_finish(&w.gw, err);
+		goto out;
+	}
 	stats->requests = w.load.next_n;
 	stats->virtual_ms = w.q.now;
 	rc = load_finish(&w.load, err, CFG_ERR_LEN);
+	if (!rc && w.gw_started)
+		rc = gw_finish(&w.gw, err);
 	for (i = 0; i < w.nmocks && !rc; i++) {
 		stats->upstream += w.mocks[i].requests;
 		rc = mock_finish(&w.mocks[i], err);
@@ -191,6 +212,8 @@ int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, co
 out:
 	if (w.load_started)
 		load_free(&w.load);
+	if (w.gw_started)
+		gw_free(&w.gw);
 	evq_stop(&w.q, &w.action);
 	for (i = 0; i < w.nmocks; i++)
 		mock_free(&w.mocks[i]);
