@@ -283,7 +283,7 @@ static void objective_text(FILE *fp, const struct sc_objective *o)
 		fprintf(fp, ", in phase %s", o->phase);
 }
 
-/* A figure for the best's line: "%.4g" of v, or "—" when it has none. */
+/* A figure of the best's line: v printed with fmt, or "—" when it has none. */
 static void best_figure(FILE *fp, const char *fmt, double v)
 {
 	if (isnan(v))
