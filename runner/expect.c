@@ -42,6 +42,9 @@ static const struct cfg_key expect_keys[] = {
 	  -1, 1e6, NULL, NULL },
 	EK("time_to_open_ms_max", time_to_open_ms_max, 1e12),
 	EK("time_to_primary_ms_max", time_to_primary_ms_max, 1e12),
+	EK("time_to_primary_ms_min", time_to_primary_ms_min, 1e12),
+	EK("opens_min", opens_min, 1e12),
+	EK("opens_max", opens_max, 1e12),
 	EK("fallback_share_max", fallback_share_max, 1),
 	EK("fallback_share_min", fallback_share_min, 1),
 	EK("silent_breaks_max", silent_breaks_max, 1e12),
@@ -124,6 +127,13 @@ static int check_expect_pairs(const struct scenario *sc, const struct sc_expect 
 		return cfg_error(err, file, path, "fallback_share_min", "expected at most "
 				 "fallback_share_max (%g), got %g", e->fallback_share_max,
 				 e->fallback_share_min);
+	if (e->time_to_primary_ms_min > e->time_to_primary_ms_max)
+		return cfg_error(err, file, path, "time_to_primary_ms_min", "expected at most "
+				 "time_to_primary_ms_max (%g), got %g", e->time_to_primary_ms_max,
+				 e->time_to_primary_ms_min);
+	if (e->opens_min > e->opens_max)
+		return cfg_error(err, file, path, "opens_min", "expected at most opens_max (%g), "
+				 "got %g", e->opens_max, e->opens_min);
 	return 0;
 }
 

@@ -198,6 +198,26 @@ double objective_exchange(const struct sc_objective *o)
 	return o->duplicate_share_max / (1 - o->answered_min);
 }
 
+/* The setup's figures a candidate is ranked on: the objective's phase, or the totals. */
+static const cJSON *ranked_figures(const struct sc_objective *o, const cJSON *setup)
+{
+	if (strcmp(o->phase, "*") == 0)
+		return cJSON_GetObjectItemCaseSensitive(setup, "totals");
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(setup, "phases"),
+						o->phase);
+}
+
+void objective_candidate_of(const struct sc_objective *o, const cJSON *setup_summary,
+			    struct objective_verdict *v, struct objective_candidate *c)
+{
+	const cJSON *fig;
+
+	objective_judge_setup(o, setup_summary, v);
+	fig = ranked_figures(o, setup_summary);
+	*c = (struct objective_candidate){ v->meets, stats_mean(fig, "cost_per_answered", NULL),
+					   stats_mean(fig, "latency_ms", "p95") };
+}
+
 /* NAN counts as the highest. */
 static int cmp_high_nan(double a, double b)
 {

@@ -69,6 +69,15 @@ struct objective_candidate {
 };
 
 /*
+ * A setup's summary (or a sweep point's setup) as a candidate: whether it
+ * meets o (objective_judge_setup, the verdict into *v), and the cost per
+ * answered request and p95 it is ranked on — the means of the objective's
+ * phase, or of the totals with "*".
+ */
+void objective_candidate_of(const struct sc_objective *o, const cJSON *setup_summary,
+			    struct objective_verdict *v, struct objective_candidate *c);
+
+/*
  * The best of n candidates: the cheapest that meets the objective, ties
  * (within 1e-9 relative) broken by the lower p95; a NAN cost or p95 is
  * taken as the highest. Returns its index, or -1 when none meets it.

@@ -283,9 +283,60 @@ static void objective_text(FILE *fp, const struct sc_objective *o)
 		fprintf(fp, ", in phase %s", o->phase);
 }
 
+/* A figure of the best's line: v printed with fmt, or "—" when it has none. */
+static void best_figure(FILE *fp, const char *fmt, double v)
+{
+	if (isnan(v))
+		fputs("—", fp);
+	else
+		fprintf(fp, fmt, v);
+}
+
+/*
+ * The best setup against the objective — objective_best over the setups'
+ * candidates, as chaos sweep names its best point: the cheapest that meets
+ * it, ties by p95 — with the figures it won on, or that none meets it.
+ */
+static void best_line(FILE *fp, const struct sc_objective *o, const cJSON *setups,
+		      const struct objective_candidate *c, size_t n, bool markdown)
+{
+	const cJSON *st = setups ? setups->child : NULL;
+	size_t meets = 0;
+	long best = objective_best(c, n);
+	long i;
+
+	for (i = 0; i < (long)n; i++)
+		meets += c[i].meets;
+	if (best < 0) {
+		fputs(markdown ? "\nBest against the objective: **none** — no setup meets it.\n"
+			       : "  best: none meets it\n", fp);
+		return;
+	}
+	for (i = 0; i < best && st; i++)
+		st = st->next;
+	if (markdown)
+		fprintf(fp, "\nBest against the objective: **%s** — ", st ? st->string : "?");
+	else
+		fprintf(fp, "  best: %s (", st ? st->string : "?");
+	if (meets == 1)
+		fputs("the only setup that meets it", fp);
+	else
+		fprintf(fp, "the cheapest of the %zu setups that meet it, ties by p95", meets);
+	fputs(markdown ? ": cost per answered " : "; cost per answered ", fp);
+	best_figure(fp, "%.4g USD", c[best].cost);
+	fputs(", p95 ", fp);
+	best_figure(fp, "%.0f ms", c[best].p95);
+	if (strcmp(o->phase, "*") == 0)
+		fputs(" over the whole run", fp);
+	else
+		fprintf(fp, " in phase %s", o->phase);
+	fputs(markdown ? ".\n" : ")\n", fp);
+}
+
 /*
  * Which setups meet the scenario's objective (judged on the runs' means,
- * runner/objective.h), one line each, after the objective in words.
+ * runner/objective.h), one line each, after the objective in words, then
+ * the best of them (best_line).
  */
 static void objective_lines(FILE *fp, const struct scenario *sc, const cJSON *summary,
 			    bool markdown)
@@ -293,14 +344,24 @@ static void objective_lines(FILE *fp, const struct scenario *sc, const cJSON *su
 	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
 	const cJSON *st;
 	struct objective_verdict v;
+	struct objective_candidate *c;
+	size_t n = 0;
 
 	if (!sc->objective.given)
 		return;
+	cJSON_ArrayForEach(st, setups)
+		n++;
+	c = calloc(n ? n : 1, sizeof(*c));
 	fputs(markdown ? "\n## Objective\n\nThe scenario's objective: " : "\nobjective: ", fp);
 	objective_text(fp, &sc->objective);
 	fputs(markdown ? " (judged on the runs' means).\n\n" : "\n", fp);
+	n = 0;
 	cJSON_ArrayForEach(st, setups) {
-		objective_judge_setup(&sc->objective, st, &v);
+		struct objective_candidate one;
+
+		objective_candidate_of(&sc->objective, st, &v, &one);
+		if (c)
+			c[n++] = one;
 		if (markdown)
 			fprintf(fp, "- **%s**: %s%s%s\n", st->string, v.meets ? "meets it" : "fails",
 				v.meets ? "" : " — ", v.broken);
@@ -308,6 +369,9 @@ static void objective_lines(FILE *fp, const struct scenario *sc, const cJSON *su
 			fprintf(fp, "  %-16s %s%s%s\n", st->string, v.meets ? "meets" : "FAILS",
 				v.meets ? "" : "  ", v.broken);
 	}
+	if (c)
+		best_line(fp, &sc->objective, setups, c, n, markdown);
+	free(c);
 }
 
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)

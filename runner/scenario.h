@@ -100,6 +100,9 @@ struct sc_expect {
 	double latency_p99_ms_max;
 	double time_to_open_ms_max;
 	double time_to_primary_ms_max;
+	double time_to_primary_ms_min;
+	double opens_min;		/* breaker openings in the phase (counts, never scaled) */
+	double opens_max;
 	double fallback_share_max;
 	double fallback_share_min;
 	double silent_breaks_max;	/* streams: stalls and truncations without an error event */

@@ -41,15 +41,6 @@ const char *sweep_row_verdict(const struct sc_objective *o, const char *phase,
 	return v->meets ? "meets" : "fails";
 }
 
-/* The setup's figures the best point is ranked on: the objective's phase, or the totals. */
-static const cJSON *ranked_figures(const struct sc_objective *o, const cJSON *setup)
-{
-	if (strcmp(o->phase, "*") == 0)
-		return cJSON_GetObjectItemCaseSensitive(setup, "totals");
-	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(setup, "phases"),
-						o->phase);
-}
-
 /* The setups any point's summary has, first seen first. */
 static cJSON *setup_names(cJSON *const *sums, size_t n)
 {
@@ -89,14 +80,10 @@ static cJSON *best_of_setup(const struct sweep *s, const struct sc_objective *o,
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(sums[i], "setups"), setup);
 		struct objective_verdict v;
-		const cJSON *fig;
 
 		if (!st)
 			continue;
-		objective_judge_setup(o, st, &v);
-		fig = ranked_figures(o, st);
-		c[i] = (struct objective_candidate){ v.meets, stats_mean(fig, "cost_per_answered", NULL),
-						     stats_mean(fig, "latency_ms", "p95") };
+		objective_candidate_of(o, st, &v, &c[i]);
 	}
 	best = ok ? objective_best(c, s->plan.npoints) : -1;
 	ok = ok && json_put(e, "setup", cJSON_CreateString(setup));

@@ -1,6 +1,6 @@
 #!/bin/sh
 # make suite: the classic outage suite, stream-stall, three-setups,
-# slow-tail and detect-hang through bin/chaos, then a 3-point sweep of
+# slow-tail, detect-hang and policy-ab through bin/chaos, then a 3-point sweep of
 # timeout-knee, each at
 # the time scale it gives CI
 # ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 bin=${FAULTLINE_BIN:-bin}
 scale=${SCALE:-ci}
 out=${OUT:-results}
-scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang}
+scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab}
 scenario_dir=${SCENARIO_DIR:-scenarios}
 baseline_dir=${BASELINE_DIR:-$scenario_dir/baselines}
 status=0

@@ -96,16 +96,17 @@ static void load_scenario(const char *expect, double scale, struct scenario *sc)
 struct pv {
 	double er, ans, p50, p95, p99, tto, ttp, fb;
 	double silent, stalls, gap, ttft95;	/* the streams' */
+	double opens;			/* 0: 1 when tto has a value, else 0 */
 };
 
 /* Healthy figures every bound below holds for. */
-static const struct pv good = { 0, 1, 200, 210, 220, 500, 100, 0, 0, 0, 60, 250 };
+static const struct pv good = { 0, 1, 200, 210, 220, 500, 100, 0, 0, 0, 60, 250, 0 };
 
-/* Sets member k of v, in the struct's order (er = 0 … fb = 7 … ttft95 = 11). */
+/* Sets member k of v, in the struct's order (er = 0 … fb = 7 … ttft95 = 11, opens = 12). */
 static void set_field(struct pv *v, size_t k, double x)
 {
 	double *fields[] = { &v->er, &v->ans, &v->p50, &v->p95, &v->p99, &v->tto, &v->ttp,
-			     &v->fb, &v->silent, &v->stalls, &v->gap, &v->ttft95 };
+			     &v->fb, &v->silent, &v->stalls, &v->gap, &v->ttft95, &v->opens };
 
 	cr_assert_lt(k, sizeof(fields) / sizeof(fields[0]));
 	*fields[k] = x;
@@ -137,7 +138,7 @@ static cJSON *figures(const struct pv *v)
 	cJSON_AddItemToObject(f, "latency_ms", lat);
 	cJSON_AddItemToObject(f, "fallback_share", num(v->fb));
 	cJSON_AddItemToObject(f, "time_to_primary_ms", num(v->ttp));
-	cJSON_AddNumberToObject(f, "opens", isnan(v->tto) ? 0 : 1);
+	cJSON_AddNumberToObject(f, "opens", v->opens > 0 ? v->opens : isnan(v->tto) ? 0 : 1);
 	cJSON_AddItemToObject(f, "time_to_open_ms", num(v->tto));
 	cJSON_AddNumberToObject(f, "streams", 50);
 	cJSON_AddItemToObject(ttft, "count", cJSON_CreateNumber(isnan(v->ttft95) ? 0 : 40));
@@ -265,6 +266,14 @@ Test(gate, every_bound_both_ways, .timeout = 10)
 		  true },
 		{ "\"time_to_primary_ms_max\":800", "time_to_primary_ms", GATE_LE, 800, 6, 900,
 		  false },
+		{ "\"time_to_primary_ms_min\":800", "time_to_primary_ms", GATE_GE, 800, 6, 800,
+		  true },
+		{ "\"time_to_primary_ms_min\":800", "time_to_primary_ms", GATE_GE, 800, 6, 700,
+		  false },
+		{ "\"opens_min\":3", "opens", GATE_GE, 3, 12, 3, true },
+		{ "\"opens_min\":3", "opens", GATE_GE, 3, 12, 2, false },
+		{ "\"opens_max\":2", "opens", GATE_LE, 2, 12, 2, true },
+		{ "\"opens_max\":2", "opens", GATE_LE, 2, 12, 3, false },
 		{ "\"fallback_share_max\":0.5", "fallback_share", GATE_LE, 0.5, 7, 0.5, true },
 		{ "\"fallback_share_max\":0.5", "fallback_share", GATE_LE, 0.5, 7, 0.6, false },
 		{ "\"fallback_share_min\":0.2", "fallback_share", GATE_GE, 0.2, 7, 0.2, true },
@@ -752,7 +761,7 @@ Test(gate, bad_summary_shapes, .timeout = 10)
 /* ---- the baseline ---- */
 
 /* The baseline's figures: 5% errors, p50 100 ms, opened after 1 s, 50% fallback. */
-static const struct pv base_v = { 0.02, 0.98, 100, 200, 400, 1000, 300, 0.5, 0, 0, 60, 250 };
+static const struct pv base_v = { 0.02, 0.98, 100, 200, 400, 1000, 300, 0.5, 0, 0, 60, 250, 0 };
 
 static struct scenario no_expects;
 

@@ -2,8 +2,9 @@
  * A scenario's objective: loaded strictly (bounds, phase, at least one
  * bound, scaled p95), judged on the runs' means with the bounds each
  * setup breaks, every phase with "*", the best of several candidates
- * (cheapest, ties by p95), the knee's exchange rate, and chaos gate
- * --objective judging the worst run (lines marked "objective").
+ * (cheapest, ties by p95), the knee's exchange rate, the report naming
+ * the best setup, and chaos gate --objective judging the worst run (lines
+ * marked "objective").
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 
 #include "runner/gate.h"
 #include "runner/objective.h"
+#include "runner/report.h"
 #include "runner/stats.h"
 #include "tests/support/tmpdir.h"
 
@@ -182,6 +184,101 @@ Test(objective, the_best_is_the_cheapest_that_meets_it_ties_by_p95)
 	cr_expect_eq(objective_best(c, 3), 2);
 	cr_expect_eq(objective_best(c, 1), -1, "none meets it");
 	cr_expect_eq(objective_best(&c[4], 1), 0);
+}
+
+/* A combined summary of setups gw-a and gw-b, each one run of the given outage figures. */
+static cJSON *two_setups(const char *a_outage, const char *b_outage)
+{
+	const char *const outage[] = { a_outage, b_outage };
+	const char *const names[] = { "gw-a", "gw-b" };
+	cJSON *sum = cJSON_CreateObject();
+	cJSON *setups = cJSON_AddObjectToObject(sum, "setups");
+	char text[512];
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		cJSON *run;
+
+		snprintf(text, sizeof(text), "{\"phases\":{\"outage\":%s}}", outage[k]);
+		run = cJSON_Parse(text);
+		cr_assert_not_null(run, "%s", text);
+		cJSON_AddItemToObject(setups, names[k], stats_combine(&run, 1));
+		cJSON_Delete(run);
+	}
+	return sum;
+}
+
+/* The report's objective section, markdown or not, into a string (the caller frees it). */
+static char *report_text(const struct scenario *sc, const cJSON *sum, bool markdown)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&out, &len);
+
+	cr_assert_not_null(fp);
+	report_table(fp, sc, sum, markdown);
+	fclose(fp);
+	return out;
+}
+
+/*
+ * The report names the best setup against the objective, as the sweep
+ * names its best point (objective_best: the cheapest that meets it, ties
+ * by p95), with the figures it won on — or says that none meets it.
+ */
+Test(objective, the_report_names_the_best_setup)
+{
+	static const char *const meets_dear =
+		"{\"answered_share\":1,\"latency_ms\":{\"p95\":300},\"cost_per_answered\":0.004}";
+	static const char *const meets_cheap =
+		"{\"answered_share\":0.995,\"latency_ms\":{\"p95\":900},"
+		"\"cost_per_answered\":0.002}";
+	static const char *const fails_cheap =
+		"{\"answered_share\":0.9,\"latency_ms\":{\"p95\":100},\"cost_per_answered\":0.001}";
+	struct scenario sc;
+	cJSON *sum;
+	char *out;
+
+	cr_assert_eq(load("{\"answered_min\":0.99,\"p95_ms_max\":1000,\"phase\":\"outage\"}",
+			  1, &sc), 0, "%s", err);
+
+	sum = two_setups(meets_dear, meets_cheap);
+	out = report_text(&sc, sum, true);
+	cr_expect(strstr(out, "- **gw-a**: meets it\n- **gw-b**: meets it\n") != NULL, "%s", out);
+	cr_expect(strstr(out, "\nBest against the objective: **gw-b** — the cheapest of the 2 "
+			 "setups that meet it, ties by p95: cost per answered 0.002 USD, p95 900 ms "
+			 "in phase outage.\n") != NULL, "%s", out);
+	free(out);
+	out = report_text(&sc, sum, false);
+	cr_expect(strstr(out, "  best: gw-b (the cheapest of the 2 setups that meet it, ties by "
+			 "p95; cost per answered 0.002 USD, p95 900 ms in phase outage)\n") != NULL,
+		  "%s", out);
+	free(out);
+	cJSON_Delete(sum);
+
+	sum = two_setups(meets_dear, fails_cheap);
+	out = report_text(&sc, sum, true);
+	cr_expect(strstr(out, "- **gw-b**: fails — answered_min 0.9<0.99\n") != NULL, "%s", out);
+	cr_expect(strstr(out, "Best against the objective: **gw-a** — the only setup that meets "
+			 "it: cost per answered 0.004 USD, p95 300 ms in phase outage.\n") != NULL,
+		  "%s", out);
+	free(out);
+	out = report_text(&sc, sum, false);
+	cr_expect(strstr(out, "  best: gw-a (the only setup that meets it; cost per answered "
+			 "0.004 USD, p95 300 ms in phase outage)\n") != NULL, "%s", out);
+	free(out);
+	cJSON_Delete(sum);
+
+	sum = two_setups(fails_cheap, fails_cheap);
+	out = report_text(&sc, sum, true);
+	cr_expect(strstr(out, "Best against the objective: **none** — no setup meets it.\n") != NULL,
+		  "%s", out);
+	free(out);
+	out = report_text(&sc, sum, false);
+	cr_expect(strstr(out, "  best: none meets it\n") != NULL, "%s", out);
+	free(out);
+	cJSON_Delete(sum);
+	scenario_free(&sc);
 }
 
 /* chaos gate --objective: the worst of two runs breaks answered_min; the other setup holds. */

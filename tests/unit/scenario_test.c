@@ -754,6 +754,14 @@ static const struct bad_case bad_cases[] = {
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"fallback_share_min\":0.5,"
 		 "\"fallback_share_max\":0.2}"),
 	  ": expect[0].fallback_share_min: expected at most fallback_share_max (0.2), got 0.5" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"opens_min\":3,\"opens_max\":2}"),
+	  ": expect[0].opens_min: expected at most opens_max (2), got 3" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"opens_max\":-1}"),
+	  ": expect[0].opens_max: expected a number from 0" },
+	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"time_to_primary_ms_min\":900,"
+		 "\"time_to_primary_ms_max\":800}"),
+	  ": expect[0].time_to_primary_ms_min: expected at most time_to_primary_ms_max (800), "
+	  "got 900" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"error_rate_max\":0},"
 		 "{\"setup\":\"d\",\"phase\":\"*\",\"error_rate_max\":0,\"error_rate_max\":1}"),
 	  ": expect[1].error_rate_max: given twice" },
