@@ -5,6 +5,8 @@
  */
 #include "gateway/attempt.h"
 
+#include "common/buf.h"
+
 #include <curl/curl.h>
 #include <math.h>
 
@@ -214,4 +216,22 @@ struct attempt_final attempt_final_answer(bool deadline_exhausted, bool all_unav
 		return (struct attempt_final){ 503, "service_unavailable",
 					       "all_providers_unavailable" };
 	return (struct attempt_final){ 502, "bad_gateway", "upstream_error" };
+}
+
+int attempt_stream_message(struct buf *b, enum attempt_failure f, const char *provider,
+			   double stall_ms, const char *upstream_message, const char *detail)
+{
+	if (f == ATTEMPT_FAIL_STALL)
+		return buf_printf(b, "The upstream stream from %s went silent for %.0f ms.", provider,
+				  stall_ms);
+	if (f == ATTEMPT_FAIL_ERROR_EVENT)
+		return buf_printf(b, "The upstream stream from %s sent an error: %s", provider,
+				  upstream_message[0] ? upstream_message : "(no message)");
+	if (f == ATTEMPT_FAIL_TRUNCATED)
+		return buf_printf(b, "The upstream stream from %s ended without [DONE].", provider);
+	if (f == ATTEMPT_FAIL_INVALID_BODY)
+		return buf_printf(b, "The upstream stream from %s sent an event that is not JSON.",
+				  provider);
+	return buf_printf(b, "The upstream stream from %s broke off (%s).", provider,
+			  detail[0] ? detail : attempt_failure_name(f));
 }

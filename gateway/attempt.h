@@ -124,6 +124,17 @@ struct attempt_class attempt_classify_stream(const struct upstream_facts *f,
 const char *attempt_stream_code(enum attempt_failure f);
 
 /*
+ * The message of the error event that ends a committed stream broken by
+ * f, into b: provider's stream went silent for stall_ms, sent an error
+ * (its upstream message, may be ""), ended without [DONE], sent an event
+ * that is not JSON, or broke off (detail: the transport's words, or "").
+ * Returns 0 or -ENOMEM.
+ */
+struct buf;
+int attempt_stream_message(struct buf *b, enum attempt_failure f, const char *provider,
+			   double stall_ms, const char *upstream_message, const char *detail);
+
+/*
  * Whether an attempt of this class counts as a failure of its target for
  * the breaker and the metrics: true exactly for ATTEMPT_FAILOVER. A passed
  * through 4xx is the request's fault, not the provider's.

@@ -56,37 +56,6 @@ static size_t discard(char *data, size_t size, size_t n, void *userp)
 	return size * n;
 }
 
-/*
- * After a check, the breakers of the probe's provider's targets: opened
- * while it is unhealthy (a no-op on one open already), woken to half-open
- * when it has just turned healthy.
- */
-static void apply(struct probe *p, enum health_change ch, bool ok)
-{
-	struct gateway *gw = p->gw;
-	double now = gw_now_ms();
-	unsigned n = ok ? p->st.passes : p->st.fails;
-	struct breaker_change chg;
-	char reason[96];
-	size_t i;
-
-	if (ok ? ch != HEALTH_UP : p->st.healthy)
-		return;
-	snprintf(reason, sizeof(reason), "health check %s %u time%s", ok ? "passed" : "failed", n,
-		 n == 1 ? "" : "s");
-	for (i = 0; i < gw->router.ntargets; i++) {
-		struct gw_target *t = &gw->router.targets[i];
-
-		if (t->provider != p->provider)
-			continue;
-		if (ok)
-			breaker_wake(&t->br, now, reason, &chg);
-		else
-			breaker_trip(&t->br, now, reason, &gw->rng_breaker, &chg);
-		router_breaker_changed(&gw->router, t, &chg);
-	}
-}
-
 static void on_probe_timer(uv_timer_t *t);
 
 static void probe_again(struct probe *p)
@@ -126,7 +95,8 @@ void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 	else if (ch == HEALTH_UP)
 		log_info("provider %s: healthy after %u passed health checks",
 			 p->gw->cfg->providers[p->provider].name, p->st.passes);
-	apply(p, ch, ok);
+	router_apply_health(&p->gw->router, p->provider, ch, ok, ok ? p->st.passes : p->st.fails,
+			    p->st.healthy, gw_now_ms(), &p->gw->rng_breaker);
 	probe_again(p);
 }
 

@@ -3,6 +3,8 @@
  */
 #include "gateway/router.h"
 
+#include <stdio.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -188,5 +190,29 @@ enum event_state router_event_state(enum breaker_state s)
 	case BREAKER_CLOSED:
 	default:
 		return EVENT_CLOSED;
+	}
+}
+
+void router_apply_health(struct router *r, size_t provider, enum health_change ch, bool ok,
+			 unsigned n, bool healthy, double now, struct rng *rng)
+{
+	struct breaker_change chg;
+	char reason[96];
+	size_t i;
+
+	if (ok ? ch != HEALTH_UP : healthy)
+		return;
+	snprintf(reason, sizeof(reason), "health check %s %u time%s", ok ? "passed" : "failed", n,
+		 n == 1 ? "" : "s");
+	for (i = 0; i < r->ntargets; i++) {
+		struct gw_target *t = &r->targets[i];
+
+		if (t->provider != provider)
+			continue;
+		if (ok)
+			breaker_wake(&t->br, now, reason, &chg);
+		else
+			breaker_trip(&t->br, now, reason, rng, &chg);
+		router_breaker_changed(r, t, &chg);
 	}
 }

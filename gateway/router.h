@@ -16,6 +16,7 @@
 #include "gateway/breaker.h"
 #include "gateway/budget.h"
 #include "gateway/config.h"
+#include "gateway/health.h"
 #include "gateway/hedge.h"
 #include "gateway/metrics.h"
 
@@ -103,6 +104,17 @@ void router_listen(struct router *r, struct router_listener *l);
  */
 void router_breaker_changed(struct router *r, struct gw_target *t,
 			    const struct breaker_change *chg);
+
+/*
+ * After a health check of provider (ok: it passed; n: the checks in a row
+ * that gave this verdict; healthy: the provider's state after it, ch the
+ * change, health.h): while it is unhealthy its targets' breakers are
+ * opened (a no-op on one open already), and when it has just turned
+ * healthy the open ones go half-open — so neither waits for traffic to
+ * find out. Each change is told to the listeners.
+ */
+void router_apply_health(struct router *r, size_t provider, enum health_change ch, bool ok,
+			 unsigned n, bool healthy, double now, struct rng *rng);
 
 /* A breaker state as events.jsonl names it (common/records.h). */
 enum event_state router_event_state(enum breaker_state s);

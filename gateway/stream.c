@@ -300,21 +300,8 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 		return;
 	}
 	provider_stats_stream_break(ps, f);
-	if (f == ATTEMPT_FAIL_STALL)
-		buf_printf(&msg, "The upstream stream from %s went silent for %.0f ms.",
-			   l->p->t->prov->name, gw->cfg->stall_timeout_ms);
-	else if (f == ATTEMPT_FAIL_ERROR_EVENT)
-		buf_printf(&msg, "The upstream stream from %s sent an error: %s", l->p->t->prov->name,
-			   r->message[0] ? r->message : "(no message)");
-	else if (f == ATTEMPT_FAIL_TRUNCATED)
-		buf_printf(&msg, "The upstream stream from %s ended without [DONE].",
-			   l->p->t->prov->name);
-	else if (f == ATTEMPT_FAIL_INVALID_BODY)
-		buf_printf(&msg, "The upstream stream from %s sent an event that is not JSON.",
-			   l->p->t->prov->name);
-	else
-		buf_printf(&msg, "The upstream stream from %s broke off (%s).", l->p->t->prov->name,
-			   l->errbuf[0] ? l->errbuf : attempt_failure_name(f));
+	attempt_stream_message(&msg, f, l->p->t->prov->name, gw->cfg->stall_timeout_ms, r->message,
+			       l->errbuf);
 	log_debug("request %s: %s", g->id, msg.data ? msg.data : "");
 	/* The tokens that came were made, and billed: the trailer says so here too. */
 	if (relay_error_event(&ev, attempt_stream_code(f), msg.data ? msg.data : "") == 0 && ex &&
