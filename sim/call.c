@@ -90,5 +90,5 @@ struct call_head call_head_plain(int status)
 
 struct call_tail call_tail_plain(enum call_end how)
 {
-	return (struct call_tail){ .how = how, .tokens_in = -1, .tokens_out = -1 };
+	return (struct call_tail){ .how = how, .tokens_in = -1, .tokens_out = -1, .cost_usd = NAN };
 }

@@ -55,6 +55,7 @@ struct call_tail {
 	const char *message;		/* an error body's or event's message, or NULL */
 	int64_t tokens_in;		/* usage; -1: none */
 	int64_t tokens_out;
+	double cost_usd;		/* a stream's x-faultline-cost-usd trailer; NAN: none */
 };
 
 /* The client's side: told of the answer as it comes. */
@@ -87,6 +88,7 @@ struct sim_call {
 	const char *id;			/* x-request-id; NULL: none */
 	bool models;			/* GET /models (a health check) instead of a chat completion */
 	const char *model;		/* the body's model */
+	const char *klass;		/* x-faultline-class; NULL: none */
 	bool stream;
 	int64_t prompt_tokens;
 	int64_t max_tokens;		/* -1: none */

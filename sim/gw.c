@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/buf.h"
 #include "common/cfg.h"
@@ -24,6 +25,21 @@
 
 struct sim_greq;
 
+/* One provider's active health check (gateway/probe.c's struct probe). */
+struct sim_probe {
+	struct sim_gw *gw;
+	size_t provider;
+	const struct health_config *cfg;
+	struct health st;
+	struct sim_timer timer;		/* the next check, or the check's timeout */
+	struct sim_call call;
+	bool busy;			/* a check is in flight */
+	int status;			/* the check's answer's; 0: none yet */
+	char id[160];
+	unsigned long long seq;
+	const char *model;		/* a completion check's */
+};
+
 /* One upstream attempt (gateway/leg.c's struct leg). */
 struct sim_leg {
 	struct sim_greq *g;
@@ -32,6 +48,9 @@ struct sim_leg {
 	struct sim_timer watchdog;
 	bool out;			/* its call is in flight */
 	bool cut;			/* the watchdog ended it */
+	bool sse;			/* a 2xx event stream, for a streaming request */
+	bool stalled;			/* the stall watch ended it, after the commit */
+	int tokens;			/* a stream's content tokens so far */
 	struct call_head head;
 	bool got_head;
 	struct call_tail tail;
@@ -48,12 +67,20 @@ struct sim_greq {
 	unsigned nlegs;
 	struct sim_timer timer;		/* a backoff */
 	struct sim_timer htimer;	/* the hedge delay */
+	struct sim_timer stall;		/* a committed stream's stall watch */
+	struct sim_leg *win;		/* the leg a stream committed to */
+	double commit_ms;
+	double last_event_ms;
 	double cost_usd;
 	bool billed;
 	int64_t est_tokens_in;
 };
 
 static void act(struct sim_greq *g, const struct policy_action *a);
+static void queue_kick(struct sim_gw *gw);
+static void queue_wake(struct sim_gw *gw);
+static void stream_commit(struct sim_greq *g, struct sim_leg *l);
+static void stream_over(struct sim_greq *g, int curl_code);
 
 /* ---- the answer ---- */
 
@@ -61,15 +88,18 @@ static void act(struct sim_greq *g, const struct policy_action *a);
 static void greq_finish(struct sim_greq *g)
 {
 	struct sim_gw *gw = g->gw;
+	bool freed = policy_finish(&gw->env, &g->pol);
 
-	policy_finish(&gw->env, &g->pol);
 	policy_state_free(&g->pol);
 	evq_stop(gw->q, &g->timer);
 	evq_stop(gw->q, &g->htimer);
+	evq_stop(gw->q, &g->stall);
 	list_remove(&gw->reqs, &g->link);
 	if (g->c)
 		g->c->server_data = NULL;
 	free(g);
+	if (freed)
+		queue_kick(gw);			/* a drain slot is free */
 }
 
 static void bill(struct sim_greq *g, const struct gw_target *t, int64_t in, int64_t out)
@@ -84,7 +114,7 @@ static void bill_thrown_away(struct sim_greq *g, const struct sim_leg *l, bool s
 	bool connected = l->tail.how != CALL_REFUSED;
 
 	if (bill_discard_charged(l->head.status, stopped, connected))
-		bill(g, g->pol.legs[l->slot].t, g->est_tokens_in, 0);
+		bill(g, g->pol.legs[l->slot].t, g->est_tokens_in, l->tokens);
 }
 
 /* Answers the client and ends g (respond.c's respond_retry). */
@@ -142,6 +172,120 @@ static void cancel_others(struct sim_greq *g, const struct sim_leg *keep)
 	}
 }
 
+/* ---- a committed stream (gateway/stream.c) ---- */
+
+/*
+ * Ends the client's committed stream (stream_end): after [DONE] with the
+ * cost trailer, else with an error event saying why; the target's
+ * breaker and counters take the attempt's result. Then the request ends.
+ */
+static void stream_end(struct sim_greq *g, enum attempt_failure f)
+{
+	struct sim_gw *gw = g->gw;
+	struct sim_leg *l = g->win;
+	struct gw_target *t = g->pol.legs[l->slot].t;
+	double now = gw->q->now;
+	struct sim_call *c = g->c;
+	struct call_tail tail;
+	struct buf msg = { 0 };
+
+	if (l->tail.tokens_in >= 0 && f == ATTEMPT_FAIL_NONE)
+		bill(g, t, l->tail.tokens_in, l->tail.tokens_out);
+	else
+		bill(g, t, g->est_tokens_in, l->tokens);
+	provider_stats_attempt(&gw->pstats[t->provider], f == ATTEMPT_FAIL_NONE ? GW_OUT_SUCCESS
+			       : metrics_failure_outcome(f), now - g->pol.legs[l->slot].start_ms);
+	if (policy_on_stream_end(&gw->env, &g->pol, l->slot, f, g->commit_ms -
+				 g->pol.legs[l->slot].start_ms, now))
+		queue_wake(gw);		/* a probe slot is free again */
+	if (f == ATTEMPT_FAIL_NONE) {
+		tail = call_tail_plain(CALL_DONE);
+		tail.saw_done = true;
+		tail.tokens_in = l->tail.tokens_in;
+		tail.tokens_out = l->tail.tokens_out;
+	} else {
+		tail = call_tail_plain(CALL_CUT);
+		tail.error_event = true;
+		tail.stall_event = f == ATTEMPT_FAIL_STALL;
+		if (attempt_stream_message(&msg, f, t->prov->name, gw->cfg.stall_timeout_ms,
+					   l->message, ""))
+			gw->err = ENOMEM;
+		tail.message = msg.data;
+	}
+	tail.cost_usd = g->cost_usd;
+	g->c = NULL;
+	greq_finish(g);
+	call_end(c, &tail);
+	buf_free(&msg);
+}
+
+/* The committed stream's transfer is over (stream_over): its end, then the request's. */
+static void stream_over(struct sim_greq *g, int curl_code)
+{
+	struct sim_leg *l = g->win;
+	struct stream_facts s = {
+		.sse = true,
+		.committed = true,
+		.done = l->tail.saw_done,
+		.error_event = l->tail.error_event,
+		.invalid = l->tail.bad_frame,
+		.stalled = l->stalled,
+	};
+
+	evq_stop(g->gw->q, &g->stall);
+	stream_end(g, policy_stream_failure(curl_code, &s));
+}
+
+/* The stall watch (gateway/stream.c's on_stall): no event for stall_timeout_ms ends it. */
+static void on_stall(struct sim_timer *tm)
+{
+	struct sim_greq *g = (struct sim_greq *)((char *)tm - offsetof(struct sim_greq, stall));
+	struct sim_gw *gw = g->gw;
+	struct sim_leg *l = g->win;
+	double again = 0;
+
+	switch (policy_stream_watch(&gw->cfg, g->last_event_ms, false, -1, gw->q->now, &again)) {
+	case POLICY_WATCH_AGAIN:
+		if (evq_after(gw->q, &g->stall, again))
+			gw->err = ENOMEM;
+		return;
+	case POLICY_WATCH_STALLED:
+	case POLICY_WATCH_CLIENT_STUCK:	/* never: the simulated client takes every event */
+		call_cancel(&l->call);
+		l->out = false;
+		policy_leg_off(&g->pol, l->slot);
+		l->stalled = true;
+		stream_over(g, CURLE_OK);
+		return;
+	}
+}
+
+/*
+ * The first content (stream_commit): the client gets its headers, the
+ * leg's watchdog becomes the stall watch, every other leg is cancelled.
+ */
+static void stream_commit(struct sim_greq *g, struct sim_leg *l)
+{
+	struct sim_gw *gw = g->gw;
+	struct call_head h = call_head_plain(200);
+
+	g->win = l;
+	evq_stop(gw->q, &g->htimer);
+	evq_stop(gw->q, &l->watchdog);
+	cancel_others(g, l);
+	g->commit_ms = g->last_event_ms = gw->q->now;
+	policy_on_commit(&gw->env, &g->pol, l->slot, g->commit_ms);
+	h.sse = true;
+	h.attempts = g->pol.attempts_before + g->pol.budget.attempts;
+	h.hedged = g->pol.hedges ? 1 : 0;
+	h.provider = g->pol.legs[l->slot].t->prov->name;
+	g->stall.fn = on_stall;
+	if (evq_after(gw->q, &g->stall, gw->cfg.stall_timeout_ms))
+		gw->err = ENOMEM;
+	call_head(g->c, &h);
+	call_tokens(g->c, l->tokens);
+}
+
 /* A leg's attempt ended (proxy_leg_end, with leg_result's facts). */
 static void leg_end(struct sim_leg *l, int curl_code)
 {
@@ -157,6 +301,10 @@ static void leg_end(struct sim_leg *l, int curl_code)
 	l->out = false;
 	evq_stop(gw->q, &l->watchdog);
 	policy_leg_off(&g->pol, l->slot);
+	if (g->win == l) {
+		stream_over(g, curl_code);
+		return;
+	}
 	r = (struct policy_result){
 		.ms = now - g->pol.legs[l->slot].start_ms,
 		.up = {
@@ -164,6 +312,11 @@ static void leg_end(struct sim_leg *l, int curl_code)
 			.cut = l->cut,
 			.connected = l->tail.how != CALL_REFUSED || l->cut,
 			.status = l->got_head ? l->head.status : 0,
+		},
+		.sf = {
+			.sse = l->sse,
+			.error_event = l->tail.error_event,
+			.invalid = l->tail.bad_frame,
 		},
 		.retry_after_ms = l->got_head ? l->head.retry_after_ms : -1,
 	};
@@ -180,6 +333,8 @@ static void leg_end(struct sim_leg *l, int curl_code)
 	if (a.kind == POLICY_PASS) {
 		struct call_tail tail = l->tail;
 
+		if (a.wake_queue)
+			queue_wake(gw);
 		cancel_others(g, l);
 		if (r.up.body_valid)
 			bill(g, t, l->tail.tokens_in, l->tail.tokens_out);
@@ -207,12 +362,21 @@ static void on_leg_head(struct sim_call *c, const struct call_head *h)
 
 	l->head = *h;
 	l->got_head = true;
+	l->sse = l->g->pol.stream && h->sse && h->status >= 200 && h->status <= 299;
 }
 
 static void on_leg_tokens(struct sim_call *c, int total)
 {
-	(void)c;
-	(void)total;
+	struct sim_leg *l = leg_of_call(c);
+	struct sim_greq *g = l->g;
+
+	l->tokens = total;
+	if (g->win == l) {
+		g->last_event_ms = g->gw->q->now;
+		call_tokens(g->c, total);
+	} else if (!g->pol.committed && l->sse && total > 0) {
+		stream_commit(g, l);
+	}
 }
 
 static void on_leg_end(struct sim_call *c, const struct call_tail *t)
@@ -248,13 +412,17 @@ static void leg_start(struct sim_greq *g, const struct policy_action *a)
 	l->g = g;
 	l->slot = a->slot;
 	l->cut = false;
+	l->sse = false;
+	l->stalled = false;
+	l->tokens = 0;
 	l->got_head = false;
 	l->head = call_head_plain(0);
 	l->tail = call_tail_plain(CALL_DONE);
 	l->message[0] = '\0';
 	l->call = (struct sim_call){
 		.id = cc->id,
-		.stream = false,
+		.model = g->pol.legs[a->slot].t->model,
+		.stream = g->pol.stream,
 		.prompt_tokens = cc->prompt_tokens,
 		.max_tokens = cc->max_tokens,
 		.client = &leg_ops,
@@ -301,6 +469,8 @@ static void respond_own(struct sim_greq *g, const struct policy_action *a)
 /* Carries out what the policy said (proxy_act). */
 static void act(struct sim_greq *g, const struct policy_action *a)
 {
+	if (a->wake_queue)
+		queue_wake(g->gw);	/* a probe slot is free again */
 	switch (a->kind) {
 	case POLICY_START:
 		leg_start(g, a);
@@ -316,11 +486,186 @@ static void act(struct sim_greq *g, const struct policy_action *a)
 		respond_own(g, a);
 		break;
 	case POLICY_QUEUE:
-		/* Batch requests are refused when the gateway is set up (gw_start). */
+		queue_kick(g->gw);
+		break;
 	case POLICY_PASS:
 	case POLICY_NONE:
 		break;
 	}
+}
+
+/* ---- the batch queue (gateway/queue.c) ---- */
+
+/* Expires the route's old requests, then sends on what its targets and concurrency allow. */
+static void drain_route(struct sim_gw *gw, struct gw_route *rt, double now)
+{
+	struct policy_drain d;
+	struct policy_action a;
+	struct policy_state *st;
+	bool dequeued;
+
+	policy_drain_begin(rt, &d);
+	while ((st = policy_drain_next(&gw->env, rt, &d, now, &a, &dequeued)))
+		act(list_entry(st, struct sim_greq, pol), &a);
+}
+
+static void on_queue_timer(struct sim_timer *t)
+{
+	struct sim_gw *gw = (struct sim_gw *)((char *)t - offsetof(struct sim_gw, qtimer));
+	size_t i;
+
+	for (i = 0; i < gw->router.nroutes; i++) {
+		if (!list_empty(&gw->router.routes[i].waiting))
+			drain_route(gw, &gw->router.routes[i], gw->q->now);
+	}
+	queue_kick(gw);
+}
+
+static void queue_kick(struct sim_gw *gw)
+{
+	double next;
+
+	if (!policy_queue_total(&gw->env)) {
+		evq_stop(gw->q, &gw->qtimer);
+		return;
+	}
+	next = policy_queue_next_wake(&gw->env, gw->q->now);
+	if (isfinite(next) && evq_at(gw->q, &gw->qtimer, next))
+		gw->err = ENOMEM;
+}
+
+static void queue_wake(struct sim_gw *gw)
+{
+	if (policy_queue_total(&gw->env) && evq_at(gw->q, &gw->qtimer, gw->q->now))
+		gw->err = ENOMEM;
+}
+
+/* The router's listener: a breaker that closed or went half-open may take a queued request. */
+static void on_breaker_wake(void *arg, struct gw_target *t, const struct breaker_change *chg)
+{
+	(void)t;
+	if (chg->to != BREAKER_OPEN)
+		queue_wake(arg);
+}
+
+/* ---- health checks (gateway/probe.c) ---- */
+
+static void probe_again(struct sim_probe *p);
+
+/* A check ended (probe_on_done): ok when it answered a 2xx in time. */
+static void probe_done(struct sim_probe *p, bool ok, bool timed_out)
+{
+	struct sim_gw *gw = p->gw;
+	enum health_change ch;
+
+	p->busy = false;
+	gw->pstats[p->provider].health_checks[ok]++;
+	ch = health_result(&p->st, p->cfg, ok);
+	gw->pstats[p->provider].unhealthy = !p->st.healthy;
+	gw->pstats[p->provider].check_slow = timed_out;
+	router_apply_health(&gw->router, p->provider, ch, ok, ok ? p->st.passes : p->st.fails,
+			    p->st.healthy, gw->q->now, &gw->rng_breaker);
+	probe_again(p);
+}
+
+static void on_probe_head(struct sim_call *c, const struct call_head *h)
+{
+	struct sim_probe *p = c->owner;
+
+	p->status = h->status;
+}
+
+static void on_probe_tokens(struct sim_call *c, int total)
+{
+	(void)c;
+	(void)total;
+}
+
+static void on_probe_end(struct sim_call *c, const struct call_tail *t)
+{
+	struct sim_probe *p = c->owner;
+
+	evq_stop(p->gw->q, &p->timer);
+	probe_done(p, t->how == CALL_DONE && p->status >= 200 && p->status <= 299, false);
+}
+
+static const struct call_client_ops probe_ops = {
+	.head = on_probe_head,
+	.tokens = on_probe_tokens,
+	.end = on_probe_end,
+};
+
+static void on_probe_timer(struct sim_timer *tm);
+
+/* The check's timeout (CURLOPT_TIMEOUT_MS): it failed, slow. */
+static void on_probe_timeout(struct sim_timer *tm)
+{
+	struct sim_probe *p = (struct sim_probe *)((char *)tm - offsetof(struct sim_probe, timer));
+
+	call_cancel(&p->call);
+	probe_done(p, false, true);
+}
+
+static void probe_again(struct sim_probe *p)
+{
+	p->timer.fn = on_probe_timer;
+	if (evq_after(p->gw->q, &p->timer, ceil(health_next_ms(&p->st, p->cfg))))
+		p->gw->err = ENOMEM;
+}
+
+/* A check is due: GET /models, or a 1-token completion, within timeout_ms. */
+static void on_probe_timer(struct sim_timer *tm)
+{
+	struct sim_probe *p = (struct sim_probe *)((char *)tm - offsetof(struct sim_probe, timer));
+	struct sim_gw *gw = p->gw;
+
+	snprintf(p->id, sizeof(p->id), REC_CHECK_ID_PREFIX "%s-%llu",
+		 gw->cfg.providers[p->provider].name, ++p->seq);
+	p->call = (struct sim_call){
+		.id = p->id,
+		.models = p->cfg->request != HEALTH_COMPLETION,
+		.model = p->model,
+		.prompt_tokens = 1,
+		.max_tokens = p->cfg->request == HEALTH_COMPLETION ? 1 : -1,
+		.client = &probe_ops,
+		.owner = p,
+	};
+	p->status = 0;
+	p->busy = true;
+	gw->checks++;
+	p->timer.fn = on_probe_timeout;
+	if (evq_after(gw->q, &p->timer, fmax(1, ceil(p->cfg->timeout_ms))) ||
+	    call_send(&p->call, gw->q, gw->net, gw->upstream[p->provider]))
+		gw->err = ENOMEM;
+}
+
+/* Every provider with a health_check: its first check at once (probe_start_all). */
+static int probes_start(struct sim_gw *gw)
+{
+	size_t i;
+	size_t j;
+
+	gw->probes = calloc(gw->cfg.nproviders ? gw->cfg.nproviders : 1, sizeof(*gw->probes));
+	if (!gw->probes)
+		return -ENOMEM;
+	gw->nprobes = gw->cfg.nproviders;
+	for (i = 0; i < gw->cfg.nproviders; i++) {
+		struct sim_probe *p = &gw->probes[i];
+
+		if (!gw->cfg.providers[i].health.enabled)
+			continue;
+		p->gw = gw;
+		p->provider = i;
+		p->cfg = &gw->cfg.providers[i].health;
+		health_init(&p->st);
+		for (j = 0; j < gw->router.ntargets && !p->model; j++)
+			if (gw->router.targets[j].provider == i)
+				p->model = gw->router.targets[j].model;
+		p->timer.fn = on_probe_timer;
+		if (evq_at(gw->q, &p->timer, gw->q->now))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* ---- the server ---- */
@@ -333,10 +678,6 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 	struct policy_action a;
 	unsigned nlegs;
 
-	if (c->stream) {
-		gw->err = ENOTSUP;
-		return false;
-	}
 	if (!route) {
 		/* proxy_chat's 404 model_not_found, straight away. */
 		struct call_head h = call_head_plain(404);
@@ -363,7 +704,8 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 	g->est_tokens_in = c->prompt_tokens;
 	c->server_data = g;
 	list_push_front(&gw->reqs, &g->link);
-	a = policy_arrive(&gw->env, &g->pol, route, NULL, false, false, false, nlegs,
+	a = policy_arrive(&gw->env, &g->pol, route, NULL,
+			  c->klass && strcasecmp(c->klass, "batch") == 0, c->stream, false, nlegs,
 			  gw->q->now + gw->cfg.deadline_ms, gw->q->now);
 	act(g, &a);
 	return true;
@@ -379,8 +721,12 @@ static void on_cancel(struct sim_server *s, struct sim_call *c)
 	if (!g)
 		return;
 	g->c = NULL;
+	g->win = NULL;
+	if (policy_queued(&g->pol))
+		policy_queue_left(&g->gw->env, &g->pol);
 	evq_stop(g->gw->q, &g->timer);
 	evq_stop(g->gw->q, &g->htimer);
+	evq_stop(g->gw->q, &g->stall);
 	for (i = 0; i < g->nlegs; i++)
 		leg_cancel(&g->legs[i], false);
 	greq_finish(g);
@@ -451,11 +797,6 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	for (i = 0; i < g->cfg.nproviders; i++) {
 		const struct gw_provider *p = &g->cfg.providers[i];
 
-		if (p->health.enabled) {
-			snprintf(err, CFG_ERR_LEN, "setup %s: provider %s's health checks are not "
-				 "simulated yet", st->name, p->name);
-			goto out;
-		}
 		for (j = 0; j < sc->nproviders && strcmp(p->base_url, urls[j]); j++)
 			;
 		if (j == sc->nproviders) {
@@ -483,6 +824,10 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	g->events_log.on_change = on_breaker_change;
 	g->events_log.arg = g;
 	router_listen(&g->router, &g->events_log);
+	g->queue_wake.on_change = on_breaker_wake;
+	g->queue_wake.arg = g;
+	router_listen(&g->router, &g->queue_wake);
+	g->qtimer.fn = on_queue_timer;
 	g->events_path = buf_aprintf("%s/" REC_EVENTS, dir);
 	text = text ? (free(text), NULL) : NULL;
 	text = g->events_path ? buf_aprintf("%s" REC_TMP_SUFFIX, g->events_path) : NULL;
@@ -494,7 +839,9 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 		snprintf(err, CFG_ERR_LEN, "cannot create %s: %s", text, strerror(-rc));
 		goto out;
 	}
-	rc = 0;
+	rc = probes_start(g);
+	if (rc)
+		snprintf(err, CFG_ERR_LEN, "out of memory");
 out:
 	cJSON_Delete(root);
 	free(text);
@@ -508,11 +855,7 @@ int gw_finish(struct sim_gw *g, char *err)
 	char *tmp = g->events_path ? buf_aprintf("%s" REC_TMP_SUFFIX, g->events_path) : NULL;
 	int rc = 0;
 
-	if (g->err == ENOTSUP) {
-		snprintf(err, CFG_ERR_LEN, "streaming requests through the gateway are not simulated "
-			 "yet");
-		rc = -ENOTSUP;
-	} else if (g->err) {
+	if (g->err) {
 		snprintf(err, CFG_ERR_LEN, "the gateway's events: %s", strerror(g->err));
 		rc = -g->err;
 	} else if (!tmp) {
@@ -538,6 +881,14 @@ void gw_free(struct sim_gw *g)
 
 		on_cancel(&g->srv, r->c ? r->c : &(struct sim_call){ .server_data = r });
 	}
+	for (size_t i = 0; g->probes && i < g->nprobes; i++) {
+		if (!g->probes[i].gw)
+			continue;
+		evq_stop(g->q, &g->probes[i].timer);
+		call_cancel(&g->probes[i].call);
+	}
+	free(g->probes);
+	evq_stop(g->q, &g->qtimer);
 	if (g->events)
 		fclose(g->events);
 	free(g->events_path);

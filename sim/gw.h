@@ -6,10 +6,12 @@
  * gateway/proxy.c and leg.c carry it out on libcurl: an attempt is a call
  * to a provider with its watchdog, a backoff and a hedge delay are timers,
  * the answer goes back to the client with the x-faultline-* headers, and
- * every breaker change is a line of events.jsonl.
- *
- * Not modelled yet (a setup that needs them fails, saying so): streaming
- * requests, the batch queue, active health checks.
+ * every breaker change is a line of events.jsonl; a stream commits at its
+ * first content and is watched for stalls as gateway/stream.c does; batch
+ * requests wait in the policy's queue, drained on its timer as
+ * gateway/queue.c drains it; each provider with a health_check is checked
+ * on its timer, and the verdicts move its breakers as gateway/probe.c's
+ * do (router_apply_health).
  */
 #ifndef FAULTLINE_SIM_GW_H
 #define FAULTLINE_SIM_GW_H
@@ -24,6 +26,8 @@
 #include "gateway/router.h"
 #include "sim/call.h"
 #include "sim/evq.h"
+
+struct sim_probe;
 
 struct sim_gw {
 	struct sim_server srv;		/* the clients' server (first) */
@@ -42,6 +46,11 @@ struct sim_gw {
 	char *events_path;
 	int err;			/* an errno of the events file or memory; 0: none */
 	struct list reqs;		/* struct sim_greq in flight */
+	struct sim_timer qtimer;	/* the batch queues' (gateway/queue.c's) */
+	struct router_listener queue_wake;
+	struct sim_probe *probes;	/* by provider; NULL entries: no health check */
+	size_t nprobes;
+	uint64_t checks;		/* health checks made */
 };
 
 /*

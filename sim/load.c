@@ -105,7 +105,7 @@ static void finish(struct sim_lreq *r, enum outcome o)
 		.tokens_out = r->tail.tokens_out >= 0 ? r->tail.tokens_out :
 			      r->streaming && r->content_chunks ? r->content_chunks : -1,
 		.max_gap_ms = r->streaming ? r->max_gap_ms : NAN,
-		.cost_usd = r->head.cost_usd,
+		.cost_usd = !isnan(r->tail.cost_usd) ? r->tail.cost_usd : r->head.cost_usd,
 	};
 	rc = recorder_add(&l->rec, &rec);
 	if (rc && !l->write_err)
@@ -235,7 +235,9 @@ static void on_end(struct sim_call *c, const struct call_tail *t)
 	struct sim_lreq *r = lreq_of_call(c);
 
 	r->tail = *t;
-	snprintf(r->detail, sizeof(r->detail), "%s", t->message ? t->message : "");
+	/* loadgen's words for what the server said: an error event's message is prefixed. */
+	snprintf(r->detail, sizeof(r->detail), "%s%s", t->error_event ? REQ_ERROR_EVENT_PREFIX ": " : "",
+		 t->message ? t->message : "");
 	r->tail.message = NULL;
 	switch (t->how) {
 	case CALL_DONE:
@@ -287,6 +289,7 @@ static void attempt_start(struct sim_lreq *r)
 	r->call = (struct sim_call){
 		.id = r->id,
 		.model = ms->model,
+		.klass = ms->class_name,
 		.stream = r->streaming,
 		.prompt_tokens = ms->prompt_tokens,
 		.max_tokens = ms->max_tokens,
