@@ -101,6 +101,20 @@ int recfile_flush(struct recfile *f)
 	return 0;
 }
 
+/* Whether commits reach the disk before the rename (recfile_set_durable). */
+static bool durable = true;
+
+void recfile_set_durable(bool on)
+{
+	durable = on;
+}
+
+/* fsync, unless commits need not be durable. */
+static int sync_fd(int fd)
+{
+	return durable ? fsync(fd) : 0;
+}
+
 /* Makes a rename in path's directory durable. */
 static int sync_dir(const char *path)
 {
@@ -109,6 +123,8 @@ static int sync_dir(const char *path)
 	int fd;
 	int rc = 0;
 
+	if (!durable)
+		return 0;
 	if (buf_append(&dir, path, slash ? (size_t)(slash - path) + 1 : 0) ||
 	    buf_puts(&dir, "."))
 		return -ENOMEM;
@@ -134,7 +150,7 @@ int recfile_commit(struct recfile *f)
 {
 	int rc = 0;
 
-	if (fflush(f->fp) || fsync(fileno(f->fp)))
+	if (fflush(f->fp) || sync_fd(fileno(f->fp)))
 		rc = -errno;
 	if (fclose(f->fp) && !rc)
 		rc = -errno;
@@ -160,7 +176,7 @@ int recfile_commit_tmp(const char *path)
 	fd = open(tmp, O_RDONLY);
 	if (fd < 0)
 		rc = -errno;
-	if (!rc && fsync(fd))
+	if (!rc && sync_fd(fd))
 		rc = -errno;
 	if (fd >= 0 && close(fd) && !rc)
 		rc = -errno;

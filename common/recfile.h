@@ -20,6 +20,15 @@ struct recfile {
 };
 
 /*
+ * Whether recfile_commit and recfile_commit_tmp fsync the file and its
+ * folder before and after the rename (the default, on: a crash leaves
+ * the old file or the whole new one). Off for files a run can make again
+ * in a moment, byte for byte (chaos sim's): the rename alone still keeps a
+ * reader from ever seeing half a file. Process-wide.
+ */
+void recfile_set_durable(bool on);
+
+/*
  * Opens PATH.tmp for writing: empty, or — with resume — continuing one that
  * a killed process left (a partial last line is cut off), so a restart after
  * a crash loses no rows; *resumed (may be NULL) tells whether it did, so the

@@ -36,7 +36,7 @@ static const char usage_text[] =
 	"                          [--seed N] [--quiet]\n"
 	"       chaos sweep SCENARIO --vary PATH=SPEC [--vary PATH=SPEC …] [--out DIR]\n"
 	"                          [--time-scale S|ci] [--repeat N] [--setup NAME] [--jobs 1]\n"
-	"                          [--quiet]\n"
+	"                          [--sim] [--quiet]\n"
 	"       chaos sweep --resume SWEEP_DIR [--quiet]\n"
 	"       chaos report STAMP_DIR|SWEEP_DIR\n"
 	"       chaos gate STAMP_DIR|SWEEP_DIR [--baseline FILE] [--save-baseline FILE]\n"
@@ -65,6 +65,7 @@ static const char usage_text[] =
 	"                    takes each of SPEC: V1,V2,… or FROM..TO/STEP; several make a grid\n"
 	"  --jobs N          points at a time: 1 (points measure latency on a shared machine)\n"
 	"  --resume DIR      go on with a sweep folder: its points not done run again\n"
+	"  --sim             simulate each point (chaos sim): seconds for a large grid\n"
 	"  (--out, --time-scale, --repeat, --setup, --quiet: as for run)\n"
 	"report  recomputes a results directory's summaries and report.md from its\n"
 	"      per-request files, and prints the table\n"
@@ -323,6 +324,7 @@ static int cmd_sweep(int argc, char **argv)
 		{ "time-scale", required_argument, NULL, 's' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "setup", required_argument, NULL, 'S' },
+		{ "sim", no_argument, NULL, 'm' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -374,6 +376,10 @@ static int cmd_sweep(int argc, char **argv)
 				opt_usage_error("chaos", "--repeat: expected a whole number from 1 to "
 						"100, got \"%s\"", val);
 			o.repeat = (unsigned)v;
+			planned = true;
+			break;
+		case 'm':
+			o.sim = true;
 			planned = true;
 			break;
 		case 'S':

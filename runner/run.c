@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "common/curl_uv.h"
 #include "common/json.h"
+#include "common/recfile.h"
 #include "runner/outfile.h"
 #include "runner/plot.h"
 #include "runner/report.h"
@@ -669,6 +670,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 			o->stamp_dir ? o->stamp_dir : o->out_dir, longest, PATH_MAX - 1);
 		return 2;
 	}
+	/* A simulated stamp is made again, byte for byte, in a moment: no fsync. */
+	recfile_set_durable(!o->sim);
 
 	ch.loop = uv_default_loop();
 	ch.mocks = calloc(sc->nproviders, sizeof(*ch.mocks));
@@ -826,5 +829,6 @@ out_free:
 		ch.exit_code = 128 + ch.late_signal;
 	if (ch.over && !o->hold_signals)
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);	/* one still pending acts now */
+	recfile_set_durable(true);
 	return ch.exit_code;
 }

@@ -142,6 +142,7 @@ static const struct cfg_key top_keys[] = {
 	{ "ci", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "objective", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "detection", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "sim", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 /* The file's base name without ".json", as a default scenario name. */
@@ -802,6 +803,38 @@ static int load_detection(const cJSON *root, const char *file, struct scenario *
 	return rc;
 }
 
+/* ---- sim ---- */
+
+/*
+ * The simulator's model constants, measured on loopback (docs/chaos.md,
+ * "chaos sim"): the defaults are what `chaos compare` was calibrated with.
+ */
+static const struct cfg_key sim_keys[] = {
+	{ "latency_ms", CFG_NUM, offsetof(struct sc_sim, latency_ms), false, 0.2, 0, 1000, NULL,
+	  NULL },
+	{ "refused_ms", CFG_NUM, offsetof(struct sc_sim, refused_ms), false, 0.4, 0.001, 1000,
+	  NULL, NULL },
+	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 1.5, 0, 1000, NULL,
+	  NULL },
+	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 30, 0, 60000, NULL,
+	  NULL },
+};
+
+/* "sim": {latency_ms, refused_ms, answer_ms, restart_ms}; absent: the defaults. */
+static int load_sim(const cJSON *root, const char *file, struct scenario *sc, char *err)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "sim");
+	static const cJSON empty = { .type = cJSON_Object };
+	char got[96];
+
+	if (obj && !cJSON_IsObject(obj)) {
+		cfg_describe(obj, got, sizeof(got));
+		return cfg_error(err, file, "", "sim", "expected an object {\"latency_ms\": …}, got %s",
+				 got);
+	}
+	return cfg_apply(sim_keys, NELEM(sim_keys), obj ? obj : &empty, &sc->sim, file, "sim", err);
+}
+
 /* ---- the scenario ---- */
 
 int scenario_load(const char *path, double scale, struct scenario *sc, char *err)
@@ -854,6 +887,8 @@ int scenario_load_json(const cJSON *doc, const char *path, double scale, struct 
 		rc = load_phases(root, path, sc, err);
 	if (!rc)
 		rc = load_detection(root, path, sc, err);
+	if (!rc)
+		rc = load_sim(root, path, sc, err);
 	if (!rc)
 		rc = load_load(root, path, sc, err);
 	if (!rc)
@@ -1000,6 +1035,7 @@ const struct cfg_section *scenario_sections(size_t *n)
 		{ "actions[]", action_keys, NELEM(action_keys) },
 		{ "phases[]", phase_keys, NELEM(phase_keys) },
 		{ "detection", detection_keys, NELEM(detection_keys) },
+		{ "sim", sim_keys, NELEM(sim_keys) },
 		{ "load", load_keys, NELEM(load_keys) },
 	};
 	size_t i;

@@ -25,7 +25,8 @@
  *     counts, status, max_attempts, half_open_probes, consecutive_failures,
  *     max_body_bytes, shares…).
  * Numbers directly inside an array are judged by the array's key; object
- * keys are never renamed. Results stay doubles (no rounding), wherever
+ * keys are never renamed; the top-level "sim" object (the simulator's
+ * model of the machine) is left as written. Results stay doubles (no rounding), wherever
  * they are: providers, faults, actions, phases, load, the mix, gateway
  * configs, expect bounds.
  */
@@ -165,6 +166,18 @@ struct sc_detection {
 	size_t recovery_phase;		/* index into phases */
 };
 
+/*
+ * The simulator's model constants ("sim", runner/scenario.c): not time
+ * scaled (the machine's overheads do not shrink with the timeline), not
+ * read by a real run.
+ */
+struct sc_sim {
+	double latency_ms;		/* a request reaches its server this long after it is sent */
+	double refused_ms;		/* a refused connection is known this long after the send */
+	double answer_ms;		/* a mock's planned answer or token comes this much later */
+	double restart_ms;		/* a restarted mock listens again this long after the restart */
+};
+
 struct scenario {
 	char *name;
 	char *description;
@@ -189,6 +202,7 @@ struct scenario {
 	size_t nexpects;
 	struct sc_objective objective;
 	struct sc_detection detection;
+	struct sc_sim sim;
 };
 
 /*

@@ -76,6 +76,9 @@ void sweep_free(struct sweep *s)
 	for (i = 0; s->dirs && i < s->plan.npoints; i++)
 		free(s->dirs[i]);
 	free(s->dirs);
+	for (i = 0; s->csv_rows && i < s->plan.npoints; i++)
+		free(s->csv_rows[i]);
+	free(s->csv_rows);
 	free(s->status);
 	free(s->elapsed_s);
 	vary_plan_free(&s->plan);
@@ -129,6 +132,8 @@ static cJSON *plan_json(const struct sweep *s)
 	ok = ok && json_put(top, "scenario_file", cJSON_CreateString(s->scenario_file));
 	ok = ok && json_put(top, "time_scale", cJSON_CreateNumber(s->scale));
 	ok = ok && json_put(top, "repeat", cJSON_CreateNumber(s->repeat));
+	if (s->sim)
+		ok = ok && json_put(top, "sim", cJSON_CreateTrue());
 	ok = ok && json_put(top, "setup", s->only_setup ? cJSON_CreateString(s->only_setup) :
 			    cJSON_CreateNull());
 	for (j = 0; j < s->plan.n && ok; j++) {
@@ -290,6 +295,12 @@ int sweep_load(struct sweep *s, const char *dir, char *err)
 	}
 	if (v && !rc)
 		s->repeat = (unsigned)v->valuedouble;
+	v = cJSON_GetObjectItemCaseSensitive(top, "sim");
+	if (!rc && v && !cJSON_IsBool(v)) {
+		snprintf(err, CFG_ERR_LEN, "%.200s: sim: expected true or false", file);
+		rc = -EINVAL;
+	}
+	s->sim = cJSON_IsTrue(v);
 	setup = cJSON_GetObjectItemCaseSensitive(top, "setup");
 	if (!rc && setup && !cJSON_IsNull(setup) && !cJSON_IsString(setup)) {
 		snprintf(err, CFG_ERR_LEN, "%.200s: setup: expected a setup's name or null", file);
@@ -393,6 +404,7 @@ static int plan_new(struct sweep *s, const struct sweep_opts *o)
 	memset(s, 0, sizeof(*s));
 	s->scale = o->scale;
 	s->repeat = o->repeat;
+	s->sim = o->sim;
 	if (o->ci_scale && scenario_ci_scale(o->scenario_path, &s->scale, err))
 		goto out_bad;
 	if (scenario_load(o->scenario_path, s->scale, &sc, err))
@@ -550,9 +562,15 @@ out:
 static int run_point(const struct sweep *s, const struct sweep_opts *o, size_t i)
 {
 	struct point_run pr = { .s = s, .i = i };
+	/*
+	 * A simulated point takes milliseconds, and gnuplot a good part of a
+	 * second: its own plots are left to `chaos plot POINT` (the sweep's
+	 * are drawn at the end either way).
+	 */
 	struct chaos_opts co = { .out_dir = o->out_dir, .bin_dir = o->bin_dir,
-				 .plots_dir = o->plots_dir, .only_setup = s->only_setup,
-				 .repeat = s->repeat, .verbose = !o->quiet, .no_table = true };
+				 .plots_dir = s->sim ? NULL : o->plots_dir,
+				 .only_setup = s->only_setup, .repeat = s->repeat,
+				 .verbose = !o->quiet && !s->sim, .no_table = true, .sim = s->sim };
 	char *dir = buf_aprintf("%s/%s", s->dir, s->dirs[i]);
 	sigset_t stops;
 	int rc = 1;

@@ -32,6 +32,7 @@ struct sweep_opts {
 	double scale;			/* the time scale (when not ci_scale) */
 	bool ci_scale;			/* --time-scale ci */
 	unsigned repeat;		/* runs per setup of each point */
+	bool sim;			/* --sim: each point simulated (chaos sim) */
 	bool quiet;			/* no line per point (nor per run) on stderr */
 	const char *bin_dir;		/* where the programs are */
 	const char *plots_dir;		/* the gnuplot scripts; NULL: no plots */
@@ -47,11 +48,13 @@ struct sweep {
 	char *scenario_file;		/* the path it was given as */
 	double scale;
 	unsigned repeat;
+	bool sim;			/* its points are simulated ("sim": true) */
 	char *only_setup;		/* NULL: every setup */
 	struct vary_plan plan;
 	char **dirs;			/* each point's folder name */
 	enum sweep_status *status;	/* each point's */
 	double *elapsed_s;		/* each point's run time; NAN: not known */
+	char **csv_rows;		/* each done point's sweep.csv rows, once read (or NULL) */
 	cJSON *knee;			/* sweep_conclude's, or NULL */
 	cJSON *best;			/* sweep_conclude's, or NULL */
 };
@@ -111,10 +114,13 @@ int sweep_plot_command(const char *dir, const char *plots_dir, FILE *out);
 
 /*
  * Writes DIR/sweep.csv (through sweep.csv.tmp) from the points' summaries:
- * one row per done point (with its summary.json) × setup × phase. Returns 0 or a
- * negative errno with err (CFG_ERR_LEN bytes) naming the file.
+ * one row per done point (with its summary.json) × setup × phase. A done
+ * point's summary is read once: its rows are kept in s->csv_rows, so a
+ * sweep that rewrites the file after each point reads each summary once,
+ * not once per point after it. Returns 0 or a negative errno with err
+ * (CFG_ERR_LEN bytes) naming the file.
  */
-int sweep_csv_write(const struct sweep *s, char *err);
+int sweep_csv_write(struct sweep *s, char *err);
 
 /*
  * Point i's combined summary, DIR/POINT/summary.json, as a new tree for

@@ -207,14 +207,43 @@ static int put_point(struct buf *b, const struct sweep *s, size_t i, const cJSON
 }
 
 /* Writes DIR/sweep.csv (sweep.h). */
-int sweep_csv_write(const struct sweep *s, char *err)
+/* Point i's rows into s->csv_rows[i], from its summary, unless there already. */
+static int point_rows(struct sweep *s, size_t i, const struct sc_objective *o)
+{
+	struct buf rows = { 0 };
+	cJSON *summary;
+	int rc = 0;
+
+	if (s->csv_rows[i])
+		return 0;
+	summary = sweep_point_summary(s, i);
+	if (!summary)
+		return 0;
+	rc = put_point(&rows, s, i, summary, o);
+	cJSON_Delete(summary);
+	if (!rc && rows.len)
+		s->csv_rows[i] = buf_steal(&rows);
+	buf_free(&rows);
+	return rc;
+}
+
+int sweep_csv_write(struct sweep *s, char *err)
 {
 	struct scenario base;
 	struct buf b = { 0 };
 	struct buf path = { 0 };
 	size_t i;
-	int rc = sweep_base_scenario(s, &base, err);
+	int rc;
 
+	if (!s->csv_rows) {
+		s->csv_rows = calloc(s->plan.npoints ? s->plan.npoints : 1, sizeof(*s->csv_rows));
+		if (!s->csv_rows) {
+			snprintf(err, CFG_ERR_LEN, "cannot write %.200s/%s: out of memory", s->dir,
+				 SWEEP_CSV);
+			return -ENOMEM;
+		}
+	}
+	rc = sweep_base_scenario(s, &base, err);
 	if (rc) {
 		scenario_free(&base);
 		return rc;
@@ -222,11 +251,11 @@ int sweep_csv_write(const struct sweep *s, char *err)
 	rc = put_header(&b, s);
 	for (i = 0; i < s->plan.npoints && !rc; i++) {
 		/* A failed point may have a summary of the runs that completed: not its figures. */
-		cJSON *summary = s->status[i] == SWEEP_DONE ? sweep_point_summary(s, i) : NULL;
-
-		if (summary)
-			rc = put_point(&b, s, i, summary, &base.objective);
-		cJSON_Delete(summary);
+		if (s->status[i] != SWEEP_DONE)
+			continue;
+		rc = point_rows(s, i, &base.objective);
+		if (!rc && s->csv_rows[i])
+			rc = buf_puts(&b, s->csv_rows[i]);
 	}
 	scenario_free(&base);
 	if (!rc)

@@ -42,6 +42,9 @@ static void scale_node(cJSON *node, const char *key, double s)
 	cJSON_ArrayForEach(c, node) {
 		const char *k = cJSON_IsArray(node) ? key : c->string;
 
+		/* The simulator's constants are the machine's, not the timeline's. */
+		if (!key && k && strcmp(k, "sim") == 0 && cJSON_IsObject(c))
+			continue;
 		if (cJSON_IsNumber(c) && k) {
 			if (key_is_time(k))
 				cJSON_SetNumberHelper(c, c->valuedouble * s);

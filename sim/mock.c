@@ -203,10 +203,11 @@ static void on_whole(struct sim_timer *tm)
 	call_end(c, &t);
 }
 
+/* Arms r's timer for a planned time, ms_after_arrival, which comes answer_ms late. */
 static void arm(struct sim_mreq *r, double ms_after_arrival, sim_timer_fn fn)
 {
 	r->timer.fn = fn;
-	if (evq_at(r->m->q, &r->timer, r->t_ms + ms_after_arrival))
+	if (evq_at(r->m->q, &r->timer, r->t_ms + ms_after_arrival + r->m->answer_ms))
 		r->m->log_err = ENOMEM;	/* the run fails on it at the end */
 }
 
@@ -440,10 +441,10 @@ static void on_edge(struct sim_timer *t)
 }
 
 /* The process's state from its start: the random streams and the faults' budgets. */
-static int boot(struct sim_mock *m, const char *dir, char *err)
+static int boot(struct sim_mock *m, char *err)
 {
 	const struct provider_cfg *cfg = m->cfg;
-	char *path = buf_aprintf("%s/" REC_MOCK_FILE_FMT, dir, cfg->name);
+	char *path = buf_aprintf("%s/" REC_MOCK_FILE_FMT, m->dir, cfg->name);
 	bool resumed = false;
 	int rc;
 
@@ -477,24 +478,27 @@ static int boot(struct sim_mock *m, const char *dir, char *err)
 }
 
 int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg,
-	       uint64_t seed, const char *dir, char *err)
+	       uint64_t seed, double answer_ms, const char *dir, char *err)
 {
 	memset(m, 0, sizeof(*m));
 	m->srv.ops = &mock_ops;
 	m->q = q;
 	m->cfg = cfg;
 	m->seed = seed;
+	m->answer_ms = answer_ms;
 	list_init(&m->inflight);
 	m->faults = calloc(cfg->nfaults ? cfg->nfaults : 1, sizeof(*m->faults));
-	if (!m->faults) {
+	m->dir = strdup(dir);
+	if (!m->faults || !m->dir) {
 		snprintf(err, CFG_ERR_LEN, "out of memory");
 		return -ENOMEM;
 	}
-	return boot(m, dir, err);
+	return boot(m, err);
 }
 
 void mock_kill(struct sim_mock *m)
 {
+	evq_stop(m->q, &m->boot);	/* a kill before the restart listened: it never will */
 	if (m->killed)
 		return;
 	reset_all(m, NULL, false);
@@ -502,11 +506,26 @@ void mock_kill(struct sim_mock *m)
 	m->killed = true;
 }
 
-int mock_restart(struct sim_mock *m, const char *dir, char *err)
+/* A restarted process is listening: its state anew. */
+static void on_boot(struct sim_timer *t)
 {
-	if (!m->killed)
+	struct sim_mock *m = (struct sim_mock *)((char *)t - offsetof(struct sim_mock, boot));
+	char err[CFG_ERR_LEN];
+
+	if (boot(m, err))
+		m->log_err = m->log_err ? m->log_err : EIO;
+}
+
+int mock_restart(struct sim_mock *m, double after_ms, char *err)
+{
+	if (!m->killed || evq_armed(&m->boot))
 		return 0;
-	return boot(m, dir, err);
+	m->boot.fn = on_boot;
+	if (evq_after(m->q, &m->boot, after_ms)) {
+		snprintf(err, CFG_ERR_LEN, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int mock_finish(struct sim_mock *m, char *err)
@@ -516,6 +535,7 @@ int mock_finish(struct sim_mock *m, char *err)
 	if (!m->killed)
 		reset_all(m, "shutdown", true);
 	evq_stop(m->q, &m->edge);
+	evq_stop(m->q, &m->boot);
 	if (!m->log.fp)
 		return 0;
 	if (m->log_err) {
@@ -543,4 +563,6 @@ void mock_free(struct sim_mock *m)
 	row_free(&m->row);
 	free(m->faults);
 	m->faults = NULL;
+	free(m->dir);
+	m->dir = NULL;
 }

@@ -9,9 +9,10 @@
  * a down window refuses connections and resets those in flight at its
  * start, as mockprov's closed listener does.
  *
- * What is simpler than mockprov (docs/chaos.md, "What the simulator
- * leaves out"): a reset fault's byte budget is judged against sizes
- * estimated per token; a slow client never holds a stream back.
+ * Planned times (a token, a whole answer) come answer_ms late: mockprov's
+ * libuv timers fire on the loop's millisecond ticks. What is simpler than
+ * mockprov (docs/chaos.md): a reset fault's byte budget is judged against
+ * sizes estimated per token; a slow client never holds a stream back.
  */
 #ifndef FAULTLINE_SIM_MOCK_H
 #define FAULTLINE_SIM_MOCK_H
@@ -39,6 +40,9 @@ struct sim_mock {
 	struct rng rng_models;
 	bool killed;
 	struct sim_timer edge;		/* the next down window's start */
+	struct sim_timer boot;		/* a restart's: it listens again */
+	double answer_ms;		/* planned answers come this much later (its timers' lag) */
+	char *dir;			/* the run's folder, for its log */
 	struct list inflight;		/* struct sim_mreq */
 	struct recfile log;
 	struct row row;
@@ -52,13 +56,17 @@ struct sim_mock {
  * a negative errno with the reason in err (CFG_ERR_LEN bytes).
  */
 int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg,
-	       uint64_t seed, const char *dir, char *err);
+	       uint64_t seed, double answer_ms, const char *dir, char *err);
 
 /* The process is killed: every call in flight is reset, unlogged; nothing listens. */
 void mock_kill(struct sim_mock *m);
 
-/* The process starts again after a kill (its state anew, its log continued). */
-int mock_restart(struct sim_mock *m, const char *dir, char *err);
+/*
+ * The process starts again after a kill, listening after_ms later (until
+ * then it refuses): its state anew, its log continued. Returns 0, or a
+ * negative errno with the reason in err (memory).
+ */
+int mock_restart(struct sim_mock *m, double after_ms, char *err);
 
 /*
  * The run is over: the calls still in flight end as a stopped mockprov's

@@ -20,10 +20,6 @@
 #include "sim/load.h"
 #include "sim/mock.h"
 
-/* The network's constants until a scenario gives its own. */
-#define SIM_LATENCY_MS 0.2
-#define SIM_REFUSED_MS 0.4
-
 struct world {
 	const struct scenario *sc;
 	const struct sc_setup *st;
@@ -50,11 +46,10 @@ static void on_action(struct sim_timer *t)
 	const struct sc_action *a = &w->sc->actions[w->next_action++];
 	char err[CFG_ERR_LEN];
 
-	if (a->kind == SC_KILL) {
+	if (a->kind == SC_KILL)
 		mock_kill(&w->mocks[a->provider]);
-	} else if (mock_restart(&w->mocks[a->provider], w->dir, err) && !w->why) {
+	else if (mock_restart(&w->mocks[a->provider], w->sc->sim.restart_ms, err) && !w->why)
 		w->why = strdup(err);
-	}
 	if (w->next_action < w->sc->nactions)
 		evq_at(&w->q, &w->action, w->sc->actions[w->next_action].at_ms);
 }
@@ -83,7 +78,8 @@ static int start_mocks(struct world *w, char *err)
 		return -ENOMEM;
 	}
 	for (i = 0; i < w->mcfg.nproviders; i++) {
-		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed, w->dir, err);
+		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed,
+				sc->sim.answer_ms, w->dir, err);
 		w->nmocks = i + 1;
 		if (rc)
 			return rc;
@@ -161,7 +157,7 @@ int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, co
 	int rc;
 
 	evq_init(&w.q);
-	w.net = (struct sim_net){ .latency_ms = SIM_LATENCY_MS, .refused_ms = SIM_REFUSED_MS };
+	w.net = (struct sim_net){ .latency_ms = sc->sim.latency_ms, .refused_ms = sc->sim.refused_ms };
 	memset(stats, 0, sizeof(*stats));
 	rc = start_mocks(&w, err);
 	if (rc)
