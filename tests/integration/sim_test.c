@@ -207,3 +207,208 @@ Test(sim, the_same_seed_gives_the_same_bytes, .timeout = 60)
 	}
 	cr_assert_eq(k, 2, "another seed gave the same requests");
 }
+
+/*
+ * The gateway's own policy in virtual time: the primary refuses from 1 s
+ * (killed) to 2 s (restarted, listening at once); the breaker opens on
+ * the 2nd failure in a row, stays open 300 ms (no jitter), lets 1 probe
+ * through. 100 req/s, constant. What the events and the requests say
+ * follows from the config alone.
+ */
+static const char gateway_kill[] =
+	"{\"name\":\"gwkill\",\"duration_s\":3,\"seed\":5,"
+	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":0,\"restart_ms\":0,\"refused_ms\":1},"
+	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":20,\"jitter_ms\":0,\"token_ms\":0},"
+	"{\"name\":\"secondary\",\"ttft_ms\":40,\"jitter_ms\":0,\"token_ms\":0}],"
+	"\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"provider\":\"primary\"},"
+	"{\"at_s\":2,\"do\":\"restart\",\"provider\":\"primary\"}],"
+	"\"phases\":[{\"name\":\"before\",\"from_s\":0,\"to_s\":1},"
+	"{\"name\":\"down\",\"from_s\":1,\"to_s\":2},{\"name\":\"after\",\"from_s\":2,\"to_s\":3}],"
+	"\"load\":{\"rate\":100,\"arrival\":\"constant\",\"timeout_ms\":1000},"
+	"\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{\"request_deadline_ms\":900,"
+	"\"providers\":{\"primary\":{\"base_url\":\"{upstream.primary}\",\"timeout_ms\":500},"
+	"\"secondary\":{\"base_url\":\"{upstream.secondary}\",\"timeout_ms\":500}},"
+	"\"breaker\":{\"consecutive_failures\":2,\"cooldown_ms\":300,\"cooldown_jitter\":0,"
+	"\"cooldown_multiplier\":1,\"half_open_probes\":1},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"primary\",\"model\":\"m\"},"
+	"{\"provider\":\"secondary\",\"model\":\"m\"}]}}}}]}";
+
+Test(sim, the_gateways_breaker_in_virtual_time, .timeout = 60)
+{
+	char st[1][600];
+	char path[900];
+	struct csv_table t;
+	FILE *fp;
+	char line[512];
+	double at[16];
+	char to[16][16];
+	size_t nev = 0;
+	size_t i;
+
+	write_file(dir, "gwkill.json", gateway_kill, scenario, sizeof(scenario));
+	run_sim(NULL, NULL);
+	cr_assert_eq(stamps("gwkill", st, 1), 1);
+	snprintf(path, sizeof(path), "%s/gw/run-1/events.jsonl", st[0]);
+	fp = fopen(path, "r");
+	cr_assert_not_null(fp, "no events.jsonl");
+	while (nev < 16 && fgets(line, sizeof(line), fp)) {
+		cJSON *e = cJSON_Parse(line);
+
+		cr_assert_not_null(e, "not JSON: %s", line);
+		at[nev] = cJSON_GetObjectItemCaseSensitive(e, "t_unix_ms")->valuedouble - 1767225600000.0;
+		snprintf(to[nev], sizeof(to[nev]), "%s",
+			 cJSON_GetObjectItemCaseSensitive(e, "to")->valuestring);
+		cJSON_Delete(e);
+		nev++;
+	}
+	fclose(fp);
+	/*
+	 * Requests every 10 ms reach the gateway 0.5 ms after their send and
+	 * the primary 0.5 ms later, answered 20 ms after that: at the kill
+	 * (1000 ms) those sent at 980 and 990 ms are in flight, and both are
+	 * reset — two failures in a row, the breaker opens at once.
+	 */
+	cr_assert_geq(nev, 3, "%zu events", nev);
+	cr_assert_str_eq(to[0], "open");
+	cr_assert_float_eq(at[0], 1000, 1e-6, "opened at %.3f", at[0]);
+	/* 300 ms later a probe may go: the request sent at 1300 ms (at the gateway at 1300.5). */
+	cr_assert_str_eq(to[1], "half_open");
+	cr_assert_float_eq(at[1], 1300.5, 1e-6, "half-open at %.3f", at[1]);
+	cr_assert_str_eq(to[2], "open", "the probe was refused: open again");
+	/* The last change closes it, after the restart at 2000 ms. */
+	cr_assert_str_eq(to[nev - 1], "closed");
+	cr_assert_geq(at[nev - 1], 2000);
+	cr_assert_lt(at[nev - 1], 2400);
+
+	snprintf(path, sizeof(path), "%s/gw/run-1/requests.csv", st[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	for (i = 1; i < t.nrows; i++) {
+		double sched = lg_num(&t, i, "sched_ms");
+
+		cr_assert_str_eq(csv_get(&t, i, "outcome"), "ok", "request at %.0f ms", sched);
+		if (sched < 975)
+			cr_assert_str_eq(csv_get(&t, i, "provider"), "primary");
+		if (sched == 980) {
+			cr_assert_eq(lg_num(&t, i, "attempts"), 2, "the request sent at 980 ms failed over");
+			cr_assert_float_eq(lg_num(&t, i, "latency_ms"), 60.5, 1e-6, "reset at 1000 "
+					   "ms, then 0.5 ms to the secondary and its 40 ms");
+		}
+		if (sched > 1020 && sched < 1300) {
+			/* The breaker is open: straight to the secondary, one attempt. */
+			cr_assert_str_eq(csv_get(&t, i, "provider"), "secondary");
+			cr_assert_eq(lg_num(&t, i, "attempts"), 1);
+			cr_assert_float_eq(lg_num(&t, i, "latency_ms"), 41, 1e-6);
+		}
+	}
+	csv_free(&t);
+}
+
+Test(sim, a_gateway_run_is_the_same_every_time, .timeout = 60)
+{
+	static const char *const files[] = { "requests.csv", "events.jsonl", "mock-a.csv",
+					     "mock-b.csv", "loadgen-summary.json" };
+	char st[2][600];
+	char a[900];
+	char b[900];
+	size_t i;
+
+	/*
+	 * Everything drawn: jitter, a share of 503s and of stalled streams,
+	 * Poisson arrivals, half the requests streaming, a batch class,
+	 * hedging, retries with jittered backoff, health checks, jittered
+	 * cooldowns.
+	 */
+	write_file(dir, "drawn.json",
+		   "{\"name\":\"drawn\",\"duration_s\":5,\"seed\":11,"
+		   "\"providers\":[{\"name\":\"a\",\"ttft_ms\":30,\"jitter_ms\":25,\"token_ms\":5,"
+		   "\"faults\":[{\"kind\":\"status\",\"status\":503,\"probability\":0.3,"
+		   "\"from_s\":1,\"to_s\":3},{\"kind\":\"stall\",\"after_tokens\":2,"
+		   "\"probability\":0.2,\"from_s\":0,\"to_s\":5}]},"
+		   "{\"name\":\"b\",\"ttft_ms\":60,\"jitter_ms\":30,\"token_ms\":5}],"
+		   "\"load\":{\"timeout_ms\":2000,\"model\":\"chat\",\"mix\":{\"streams\":["
+		   "{\"name\":\"i\",\"rate\":40,\"stream\":0.5,\"arrival\":\"poisson\"},"
+		   "{\"name\":\"b\",\"rate\":10,\"class\":\"batch\",\"arrival\":\"poisson\"}]}},"
+		   "\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		   "\"request_deadline_ms\":1500,\"retry\":{\"max_retries\":1,\"base_ms\":20},"
+		   "\"providers\":{\"a\":{\"base_url\":\"{upstream.a}\",\"timeout_ms\":400,"
+		   "\"health_check\":{\"interval_ms\":200,\"timeout_ms\":100}},"
+		   "\"b\":{\"base_url\":\"{upstream.b}\",\"timeout_ms\":400}},"
+		   "\"stream\":{\"first_token_timeout_ms\":200,\"stall_timeout_ms\":150},"
+		   "\"breaker\":{\"consecutive_failures\":3,\"cooldown_ms\":200},"
+		   "\"classes\":{\"batch\":{\"concurrency\":2}},"
+		   "\"models\":{\"chat\":{\"targets\":[{\"provider\":\"a\",\"model\":\"m\"},"
+		   "{\"provider\":\"b\",\"model\":\"m\"}],\"hedge\":{\"after_ms\":80}}}}}]}",
+		   scenario, sizeof(scenario));
+	run_sim(NULL, NULL);
+	run_sim(NULL, NULL);
+	cr_assert_eq(stamps("drawn", st, 2), 2);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(a, sizeof(a), "%s/gw/run-1/%s", st[0], files[i]);
+		snprintf(b, sizeof(b), "%s/gw/run-1/%s", st[1], files[i]);
+		cr_assert(same_file(a, b), "%s differs between two runs of one seed", files[i]);
+	}
+	/* And it did meet what it was built to meet: hedges, stalls, checks, a breaker. */
+	{
+		struct csv_table t;
+
+		snprintf(a, sizeof(a), "%s/gw/run-1/requests.csv", st[0]);
+		cr_assert_eq(csv_read(a, &t), 0);
+		cr_assert_gt(lg_count(&t, "hedged", "1"), 0, "no request was hedged");
+		cr_assert_gt(lg_count(&t, "class", "batch"), 0);
+		csv_free(&t);
+		snprintf(a, sizeof(a), "%s/gw/run-1/mock-a.csv", st[0]);
+		cr_assert_eq(csv_read(a, &t), 0);
+		cr_assert_gt(lg_count(&t, "kind", "models"), 10, "too few health checks");
+		cr_assert_gt(lg_count(&t, "fault", "stall"), 0);
+		csv_free(&t);
+	}
+}
+
+Test(sim, a_simulated_sweep, .timeout = 60)
+{
+	char out[600];
+	char err[8192];
+	char sw[1][600];
+	char path[900];
+	struct csv_table t;
+	cJSON *plan;
+	FILE *fp;
+	char text[4096] = { 0 };
+	int rc;
+
+	write_file(dir, "timeline.json", timeline, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "sweep", scenario, "--sim", "--out", out, "--quiet",
+				       "--setup", "direct", "--vary", "load.timeout_ms=100..500/100",
+				       NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "chaos sweep --sim exited %d:\n%s", rc, err);
+	cr_assert_eq(stamps("timeline", sw, 1), 1);
+	snprintf(path, sizeof(path), "%s/sweep.json", sw[0]);
+	fp = fopen(path, "r");
+	cr_assert_not_null(fp);
+	cr_assert_gt(fread(text, 1, sizeof(text) - 1, fp), 0);
+	fclose(fp);
+	plan = cJSON_Parse(text);
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "sim")), "%s", text);
+	cJSON_Delete(plan);
+	snprintf(path, sizeof(path), "%s/sweep.csv", sw[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	cr_assert_eq(t.nrows - 1, 5, "%zu rows, not one per point", t.nrows - 1);
+	csv_free(&t);
+	/* Each point is a simulated stamp; the hang is cut at each point's timeout. */
+	snprintf(path, sizeof(path), "%s/p003-timeout_ms=300/direct/run-1/mock-primary.csv", sw[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	cr_assert_eq(lg_count(&t, "fault", "hang"), 20);
+	csv_free(&t);
+	/* Resumed, it keeps being a simulated sweep: nothing left to run. */
+	{
+		const char *argv[] = { "chaos", "sweep", "--resume", sw[0], "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "resume exited %d:\n%s", rc, err);
+}
