@@ -433,17 +433,35 @@ static void run_next(struct chaos *ch)
 	/* Every run is over: the loop runs out of work once the handles close. */
 }
 
+/*
+ * How fast the simulation went, on stderr: requests of virtual time per
+ * second of wall time, the runs' files included (not the summaries,
+ * report and plots, which a real run makes the same way).
+ */
+static void sim_speed_line(const struct chaos *ch)
+{
+	double wall_s = (double)ch->sim_ns / 1e9;
+
+	fprintf(stderr, "chaos: simulated %llu requests (%llu upstream, %llu events) over %.1f s "
+		"of timelines in %.3f s: %.0f requests/s\n", (unsigned long long)ch->sim.requests,
+		(unsigned long long)ch->sim.upstream, (unsigned long long)ch->sim.events,
+		ch->sim.virtual_ms / 1000, wall_s,
+		wall_s > 0 ? (double)ch->sim.requests / wall_s : 0);
+}
+
 /* The run in virtual time: its files at once, then the same end as a real run's. */
 static void run_simulated(struct chaos *ch)
 {
 	char err[CFG_ERR_LEN];
 	struct sim_stats st;
+	uint64_t start = clock_mono_ns();
 
 	ch->t0 = SIM_T0_UNIX_MS;
 	if (sim_run(ch->sc, ch->st, ch->k, ch->dir, &st, err)) {
 		ch->failed = true;
 		set_why(ch, "%s", err);
 	}
+	ch->sim_ns += clock_mono_ns() - start;
 	ch->sim.requests += st.requests;
 	ch->sim.upstream += st.upstream;
 	ch->sim.events += st.events;
@@ -767,6 +785,8 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 			if (!o->no_table)
 				printf("results: %s (report.md, summary.json, plots/)\n",
 				       ch.stamp_dir);
+			if (o->sim && o->verbose)
+				sim_speed_line(&ch);
 		}
 		cJSON_Delete(top);
 	}

@@ -105,6 +105,7 @@ struct chaos {
 	int64_t t0;
 	struct timebase tb;		/* t0's, for the actions' timer */
 	struct sim_stats sim;		/* the simulated runs', added up */
+	uint64_t sim_ns;		/* the wall time they took (sim_run alone) */
 	struct child *mocks;		/* one per provider */
 	int *ports;
 	char **urls;			/* http://HOST:PORT/v1 per provider */
