@@ -34,6 +34,7 @@ struct row;	/* common/recfile.h */
 #define REC_EVENTS "events.jsonl"		/* the gateway's breaker changes */
 #define REC_SUMMARY "summary.json"		/* a run's or a stamp's figures */
 #define REC_LOADGEN_SUMMARY "loadgen-summary.json"	/* loadgen's summary.json, renamed */
+#define REC_SIM "sim.json"			/* a simulated run's model, in its run dir */
 #define REC_SCENARIO "scenario.json"		/* the stamp's copy of the scenario */
 #define REC_REPORT "report.md"			/* the stamp's report */
 #define REC_PLOTS_DIR "plots"			/* STAMP/plots: the PNGs */

@@ -586,6 +586,10 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	for (i = 0; i < sc->nphases; i++)
 		fprintf(fp, "%s%s %.1f–%.1f s", i ? ", " : "", sc->phases[i].name,
 			sc->phases[i].from_ms / 1000, sc->phases[i].to_ms / 1000);
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(summary, "simulated")))
+		fputs(".\n\n**Simulated** (`chaos sim`): virtual time, the providers, network and "
+		      "load modelled, the gateway's own decision code; hold it to a real run with "
+		      "`chaos compare`", fp);
 	fputs(".\n\nEvery figure comes from the runs' per-request files (`SETUP/run-K/`); with "
 	      "several runs, the mean (`summary.json` has the spread). Latency is over answered "
 	      "requests, from the intended send time; *fallback* is the share of answers that "
@@ -720,6 +724,8 @@ int report_command(const char *stamp_dir, FILE *out)
 	top = cJSON_CreateObject();
 	cJSON_AddStringToObject(top, "scenario", sc.name);
 	cJSON_AddNumberToObject(top, "time_scale", sc.scale);
+	if (stamp_simulated(stamp_dir, &sc))
+		cJSON_AddTrueToObject(top, "simulated");
 	setups = cJSON_AddObjectToObject(top, "setups");
 	for (i = 0; i < sc.nsetups; i++) {
 		const struct sc_setup *st = &sc.setups[i];

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -227,6 +228,22 @@ double stamp_scale(const char *stamp_dir, const struct scenario *probe)
 	}
 	free(path);
 	return s;
+}
+
+bool stamp_simulated(const char *stamp_dir, const struct scenario *sc)
+{
+	bool sim = false;
+	size_t i;
+
+	for (i = 0; !sim && i < sc->nsetups; i++) {
+		char *dir = stamp_run_dir_alloc(stamp_dir, sc->setups[i].name, 1);
+		char *path = dir ? stamp_path_alloc(dir, REC_SIM) : NULL;
+
+		sim = path && access(path, F_OK) == 0;
+		free(path);
+		free(dir);
+	}
+	return sim;
 }
 
 int stamp_mkdir_p(const char *path)

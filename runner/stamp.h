@@ -95,4 +95,7 @@ unsigned stamp_first_run(const struct stamp *s, const char *setup, char **dir);
  */
 double stamp_scale(const char *stamp_dir, const struct scenario *probe);
 
+/* Whether the stamp's runs were simulated: some setup's run-1 has a sim.json. */
+bool stamp_simulated(const char *stamp_dir, const struct scenario *sc);
+
 #endif

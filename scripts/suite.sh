@@ -6,8 +6,11 @@
 # ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
 # result checked by chaos gate against its expect block and, when
 # scenarios/baselines/NAME-SCALE.json exists for the scale it ran at (the
-# stamp's summary.json says), against that baseline. Exit status 1 when a
-# run failed or a check broke. SCALE, when set, runs every scenario at that
+# stamp's summary.json says), against that baseline; each real run is also
+# simulated (chaos sim, same scale) and the two held to chaos compare's
+# bounds. Then every other scenario of SCENARIO_DIR is simulated (it must
+# run), and timeout-knee is swept over 100 simulated points, gated. Exit
+# status 1 when a run failed or a check broke. SCALE, when set, runs every scenario at that
 # scale instead (by hand: the baselines are for the CI scales). SCENARIOS
 # (names), SCENARIO_DIR (scenarios) and BASELINE_DIR (SCENARIO_DIR/baselines)
 # choose others, for the suite's own test.
@@ -33,6 +36,17 @@ for name in $scenarios; do
 	fi
 	cat "$log"
 	stamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$log")
+	# The same scenario in virtual time, held to the real run.
+	simlog="$out/$name.sim.log"
+	if "$bin/chaos" sim "$scenario_dir/$name.json" --time-scale "$scale" --out "$out/sim" \
+		--quiet > "$simlog" 2>&1; then
+		simstamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$simlog")
+		echo "== chaos compare $stamp $simstamp"
+		"$bin/chaos" compare "$stamp" "$simstamp" || status=1
+	else
+		cat "$simlog"
+		status=1
+	fi
 	# The scale it ran at, as the stamp's summary.json has it ("time_scale": 0.2).
 	at=$(sed -n 's/^[[:space:]]*"time_scale":[[:space:]]*\([0-9.eE+-]*\).*/\1/p' \
 		"$stamp/summary.json" | head -n 1)
@@ -60,6 +74,33 @@ if [ -z "${SCENARIOS:-}" ]; then
 		sweep=$(sed -n 's/^sweep: \([^ ]*\) .*/\1/p' "$log")
 		echo "== chaos gate $sweep"
 		"$bin/chaos" gate "$sweep" || status=1
+	else
+		cat "$log"
+		status=1
+	fi
+
+	# Every other scenario, simulated: each must run whole.
+	for file in "$scenario_dir"/*.json; do
+		name=$(basename "$file" .json)
+		case " $scenarios " in *" $name "*) continue ;; esac
+		echo "== chaos sim $file"
+		"$bin/chaos" sim "$file" --time-scale "$scale" --out "$out/sim" --quiet > /dev/null ||
+			status=1
+	done
+
+	# The 100-point simulated sweep: the knee at a resolution no real sweep affords.
+	log="$out/timeout-knee.sim-sweep.log"
+	if "$bin/chaos" sweep "$scenario_dir/timeout-knee.json" --sim --time-scale "$scale" \
+		--out "$out/sim" --quiet \
+		--vary "$p.primary.timeout_ms+$p.backup.timeout_ms=100..10000/100" > "$log" 2>&1; then
+		tail -n 4 "$log"
+		sweep=$(sed -n 's/^sweep: \([^ ]*\) .*/\1/p' "$log")
+		echo "== chaos gate $sweep"
+		"$bin/chaos" gate "$sweep" > "$out/timeout-knee.sim-sweep.gate.log" 2>&1 || {
+			cat "$out/timeout-knee.sim-sweep.gate.log"
+			status=1
+		}
+		tail -n 1 "$out/timeout-knee.sim-sweep.gate.log"
 	else
 		cat "$log"
 		status=1

@@ -14,7 +14,9 @@
 #include "common/buf.h"
 #include "common/cfg.h"
 #include "mockprov/config.h"
+#include "common/records.h"
 #include "runner/loadcfg.h"
+#include "runner/outfile.h"
 #include "sim/evq.h"
 #include "sim/gw.h"
 #include "sim/load.h"
@@ -146,6 +148,28 @@ static int run_clock(struct world *w, char *err)
 	return 0;
 }
 
+/* DIR/sim.json: the run was simulated, and with which model constants. */
+static int write_model(const struct scenario *sc, const char *dir, char *err)
+{
+	char *path = buf_aprintf("%s/" REC_SIM, dir);
+	cJSON *top = cJSON_CreateObject();
+	bool ok = top && cJSON_AddTrueToObject(top, "simulated") &&
+		  cJSON_AddNumberToObject(top, "t0_unix_ms", (double)SIM_T0_UNIX_MS);
+	cJSON *model = ok ? cJSON_AddObjectToObject(top, "model") : NULL;
+	int rc = -ENOMEM;
+
+	snprintf(err, CFG_ERR_LEN, "cannot write %s/" REC_SIM ": out of memory", dir);
+	if (path && model &&
+	    cJSON_AddNumberToObject(model, "latency_ms", sc->sim.latency_ms) &&
+	    cJSON_AddNumberToObject(model, "refused_ms", sc->sim.refused_ms) &&
+	    cJSON_AddNumberToObject(model, "answer_ms", sc->sim.answer_ms) &&
+	    cJSON_AddNumberToObject(model, "restart_ms", sc->sim.restart_ms))
+		rc = outfile_write_json(path, top, err, CFG_ERR_LEN);
+	cJSON_Delete(top);
+	free(path);
+	return rc;
+}
+
 int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, const char *dir,
 	    struct sim_stats *stats, char *err)
 {
@@ -205,6 +229,8 @@ int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, co
 		rc = mock_finish(&w.mocks[i], err);
 	}
 	stats->events = w.q.fired;
+	if (!rc)
+		rc = write_model(sc, dir, err);
 out:
 	if (w.load_started)
 		load_free(&w.load);

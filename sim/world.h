@@ -4,7 +4,7 @@
  * virtual clock (sim/evq.c), from t0 to the last request's record —
  * writing into a run folder the files a real run's programs write there
  * (requests.csv, requests.jsonl, loadgen's summary.json, mock-NAME.csv and,
- * for a gateway, events.jsonl). No process, socket or wall clock: the same
+ * for a gateway, events.jsonl), and sim.json: the model it ran with. No process, socket or wall clock: the same
  * scenario, setup, repeat and seed give byte-identical files.
  */
 #ifndef FAULTLINE_SIM_WORLD_H

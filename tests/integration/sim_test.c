@@ -168,6 +168,27 @@ Test(sim, what_each_request_came_to, .timeout = 60)
 		cr_assert(strstr(text, "\"simulated\":\ttrue") || strstr(text, "\"simulated\": true"),
 			  "the stamp does not say it was simulated:\n%s", text);
 	}
+	/* Each run says so and with which model; chaos report keeps the stamp's word. */
+	snprintf(path, sizeof(path), "%s/retry/run-1/sim.json", st[0]);
+	{
+		FILE *fp = fopen(path, "r");
+		char text[512] = { 0 };
+		char err[8192];
+		const char *argv[] = { "chaos", "report", st[0], NULL };
+
+		cr_assert_not_null(fp, "no %s", path);
+		cr_assert_gt(fread(text, 1, sizeof(text) - 1, fp), 0);
+		fclose(fp);
+		cr_assert(strstr(text, "\"answer_ms\":\t2"), "%s", text);
+		cr_assert_eq(run_program(argv, err, sizeof(err), 30), 0, "%s", err);
+		snprintf(path, sizeof(path), "%s/report.md", st[0]);
+		fp = fopen(path, "r");
+		cr_assert_not_null(fp);
+		memset(text, 0, sizeof(text));
+		cr_assert_gt(fread(text, 1, sizeof(text) - 1, fp), 0);
+		fclose(fp);
+		cr_assert(strstr(text, "**Simulated**"), "report.md does not say so:\n%s", text);
+	}
 }
 
 Test(sim, the_same_seed_gives_the_same_bytes, .timeout = 60)
