@@ -13,6 +13,8 @@
 #include "loadgen/mix.h"
 #include "loadgen/record.h"
 
+#include "loadgen/run.h"
+
 #define RECORD_BUF (1u << 18)
 
 /* Creates dir and its missing parents. Returns 0 or -errno. */
@@ -440,4 +442,22 @@ void recorder_free(struct recorder *r)
 	free(r->ttft);
 	free(r->send_lag);
 	memset(r, 0, sizeof(*r));
+}
+
+void run_info_of(const struct lg_config *cfg, struct run_info *info)
+{
+	*info = (struct run_info){
+		.mix = &cfg->mix,
+		.t0_unix_ms = cfg->t0_unix_ms,
+		.seed = cfg->seed,
+		.closed_loop = cfg->concurrency > 0,
+		.arrival = cfg->arrival == ARRIVAL_POISSON ? "poisson" : "constant",
+		.rate_per_s = cfg->rate,
+		.concurrency = cfg->concurrency,
+		.duration_ms = cfg->duration_ms,
+		.targets = (const char *const *)cfg->targets,
+		.ntargets = cfg->ntargets,
+		.retries = cfg->retries,
+		.window_ms = cfg->duration_ms,
+	};
 }

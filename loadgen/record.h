@@ -68,6 +68,14 @@ struct run_info {
 	uint64_t delayed_by_connections; /* sent late for want of a free slot */
 };
 
+/*
+ * info's fields that cfg decides (the mix, t0, seed, loop, arrival, rate,
+ * concurrency, duration and sending window, targets, retries), the rest
+ * zero: the run's counts are the caller's.
+ */
+struct lg_config;
+void run_info_of(const struct lg_config *cfg, struct run_info *info);
+
 struct stream_stats {
 	uint64_t requests;
 	uint64_t ok;

@@ -1177,27 +1177,15 @@ int run_load(const struct lg_config *cfg)
 	if (run->tfd >= 0)
 		close(run->tfd);
 
-	info = (struct run_info){
-		.mix = &cfg->mix,
-		.t0_unix_ms = cfg->t0_unix_ms,
-		.seed = cfg->seed,
-		.closed_loop = cfg->concurrency > 0,
-		.arrival = cfg->arrival == ARRIVAL_POISSON ? "poisson" : "constant",
-		.rate_per_s = cfg->rate,
-		.concurrency = cfg->concurrency,
-		.duration_ms = cfg->duration_ms,
-		.targets = (const char *const *)cfg->targets,
-		.ntargets = cfg->ntargets,
-		.retries = cfg->retries,
-		.started_in_window = run->started_in_window,
-		.unfinished = run->unfinished,
-		.interrupted = run->signal != 0,
-		.elapsed_ms = run->signal ? rel_ms(run, run->stop_ns) : timebase_now_ms(&run->tb),
-		.window_ms = run->signal ? fmin(cfg->duration_ms, fmax(0, rel_ms(run, run->stop_ns))) :
-			     cfg->duration_ms,
-		.connections = cfg->concurrency > 0 ? 0 : (int64_t)run->maxslots,
-		.delayed_by_connections = run->delayed,
-	};
+	run_info_of(cfg, &info);
+	info.started_in_window = run->started_in_window;
+	info.unfinished = run->unfinished;
+	info.interrupted = run->signal != 0;
+	info.elapsed_ms = run->signal ? rel_ms(run, run->stop_ns) : timebase_now_ms(&run->tb);
+	if (run->signal)
+		info.window_ms = fmin(cfg->duration_ms, fmax(0, rel_ms(run, run->stop_ns)));
+	info.connections = cfg->concurrency > 0 ? 0 : (int64_t)run->maxslots;
+	info.delayed_by_connections = run->delayed;
 	if (run->write_failed) {
 		fprintf(stderr, "loadgen: %s; the records are left as requests.csv.tmp and "
 			"requests.jsonl.tmp\n", run->write_err);

@@ -440,25 +440,13 @@ bool load_done(const struct sim_load *l)
 int load_finish(struct sim_load *l, char *err, size_t errlen)
 {
 	const struct lg_config *cfg = l->cfg;
-	struct run_info info = {
-		.mix = &cfg->mix,
-		.t0_unix_ms = cfg->t0_unix_ms,
-		.seed = cfg->seed,
-		.closed_loop = cfg->concurrency > 0,
-		.arrival = cfg->arrival == ARRIVAL_POISSON ? "poisson" : "constant",
-		.rate_per_s = cfg->rate,
-		.concurrency = cfg->concurrency,
-		.duration_ms = cfg->duration_ms,
-		.targets = (const char *const *)cfg->targets,
-		.ntargets = cfg->ntargets,
-		.retries = cfg->retries,
-		.started_in_window = l->started_in_window,
-		.elapsed_ms = l->q->now,
-		.window_ms = cfg->duration_ms,
-		.connections = cfg->concurrency > 0 ? 0 : (int64_t)l->maxslots,
-		.delayed_by_connections = l->delayed,
-	};
+	struct run_info info;
 
+	run_info_of(cfg, &info);
+	info.started_in_window = l->started_in_window;
+	info.elapsed_ms = l->q->now;
+	info.connections = cfg->concurrency > 0 ? 0 : (int64_t)l->maxslots;
+	info.delayed_by_connections = l->delayed;
 	if (l->write_err) {
 		snprintf(err, errlen, "cannot write a record: %s", strerror(l->write_err));
 		recorder_keep_short(&l->rec);
