@@ -442,6 +442,7 @@ static void sim_speed_line(const struct chaos *ch)
 {
 	double wall_s = (double)ch->sim_ns / 1e9;
 
+	fflush(stdout);		/* after the table, on a terminal that shows both */
 	fprintf(stderr, "chaos: simulated %llu requests (%llu upstream, %llu events) over %.1f s "
 		"of timelines in %.3f s: %.0f requests/s\n", (unsigned long long)ch->sim.requests,
 		(unsigned long long)ch->sim.upstream, (unsigned long long)ch->sim.events,
