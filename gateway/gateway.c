@@ -9,6 +9,7 @@
 #include "gateway/probe.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,8 +22,6 @@
 
 /* Idle easy handles kept for reuse; more are cleaned up. */
 #define EASY_POOL_MAX 4096
-
-/* Random streams of the gateway's seed. */
 
 double gw_now_ms(void)
 {
@@ -267,7 +266,7 @@ static void on_request(struct http_exchange *ex, void *data)
 /* ---- life ---- */
 
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
-		 const char *events_path, uint64_t seed, char *err)
+		 const char *events_path, uint64_t seed, int64_t t0_unix_ms, char *err)
 {
 	struct http_server_config hc;
 	static const char *const base[] = {
@@ -280,6 +279,10 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	memset(gw, 0, sizeof(*gw));
 	gw->loop = loop;
 	gw->cfg = cfg;
+	gw->checks_from_ms = gw_now_ms();
+	if (t0_unix_ms > 0)
+		gw->checks_from_ms = fmax(gw->checks_from_ms,
+					  gw->checks_from_ms + (double)(t0_unix_ms - clock_unix_ms()));
 	rng_seed_stream(&gw->rng_retry, seed, GW_RNG_RETRY);
 	rng_seed_stream(&gw->rng_breaker, seed, GW_RNG_BREAKER);
 	list_init(&gw->reqs);

@@ -57,6 +57,7 @@ struct gateway {
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
 	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
 	struct router_listener queue_wake;	/* drains the batch queues after one */
+	double checks_from_ms;		/* the first health checks' time (gw_now_ms's clock) */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
 	uint64_t overloaded;		/* attempts failed for want of the gateway's resources */
@@ -78,11 +79,13 @@ double gw_now_ms(void);
 
 /*
  * Sets up gw for cfg on loop: routing tables, counters, curl_uv, the
- * server (not yet listening), the events file (events_path may be NULL).
- * Returns 0, or a negative errno with a message in err (256 bytes).
+ * server (not yet listening), the events file (events_path may be NULL),
+ * the health checks — the first at t0_unix_ms (--t0: a run's shared time
+ * base), or at once when it is 0 or past. Returns 0, or a negative errno
+ * with a message in err (256 bytes).
  */
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
-		 const char *events_path, uint64_t seed, char *err);
+		 const char *events_path, uint64_t seed, int64_t t0_unix_ms, char *err);
 
 /*
  * Starts a graceful stop: no new connections, idle ones closed, the rest

@@ -32,3 +32,11 @@ double health_next_ms(const struct health *h, const struct health_config *c)
 {
 	return h->healthy ? c->interval_ms : c->unhealthy_interval_ms;
 }
+
+double health_next_due(const struct health *h, const struct health_config *c, double due_ms,
+		       double now)
+{
+	double next = due_ms + health_next_ms(h, c);
+
+	return next > now ? next : now;
+}

@@ -47,4 +47,13 @@ enum health_change health_result(struct health *h, const struct health_config *c
 /* The wait before the next check: interval_ms, or unhealthy_interval_ms while unhealthy. */
 double health_next_ms(const struct health *h, const struct health_config *c);
 
+/*
+ * When the check after one due at due_ms is due, at now: its interval
+ * (health_next_ms) after the last one's due time — not after its answer,
+ * so the checks keep to their grid however long each takes — or now when
+ * that has passed (a check slower than the interval).
+ */
+double health_next_due(const struct health *h, const struct health_config *c, double due_ms,
+		       double now);
+
 #endif

@@ -24,7 +24,7 @@
 #define FD_RESERVE 64
 
 static const char usage_text[] =
-	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N]\n"
+	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N] [--t0 MS]\n"
 	"               [--allow-remote] [--log-level LEVEL]\n"
 	"       gateway --check-config FILE [--listen HOST:PORT] [--allow-remote]\n"
 	"\n"
@@ -35,6 +35,9 @@ static const char usage_text[] =
 	"  --listen HOST:PORT  where to serve (default: the config's listen)\n"
 	"  --events FILE       append a JSON line per breaker state change\n"
 	"  --seed N            seed for retry and cooldown jitter (default: the config's)\n"
+	"  --t0 MS             a run's shared time base (Unix epoch ms): the first health\n"
+	"                      checks at t0, then each on its interval from the last one's\n"
+	"                      time (default: at once)\n"
 	"  --allow-remote      allow provider base URLs and a listen address that are\n"
 	"                      not loopback (the latter needs auth.keys_env)\n"
 	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
@@ -54,6 +57,7 @@ struct args {
 	bool check_only;		/* --check-config: validate, then exit */
 	bool have_seed;
 	uint64_t seed;
+	int64_t t0;			/* --t0; 0: none */
 };
 
 struct main_state {
@@ -111,6 +115,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		{ "listen", required_argument, NULL, 'L' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "t0", required_argument, NULL, 't' },
 		{ "allow-remote", no_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "check-config", required_argument, NULL, 'C' },
@@ -143,6 +148,12 @@ static void parse_args(int argc, char **argv, struct args *a)
 						val);
 			a->seed = (uint64_t)v;
 			a->have_seed = true;
+			break;
+		case 't':
+			if (opt_parse_i64(val, 1, INT64_MAX, &v))
+				opt_usage_error("gateway", "--t0: expected Unix epoch milliseconds, got "
+						"\"%s\"", val);
+			a->t0 = v;
 			break;
 		case 'r':
 			a->allow_remote = true;
@@ -231,7 +242,8 @@ int main(int argc, char **argv)
 	}
 	the_state = &ms;
 	ms.loop = uv_default_loop();
-	if (gateway_init(&ms.gw, ms.loop, &cfg, a.events, a.have_seed ? a.seed : cfg.seed, err)) {
+	if (gateway_init(&ms.gw, ms.loop, &cfg, a.events, a.have_seed ? a.seed : cfg.seed, a.t0,
+			 err)) {
 		fprintf(stderr, "gateway: %s\n", err);
 		exit_code = 1;
 		goto out_global;

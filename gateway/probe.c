@@ -40,6 +40,7 @@ struct probe {
 	char *h_id_text;		/* "x-request-id: health-check-NAME-N" */
 	size_t h_id_len;		/* its bytes, N's room included */
 	unsigned long long seq;		/* checks started */
+	double due_ms;			/* the current (or next) check's due time (gw_now_ms) */
 	struct curl_slist h_id;
 	struct curl_slist h_type;
 	struct curl_slist h_auth;
@@ -58,10 +59,19 @@ static size_t discard(char *data, size_t size, size_t n, void *userp)
 
 static void on_probe_timer(uv_timer_t *t);
 
+/* Arms the timer for the check due at p->due_ms (from the loop's cached time, rounded up). */
+static void probe_arm(struct probe *p)
+{
+	double delay = ceil(p->due_ms - (double)uv_now(p->gw->loop));
+
+	uv_timer_start(&p->timer, on_probe_timer, delay > 0 ? (uint64_t)delay : 0, 0);
+}
+
+/* The next check: on the grid of the last one's due time (health_next_due). */
 static void probe_again(struct probe *p)
 {
-	uv_timer_start(&p->timer, on_probe_timer, (uint64_t)ceil(health_next_ms(&p->st, p->cfg)),
-		       0);
+	p->due_ms = health_next_due(&p->st, p->cfg, p->due_ms, gw_now_ms());
+	probe_arm(p);
 }
 
 void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
@@ -107,6 +117,10 @@ static void on_probe_timer(uv_timer_t *t)
 	struct curl_slist *head = NULL;
 	CURL *e = p->easy;
 
+	if (gw_now_ms() < p->due_ms) {
+		probe_arm(p);	/* the loop's coarse ticks ran ahead of the clock */
+		return;
+	}
 	p->errbuf[0] = '\0';
 	snprintf(p->h_id_text, p->h_id_len, "x-request-id: " REC_CHECK_ID_PREFIX "%s-%llu",
 		 prov->name, ++p->seq);
@@ -206,7 +220,8 @@ int probe_start_all(struct gateway *gw)
 		if (!p)
 			return -ENOMEM;
 		gw->probes[gw->nprobes++] = p;
-		uv_timer_start(&p->timer, on_probe_timer, 0, 0);	/* the first check at once */
+		p->due_ms = gw->checks_from_ms;	/* --t0, else at once */
+		probe_arm(p);
 	}
 	return 0;
 }

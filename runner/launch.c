@@ -361,12 +361,15 @@ static void gateway_start(struct chaos *ch)
 	char *cfg = buf_aprintf("%s/gateway.json", ch->dir);
 	char *events = buf_aprintf("%s/events.jsonl", ch->dir);
 	char seed[32];
+	char t0[32];
 	char *text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
 					     (const char *const *)ch->urls, err);
+	/* --t0: its health checks start at t0, on the grid the simulator's start on. */
 	const char *argv[] = { prog, "--config", cfg, "--events", events, "--seed", seed,
-			       "--log-level", "warn", NULL };
+			       "--t0", t0, "--log-level", "warn", NULL };
 
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
 	if (!text) {
 		run__fail(ch, "setup %s: %s", ch->st->name, err);
 		goto out;

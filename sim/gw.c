@@ -35,6 +35,7 @@ struct sim_probe {
 	struct sim_call call;
 	bool busy;			/* a check is in flight */
 	int status;			/* the check's answer's; 0: none yet */
+	double due_ms;			/* the current (or next) check's due time */
 	char id[160];
 	unsigned long long seq;
 	const char *model;		/* a completion check's */
@@ -606,10 +607,12 @@ static void on_probe_timeout(struct sim_timer *tm)
 	probe_done(p, false, true);
 }
 
+/* The next check: on the grid of the last one's due time (probe.c's probe_again). */
 static void probe_again(struct sim_probe *p)
 {
+	p->due_ms = health_next_due(&p->st, p->cfg, p->due_ms, p->gw->q->now);
 	p->timer.fn = on_probe_timer;
-	if (evq_after(p->gw->q, &p->timer, ceil(health_next_ms(&p->st, p->cfg))))
+	if (evq_at(p->gw->q, &p->timer, p->due_ms))
 		p->gw->err = ENOMEM;
 }
 
@@ -661,8 +664,10 @@ static int probes_start(struct sim_gw *gw)
 		for (j = 0; j < gw->router.ntargets && !p->model; j++)
 			if (gw->router.targets[j].provider == i)
 				p->model = gw->router.targets[j].model;
+		/* The first at t0, as a real run's gateway (--t0) does. */
+		p->due_ms = gw->q->now;
 		p->timer.fn = on_probe_timer;
-		if (evq_at(gw->q, &p->timer, gw->q->now))
+		if (evq_at(gw->q, &p->timer, p->due_ms))
 			return -ENOMEM;
 	}
 	return 0;

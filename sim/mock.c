@@ -203,11 +203,17 @@ static void on_whole(struct sim_timer *tm)
 	call_end(c, &t);
 }
 
-/* Arms r's timer for a planned time, ms_after_arrival, which comes answer_ms late. */
+/*
+ * Arms r's timer for a planned time, ms_after_arrival, which comes
+ * answer_ms late — unless it is due already, which mockprov answers at
+ * once (due_now), without a timer (a model listing, a zero ttft).
+ */
 static void arm(struct sim_mreq *r, double ms_after_arrival, sim_timer_fn fn)
 {
+	double late = ms_after_arrival > 0 ? r->m->answer_ms : 0;
+
 	r->timer.fn = fn;
-	if (evq_at(r->m->q, &r->timer, r->t_ms + ms_after_arrival + r->m->answer_ms))
+	if (evq_at(r->m->q, &r->timer, r->t_ms + ms_after_arrival + late))
 		r->m->log_err = ENOMEM;	/* the run fails on it at the end */
 }
 
@@ -328,7 +334,7 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 	struct sim_mreq *r;
 	int tokens = 0;
 
-	if (m->killed || fault_down_at(m->faults, m->cfg->nfaults, now))
+	if (m->killed || !m->listening)
 		return false;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -427,17 +433,34 @@ static void reset_all(struct sim_mock *m, const char *extra, bool logged)
 	}
 }
 
-/* At a down window's start: the listener closes, the calls in flight break. */
+/* Arms the edge timer for the first down-window edge after `after`, answer_ms late. */
+static void arm_edge(struct sim_mock *m, double after)
+{
+	double next = fault_next_edge(m->faults, m->cfg->nfaults, after, FAULT_DOWN);
+
+	if (isinf(next))
+		return;
+	m->edge_at = next;
+	if (evq_at(m->q, &m->edge, next + m->answer_ms))
+		m->log_err = ENOMEM;
+}
+
+/*
+ * A down window's edge (mockprov's apply_down): at its start the listener
+ * closes and the calls in flight break; at its end it opens again.
+ */
 static void on_edge(struct sim_timer *t)
 {
 	struct sim_mock *m = (struct sim_mock *)((char *)t - offsetof(struct sim_mock, edge));
-	double next;
+	bool down = fault_down_at(m->faults, m->cfg->nfaults, m->edge_at);
 
-	if (!m->killed && fault_down_at(m->faults, m->cfg->nfaults, m->q->now))
+	if (down && m->listening) {
+		m->listening = false;
 		reset_all(m, "down", true);
-	next = fault_next_edge(m->faults, m->cfg->nfaults, m->q->now, FAULT_DOWN);
-	if (!isinf(next) && evq_at(m->q, &m->edge, next))
-		m->log_err = ENOMEM;
+	} else if (!down) {
+		m->listening = true;
+	}
+	arm_edge(m, m->edge_at);
 }
 
 /* The process's state from its start: the random streams and the faults' budgets. */
@@ -473,7 +496,8 @@ static int boot(struct sim_mock *m, char *err)
 		return -EIO;
 	}
 	m->edge.fn = on_edge;
-	on_edge(&m->edge);
+	m->listening = !fault_down_at(m->faults, m->cfg->nfaults, m->q->now);
+	arm_edge(m, m->q->now);
 	return 0;
 }
 

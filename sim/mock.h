@@ -6,8 +6,10 @@
  * columns (common/records.h). A kill resets the calls in flight and
  * refuses new ones until the restart, which starts the process's state
  * over (its random streams and rate-limit budgets) and continues the log;
- * a down window refuses connections and resets those in flight at its
- * start, as mockprov's closed listener does.
+ * a down window closes the listener (refusing connections, resetting
+ * those in flight) and opens it again at its edges, as mockprov does —
+ * on its edge timer, answer_ms late, so a request that comes in between
+ * is read and reset as a `down` fault.
  *
  * Planned times (a token, a whole answer) come answer_ms late: mockprov's
  * libuv timers fire on the loop's millisecond ticks. What is simpler than
@@ -39,7 +41,9 @@ struct sim_mock {
 	struct rng rng_jitter;
 	struct rng rng_models;
 	bool killed;
-	struct sim_timer edge;		/* the next down window's start */
+	struct sim_timer edge;		/* the next down window's edge, answer_ms late */
+	double edge_at;			/* the edge it is armed for */
+	bool listening;			/* the listener is open (a down window closes it at its edge) */
 	struct sim_timer boot;		/* a restart's: it listens again */
 	double answer_ms;		/* planned answers come this much later (its timers' lag) */
 	char *dir;			/* the run's folder, for its log */
