@@ -52,6 +52,13 @@
 #define COMPARE_RELATIVE 0.05		/* of the real figure */
 #define COMPARE_LATENCY_FLOOR_MS 10.0	/* × the time scale */
 #define COMPARE_OPEN_FLOOR_MS 50.0	/* × the time scale */
+/*
+ * Latency percentiles are compared where both sides answered at least
+ * this many requests in the phase (latency_ms.count's mean): a phase a
+ * provider answers none of can see a handful answered at its edge, in one
+ * side and not the other, and their percentiles say nothing.
+ */
+#define COMPARE_MIN_ANSWERED 20
 
 /* One row: a figure of a setup's phase in both stamps, and the verdict. */
 struct compare_row {

@@ -719,3 +719,43 @@ Test(compare_command, json_not_written_exits_1)
 	free(out);
 	free(errtext);
 }
+
+/*
+ * A phase the real run answered none of, the sim a handful at its edge:
+ * their percentiles are not held against each other (fewer than 20
+ * answers on a side), the answered share still is.
+ */
+Test(compare, latency_needs_twenty_answers_a_side)
+{
+	cJSON *real = summary("ct", 1, &base, seq3);
+	cJSON *sim = summary("ct", 1, &base, seq3);
+	cJSON *rout = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(real, "setups"),
+						 "gw"), "phases"), "outage");
+	cJSON *sout = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sim, "setups"),
+						 "gw"), "phases"), "outage");
+	struct compare_result r;
+
+	/* Real: no answer (percentiles null); sim: 10 answers, 201 ms. */
+	cJSON_ReplaceItemInObject(rout, "latency_ms", cJSON_Parse("{\"count\":{\"mean\":0},"
+		"\"p50\":null,\"p95\":null}"));
+	cJSON_ReplaceItemInObject(sout, "latency_ms", cJSON_Parse("{\"count\":{\"mean\":10},"
+		"\"p50\":{\"mean\":201},\"p95\":{\"mean\":201}}"));
+	cr_assert_eq(evaluate(real, sim, NULL, &r), 0, "%s", err);
+	cr_expect_null(row(&r, "gw", "outage", "latency_ms.p50"));
+	cr_expect_null(row(&r, "gw", "outage", "latency_ms.p95"));
+	cr_expect_not_null(row(&r, "gw", "outage", "answered_share"));
+	cr_expect_eq(r.failed, 0);
+	compare_result_free(&r);
+	/* With 20 a side they are compared again, and 201 against 400 fails. */
+	cJSON_ReplaceItemInObject(rout, "latency_ms", cJSON_Parse("{\"count\":{\"mean\":20},"
+		"\"p50\":{\"mean\":100},\"p95\":{\"mean\":400}}"));
+	cJSON_ReplaceItemInObject(sout, "latency_ms", cJSON_Parse("{\"count\":{\"mean\":20},"
+		"\"p50\":{\"mean\":201},\"p95\":{\"mean\":201}}"));
+	cr_assert_eq(evaluate(real, sim, NULL, &r), 0, "%s", err);
+	cr_expect_not(row(&r, "gw", "outage", "latency_ms.p95")->pass);
+	compare_result_free(&r);
+	cJSON_Delete(real);
+	cJSON_Delete(sim);
+}
