@@ -12,6 +12,11 @@ double bill_price(const struct gw_provider *p, int64_t in, int64_t out)
 	return (double)in / 1000 * p->price_in_per_1k + (double)out / 1000 * p->price_out_per_1k;
 }
 
+int64_t bill_prompt_estimate(size_t bytes)
+{
+	return (int64_t)((bytes + 3) / 4);
+}
+
 bool bill_discard_charged(long status, bool stopped, bool connected)
 {
 	if (status ? status < 200 || status > 299 : !stopped)

@@ -41,6 +41,9 @@ double bill_price(const struct gw_provider *p, int64_t in, int64_t out);
  */
 bool bill_discard_charged(long status, bool stopped, bool connected);
 
+/* The prompt's tokens estimated from its messages' text: bytes / 4, rounded up (pure). */
+int64_t bill_prompt_estimate(size_t bytes);
+
 /* The request's cost as x-faultline-cost-usd's value, into out (len bytes). */
 void bill_cost_text(const struct greq *g, char *out, size_t len);
 

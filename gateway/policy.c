@@ -726,7 +726,7 @@ struct policy_state *policy_drain_next(const struct policy_env *env, struct gw_r
 	const struct gw_batch *bq = &env->cfg->batch;
 	struct policy_state *st = queue_head(rt);
 
-	if (st && now - st->queued_ms >= bq->max_wait_ms) {
+	if (st && now >= st->queued_ms + bq->max_wait_ms) {
 		queue_unlink(env, st);
 		rt->queue[QUEUE_EXPIRED]++;
 		*act = answer(POLICY_ERR_QUEUE_TIMEOUT, 503, "service_unavailable",

@@ -326,7 +326,7 @@ static int64_t estimate_prompt_tokens(const cJSON *root)
 				bytes += strlen(text->valuestring);
 		}
 	}
-	return (int64_t)((bytes + 3) / 4);
+	return bill_prompt_estimate(bytes);
 }
 
 void proxy_chat(struct gateway *gw, struct http_exchange *ex)

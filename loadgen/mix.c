@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/json.h"
 
 /* The bound on "rate" and "share". */
@@ -515,6 +516,35 @@ int mix_default(struct mix *m, const struct mix_defaults *d)
 }
 
 /* Sum of the rates of a by_rate mix; 0 for a mix of shares. */
+/* The words of a generated prompt. */
+static const char *const words[] = {
+	"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
+	"seven", "clocks", "measure", "every", "outage", "slowly",
+};
+#define NWORDS (sizeof(words) / sizeof(words[0]))
+
+int mix_prompt_write(struct buf *b, int64_t prompt_tokens)
+{
+	int64_t i;
+	int rc = 0;
+
+	for (i = 0; i < prompt_tokens; i++) {
+		rc |= buf_puts(b, i ? " " : "");
+		rc |= buf_puts(b, words[(size_t)i % NWORDS]);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+size_t mix_prompt_len(int64_t prompt_tokens)
+{
+	size_t n = 0;
+	int64_t i;
+
+	for (i = 0; i < prompt_tokens; i++)
+		n += (i ? 1 : 0) + strlen(words[(size_t)i % NWORDS]);
+	return n;
+}
+
 bool mix_draw_stream(const struct mix_stream *s, struct rng *r)
 {
 	return s->stream_p >= 1.0 || (s->stream_p > 0 && rng_uniform(r) < s->stream_p);

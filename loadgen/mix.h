@@ -97,6 +97,15 @@ bool mix_header_name_ok(const char *name, size_t len);
 /* True when the header name (len bytes, any case) is one loadgen sets itself. */
 bool mix_header_reserved(const char *name, size_t len);
 
+/*
+ * The prompt loadgen sends for prompt_tokens: that many words, the same
+ * every time, separated by spaces (JSON-safe text). mix_prompt_write
+ * appends it to b (0 or -ENOMEM); mix_prompt_len says its length.
+ */
+struct buf;
+int mix_prompt_write(struct buf *b, int64_t prompt_tokens);
+size_t mix_prompt_len(int64_t prompt_tokens);
+
 /* Whether the next request of stream s streams: its stream_p, drawn from r when between 0 and 1. */
 bool mix_draw_stream(const struct mix_stream *s, struct rng *r);
 

@@ -66,6 +66,9 @@ bool outcome_retryable(enum outcome o, long status, bool content_seen);
  */
 enum outcome outcome_within_retries(enum outcome o, int64_t retries, int64_t allowed);
 
+/* The error column's words for a stream whose data was not JSON. */
+#define OUTCOME_BAD_FRAME "bad SSE frame: data is not JSON"
+
 /* What outcome_describe words an attempt from. */
 struct outcome_words {
 	enum outcome o;

@@ -332,7 +332,7 @@ static int on_event(void *ctx, const struct sse_event *ev)
 	root = cJSON_ParseWithLength(ev->data, ev->data_len);
 	if (!root) {
 		if (!q->bad_frame)
-			copy_detail(q, "bad SSE frame: ", "data is not JSON");
+			copy_detail(q, "", OUTCOME_BAD_FRAME);
 		q->bad_frame = true;
 		return 0;
 	}
@@ -474,25 +474,15 @@ static void on_retry_due(uv_timer_t *t)
 	attempt_start(q);
 }
 
-/* The words of a generated prompt. */
-static const char *const words[] = {
-	"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
-	"seven", "clocks", "measure", "every", "outage", "slowly",
-};
-
 static char *make_body(const struct mix_stream *s, bool stream)
 {
 	struct buf b = { 0 };
-	int64_t i;
 	int rc;
 
 	rc = buf_puts(&b, "{\"model\":");
 	rc |= json_escape(&b, s->model);
 	rc |= buf_puts(&b, ",\"messages\":[{\"role\":\"user\",\"content\":\"");
-	for (i = 0; i < s->prompt_tokens; i++) {
-		rc |= buf_puts(&b, i ? " " : "");
-		rc |= buf_puts(&b, words[i % (int64_t)(sizeof(words) / sizeof(words[0]))]);
-	}
+	rc |= mix_prompt_write(&b, s->prompt_tokens);
 	rc |= buf_printf(&b, "\"}],\"max_tokens\":%lld", (long long)s->max_tokens);
 	if (stream)
 		rc |= buf_puts(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");

@@ -71,6 +71,11 @@ int timing_prompt_tokens(const cJSON *messages)
 
 	cJSON_ArrayForEach(m, messages)
 		chars += content_chars(cJSON_GetObjectItemCaseSensitive(m, "content"));
+	return timing_prompt_tokens_of(chars);
+}
+
+int timing_prompt_tokens_of(size_t chars)
+{
 	return chars ? (int)((chars + 3) / 4) : 1;
 }
 

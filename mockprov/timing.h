@@ -45,6 +45,9 @@ int timing_tokens_by(const struct timing_plan *p, double elapsed_ms);
  */
 int timing_prompt_tokens(const cJSON *messages);
 
+/* The prompt tokens of chars characters of message text: a token per 4, at least 1. */
+int timing_prompt_tokens_of(size_t chars);
+
 /*
  * The text of output token k: words from a fixed list, separated by spaces,
  * so the whole answer is the tokens concatenated. Returns its length.

@@ -90,7 +90,7 @@ struct sim_call {
 	const char *model;		/* the body's model */
 	const char *klass;		/* x-faultline-class; NULL: none */
 	bool stream;
-	int64_t prompt_tokens;
+	size_t prompt_chars;		/* the messages' text (loadgen's prompt) */
 	int64_t max_tokens;		/* -1: none */
 	const struct call_client_ops *client;
 	void *owner;			/* the client's */

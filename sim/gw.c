@@ -118,14 +118,24 @@ static void bill_thrown_away(struct sim_greq *g, const struct sim_leg *l, bool s
 		bill(g, g->pol.legs[l->slot].t, g->est_tokens_in, l->tokens);
 }
 
-/* Answers the client and ends g (respond.c's respond_retry). */
+/*
+ * Answers the client and ends g (respond.c's respond_retry). The tail's
+ * message may live in g: it is copied before g is freed.
+ */
 static void respond(struct sim_greq *g, int status, const struct gw_target *answered,
 		    double retry_after_s, const struct call_tail *tail)
 {
 	struct sim_call *c = g->c;
 	struct call_head h = call_head_plain(status);
+	struct call_tail t = *tail;
+	char msg[512];
 
-	h.retry_after_ms = retry_after_s > 0 ? round(retry_after_s) * 1000 : -1;
+	if (tail->message) {
+		snprintf(msg, sizeof(msg), "%s", tail->message);
+		t.message = msg;
+	}
+	/* Retry-After as "%.0f" writes it: to the nearest, ties to even. */
+	h.retry_after_ms = retry_after_s > 0 ? nearbyint(retry_after_s) * 1000 : -1;
 	h.attempts = g->pol.attempts_before + g->pol.budget.attempts;
 	h.hedged = g->pol.hedges ? 1 : 0;
 	h.provider = answered ? answered->prov->name : NULL;
@@ -133,7 +143,7 @@ static void respond(struct sim_greq *g, int status, const struct gw_target *answ
 	g->c = NULL;
 	greq_finish(g);
 	call_head(c, &h);
-	call_end(c, tail);
+	call_end(c, &t);
 }
 
 /* ---- legs ---- */
@@ -147,11 +157,13 @@ static struct sim_leg *leg_of_call(struct sim_call *c)
 static void leg_cancel(struct sim_leg *l, bool lost)
 {
 	struct sim_greq *g = l->g;
-	struct sim_gw *gw = g->gw;
-	double now = gw->q->now;
+	struct sim_gw *gw;
+	double now;
 
 	if (!l->out)
-		return;
+		return;		/* never started (l->g unset), or over */
+	gw = g->gw;
+	now = gw->q->now;
 	l->out = false;
 	evq_stop(gw->q, &l->watchdog);
 	call_cancel(&l->call);
@@ -424,7 +436,7 @@ static void leg_start(struct sim_greq *g, const struct policy_action *a)
 		.id = cc->id,
 		.model = g->pol.legs[a->slot].t->model,
 		.stream = g->pol.stream,
-		.prompt_tokens = cc->prompt_tokens,
+		.prompt_chars = cc->prompt_chars,
 		.max_tokens = cc->max_tokens,
 		.client = &leg_ops,
 		.owner = l,
@@ -515,6 +527,7 @@ static void on_queue_timer(struct sim_timer *t)
 	struct sim_gw *gw = (struct sim_gw *)((char *)t - offsetof(struct sim_gw, qtimer));
 	size_t i;
 
+	gw->qfired_ms = gw->q->now;
 	for (i = 0; i < gw->router.nroutes; i++) {
 		if (!list_empty(&gw->router.routes[i].waiting))
 			drain_route(gw, &gw->router.routes[i], gw->q->now);
@@ -531,13 +544,26 @@ static void queue_kick(struct sim_gw *gw)
 		return;
 	}
 	next = policy_queue_next_wake(&gw->env, gw->q->now);
-	if (isfinite(next) && evq_at(gw->q, &gw->qtimer, next))
+	if (!isfinite(next))
+		return;
+	/*
+	 * As queue.c arms it: whole milliseconds, rounded up. A wake-up due
+	 * now when the timer already ran at this instant goes a millisecond
+	 * on, as the real loop's next turn does: the same instant again would
+	 * find the same queue.
+	 */
+	next = gw->q->now + ceil(fmax(0, next - gw->q->now));
+	if (next <= gw->qfired_ms)
+		next = gw->qfired_ms + 1;
+	if (evq_at(gw->q, &gw->qtimer, next))
 		gw->err = ENOMEM;
 }
 
 static void queue_wake(struct sim_gw *gw)
 {
-	if (policy_queue_total(&gw->env) && evq_at(gw->q, &gw->qtimer, gw->q->now))
+	double at = gw->q->now > gw->qfired_ms ? gw->q->now : gw->qfired_ms + 1;
+
+	if (policy_queue_total(&gw->env) && evq_at(gw->q, &gw->qtimer, at))
 		gw->err = ENOMEM;
 }
 
@@ -628,7 +654,7 @@ static void on_probe_timer(struct sim_timer *tm)
 		.id = p->id,
 		.models = p->cfg->request != HEALTH_COMPLETION,
 		.model = p->model,
-		.prompt_tokens = 1,
+		.prompt_chars = 4,		/* "ping" */
 		.max_tokens = p->cfg->request == HEALTH_COMPLETION ? 1 : -1,
 		.client = &probe_ops,
 		.owner = p,
@@ -706,7 +732,7 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 	g->nlegs = nlegs;
 	g->timer.fn = on_backoff;
 	g->htimer.fn = on_hedge;
-	g->est_tokens_in = c->prompt_tokens;
+	g->est_tokens_in = bill_prompt_estimate(c->prompt_chars);
 	c->server_data = g;
 	list_push_front(&gw->reqs, &g->link);
 	a = policy_arrive(&gw->env, &g->pol, route, NULL,
@@ -833,6 +859,7 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	g->queue_wake.arg = g;
 	router_listen(&g->router, &g->queue_wake);
 	g->qtimer.fn = on_queue_timer;
+	g->qfired_ms = -1;
 	g->events_path = buf_aprintf("%s/" REC_EVENTS, dir);
 	text = text ? (free(text), NULL) : NULL;
 	text = g->events_path ? buf_aprintf("%s" REC_TMP_SUFFIX, g->events_path) : NULL;

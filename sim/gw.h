@@ -47,6 +47,7 @@ struct sim_gw {
 	int err;			/* an errno of the events file or memory; 0: none */
 	struct list reqs;		/* struct sim_greq in flight */
 	struct sim_timer qtimer;	/* the batch queues' (gateway/queue.c's) */
+	double qfired_ms;		/* when it last ran; -1: never */
 	struct router_listener queue_wake;
 	struct sim_probe *probes;	/* by provider; NULL entries: no health check */
 	size_t nprobes;

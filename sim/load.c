@@ -236,8 +236,11 @@ static void on_end(struct sim_call *c, const struct call_tail *t)
 
 	r->tail = *t;
 	/* loadgen's words for what the server said: an error event's message is prefixed. */
-	snprintf(r->detail, sizeof(r->detail), "%s%s", t->error_event ? REQ_ERROR_EVENT_PREFIX ": " : "",
-		 t->message ? t->message : "");
+	if (t->bad_frame)
+		snprintf(r->detail, sizeof(r->detail), "%s", OUTCOME_BAD_FRAME);
+	else
+		snprintf(r->detail, sizeof(r->detail), "%s%s",
+			 t->error_event ? REQ_ERROR_EVENT_PREFIX ": " : "", t->message ? t->message : "");
 	r->tail.message = NULL;
 	switch (t->how) {
 	case CALL_DONE:
@@ -291,7 +294,7 @@ static void attempt_start(struct sim_lreq *r)
 		.model = ms->model,
 		.klass = ms->class_name,
 		.stream = r->streaming,
-		.prompt_tokens = ms->prompt_tokens,
+		.prompt_chars = mix_prompt_len(ms->prompt_tokens),
 		.max_tokens = ms->max_tokens,
 		.client = &load_ops,
 		.owner = r,

@@ -19,6 +19,7 @@
 #include "mockprov/timing.h"
 
 /* Estimated answer sizes, for a reset fault's byte budget. */
+#define STATUS_LINE_BYTES 17	/* "HTTP/1.1 200 OK\r\n": the client has the status */
 #define HEAD_BYTES 160
 #define WHOLE_BYTES 330
 #define BYTES_PER_TOKEN 8
@@ -175,7 +176,7 @@ static void on_whole(struct sim_timer *tm)
 			call_head(c, &h);
 			return;
 		}
-		t = tail_usage(r, CALL_CUT);
+		t = call_tail_plain(CALL_CUT);	/* no whole body: no usage */
 		mreq_finish(r, MOCK_FAULTED, NULL, true);
 		call_head(c, &h);
 		call_end(c, &t);
@@ -187,7 +188,7 @@ static void on_whole(struct sim_timer *tm)
 	case FAULT_RESET:
 		/* The byte budget ran out within the answer (answer_at_once armed this). */
 		r->fired = true;
-		r->status = r->decider.after_bytes >= HEAD_BYTES ? 200 : 0;
+		r->status = r->decider.after_bytes >= STATUS_LINE_BYTES ? 200 : 0;
 		answer_reset(r, MOCK_FAULTED, NULL, r->status ? &h : NULL);
 		return;
 	default:
@@ -196,7 +197,8 @@ static void on_whole(struct sim_timer *tm)
 	r->fired = r->fired || r->act == FAULT_MALFORMED;
 	r->status = 200;
 	r->ttft_ms = at;
-	t = tail_usage(r, CALL_DONE);
+	/* A malformed body is half an object: no usage a client could read. */
+	t = r->act == FAULT_MALFORMED ? call_tail_plain(CALL_DONE) : tail_usage(r, CALL_DONE);
 	t.body_valid = r->act != FAULT_MALFORMED;
 	mreq_finish(r, r->fired ? MOCK_FAULTED : MOCK_COMPLETED, NULL, true);
 	call_head(c, &h);
@@ -228,12 +230,18 @@ static void on_token(struct sim_timer *tm)
 
 	if (r->act == FAULT_MALFORMED) {
 		r->fired = true;
-		t = tail_usage(r, CALL_DONE);
+		t = call_tail_plain(CALL_DONE);
 		t.bad_frame = true;
 		t.saw_done = true;
 		r->tokens_out = 0;
 		mreq_finish(r, MOCK_FAULTED, NULL, true);
 		call_end(c, &t);
+		return;
+	}
+	if (r->reset_token >= 0 && k >= r->reset_token) {
+		/* The budget ends within this token's bytes: the connection breaks. */
+		r->fired = true;
+		answer_reset(r, MOCK_FAULTED, NULL, NULL);
 		return;
 	}
 	if (k != r->cut)
@@ -251,18 +259,13 @@ static void on_token(struct sim_timer *tm)
 			return;
 		}
 	}
-	if (r->reset_token >= 0 && sent >= r->reset_token) {
-		r->fired = true;
-		answer_reset(r, MOCK_FAULTED, NULL, NULL);
-		return;
-	}
 	if (sent == r->cut) {
 		r->fired = true;
 		if (r->act == FAULT_STALL) {
 			r->silent = true;
 			return;
 		}
-		t = tail_usage(r, CALL_CUT);
+		t = call_tail_plain(CALL_CUT);	/* ended before its usage chunk */
 		if (r->act == FAULT_ERROR_EVENT) {
 			t.error_event = true;
 			t.message = "The server had an error while processing your request.";
@@ -297,13 +300,19 @@ static bool answer_at_once(struct sim_mreq *r)
 			double per = r->stream ? SSE_BYTES_PER_TOKEN : BYTES_PER_TOKEN;
 			double body = r->stream ? 0 : WHOLE_BYTES + per * r->plan.tokens;
 
-			if (r->stream && f->after_bytes > HEAD_BYTES)
-				r->reset_token = (int)ceil((double)(f->after_bytes - HEAD_BYTES) / per);
-			else if (!r->stream && f->after_bytes >= HEAD_BYTES + body)
+			if (r->stream && f->after_bytes > HEAD_BYTES) {
+				/* The whole tokens that fit in the budget after the head. */
+				r->reset_token = (int)floor((double)(f->after_bytes - HEAD_BYTES) / per);
+				return false;
+			}
+			if (!r->stream && f->after_bytes >= HEAD_BYTES + body)
 				r->act = FAULT_NKINDS;	/* the budget outlasts the answer */
-			else if (r->stream)
-				r->reset_token = 0;
-			return false;
+			if (!r->stream)
+				return false;
+			/* A stream whose head does not fit: it breaks at once. */
+			r->fired = true;
+			answer_reset(r, MOCK_FAULTED, NULL, NULL);
+			return true;
 		}
 		r->fired = true;
 		answer_reset(r, MOCK_FAULTED, NULL, NULL);
@@ -350,7 +359,7 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 	r->cut = -1;
 	r->reset_token = -1;
 	r->ttft_ms = NAN;
-	r->prompt_tokens = c->prompt_tokens;
+	r->prompt_tokens = timing_prompt_tokens_of(c->prompt_chars);
 	c->server_data = r;
 	list_push_front(&m->inflight, &r->link);
 	if (r->models) {
@@ -360,7 +369,7 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 		tokens = (int)m->cfg->output_tokens;
 		if (c->max_tokens > 0 && c->max_tokens < tokens)
 			tokens = (int)c->max_tokens;
-		fault_decide(m->faults, m->cfg->nfaults, now, (double)(c->prompt_tokens + tokens),
+		fault_decide(m->faults, m->cfg->nfaults, now, (double)(r->prompt_tokens + tokens),
 			     &m->rng_faults, &r->fd);
 	}
 	if (r->fd.decider) {
@@ -425,10 +434,13 @@ static void reset_all(struct sim_mock *m, const char *extra, bool logged)
 		struct sim_call *c = r->c;
 		struct call_tail t = call_tail_plain(CALL_RESET);
 
+		bool fired = r->fired;
+
 		if (!r->stream && r->status == 0 && !r->models && !r->fired)
 			r->tokens_out = timing_tokens_by(&r->plan, m->q->now - r->t_ms);
 		r->fired = true;
-		mreq_finish(r, MOCK_FAULTED, extra, logged);
+		/* As mockprov's on_abort: the label only on a request no fault had fired on. */
+		mreq_finish(r, MOCK_FAULTED, fired ? NULL : extra, logged);
 		call_end(c, &t);
 	}
 }

@@ -121,6 +121,9 @@ static struct sim_server *setup_target(struct world *w, char *err)
 	}
 }
 
+/* More events than this at one virtual instant: the model is looping without time moving. */
+#define SIM_MAX_SAME_INSTANT 10000000ull
+
 /*
  * Runs the clock until the last request is recorded. A real run's
  * watchdog budget bounds it in virtual time: past it, or with nothing left
@@ -134,6 +137,9 @@ static int run_clock(struct world *w, char *err)
 	if (w->st->kind == SC_CLIENT_RETRY)
 		budget += w->st->retries * (sc->load.timeout_ms +
 					    fmax(5000 * sc->scale, w->st->retry_backoff_ms));
+	double last = -1;
+	uint64_t still = 0;		/* events run at the instant `last` */
+
 	while (!load_done(&w->load) && !w->why) {
 		double at = evq_next_at(&w->q);
 
@@ -141,6 +147,15 @@ static int run_clock(struct world *w, char *err)
 			snprintf(err, CFG_ERR_LEN, "the simulated run did not end by %.0f ms of "
 				 "virtual time (%zu requests in flight)", isinf(at) ? w->q.now : budget,
 				 w->load.in_flight);
+			return -EIO;
+		}
+		still = at == last ? still + 1 : 0;
+		last = at;
+		/* Time must move: a model that re-arms at its own instant for ever is wrong. */
+		if (still > SIM_MAX_SAME_INSTANT) {
+			snprintf(err, CFG_ERR_LEN, "the simulated run stopped making progress at %.3f ms "
+				 "of virtual time (%llu events at that instant)", at,
+				 (unsigned long long)still);
 			return -EIO;
 		}
 		evq_run(&w->q, at);

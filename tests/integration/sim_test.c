@@ -433,3 +433,124 @@ Test(sim, a_simulated_sweep, .timeout = 60)
 	}
 	cr_assert_eq(rc, 0, "resume exited %d:\n%s", rc, err);
 }
+
+/*
+ * What the mock model writes and the client records, fault by fault, as
+ * mockprov and loadgen do (each checked against a real run's files when
+ * it was written): a hang cut by a down edge is logged "hang", not
+ * "hang+down"; a stream whose reset budget ends inside its head breaks at
+ * once, no status, no token; a truncated answer carries no usage; a
+ * prompt of 50 words is 69 tokens (its characters / 4).
+ */
+Test(sim, faults_as_mockprov_and_loadgen_record_them, .timeout = 60)
+{
+	char st[1][600];
+	char path[900];
+	struct csv_table t;
+	size_t i;
+	size_t hangs = 0, resets = 0, truncs = 0;
+
+	write_file(dir, "faults.json",
+		   "{\"name\":\"faults\",\"duration_s\":4,"
+		   "\"providers\":[{\"name\":\"p\",\"ttft_ms\":30,\"jitter_ms\":0,\"token_ms\":5,"
+		   "\"output_tokens\":8,\"faults\":["
+		   "{\"kind\":\"hang\",\"from_s\":0.5,\"to_s\":1},"
+		   "{\"kind\":\"down\",\"from_s\":0.9,\"to_s\":1.2},"
+		   "{\"kind\":\"reset\",\"after_bytes\":100,\"from_s\":1.5,\"to_s\":2},"
+		   "{\"kind\":\"truncate\",\"after_tokens\":2,\"from_s\":2.5,\"to_s\":3}]}],"
+		   "\"load\":{\"arrival\":\"constant\",\"timeout_ms\":1000,"
+		   "\"prompt_tokens\":50,\"mix\":{\"streams\":[{\"name\":\"s\",\"rate\":20,"
+		   "\"stream\":true,\"prompt_tokens\":50},{\"name\":\"w\",\"rate\":20,"
+		   "\"prompt_tokens\":50}]}},"
+		   "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}",
+		   scenario, sizeof(scenario));
+	run_sim(NULL, NULL);
+	cr_assert_eq(stamps("faults", st, 1), 1);
+	snprintf(path, sizeof(path), "%s/d/run-1/mock-p.csv", st[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	for (i = 1; i < t.nrows; i++) {
+		const char *fault = csv_get(&t, i, "fault");
+
+		if (strncmp(fault, "hang", 4) == 0) {
+			cr_assert_str_eq(fault, "hang", "row %zu: a hang the down edge cut", i);
+			hangs++;
+		}
+		if (strcmp(fault, "reset") == 0 && strcmp(csv_get(&t, i, "streaming"), "1") == 0) {
+			cr_assert_eq(lg_num(&t, i, "status"), 0, "row %zu: no head went out", i);
+			cr_assert_eq(lg_num(&t, i, "tokens_out"), 0, "row %zu", i);
+			resets++;
+		}
+	}
+	cr_assert_gt(hangs, 10);
+	cr_assert_gt(resets, 5);
+	csv_free(&t);
+	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", st[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	for (i = 1; i < t.nrows; i++) {
+		double sched = lg_num(&t, i, "sched_ms");
+		const char *o = csv_get(&t, i, "outcome");
+
+		if (strcmp(o, "ok") == 0)
+			cr_assert_eq(lg_num(&t, i, "tokens_in"), 69, "50 words are 276 characters");
+		if (sched >= 1500 && sched < 2000 && strcmp(csv_get(&t, i, "streaming"), "1") == 0) {
+			cr_assert_str_eq(o, "reset", "stream at %.0f ms", sched);
+			cr_assert(isnan(lg_num(&t, i, "ttft_ms")), "a stream that never began has a ttft");
+		}
+		if (strcmp(o, "truncated") == 0) {
+			cr_assert_str_eq(csv_get(&t, i, "tokens_in"), "", "a cut answer has no usage");
+			truncs++;
+		}
+	}
+	cr_assert_gt(truncs, 5);
+	csv_free(&t);
+}
+
+/*
+ * Through the gateway: a provider's 400 is passed to the client with its
+ * message (the gateway's request is gone by then: the message must not
+ * be); batch requests wait in the queue while every provider refuses and
+ * are answered 503 when their 300 ms are up.
+ */
+Test(sim, a_passed_through_error_and_an_expired_batch_queue, .timeout = 60)
+{
+	char st[1][600];
+	char path[900];
+	struct csv_table t;
+	size_t i;
+	size_t n400 = 0, expired = 0;
+
+	write_file(dir, "gwq.json",
+		   "{\"name\":\"gwq\",\"duration_s\":3,"
+		   "\"providers\":[{\"name\":\"p\",\"ttft_ms\":20,\"jitter_ms\":0,"
+		   "\"faults\":[{\"kind\":\"status\",\"status\":400,\"from_s\":0,\"to_s\":1},"
+		   "{\"kind\":\"down\",\"from_s\":1.5,\"to_s\":3}]}],"
+		   "\"load\":{\"timeout_ms\":2000,\"model\":\"chat\",\"mix\":{\"streams\":["
+		   "{\"name\":\"i\",\"rate\":20},{\"name\":\"b\",\"rate\":20,\"class\":\"batch\"}]}},"
+		   "\"setups\":[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		   "\"request_deadline_ms\":1000,\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
+		   "\"classes\":{\"batch\":{\"max_wait_ms\":300}},"
+		   "\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}",
+		   scenario, sizeof(scenario));
+	run_sim(NULL, NULL);
+	cr_assert_eq(stamps("gwq", st, 1), 1);
+	snprintf(path, sizeof(path), "%s/gw/run-1/requests.csv", st[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	for (i = 1; i < t.nrows; i++) {
+		double sched = lg_num(&t, i, "sched_ms");
+
+		if (sched < 1000) {
+			cr_assert_eq(lg_num(&t, i, "status"), 400);
+			cr_assert_str_eq(csv_get(&t, i, "error"),
+					 "HTTP 400: The request was rejected by the provider.");
+			n400++;
+		}
+		if (sched >= 2000 && strcmp(csv_get(&t, i, "class"), "batch") == 0 &&
+		    lg_num(&t, i, "status") == 503) {
+			cr_assert_geq(lg_num(&t, i, "latency_ms"), 300, "expired early");
+			expired++;
+		}
+	}
+	cr_assert_eq(n400, 40);
+	cr_assert_gt(expired, 5, "no batch request expired in the queue");
+	csv_free(&t);
+}
