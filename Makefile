@@ -9,6 +9,7 @@
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
+#   make bench-sim  chaos sim's speed: three-setups, 750,000 requests, a 1,000-point sweep
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make suite      the classic suite, stream-stall, three-setups, slow-tail, a detect
@@ -67,7 +68,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream demo demo-walkthrough suite study clean deps install uninstall
+.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream bench-sim demo demo-walkthrough suite study clean deps install uninstall
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -233,6 +234,9 @@ bench-gateway: all
 
 bench-stream: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/stream.sh
+
+bench-sim: all
+	FAULTLINE_BIN=$(BIN_DIR) bench/sim.sh
 
 demo: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/demo.sh

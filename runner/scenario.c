@@ -810,13 +810,13 @@ static int load_detection(const cJSON *root, const char *file, struct scenario *
  * "chaos sim"): the defaults are what `chaos compare` was calibrated with.
  */
 static const struct cfg_key sim_keys[] = {
-	{ "latency_ms", CFG_NUM, offsetof(struct sc_sim, latency_ms), false, 0.45, 0.001, 1000, NULL,
+	{ "latency_ms", CFG_NUM, offsetof(struct sc_sim, latency_ms), false, 0.3, 0.001, 1000, NULL,
 	  NULL },
 	{ "refused_ms", CFG_NUM, offsetof(struct sc_sim, refused_ms), false, 0.41, 0.001, 1000,
 	  NULL, NULL },
-	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 1.2, 0, 1000, NULL,
+	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 1.35, 0, 1000, NULL,
 	  NULL },
-	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 40, 0, 60000, NULL,
+	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 50, 0, 60000, NULL,
 	  NULL },
 };
 
