@@ -181,6 +181,28 @@ static bool verdict(const struct ph *o, double scale, const char *figure)
 	return pass;
 }
 
+/* verdict's row, with the real outage o and the sim's the same but its duplicate attempts dup. */
+static bool verdict_vs(const struct ph *o, double dup, const char *figure)
+{
+	cJSON *real = summary("ct", 1, o, seq3);
+	struct ph so = *o;
+	cJSON *sim;
+	struct compare_result r;
+	const struct compare_row *w;
+	bool pass;
+
+	so.dup = dup;
+	sim = summary("ct", 1, &so, seq3);
+	cr_assert_eq(evaluate(real, sim, NULL, &r), 0, "%s", err);
+	w = row(&r, "gw", "outage", figure);
+	cr_assert_not_null(w, "no row for %s", figure);
+	pass = w->pass;
+	compare_result_free(&r);
+	cJSON_Delete(real);
+	cJSON_Delete(sim);
+	return pass;
+}
+
 /* ---- the bounds ---- */
 
 Test(compare, the_same_stamp_passes_every_check)
@@ -758,4 +780,20 @@ Test(compare, latency_needs_twenty_answers_a_side)
 	compare_result_free(&r);
 	cJSON_Delete(real);
 	cJSON_Delete(sim);
+}
+
+/*
+ * Counts of attempts come no closer than one: under 20 attempts, 5% is
+ * less, so the allowance is one attempt (for attempts per request, one
+ * over the phase's requests).
+ */
+Test(compare, one_attempt_is_the_finest_a_count_allows)
+{
+	struct ph o = base;
+
+	o.dup = 4;
+	cr_expect(verdict_vs(&o, 3, "duplicate_work.attempts"));
+	cr_expect_not(verdict_vs(&o, 2, "duplicate_work.attempts"));
+	o.dup = 100;
+	cr_expect_not(verdict_vs(&o, 94, "duplicate_work.attempts"), "5% of 100 is the bound");
 }
