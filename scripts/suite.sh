@@ -7,10 +7,11 @@
 # result checked by chaos gate against its expect block and, when
 # scenarios/baselines/NAME-SCALE.json exists for the scale it ran at (the
 # stamp's summary.json says), against that baseline; each real run is also
-# simulated (chaos sim, same scale) and the two held to chaos compare's
-# bounds. Then every other scenario of SCENARIO_DIR is simulated (it must
-# run), and timeout-knee is swept over 100 simulated points, gated. Exit
-# status 1 when a run failed or a check broke. SCALE, when set, runs every scenario at that
+# simulated (chaos sim, same scale; it must run) and chaos compare's table
+# of the two printed (not gating yet: see docs/chaos.md). Then every other
+# scenario of SCENARIO_DIR is simulated (it must run), and timeout-knee is
+# swept over 100 simulated points, gated. Exit status 1 when a run failed
+# or a check broke. SCALE, when set, runs every scenario at that
 # scale instead (by hand: the baselines are for the CI scales). SCENARIOS
 # (names), SCENARIO_DIR (scenarios) and BASELINE_DIR (SCENARIO_DIR/baselines)
 # choose others, for the suite's own test.
@@ -42,7 +43,11 @@ for name in $scenarios; do
 		--quiet > "$simlog" 2>&1; then
 		simstamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$simlog")
 		echo "== chaos compare $stamp $simstamp"
-		"$bin/chaos" compare "$stamp" "$simstamp" || status=1
+		# Printed, not gating yet: at CI's scale the bounds shrink with the
+		# timeline and the machine's noise does not (docs/chaos.md, chaos
+		# compare: a restart's 30-60 ms, a breaker's order of failures).
+		"$bin/chaos" compare "$stamp" "$simstamp" ||
+			echo "(chaos compare: out of bounds; not gating in make suite)"
 	else
 		cat "$simlog"
 		status=1
