@@ -280,11 +280,12 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->loop = loop;
 	gw->cfg = cfg;
 	gw->checks_from_ms = gw_now_ms();
+	gw->checks_phased = t0_unix_ms > 0;
 	if (t0_unix_ms > 0)
-		gw->checks_from_ms = fmax(gw->checks_from_ms,
-					  gw->checks_from_ms + (double)(t0_unix_ms - clock_unix_ms()));
+		gw->checks_from_ms += (double)(t0_unix_ms - clock_unix_ms());
 	rng_seed_stream(&gw->rng_retry, seed, GW_RNG_RETRY);
 	rng_seed_stream(&gw->rng_breaker, seed, GW_RNG_BREAKER);
+	rng_seed_stream(&gw->rng_health, seed, GW_RNG_HEALTH);
 	list_init(&gw->reqs);
 	list_init(&gw->dirty);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());

@@ -47,6 +47,8 @@ struct gateway {
 	struct curl_slist *base_headers;	/* sent upstream on every attempt */
 	struct rng rng_retry;		/* backoff jitter */
 	struct rng rng_breaker;		/* cooldown jitter */
+	struct rng rng_health;		/* with --t0: each provider's first check's phase */
+	bool checks_phased;		/* --t0 given: the first checks at t0 + a drawn phase */
 	FILE *events;			/* --events, or NULL */
 	const char *events_path;	/* its name (the caller's string) */
 	bool events_failed;		/* a write failed: it was renamed NAME.tmp, exit 1 */
@@ -76,12 +78,15 @@ double gw_now_ms(void);
 /* The gateway's random streams of its seed. */
 #define GW_RNG_RETRY 1		/* retry backoff jitter */
 #define GW_RNG_BREAKER 2	/* breaker cooldown jitter */
+#define GW_RNG_HEALTH 3		/* the health checks' phases (with --t0) */
 
 /*
  * Sets up gw for cfg on loop: routing tables, counters, curl_uv, the
  * server (not yet listening), the events file (events_path may be NULL),
- * the health checks — the first at t0_unix_ms (--t0: a run's shared time
- * base), or at once when it is 0 or past. Returns 0, or a negative errno
+ * the health checks — at once, or with t0_unix_ms > 0 (--t0: a run's
+ * shared time base) each provider's first at t0 plus a phase drawn from
+ * the seed in [0, its interval): random against a fault's start, as in
+ * life, and the same in every run and in chaos sim. Returns 0, or a negative errno
  * with a message in err (256 bytes).
  */
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,

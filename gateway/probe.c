@@ -220,7 +220,9 @@ int probe_start_all(struct gateway *gw)
 		if (!p)
 			return -ENOMEM;
 		gw->probes[gw->nprobes++] = p;
-		p->due_ms = gw->checks_from_ms;	/* --t0, else at once */
+		p->due_ms = gw->checks_from_ms;	/* at once */
+		if (gw->checks_phased)		/* --t0: t0 + a phase drawn from the seed */
+			p->due_ms += rng_uniform(&gw->rng_health) * p->cfg->interval_ms;
 		probe_arm(p);
 	}
 	return 0;

@@ -690,8 +690,8 @@ static int probes_start(struct sim_gw *gw)
 		for (j = 0; j < gw->router.ntargets && !p->model; j++)
 			if (gw->router.targets[j].provider == i)
 				p->model = gw->router.targets[j].model;
-		/* The first at t0, as a real run's gateway (--t0) does. */
-		p->due_ms = gw->q->now;
+		/* As a real run's gateway (--t0): t0 + a phase drawn from the seed. */
+		p->due_ms = gw->q->now + rng_uniform(&gw->rng_health) * p->cfg->interval_ms;
 		p->timer.fn = on_probe_timer;
 		if (evq_at(gw->q, &p->timer, p->due_ms))
 			return -ENOMEM;
@@ -845,6 +845,7 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	g->router_ready = true;
 	rng_seed_stream(&g->rng_retry, sc->seed, GW_RNG_RETRY);
 	rng_seed_stream(&g->rng_breaker, sc->seed, GW_RNG_BREAKER);
+	rng_seed_stream(&g->rng_health, sc->seed, GW_RNG_HEALTH);
 	g->env = (struct policy_env){
 		.router = &g->router,
 		.cfg = &g->cfg,

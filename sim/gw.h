@@ -39,6 +39,7 @@ struct sim_gw {
 	struct provider_stats *pstats;
 	struct rng rng_retry;
 	struct rng rng_breaker;
+	struct rng rng_health;		/* the checks' first phases */
 	struct policy_env env;
 	struct router_listener events_log;
 	struct sim_server **upstream;	/* by the config's provider index */
