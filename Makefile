@@ -9,7 +9,7 @@
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
-#   make bench-sim  chaos sim's speed: three-setups, 750,000 requests, a 1,000-point sweep
+#   make bench-sim  chaos sim's speed: three-setups, 734,000 requests, a 1,000-point sweep
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make suite      the classic suite, stream-stall, three-setups, slow-tail, a detect

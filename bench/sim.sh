@@ -6,7 +6,7 @@
 #  1. three-setups, every setup (720 s of timelines): wall time of the
 #     whole command (runs, summaries, report, plots), and the speed-up;
 #  2. outage-kill's direct setup, whose closed loop spins against the dead
-#     primary (750,000 requests): chaos sim's own requests/s line;
+#     primary (about 734,000 requests): chaos sim's own requests/s line;
 #  3. timeout-knee swept over 1,000 simulated points, against 10.
 # The load average is printed with each round: the machine is shared.
 set -euo pipefail

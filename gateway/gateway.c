@@ -9,7 +9,6 @@
 #include "gateway/probe.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

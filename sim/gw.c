@@ -33,7 +33,6 @@ struct sim_probe {
 	struct health st;
 	struct sim_timer timer;		/* the next check, or the check's timeout */
 	struct sim_call call;
-	bool busy;			/* a check is in flight */
 	int status;			/* the check's answer's; 0: none yet */
 	double due_ms;			/* the current (or next) check's due time */
 	char id[160];
@@ -53,7 +52,6 @@ struct sim_leg {
 	bool stalled;			/* the stall watch ended it, after the commit */
 	int tokens;			/* a stream's content tokens so far */
 	struct call_head head;
-	bool got_head;
 	struct call_tail tail;
 	char message[256];
 };
@@ -324,14 +322,14 @@ static void leg_end(struct sim_leg *l, int curl_code)
 			.curl_code = curl_code,
 			.cut = l->cut,
 			.connected = l->tail.how != CALL_REFUSED || l->cut,
-			.status = l->got_head ? l->head.status : 0,
+			.status = l->head.status,
 		},
 		.sf = {
 			.sse = l->sse,
 			.error_event = l->tail.error_event,
 			.invalid = l->tail.bad_frame,
 		},
-		.retry_after_ms = l->got_head ? l->head.retry_after_ms : -1,
+		.retry_after_ms = l->head.retry_after_ms,
 	};
 	if (curl_code == CURLE_OK && r.up.status >= 200 && r.up.status <= 299)
 		r.up.body_valid = l->tail.body_valid;
@@ -374,7 +372,6 @@ static void on_leg_head(struct sim_call *c, const struct call_head *h)
 	struct sim_leg *l = leg_of_call(c);
 
 	l->head = *h;
-	l->got_head = true;
 	l->sse = l->g->pol.stream && h->sse && h->status >= 200 && h->status <= 299;
 }
 
@@ -428,7 +425,6 @@ static void leg_start(struct sim_greq *g, const struct policy_action *a)
 	l->sse = false;
 	l->stalled = false;
 	l->tokens = 0;
-	l->got_head = false;
 	l->head = call_head_plain(0);
 	l->tail = call_tail_plain(CALL_DONE);
 	l->message[0] = '\0';
@@ -585,7 +581,6 @@ static void probe_done(struct sim_probe *p, bool ok, bool timed_out)
 	struct sim_gw *gw = p->gw;
 	enum health_change ch;
 
-	p->busy = false;
 	gw->pstats[p->provider].health_checks[ok]++;
 	ch = health_result(&p->st, p->cfg, ok);
 	gw->pstats[p->provider].unhealthy = !p->st.healthy;
@@ -660,8 +655,6 @@ static void on_probe_timer(struct sim_timer *tm)
 		.owner = p,
 	};
 	p->status = 0;
-	p->busy = true;
-	gw->checks++;
 	p->timer.fn = on_probe_timeout;
 	if (evq_after(gw->q, &p->timer, fmax(1, ceil(p->cfg->timeout_ms))) ||
 	    call_send(&p->call, gw->q, gw->net, gw->upstream[p->provider]))

@@ -52,7 +52,6 @@ struct sim_gw {
 	struct router_listener queue_wake;
 	struct sim_probe *probes;	/* by provider; NULL entries: no health check */
 	size_t nprobes;
-	uint64_t checks;		/* health checks made */
 };
 
 /*

@@ -23,7 +23,6 @@ struct sim_lreq {
 	char id[96];
 	size_t stream;
 	bool streaming;
-	bool retry_wait;		/* the timer is the retry's wait */
 	double sched_ms;
 	double start_ms;
 	double attempt_ms;
@@ -34,7 +33,6 @@ struct sim_lreq {
 	enum cut cut;
 	int curl_code;
 	struct call_head head;
-	bool got_head;
 	char provider[64];
 	struct call_tail tail;
 	char detail[256];
@@ -148,7 +146,6 @@ static void attempt_end(struct sim_lreq *r)
 		delay = backoff_delay_after_ms(&cfg->backoff, (unsigned)r->retries,
 					       r->head.retry_after_ms, &l->rng_retry);
 		r->retries++;
-		r->retry_wait = true;
 		r->timer.fn = on_retry_due;
 		arm(r, delay);
 		return;
@@ -202,7 +199,6 @@ static void on_head(struct sim_call *c, const struct call_head *h)
 	struct sim_lreq *r = lreq_of_call(c);
 
 	r->head = *h;
-	r->got_head = true;
 	snprintf(r->provider, sizeof(r->provider), "%s", h->provider ? h->provider : "");
 	r->head.provider = NULL;
 	if (r->head.retry_after_ms < 0 || r->head.status < 400)
@@ -277,14 +273,12 @@ static void attempt_start(struct sim_lreq *r)
 	r->attempt_ms = l->q->now;
 	if (r->retries == 0)
 		r->start_ms = r->attempt_ms;
-	r->retry_wait = false;
 	r->first_token_ms = NAN;
 	r->last_event_ms = r->attempt_ms;
 	r->max_gap_ms = NAN;
 	r->cut = CUT_NONE;
 	r->curl_code = 0;
 	r->head = call_head_plain(0);
-	r->got_head = false;
 	r->provider[0] = '\0';
 	r->tail = call_tail_plain(CALL_DONE);
 	r->detail[0] = '\0';

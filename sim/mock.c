@@ -46,7 +46,6 @@ struct sim_mreq {
 	double ttft_ms;			/* after arrival; NAN: none sent */
 	int tokens_out;
 	int64_t prompt_tokens;
-	bool silent;			/* a stall: waits for the client to leave */
 	bool busy;			/* in a client callback: freed after it, not in it */
 	bool over;			/* finished (logged, off the list) */
 };
@@ -172,7 +171,6 @@ static void on_whole(struct sim_timer *tm)
 			r->ttft_ms = at;
 		if (r->act == FAULT_STALL) {
 			/* Part of the body, then silence until the client leaves. */
-			r->silent = true;
 			call_head(c, &h);
 			return;
 		}
@@ -261,10 +259,8 @@ static void on_token(struct sim_timer *tm)
 	}
 	if (sent == r->cut) {
 		r->fired = true;
-		if (r->act == FAULT_STALL) {
-			r->silent = true;
-			return;
-		}
+		if (r->act == FAULT_STALL)
+			return;		/* silent until the client leaves */
 		t = call_tail_plain(CALL_CUT);	/* ended before its usage chunk */
 		if (r->act == FAULT_ERROR_EVENT) {
 			t.error_event = true;
