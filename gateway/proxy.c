@@ -22,6 +22,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "gateway/bill.h"
+#include "gateway/errmsg.h"
 #include "gateway/gateway.h"
 #include "gateway/greq.h"
 #include "gateway/leg.h"
@@ -360,8 +361,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		return;
 	route = router_find(&gw->router, json_get_string(root, "model"));
 	if (!route) {
-		json_copy_cut(name, sizeof(name), json_get_string(root, "model"), 128);
-		snprintf(msg, sizeof(msg), "The model '%s' does not exist.", name);
+		errmsg_unknown_model(msg, sizeof(msg), json_get_string(root, "model"));
 		respond_refuse(gw, ex, NULL, id, 404, msg, "model", "model_not_found");
 		goto out_free_root;
 	}

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "gateway/bill.h"
+#include "gateway/errmsg.h"
 #include "gateway/greq.h"
 
 static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
@@ -89,16 +90,6 @@ void respond_refuse(struct gateway *gw, struct http_exchange *ex, struct gw_rout
 	http_respond_error(ex, status, msg, "invalid_request_error", param, code, h, 3);
 }
 
-/* Writes "P/M: outcome (HTTP s, N ms)" for a note. */
-static void note_text(struct buf *b, const struct policy_note *n)
-{
-	buf_printf(b, "%s/%s: %s", n->t->prov->name, n->t->model, n->outcome);
-	if (n->status && !isnan(n->ms))
-		buf_printf(b, " (HTTP %ld, %.0f ms)", n->status, n->ms);
-	else if (!isnan(n->ms))
-		buf_printf(b, " (%.0f ms)", n->ms);
-}
-
 /* Sends a cJSON body (NULL when printing it failed: a 500), with a's status and Retry-After. */
 static void respond_json(struct greq *g, const struct policy_action *a, const char *text)
 {
@@ -137,20 +128,12 @@ static void respond_final(struct greq *g, const struct policy_action *a)
 	char *text = NULL;
 	size_t i;
 
-	if (a->status == 504)
-		buf_printf(&msg, "The request deadline (%.0f ms) ran out", g->gw->cfg->deadline_ms);
-	else if (a->status == 503)
-		buf_printf(&msg, "No provider of model '%s' is available", g->route->alias->name);
-	else
-		buf_printf(&msg, "Every upstream attempt for model '%s' failed",
-			   g->route->alias->name);
-	buf_printf(&msg, " after %u attempt%s", st->budget.attempts,
-		   st->budget.attempts == 1 ? "" : "s");
-	for (i = 0; i < st->nnotes; i++) {
-		buf_puts(&msg, i ? "; " : ": ");
-		note_text(&msg, &st->notes[i]);
+	if (errmsg_write(&msg, a, st, g->gw->cfg, g->route->alias->name, NULL)) {
+		cJSON_Delete(root);
+		buf_free(&msg);
+		respond_oom(g);
+		return;
 	}
-	buf_puts(&msg, ".");
 	cJSON_AddStringToObject(err, "message", msg.data ? msg.data : "");
 	cJSON_AddStringToObject(err, "type", a->type);
 	cJSON_AddNullToObject(err, "param");
@@ -183,30 +166,15 @@ static void respond_final(struct greq *g, const struct policy_action *a)
 
 void respond_error(struct greq *g, const struct policy_action *a, const char *why)
 {
-	const struct gw_config *cfg = g->gw->cfg;
-	char msg[192];
+	struct buf msg = { 0 };
 
-	switch (a->error) {
-	case POLICY_ERR_FINAL:
+	if (a->error == POLICY_ERR_FINAL) {
 		respond_final(g, a);
 		return;
-	case POLICY_ERR_OVERLOADED:
-		snprintf(msg, sizeof(msg), "The gateway is out of resources (%s); retry shortly.",
-			 why ? why : "unknown");
-		break;
-	case POLICY_ERR_QUEUE_FULL:
-		/* 160 bytes, as these messages always were: a long alias is cut the same way. */
-		snprintf(msg, 160, "The batch queue of model '%s' is full (%u requests).",
-			 g->route->alias->name, cfg->batch.queue_max);
-		break;
-	case POLICY_ERR_QUEUE_TIMEOUT:
-		snprintf(msg, 160, "No provider of model '%s' took the batch request within "
-			 "%.0f ms.", g->route->alias->name, cfg->batch.max_wait_ms);
-		break;
-	case POLICY_ERR_STOPPING:
-	default:
-		snprintf(msg, sizeof(msg), "The gateway is stopping; the batch request was not sent.");
-		break;
 	}
-	respond_own_error(g, a, msg);
+	if (errmsg_write(&msg, a, &g->pol, g->gw->cfg, g->route ? g->route->alias->name : "", why))
+		respond_oom(g);
+	else
+		respond_own_error(g, a, msg.data);
+	buf_free(&msg);
 }

@@ -19,6 +19,7 @@
 #include "common/cfg.h"
 #include "common/records.h"
 #include "gateway/bill.h"
+#include "gateway/errmsg.h"
 #include "gateway/gateway.h"
 #include "runner/scenario.h"
 #include "sim/world.h"
@@ -466,13 +467,17 @@ static void on_hedge(struct sim_timer *t)
 	act(g, &a);
 }
 
-/* The gateway's own error answer (respond_error): its status, type, code and Retry-After. */
+/* The gateway's own error answer (respond_error): its status, message and Retry-After. */
 static void respond_own(struct sim_greq *g, const struct policy_action *a)
 {
 	struct call_tail tail = call_tail_plain(CALL_DONE);
+	struct buf msg = { 0 };
 
-	tail.message = a->code ? a->code : a->type;
+	if (errmsg_write(&msg, a, &g->pol, &g->gw->cfg, g->pol.route->alias->name, NULL))
+		g->gw->err = ENOMEM;
+	tail.message = msg.data ? msg.data : "";
 	respond(g, a->status, NULL, a->retry_after_s, &tail);
+	buf_free(&msg);
 }
 
 /* Carries out what the policy said (proxy_act). */
@@ -706,10 +711,12 @@ static bool on_request(struct sim_server *s, struct sim_call *c)
 		/* proxy_chat's 404 model_not_found, straight away. */
 		struct call_head h = call_head_plain(404);
 		struct call_tail t = call_tail_plain(CALL_DONE);
+		char msg[256];
 
+		errmsg_unknown_model(msg, sizeof(msg), c->model ? c->model : "");
 		h.attempts = 0;
 		h.hedged = 0;
-		t.message = "model_not_found";
+		t.message = msg;
 		call_head(c, &h);
 		call_end(c, &t);
 		return true;

@@ -517,7 +517,7 @@ Test(sim, a_passed_through_error_and_an_expired_batch_queue, .timeout = 60)
 	char path[900];
 	struct csv_table t;
 	size_t i;
-	size_t n400 = 0, expired = 0;
+	size_t n400 = 0, expired = 0, refused = 0;
 
 	write_file(dir, "gwq.json",
 		   "{\"name\":\"gwq\",\"duration_s\":3,"
@@ -547,10 +547,19 @@ Test(sim, a_passed_through_error_and_an_expired_batch_queue, .timeout = 60)
 		if (sched >= 2000 && strcmp(csv_get(&t, i, "class"), "batch") == 0 &&
 		    lg_num(&t, i, "status") == 503) {
 			cr_assert_geq(lg_num(&t, i, "latency_ms"), 300, "expired early");
+			/* The gateway's own words (gateway/errmsg.c), as a real gateway answers. */
+			cr_assert_str_eq(csv_get(&t, i, "error"), "HTTP 503: No provider of model "
+					 "'chat' took the batch request within 300 ms.");
 			expired++;
+		}
+		if (sched >= 2000 && strcmp(csv_get(&t, i, "class"), "interactive") == 0) {
+			cr_assert_str_eq(csv_get(&t, i, "error"), "HTTP 503: No provider of model "
+					 "'chat' is available after 1 attempt: p/m: refused (0 ms).");
+			refused++;
 		}
 	}
 	cr_assert_eq(n400, 40);
 	cr_assert_gt(expired, 5, "no batch request expired in the queue");
+	cr_assert_eq(refused, 20);
 	csv_free(&t);
 }
