@@ -218,14 +218,51 @@ static void row_check(struct row *r, int rc)
 		r->oom = true;
 }
 
+/* Whether a field name goes into JSON as it is (the usual: our own column names). */
+static bool plain_name(const char *name, size_t *len)
+{
+	const unsigned char *p = (const unsigned char *)name;
+
+	for (; *p; p++) {
+		if (*p < 0x20 || *p == '"' || *p == '\\')
+			return false;
+	}
+	*len = (size_t)(p - (const unsigned char *)name);
+	return true;
+}
+
+/*
+ * The comma before a field, and a JSON row's "name": — written in one go,
+ * since a simulated run writes millions of rows and this was half of it.
+ */
 static void row_sep(struct row *r, const char *name)
 {
-	if (r->nfields++)
-		row_check(r, buf_puts(&r->b, ","));
-	if (r->json) {
+	size_t n = 0;
+	char *d;
+
+	if (r->json && !plain_name(name, &n)) {
+		if (r->nfields++)
+			row_check(r, buf_puts(&r->b, ","));
 		row_check(r, json_escape(&r->b, name));
 		row_check(r, buf_puts(&r->b, ":"));
+		return;
 	}
+	if (buf_reserve(&r->b, n + 4)) {
+		r->oom = true;
+		return;
+	}
+	d = r->b.data + r->b.len;
+	if (r->nfields++)
+		*d++ = ',';
+	if (r->json) {
+		*d++ = '"';
+		memcpy(d, name, n);
+		d += n;
+		*d++ = '"';
+		*d++ = ':';
+	}
+	r->b.len = (size_t)(d - r->b.data);
+	r->b.data[r->b.len] = '\0';
 }
 
 static int csv_quote(struct buf *b, const char *v)
