@@ -20,8 +20,8 @@
 #include "mockprov/provider.h"
 
 static const char usage_text[] =
-	"usage: mockprov --config FILE [--t0 MS] [--log-dir DIR] [--admin HOST:PORT]\n"
-	"                [--allow-remote] [--seed N] [--log-level LEVEL]\n"
+	"usage: mockprov --config FILE [--t0 MS] [--listen-at MS] [--log-dir DIR]\n"
+	"                [--admin HOST:PORT] [--allow-remote] [--seed N] [--log-level LEVEL]\n"
 	"       mockprov --check-config FILE [--allow-remote]\n"
 	"\n"
 	"Serves the mock providers of FILE, each on its own port, failing on the\n"
@@ -29,6 +29,9 @@ static const char usage_text[] =
 	"\n"
 	"  --config FILE       providers, timing and faults (JSON; see docs/mockprov.md)\n"
 	"  --t0 MS             shared time base, Unix epoch ms (default: now)\n"
+	"  --listen-at MS      load the config now, but listen (and serve) only at MS\n"
+	"                      after t0, not before: a restart on the timeline's time\n"
+	"                      (default: at once)\n"
 	"  --log-dir DIR       where mock-NAME.csv goes (default: .)\n"
 	"  --admin HOST:PORT   serve the admin API (state, inject, clear)\n"
 	"  --allow-remote      let --admin and the providers' listen be addresses\n"
@@ -55,6 +58,10 @@ struct mockprov {
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
 	uv_check_t flusher;
+	uv_timer_t listen_timer;	/* --listen-at: until the providers listen */
+	double listen_at_ms;		/* on the t0 time base; < 0: at once */
+	const struct sockaddr_storage *admin_addr;	/* NULL: no admin API */
+	const char *admin_text;
 	int exit_code;
 };
 
@@ -73,7 +80,8 @@ static void on_handle_closed(uv_handle_t *h)
 	(void)h;
 }
 
-static void stop_all(struct mockprov *mp)
+/* Stops everything; keep_log false after a start that failed (provider_stop). */
+static void stop_all(struct mockprov *mp, bool keep_log)
 {
 	size_t i;
 
@@ -82,12 +90,13 @@ static void stop_all(struct mockprov *mp)
 	mp->env.stopping = true;
 	admin_stop(&mp->admin, NULL, NULL);
 	for (i = 0; i < mp->nstarted; i++) {
-		if (provider_stop(&mp->providers[i], true, NULL, NULL))
+		if (provider_stop(&mp->providers[i], keep_log, NULL, NULL))
 			mp->exit_code = 1;
 	}
 	uv_close((uv_handle_t *)&mp->sigint, on_handle_closed);
 	uv_close((uv_handle_t *)&mp->sigterm, on_handle_closed);
 	uv_close((uv_handle_t *)&mp->flusher, on_handle_closed);
+	uv_close((uv_handle_t *)&mp->listen_timer, on_handle_closed);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -95,7 +104,78 @@ static void on_signal(uv_signal_t *s, int signum)
 	struct mockprov *mp = s->data;
 
 	log_info("caught %s: stopping", signum == SIGINT ? "SIGINT" : "SIGTERM");
-	stop_all(mp);
+	stop_all(mp, true);
+}
+
+/*
+ * Starts every provider (and the admin API), then says "ready"; a provider
+ * that cannot start stops everything, exit status 1.
+ */
+static void serve(struct mockprov *mp)
+{
+	char err[CFG_ERR_LEN];
+	char addr[64];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < mp->cfg.nproviders; i++) {
+		rc = provider_start(&mp->providers[i], &mp->env, &mp->cfg.providers[i], i, err);
+		mp->nstarted = i + 1;
+		if (rc) {
+			fprintf(stderr, "mockprov: %s\n", err);
+			goto fail;
+		}
+		printf("listening %s %s\n", mp->cfg.providers[i].name, mp->providers[i].addr_text);
+	}
+	if (mp->admin_addr) {
+		rc = admin_start(&mp->admin, &mp->env, mp->providers, mp->nstarted,
+				 (const struct sockaddr *)mp->admin_addr);
+		if (rc) {
+			fprintf(stderr, "mockprov: --admin: cannot listen on %s: %s\n",
+				mp->admin_text, uv_strerror(rc));
+			goto fail;
+		}
+		printf("admin %s\n", opt_format_addr(http_server_addr(mp->admin.srv), addr,
+						     sizeof(addr)));
+	}
+	uv_check_start(&mp->flusher, on_flush);
+	printf("ready t0=%lld\n", (long long)mp->env.tb.t0_unix_ms);
+	fflush(stdout);
+	log_info("serving %zu provider(s); t0=%lld", mp->nstarted,
+		 (long long)mp->env.tb.t0_unix_ms);
+	return;
+fail:
+	fflush(stdout);
+	stop_all(mp, false);
+	mp->exit_code = 1;
+}
+
+/*
+ * --listen-at's timer: serve once the clock has reached it. The timer
+ * counts whole milliseconds from the loop's cached time, which can lag the
+ * clock, so it is armed to wake a little early and the last stretch is
+ * waited out on the clock itself (at most LISTEN_SPIN_MS of spinning):
+ * the listener opens within microseconds of its time, not up to a
+ * millisecond and a loop turn after it. A closed loop of clients against
+ * a refusing provider counts some 25 refusals a millisecond, so a
+ * recovered phase's answered share rests on that precision.
+ */
+#define LISTEN_SPIN_MS 2.0
+
+static void on_listen_at(uv_timer_t *t)
+{
+	struct mockprov *mp = t->data;
+	double left;
+
+	uv_update_time(mp->loop);
+	left = mp->listen_at_ms - timebase_now_ms(&mp->env.tb);
+	if (left > LISTEN_SPIN_MS) {
+		uv_timer_start(&mp->listen_timer, on_listen_at, (uint64_t)(left - LISTEN_SPIN_MS), 0);
+		return;
+	}
+	while (timebase_now_ms(&mp->env.tb) < mp->listen_at_ms)
+		;
+	serve(mp);
 }
 
 static void parse_args(int argc, char **argv, struct mockprov *mp, const char **config,
@@ -104,6 +184,7 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "t0", required_argument, NULL, 't' },
+		{ "listen-at", required_argument, NULL, 'L' },
 		{ "log-dir", required_argument, NULL, 'd' },
 		{ "admin", required_argument, NULL, 'a' },
 		{ "allow-remote", no_argument, NULL, 'r' },
@@ -121,6 +202,7 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 
 	mp->env.log_dir = ".";
 	mp->env.seed = 1;
+	mp->listen_at_ms = -1;
 	while ((c = opt_next("mockprov", argc, argv, NULL, opts, &val)) != -1) {
 		switch (c) {
 		case 'c':
@@ -133,6 +215,11 @@ static void parse_args(int argc, char **argv, struct mockprov *mp, const char **
 		case 't':
 			if (opt_parse_i64(val, 0, INT64_MAX / 1000000, &t0))
 				opt_usage_error("mockprov", "--t0: expected Unix epoch milliseconds, got \"%s\"", val);
+			break;
+		case 'L':
+			if (opt_parse_double(val, 0, 1e12, &mp->listen_at_ms))
+				opt_usage_error("mockprov", "--listen-at: expected milliseconds after "
+						"t0, 0 or more, got \"%s\"", val);
 			break;
 		case 'd':
 			mp->env.log_dir = val;
@@ -173,9 +260,7 @@ int main(int argc, char **argv)
 	bool allow_remote = false;
 	bool check_only = false;
 	char err[CFG_ERR_LEN];
-	char addr[64];
 	struct stat st;
-	size_t i;
 	int rc;
 
 	memset(&mp, 0, sizeof(mp));
@@ -212,28 +297,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mp.exit_code = 0;
-	for (i = 0; i < mp.cfg.nproviders; i++) {
-		rc = provider_start(&mp.providers[i], &mp.env, &mp.cfg.providers[i], i, err);
-		mp.nstarted = i + 1;
-		if (rc) {
-			fprintf(stderr, "mockprov: %s\n", err);
-			mp.exit_code = 1;
-			goto out_stop;
-		}
-		printf("listening %s %s\n", mp.cfg.providers[i].name, mp.providers[i].addr_text);
-	}
-	if (admin) {
-		rc = admin_start(&mp.admin, &mp.env, mp.providers, mp.nstarted,
-				 (const struct sockaddr *)&admin_addr);
-		if (rc) {
-			fprintf(stderr, "mockprov: --admin: cannot listen on %s: %s\n", admin,
-				uv_strerror(rc));
-			mp.exit_code = 1;
-			goto out_stop;
-		}
-		printf("admin %s\n", opt_format_addr(http_server_addr(mp.admin.srv), addr,
-						     sizeof(addr)));
-	}
+	mp.admin_addr = admin ? &admin_addr : NULL;
+	mp.admin_text = admin;
 	uv_signal_init(mp.loop, &mp.sigint);
 	uv_signal_init(mp.loop, &mp.sigterm);
 	mp.sigint.data = &mp;
@@ -242,21 +307,14 @@ int main(int argc, char **argv)
 	uv_signal_start(&mp.sigterm, on_signal, SIGTERM);
 	uv_check_init(mp.loop, &mp.flusher);
 	mp.flusher.data = &mp;
-	uv_check_start(&mp.flusher, on_flush);
 	uv_unref((uv_handle_t *)&mp.flusher);
-	printf("ready t0=%lld\n", (long long)mp.env.tb.t0_unix_ms);
-	fflush(stdout);
-	log_info("serving %zu provider(s); t0=%lld", mp.nstarted,
-		 (long long)mp.env.tb.t0_unix_ms);
+	uv_timer_init(mp.loop, &mp.listen_timer);
+	mp.listen_timer.data = &mp;
+	if (mp.listen_at_ms >= 0)
+		on_listen_at(&mp.listen_timer);
+	else
+		serve(&mp);
 	uv_run(mp.loop, UV_RUN_DEFAULT);
-	goto out_close;
-out_stop:
-	mp.env.stopping = true;
-	admin_stop(&mp.admin, NULL, NULL);
-	for (i = 0; i < mp.nstarted; i++)
-		provider_stop(&mp.providers[i], false, NULL, NULL);
-	uv_run(mp.loop, UV_RUN_DEFAULT);
-out_close:
 	rc = uv_loop_close(mp.loop);
 	if (rc)
 		log_warn("event loop closed with handles open: %s", uv_strerror(rc));

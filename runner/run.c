@@ -523,6 +523,7 @@ static void run_begin(struct chaos *ch)
 					     fmax(5000 * sc->scale, ch->st->retry_backoff_ms));
 	if (ch->st->kind == SC_EXTERNAL)
 		budget += READY_TIMEOUT_MS;
+	uv_update_time(ch->loop);	/* after the last run's summaries (run__timeline_begin) */
 	uv_timer_start(&ch->watchdog, on_watchdog, (uint64_t)budget, 0);
 	if (ch->st->kind != SC_EXTERNAL) {
 		run__timeline_begin(ch);
@@ -557,11 +558,18 @@ void run__timeline_begin(struct chaos *ch)
 {
 	size_t i;
 
+	/*
+	 * The loop's cached time stands where the last turn began: before the
+	 * previous run's summaries, seconds ago when it recorded 700,000
+	 * requests. A deadline counted from it had passed already, and the
+	 * next run failed at once, "not ready by t0".
+	 */
+	uv_update_time(ch->loop);
 	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
 	timebase_init(&ch->tb, ch->t0);
 	uv_timer_start(&ch->start_deadline, on_start_deadline, CHAOS_LEAD_MS, 0);
 	for (i = 0; i < ch->sc->nproviders && !ch->stopping; i++)
-		launch_mock(ch, i);
+		launch_mock(ch, i, -1);
 }
 
 /* ---- the command ---- */
@@ -696,11 +704,14 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	ch.mocks = calloc(sc->nproviders, sizeof(*ch.mocks));
 	ch.ports = calloc(sc->nproviders, sizeof(*ch.ports));
 	ch.urls = calloc(sc->nproviders, sizeof(*ch.urls));
+	ch.action_order = calloc(sc->nactions ? sc->nactions : 1, sizeof(*ch.action_order));
+	if (ch.action_order)
+		launch_plan_actions(sc, ch.action_order);
 	ch.combined = cJSON_CreateObject();
 	ch.first_rows = calloc(sc->nsetups, sizeof(*ch.first_rows));
 	ch.first_k = calloc(sc->nsetups, sizeof(*ch.first_k));
-	if (!ch.mocks || !ch.ports || !ch.urls || !ch.combined || !ch.first_rows ||
-	    !ch.first_k) {
+	if (!ch.mocks || !ch.ports || !ch.urls || !ch.action_order || !ch.combined ||
+	    !ch.first_rows || !ch.first_k) {
 		fprintf(stderr, "chaos: out of memory\n");
 		ch.exit_code = 1;
 		goto out_free;
@@ -837,6 +848,7 @@ out_free:
 		free(ch.urls[i]);
 	free(ch.urls);
 	free(ch.ports);
+	free(ch.action_order);
 	free(ch.mocks);
 	cJSON_Delete(ch.combined);
 	rundata_free(&ch.rows);

@@ -49,6 +49,7 @@ struct child {
 	bool ready;
 	enum stop_kind stop;
 	bool restart_pending;		/* a restart action waits for the kill's exit */
+	double listen_at_ms;		/* ...whose process listens then (t0 time base) */
 	bool killed;			/* ROLE_MOCK: down by a kill action, not restarted */
 	bool sigkilled;			/* the stop had to SIGKILL its group */
 	char addr[128];			/* HOST:PORT it printed */
@@ -114,7 +115,8 @@ struct chaos {
 	struct child setup;
 	struct child load;
 	char *target;			/* loadgen's --target; NULL: not known yet */
-	size_t next_action;
+	size_t *action_order;		/* the scenario's actions as carried out (launch_plan_actions) */
+	size_t next_action;		/* into action_order */
 	bool stopping;
 	bool failed;
 	struct buf why;			/* why the run failed */
@@ -167,8 +169,25 @@ bool launch_group_alive(const struct child *c);
 /* Whether anything of the run is left: a child not yet reaped, or a process of a group. */
 bool launch_any_left(const struct chaos *ch);
 
-/* Starts provider i's mockprov (on ch->ports[i] when known), its config written first. */
-void launch_mock(struct chaos *ch, size_t i);
+/*
+ * Starts provider i's mockprov (on ch->ports[i] when known), its config
+ * written first; it listens at listen_at_ms on the t0 time base (a
+ * restart's time), or at once when that is negative.
+ */
+void launch_mock(struct chaos *ch, size_t i, double listen_at_ms);
+
+/*
+ * How long before a restart's time its process is started (wall time,
+ * never scaled), so that it is ready to listen at the time itself.
+ */
+#define RESTART_LEAD_MS 500.0
+
+/*
+ * The order the scenario's actions are carried out in, by the time each
+ * is (a restart's process RESTART_LEAD_MS early, never before the kill it
+ * follows), ties in the scenario's order: sc->nactions indices into order.
+ */
+void launch_plan_actions(const struct scenario *sc, size_t *order);
 
 /*
  * Starts an external setup on a free port, with the providers' URLs

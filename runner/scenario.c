@@ -816,7 +816,7 @@ static const struct cfg_key sim_keys[] = {
 	  NULL, NULL },
 	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 1.35, 0, 1000, NULL,
 	  NULL },
-	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 50, 0, 60000, NULL,
+	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 0.5, 0, 60000, NULL,
 	  NULL },
 };
 

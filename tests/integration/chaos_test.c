@@ -1070,6 +1070,69 @@ Test(chaos, an_action_never_runs_before_its_time, .timeout = 60)
 	csv_free(&t);
 }
 
+Test(chaos, a_restart_listens_at_its_time, .timeout = 60)
+{
+	/*
+	 * A restart's process is started ahead (once the kill's has exited)
+	 * and listens at the restart's time: not a boot later (24-59 ms when
+	 * it was started at that time), and not before. The first restart
+	 * comes 200 ms after its kill, less than the lead: that process starts
+	 * on the kill's exit. Requests go every millisecond.
+	 */
+	static const double kill_ms[] = { 500, 1500 };
+	static const double restart_ms[] = { 700, 2300 };
+	static const char text[] =
+		"{\"name\":\"relisten\",\"duration_s\":3,\"providers\":[{\"name\":\"p\",\"ttft_ms\":20}],"
+		"\"actions\":[{\"at_s\":0.5,\"do\":\"kill\",\"provider\":\"p\"},"
+		"{\"at_s\":0.7,\"do\":\"restart\",\"provider\":\"p\"},"
+		"{\"at_s\":1.5,\"do\":\"kill\",\"provider\":\"p\"},"
+		"{\"at_s\":2.3,\"do\":\"restart\",\"provider\":\"p\"}],"
+		"\"load\":{\"rate\":1000,\"timeout_ms\":500},"
+		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
+	char out[600];
+	char err[8192];
+	char stamp[800];
+	char path[1000];
+	struct csv_table t;
+	size_t k;
+	size_t i;
+	int rc;
+
+	write_file(dir, "relisten.json", text, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), 50);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	stamp_dir("relisten", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
+	cr_assert_eq(csv_read(path, &t), 0);
+	for (k = 0; k < 2; k++) {
+		double last_refused = -1;
+		size_t down = 0;
+
+		for (i = 1; i < t.nrows; i++) {
+			double start = lg_num(&t, i, "start_ms");
+			bool ok = strcmp(csv_get(&t, i, "outcome"), "ok") == 0;
+
+			if (start >= kill_ms[k] + 5 && start < restart_ms[k] - 0.5) {
+				cr_assert(!ok, "a request sent at %.3f ms was answered: the provider "
+					  "listened before its restart at %g ms", start, restart_ms[k]);
+				down++;
+			}
+			if (!ok && start >= restart_ms[k] && start < restart_ms[k] + 500)
+				last_refused = fmax(last_refused, start);
+		}
+		cr_assert_gt(down, 100);
+		cr_assert_lt(last_refused, restart_ms[k] + 15, "a request sent at %.3f ms was "
+			     "refused: the restart at %g ms listened late", last_refused,
+			     restart_ms[k]);
+	}
+	csv_free(&t);
+}
+
 Test(chaos, progress_line_on_a_terminal, .timeout = 60)
 {
 	static const char quick[] =

@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "tests/support/harness.h"
+#include "tests/support/lgharness.h"
 #include "common/opt.h"
 
 /* ---- helpers ---- */
@@ -696,6 +697,55 @@ static int count_of(const char *hay, const char *needle)
  * could not write and why, keeps the log under its .tmp name (a short log
  * must not pass for a whole one) and exits 1 when stopped.
  */
+Test(mockprov_cli, listen_at_opens_the_port_at_its_time, .timeout = 20, .fini = teardown)
+{
+	/*
+	 * --listen-at: the config is loaded at once, the port opened 800 ms
+	 * after t0 and not before — the runner starts a restart's process
+	 * ahead with it. A connection tried meanwhile is refused.
+	 */
+	const char *dir = make_tempdir();
+	const struct mock_opts o = { .t0 = unix_ms(), .dir = dir, .listen_at_ms = 800 };
+	char json[256];
+	char url[128];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int port = free_port();
+	int fd;
+	double ready;
+
+	snprintf(json, sizeof(json),
+		 "{\"providers\":[{\"name\":\"p\",\"listen\":\"127.0.0.1:%d\",\"ttft_ms\":0}]}",
+		 port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/chat/completions", port);
+	cr_assert_eq(mock_start_opts(&mock, json, &o), 0);
+	ready = (double)(unix_ms() - o.t0);
+	cr_assert_geq(ready, 800, "ready %.0f ms after t0, before its --listen-at", ready);
+	chat_ok(url, "after");
+	mock_stop(&mock, SIGTERM);
+
+	/* Started again, to listen 3 s on: refused until then, and a SIGTERM meanwhile is a clean stop. */
+	{
+		const char *argv[] = { "mockprov", "--config", mock.config_path, "--t0", NULL,
+				       "--listen-at", "3000", "--log-dir", dir, NULL };
+		char t0s[32];
+		struct lg_proc p;
+
+		snprintf(t0s, sizeof(t0s), "%lld", (long long)unix_ms());
+		argv[4] = t0s;
+		cr_assert_eq(lg_spawn(&p, argv), 0);
+		usleep(300 * 1000);	/* the refusal is what is tested: nothing to wait on */
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		sa.sin_port = htons((uint16_t)port);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		cr_assert_neq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0,
+			      "a connection was accepted before --listen-at");
+		cr_assert_eq(errno, ECONNREFUSED);
+		close(fd);
+		kill(p.pid, SIGTERM);
+		cr_assert_eq(lg_wait(&p, 5), 0, "exit status after SIGTERM while waiting to listen");
+	}
+}
+
 Test(mockprov_cli, log_write_error_keeps_tmp_and_exits_1, .timeout = 40, .fini = teardown)
 {
 	static const char json[] =

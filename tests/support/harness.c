@@ -161,6 +161,7 @@ int mock_start_opts(struct mock_proc *m, const char *config_json, const struct m
 	char prog[256];
 	char t0s[32];
 	char seed[32];
+	char listen_at[32];
 	char errpath[300];
 	int out[2];
 	pid_t pid;
@@ -180,6 +181,7 @@ int mock_start_opts(struct mock_proc *m, const char *config_json, const struct m
 	m->t0 = o->t0 ? o->t0 : unix_ms();
 	snprintf(t0s, sizeof(t0s), "%lld", (long long)m->t0);
 	snprintf(seed, sizeof(seed), "%u", o->seed ? o->seed : 1);
+	snprintf(listen_at, sizeof(listen_at), "%.3f", o->listen_at_ms);
 	snprintf(errpath, sizeof(errpath), "%s/stderr.log", m->dir);
 	bin_path("mockprov", prog, sizeof(prog));
 	if (pipe(out))
@@ -203,7 +205,7 @@ int mock_start_opts(struct mock_proc *m, const char *config_json, const struct m
 		}
 		execl(prog, prog, "--config", m->config_path, "--t0", t0s, "--log-dir", m->dir,
 		      "--admin", "127.0.0.1:0", "--log-level", "warn", "--seed", seed,
-		      (char *)NULL);
+		      o->listen_at_ms > 0 ? "--listen-at" : (char *)NULL, listen_at, (char *)NULL);
 		_exit(127);
 	}
 	close(out[1]);

@@ -39,6 +39,7 @@ struct mock_opts {
 	long fsize_limit;	/* > 0: the child's RLIMIT_FSIZE in bytes, with SIGXFSZ
 				 * ignored, so a write past it fails with EFBIG (a full
 				 * disk, as mockprov sees it); 0: no limit set */
+	double listen_at_ms;	/* > 0: --listen-at, on t0's time base */
 };
 
 /*
