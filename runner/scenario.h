@@ -175,6 +175,7 @@ struct sc_sim {
 	double latency_ms;		/* a request reaches its server this long after it is sent */
 	double refused_ms;		/* a refused connection is known this long after the send */
 	double answer_ms;		/* a mock's planned answer or token comes this much later */
+	double jitter_ms;		/* and an exponential draw of this mean more */
 	double restart_ms;		/* a restarted mock listens again this long after the restart */
 };
 

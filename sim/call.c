@@ -8,6 +8,13 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "common/rng.h"
+
+double call_timer_late(double answer_ms, double jitter_ms, struct rng *r)
+{
+	return answer_ms + (jitter_ms > 0 ? rng_exp(r, jitter_ms) : 0);
+}
+
 static void on_refused(struct sim_timer *t)
 {
 	struct sim_call *c = (struct sim_call *)((char *)t - offsetof(struct sim_call, arrive));

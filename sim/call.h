@@ -81,7 +81,14 @@ struct sim_server {
 struct sim_net {
 	double latency_ms;		/* send → the server has the request */
 	double refused_ms;		/* send → the client knows it was refused */
+	double answer_ms;		/* a process's timer fires this late... */
+	double jitter_ms;		/* ...and an exponential draw of this mean more */
 };
+
+struct rng;
+
+/* How late a timer of a modelled process fires: answer_ms and a draw from r of mean jitter_ms. */
+double call_timer_late(double answer_ms, double jitter_ms, struct rng *r);
 
 struct sim_call {
 	/* The request (the client's). */

@@ -203,14 +203,21 @@ static void on_whole(struct sim_timer *tm)
 	call_end(c, &t);
 }
 
+/* How late one of mockprov's timers fires: answer_ms, and a draw of the machine's noise. */
+static double lateness(struct sim_mock *m)
+{
+	return call_timer_late(m->answer_ms, m->jitter_ms, &m->rng_noise);
+}
+
 /*
- * Arms r's timer for a planned time, ms_after_arrival, which comes
- * answer_ms late — unless it is due already, which mockprov answers at
- * once (due_now), without a timer (a model listing, a zero ttft).
+ * Arms r's timer for a planned time, ms_after_arrival, which comes late
+ * (lateness) — unless it is due already, which mockprov answers at once
+ * (due_now), without a timer (a model listing, a zero ttft).
  */
 static void arm(struct sim_mreq *r, double ms_after_arrival, sim_timer_fn fn)
 {
-	double late = ms_after_arrival > 0 ? r->m->answer_ms : 0;
+	struct sim_mock *m = r->m;
+	double late = ms_after_arrival > 0 ? lateness(m) : 0;
 
 	r->timer.fn = fn;
 	if (evq_at(r->m->q, &r->timer, r->t_ms + ms_after_arrival + late))
@@ -441,7 +448,7 @@ static void reset_all(struct sim_mock *m, const char *extra, bool logged)
 	}
 }
 
-/* Arms the edge timer for the first down-window edge after `after`, answer_ms late. */
+/* Arms the edge timer for the first down-window edge after `after`, as late as a timer is. */
 static void arm_edge(struct sim_mock *m, double after)
 {
 	double next = fault_next_edge(m->faults, m->cfg->nfaults, after, FAULT_DOWN);
@@ -449,7 +456,7 @@ static void arm_edge(struct sim_mock *m, double after)
 	if (isinf(next))
 		return;
 	m->edge_at = next;
-	if (evq_at(m->q, &m->edge, next + m->answer_ms))
+	if (evq_at(m->q, &m->edge, next + lateness(m)))
 		m->log_err = ENOMEM;
 }
 
@@ -510,7 +517,8 @@ static int boot(struct sim_mock *m, char *err)
 }
 
 int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg,
-	       uint64_t seed, double answer_ms, const char *dir, char *err)
+	       uint64_t seed, double answer_ms, double jitter_ms, uint64_t noise_stream,
+	       const char *dir, char *err)
 {
 	memset(m, 0, sizeof(*m));
 	m->srv.ops = &mock_ops;
@@ -518,6 +526,8 @@ int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg
 	m->cfg = cfg;
 	m->seed = seed;
 	m->answer_ms = answer_ms;
+	m->jitter_ms = jitter_ms;
+	rng_seed_stream(&m->rng_noise, seed, noise_stream);
 	list_init(&m->inflight);
 	m->faults = calloc(cfg->nfaults ? cfg->nfaults : 1, sizeof(*m->faults));
 	m->dir = strdup(dir);

@@ -46,6 +46,8 @@ struct sim_mock {
 	bool listening;			/* the listener is open (a down window closes it at its edge) */
 	struct sim_timer boot;		/* a restart's: it listens again */
 	double answer_ms;		/* planned answers come this much later (its timers' lag) */
+	double jitter_ms;		/* and an exponential draw of this mean more (the machine's noise) */
+	struct rng rng_noise;		/* those draws': the machine's, not mockprov's streams */
 	char *dir;			/* the run's folder, for its log */
 	struct list inflight;		/* struct sim_mreq */
 	struct recfile log;
@@ -56,11 +58,14 @@ struct sim_mock {
 
 /*
  * Starts provider cfg (kept, not copied) at the queue's now, its log
- * DIR/mock-NAME.csv.tmp opened (or continued, after a kill). Returns 0 or
+ * DIR/mock-NAME.csv.tmp opened (or continued, after a kill). Its planned
+ * answers and tokens come answer_ms late and an exponential draw of mean
+ * jitter_ms more, from stream noise_stream of seed. Returns 0 or
  * a negative errno with the reason in err (CFG_ERR_LEN bytes).
  */
 int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg,
-	       uint64_t seed, double answer_ms, const char *dir, char *err);
+	       uint64_t seed, double answer_ms, double jitter_ms, uint64_t noise_stream,
+	       const char *dir, char *err);
 
 /* The process is killed: every call in flight is reset, unlogged; nothing listens. */
 void mock_kill(struct sim_mock *m);

@@ -81,7 +81,7 @@ static int start_mocks(struct world *w, char *err)
 	}
 	for (i = 0; i < w->mcfg.nproviders; i++) {
 		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed,
-				sc->sim.answer_ms, w->dir, err);
+				sc->sim.answer_ms, sc->sim.jitter_ms, SIM_NOISE_STREAM + i, w->dir, err);
 		w->nmocks = i + 1;
 		if (rc)
 			return rc;
@@ -178,6 +178,7 @@ static int write_model(const struct scenario *sc, const char *dir, char *err)
 	    cJSON_AddNumberToObject(model, "latency_ms", sc->sim.latency_ms) &&
 	    cJSON_AddNumberToObject(model, "refused_ms", sc->sim.refused_ms) &&
 	    cJSON_AddNumberToObject(model, "answer_ms", sc->sim.answer_ms) &&
+	    cJSON_AddNumberToObject(model, "jitter_ms", sc->sim.jitter_ms) &&
 	    cJSON_AddNumberToObject(model, "restart_ms", sc->sim.restart_ms))
 		rc = outfile_write_json(path, top, err, CFG_ERR_LEN);
 	cJSON_Delete(top);
@@ -196,7 +197,8 @@ int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, co
 	int rc;
 
 	evq_init(&w.q);
-	w.net = (struct sim_net){ .latency_ms = sc->sim.latency_ms, .refused_ms = sc->sim.refused_ms };
+	w.net = (struct sim_net){ .latency_ms = sc->sim.latency_ms, .refused_ms = sc->sim.refused_ms,
+				  .answer_ms = sc->sim.answer_ms, .jitter_ms = sc->sim.jitter_ms };
 	memset(stats, 0, sizeof(*stats));
 	rc = start_mocks(&w, err);
 	if (rc)

@@ -17,6 +17,17 @@
 /* A simulated run's t0 (Unix ms: 2026-01-01T00:00:00Z), the same for every run. */
 #define SIM_T0_UNIX_MS 1767225600000LL
 
+/*
+ * The random stream of provider i's machine noise (sim.jitter_ms) is
+ * SIM_NOISE_STREAM + i of the scenario's seed: far from the streams
+ * mockprov, loadgen and the gateway draw from, so the noise never moves
+ * one of their draws.
+ */
+#define SIM_NOISE_STREAM 0x51A0000ULL
+
+/* The gateway's timers' noise: a stream past every provider's. */
+#define SIM_GW_NOISE_STREAM (SIM_NOISE_STREAM + 0x10000ULL)
+
 /* What one simulated run did, for the speed figure. */
 struct sim_stats {
 	uint64_t requests;		/* loadgen's requests */

@@ -31,11 +31,12 @@ TestSuite(sim, .init = setup, .fini = lg_cleanup);
  * 20 req/s for 4 s at a primary answering in 30 ms: it hangs in [1, 2),
  * answers 503 in [2, 2.5), is killed at 2.5 s and restarted at 3 s,
  * listening 120 ms later. loadgen's timeout is 300 ms; client_retry
- * retries twice. The model: 0.5 ms to reach a server, answers 2 ms late.
+ * retries twice. The model: 0.5 ms to reach a server, answers 2 ms late,
+ * no noise.
  */
 static const char timeline[] =
 	"{\"name\":\"timeline\",\"duration_s\":4,\"seed\":7,"
-	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":2,\"restart_ms\":120},"
+	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":2,\"jitter_ms\":0,\"restart_ms\":120},"
 	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":30,\"jitter_ms\":0,\"token_ms\":0,"
 	"\"faults\":[{\"kind\":\"hang\",\"from_s\":1,\"to_s\":2},"
 	"{\"kind\":\"status\",\"status\":503,\"from_s\":2,\"to_s\":2.5}]}],"
@@ -238,7 +239,7 @@ Test(sim, the_same_seed_gives_the_same_bytes, .timeout = 60)
  */
 static const char gateway_kill[] =
 	"{\"name\":\"gwkill\",\"duration_s\":3,\"seed\":5,"
-	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":0,\"restart_ms\":0,\"refused_ms\":1},"
+	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":0,\"jitter_ms\":0,\"restart_ms\":0,\"refused_ms\":1},"
 	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":20,\"jitter_ms\":0,\"token_ms\":0},"
 	"{\"name\":\"secondary\",\"ttft_ms\":40,\"jitter_ms\":0,\"token_ms\":0}],"
 	"\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"provider\":\"primary\"},"
@@ -562,4 +563,70 @@ Test(sim, a_passed_through_error_and_an_expired_batch_queue, .timeout = 60)
 	cr_assert_gt(expired, 5, "no batch request expired in the queue");
 	cr_assert_eq(refused, 20);
 	csv_free(&t);
+}
+
+Test(sim, the_machines_noise, .timeout = 60)
+{
+	/*
+	 * 200 requests at a provider answering in 100 ms, a 30% share of them
+	 * 503s: with jitter_ms 0.6 each answer comes an exponential draw of
+	 * that mean later than answer_ms, so latencies differ, none is early,
+	 * and their mean is 0.6 ms above the constant model's. The draws are
+	 * the machine's own stream: the same requests get the 503s with and
+	 * without them.
+	 */
+	static const char *const jit[] = { "0", "0.6" };
+	char st[2][600];
+	char path[1300];
+	char text[1024];
+	struct csv_table t[2];
+	double sum = 0, lo = INFINITY, hi = 0;
+	size_t n = 0;
+	size_t i;
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		snprintf(text, sizeof(text),
+			 "{\"name\":\"noise%zu\",\"duration_s\":4,\"seed\":9,"
+			 "\"sim\":{\"latency_ms\":0.3,\"answer_ms\":0.75,\"jitter_ms\":%s},"
+			 "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":100,\"jitter_ms\":0,"
+			 "\"token_ms\":0,\"faults\":[{\"kind\":\"status\",\"status\":503,"
+			 "\"probability\":0.3,\"from_s\":0,\"to_s\":4}]}],"
+			 "\"load\":{\"rate\":50,\"arrival\":\"constant\",\"timeout_ms\":1000},"
+			 "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
+			 k, jit[k]);
+		snprintf(path, sizeof(path), "noise%zu.json", k);
+		write_file(dir, path, text, scenario, sizeof(scenario));
+		run_sim(NULL, NULL);
+		snprintf(path, sizeof(path), "noise%zu", k);
+		cr_assert_eq(stamps(path, &st[k], 1), 1);
+		snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", st[k]);
+		cr_assert_eq(csv_read(path, &t[k]), 0);
+	}
+	cr_assert_eq(t[0].nrows, t[1].nrows);
+	cr_assert_eq(t[0].nrows - 1, 200);
+	for (i = 1; i < t[1].nrows; i++) {
+		const char *o0 = csv_get(&t[0], i, "outcome");
+		double l0 = lg_num(&t[0], i, "latency_ms");
+		double l1 = lg_num(&t[1], i, "latency_ms");
+
+		cr_assert_str_eq(csv_get(&t[0], i, "id"), csv_get(&t[1], i, "id"));
+		cr_assert_str_eq(o0, csv_get(&t[1], i, "outcome"),
+				 "request %zu: the noise moved a fault's draw", i);
+		if (strcmp(o0, "ok") != 0)
+			continue;
+		cr_assert_float_eq(l0, 101.05, 1e-6, "the constant model: 100 + 0.3 + 0.75");
+		cr_assert_geq(l1, l0, "an answer came before its plan");
+		sum += l1 - l0;
+		lo = fmin(lo, l1 - l0);
+		hi = fmax(hi, l1 - l0);
+		n++;
+	}
+	cr_assert_gt(n, 100);
+	cr_assert_float_eq(sum / (double)n, 0.6, 0.2, "mean noise %.3f ms over %zu answers",
+			   sum / (double)n, n);
+	cr_assert_lt(lo, 0.1, "the smallest draw %.3f ms", lo);
+	cr_assert_gt(hi, 1.5, "the largest draw %.3f ms", hi);
+	csv_free(&t[0]);
+	csv_free(&t[1]);
 }
