@@ -818,7 +818,7 @@ static const struct cfg_key sim_keys[] = {
 	  NULL },
 	{ "jitter_ms", CFG_NUM, offsetof(struct sc_sim, jitter_ms), false, 0.6, 0, 1000, NULL,
 	  NULL },
-	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 0.5, 0, 60000, NULL,
+	{ "restart_ms", CFG_NUM, offsetof(struct sc_sim, restart_ms), false, 0.4, 0, 60000, NULL,
 	  NULL },
 };
 
