@@ -814,7 +814,9 @@ static const struct cfg_key sim_keys[] = {
 	  NULL },
 	{ "refused_ms", CFG_NUM, offsetof(struct sc_sim, refused_ms), false, 0.41, 0.001, 1000,
 	  NULL, NULL },
-	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 0.75, 0, 1000, NULL,
+	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 0.35, 0, 1000, NULL,
+	  NULL },
+	{ "gateway_ms", CFG_NUM, offsetof(struct sc_sim, gateway_ms), false, 0.75, 0, 1000, NULL,
 	  NULL },
 	{ "jitter_ms", CFG_NUM, offsetof(struct sc_sim, jitter_ms), false, 0.6, 0, 1000, NULL,
 	  NULL },
@@ -822,7 +824,7 @@ static const struct cfg_key sim_keys[] = {
 	  NULL },
 };
 
-/* "sim": {latency_ms, refused_ms, answer_ms, jitter_ms, restart_ms}; absent: the defaults. */
+/* "sim": {latency_ms, refused_ms, answer_ms, jitter_ms, gateway_ms, restart_ms}; absent: the defaults. */
 static int load_sim(const cJSON *root, const char *file, struct scenario *sc, char *err)
 {
 	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "sim");

@@ -176,6 +176,7 @@ struct sc_sim {
 	double refused_ms;		/* a refused connection is known this long after the send */
 	double answer_ms;		/* a mock's planned answer or token comes this much later */
 	double jitter_ms;		/* and an exponential draw of this mean more */
+	double gateway_ms;		/* a request reaches the gateway this much later than a mock */
 	double restart_ms;		/* a restarted mock listens again this long after the restart */
 };
 

@@ -10,9 +10,15 @@
 
 #include "common/rng.h"
 
-double call_timer_late(double answer_ms, double jitter_ms, struct rng *r)
+double call_timer_fire(const struct sim_clock *k, double due)
 {
-	return answer_ms + (jitter_ms > 0 ? rng_exp(r, jitter_ms) : 0);
+	double tick = ceil(due);
+	struct rng r;
+
+	if (!(k->jitter_ms > 0))
+		return tick + k->answer_ms;
+	rng_seed_stream(&r, k->seed ^ ((uint64_t)(int64_t)tick * 0x9E3779B97F4A7C15ULL), k->stream);
+	return tick + k->answer_ms + rng_exp(&r, k->jitter_ms);
 }
 
 static void on_refused(struct sim_timer *t)
@@ -34,7 +40,8 @@ static void on_arrive(struct sim_timer *t)
 	/* Nothing listened: the refusal takes what is left of refused_ms. */
 	c->at_server = false;
 	c->arrive.fn = on_refused;
-	if (evq_after(c->q, &c->arrive, c->net->refused_ms - c->net->latency_ms))
+	if (evq_after(c->q, &c->arrive,
+		      fmax(0, c->net->refused_ms - c->net->latency_ms - c->server->handle_ms)))
 		on_refused(&c->arrive);
 }
 
@@ -48,7 +55,7 @@ int call_send(struct sim_call *c, struct evq *q, const struct sim_net *net, stru
 	c->over = false;
 	c->arrive.fn = on_arrive;
 	c->arrive.slot = 0;
-	return evq_after(q, &c->arrive, net->latency_ms);
+	return evq_after(q, &c->arrive, net->latency_ms + s->handle_ms);
 }
 
 void call_cancel(struct sim_call *c)

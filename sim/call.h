@@ -75,20 +75,33 @@ struct call_server_ops {
 
 struct sim_server {
 	const struct call_server_ops *ops;
+	double handle_ms;		/* its own work before it has a request in hand (the gateway's) */
 };
 
 /* The network's constants (the scenario's "sim" block). */
 struct sim_net {
 	double latency_ms;		/* send → the server has the request */
 	double refused_ms;		/* send → the client knows it was refused */
-	double answer_ms;		/* a process's timer fires this late... */
-	double jitter_ms;		/* ...and an exponential draw of this mean more */
 };
 
-struct rng;
+/* A modelled process's timers: how late they fire, and the key of its noise. */
+struct sim_clock {
+	double answer_ms;		/* past the tick they are due in... */
+	double jitter_ms;		/* ...and an exponential draw of this mean more */
+	uint64_t seed;			/* the draws: a function of (seed, stream, tick) */
+	uint64_t stream;
+};
 
-/* How late a timer of a modelled process fires: answer_ms and a draw from r of mean jitter_ms. */
-double call_timer_late(double answer_ms, double jitter_ms, struct rng *r);
+/*
+ * When a timer of a modelled process, due at `due`, fires. libuv counts
+ * whole milliseconds: every timer due within one millisecond fires when
+ * that millisecond is over (ceil(due)), together, answer_ms and a draw of
+ * mean jitter_ms later — one draw per process and millisecond, a function
+ * of the millisecond alone, so timers that share one fire at one instant
+ * whatever order they were armed in (a closed loop's clients, answered in
+ * one tick, stay together, as they do on a real machine).
+ */
+double call_timer_fire(const struct sim_clock *k, double due);
 
 struct sim_call {
 	/* The request (the client's). */

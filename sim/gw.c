@@ -494,9 +494,8 @@ static void act(struct sim_greq *g, const struct policy_action *a)
 		 * (a real gateway hedges far fewer than 5% of requests at p95).
 		 */
 		if (a->hedge_after_ms >= 0 &&
-		    evq_after(g->gw->q, &g->htimer, ceil(a->hedge_after_ms) +
-			      call_timer_late(g->gw->net->answer_ms, g->gw->net->jitter_ms,
-					      &g->gw->rng_noise)))
+		    evq_at(g->gw->q, &g->htimer,
+			   call_timer_fire(&g->gw->clock, g->gw->q->now + ceil(a->hedge_after_ms))))
 			g->gw->err = ENOMEM;
 		break;
 	case POLICY_BACKOFF:
@@ -807,6 +806,7 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 
 	memset(g, 0, sizeof(*g));
 	g->srv.ops = &gw_ops;
+	g->srv.handle_ms = sc->sim.gateway_ms;
 	g->q = q;
 	g->net = net;
 	list_init(&g->reqs);
@@ -854,7 +854,9 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	rng_seed_stream(&g->rng_retry, sc->seed, GW_RNG_RETRY);
 	rng_seed_stream(&g->rng_breaker, sc->seed, GW_RNG_BREAKER);
 	rng_seed_stream(&g->rng_health, sc->seed, GW_RNG_HEALTH);
-	rng_seed_stream(&g->rng_noise, sc->seed, SIM_GW_NOISE_STREAM);
+	g->clock = (struct sim_clock){ .answer_ms = sc->sim.answer_ms,
+				       .jitter_ms = sc->sim.jitter_ms, .seed = sc->seed,
+				       .stream = SIM_GW_NOISE_STREAM };
 	g->env = (struct policy_env){
 		.router = &g->router,
 		.cfg = &g->cfg,

@@ -40,7 +40,7 @@ struct sim_gw {
 	struct rng rng_retry;
 	struct rng rng_breaker;
 	struct rng rng_health;		/* the checks' first phases */
-	struct rng rng_noise;		/* its hedge timers' lateness (the machine's) */
+	struct sim_clock clock;		/* its hedge timers' lateness (the machine's) */
 	struct policy_env env;
 	struct router_listener events_log;
 	struct sim_server **upstream;	/* by the config's provider index */

@@ -203,24 +203,20 @@ static void on_whole(struct sim_timer *tm)
 	call_end(c, &t);
 }
 
-/* How late one of mockprov's timers fires: answer_ms, and a draw of the machine's noise. */
-static double lateness(struct sim_mock *m)
-{
-	return call_timer_late(m->answer_ms, m->jitter_ms, &m->rng_noise);
-}
-
 /*
- * Arms r's timer for a planned time, ms_after_arrival, which comes late
- * (lateness) — unless it is due already, which mockprov answers at once
- * (due_now), without a timer (a model listing, a zero ttft).
+ * Arms r's timer for a planned time, ms_after_arrival, which fires as the
+ * machine's timers do (call_timer_fire) — unless it is due already, which
+ * mockprov answers at once (due_now), without a timer (a model listing, a
+ * zero ttft).
  */
 static void arm(struct sim_mreq *r, double ms_after_arrival, sim_timer_fn fn)
 {
 	struct sim_mock *m = r->m;
-	double late = ms_after_arrival > 0 ? lateness(m) : 0;
+	double due = r->t_ms + ms_after_arrival;
+	double at = ms_after_arrival > 0 ? call_timer_fire(&m->clock, due) : due;
 
 	r->timer.fn = fn;
-	if (evq_at(r->m->q, &r->timer, r->t_ms + ms_after_arrival + late))
+	if (evq_at(m->q, &r->timer, at))
 		r->m->log_err = ENOMEM;	/* the run fails on it at the end */
 }
 
@@ -456,7 +452,7 @@ static void arm_edge(struct sim_mock *m, double after)
 	if (isinf(next))
 		return;
 	m->edge_at = next;
-	if (evq_at(m->q, &m->edge, next + lateness(m)))
+	if (evq_at(m->q, &m->edge, call_timer_fire(&m->clock, next)))
 		m->log_err = ENOMEM;
 }
 
@@ -517,17 +513,14 @@ static int boot(struct sim_mock *m, char *err)
 }
 
 int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg,
-	       uint64_t seed, double answer_ms, double jitter_ms, uint64_t noise_stream,
-	       const char *dir, char *err)
+	       uint64_t seed, const struct sim_clock *clock, const char *dir, char *err)
 {
 	memset(m, 0, sizeof(*m));
 	m->srv.ops = &mock_ops;
 	m->q = q;
 	m->cfg = cfg;
 	m->seed = seed;
-	m->answer_ms = answer_ms;
-	m->jitter_ms = jitter_ms;
-	rng_seed_stream(&m->rng_noise, seed, noise_stream);
+	m->clock = *clock;
 	list_init(&m->inflight);
 	m->faults = calloc(cfg->nfaults ? cfg->nfaults : 1, sizeof(*m->faults));
 	m->dir = strdup(dir);

@@ -45,9 +45,7 @@ struct sim_mock {
 	double edge_at;			/* the edge it is armed for */
 	bool listening;			/* the listener is open (a down window closes it at its edge) */
 	struct sim_timer boot;		/* a restart's: it listens again */
-	double answer_ms;		/* planned answers come this much later (its timers' lag) */
-	double jitter_ms;		/* and an exponential draw of this mean more (the machine's noise) */
-	struct rng rng_noise;		/* those draws': the machine's, not mockprov's streams */
+	struct sim_clock clock;		/* its timers' lateness (the machine's, not mockprov's streams) */
 	char *dir;			/* the run's folder, for its log */
 	struct list inflight;		/* struct sim_mreq */
 	struct recfile log;
@@ -58,14 +56,12 @@ struct sim_mock {
 
 /*
  * Starts provider cfg (kept, not copied) at the queue's now, its log
- * DIR/mock-NAME.csv.tmp opened (or continued, after a kill). Its planned
- * answers and tokens come answer_ms late and an exponential draw of mean
- * jitter_ms more, from stream noise_stream of seed. Returns 0 or
+ * DIR/mock-NAME.csv.tmp opened (or continued, after a kill). Its timers
+ * (planned answers and tokens, down windows' edges) fire as clock says. Returns 0 or
  * a negative errno with the reason in err (CFG_ERR_LEN bytes).
  */
 int mock_start(struct sim_mock *m, struct evq *q, const struct provider_cfg *cfg,
-	       uint64_t seed, double answer_ms, double jitter_ms, uint64_t noise_stream,
-	       const char *dir, char *err);
+	       uint64_t seed, const struct sim_clock *clock, const char *dir, char *err);
 
 /* The process is killed: every call in flight is reset, unlogged; nothing listens. */
 void mock_kill(struct sim_mock *m);

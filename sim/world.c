@@ -80,8 +80,12 @@ static int start_mocks(struct world *w, char *err)
 		return -ENOMEM;
 	}
 	for (i = 0; i < w->mcfg.nproviders; i++) {
-		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed,
-				sc->sim.answer_ms, sc->sim.jitter_ms, SIM_NOISE_STREAM + i, w->dir, err);
+		struct sim_clock clock = { .answer_ms = sc->sim.answer_ms,
+					   .jitter_ms = sc->sim.jitter_ms, .seed = sc->seed,
+					   .stream = SIM_NOISE_STREAM + i };
+
+		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed, &clock,
+				w->dir, err);
 		w->nmocks = i + 1;
 		if (rc)
 			return rc;
@@ -179,6 +183,7 @@ static int write_model(const struct scenario *sc, const char *dir, char *err)
 	    cJSON_AddNumberToObject(model, "refused_ms", sc->sim.refused_ms) &&
 	    cJSON_AddNumberToObject(model, "answer_ms", sc->sim.answer_ms) &&
 	    cJSON_AddNumberToObject(model, "jitter_ms", sc->sim.jitter_ms) &&
+	    cJSON_AddNumberToObject(model, "gateway_ms", sc->sim.gateway_ms) &&
 	    cJSON_AddNumberToObject(model, "restart_ms", sc->sim.restart_ms))
 		rc = outfile_write_json(path, top, err, CFG_ERR_LEN);
 	cJSON_Delete(top);
@@ -197,8 +202,7 @@ int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, co
 	int rc;
 
 	evq_init(&w.q);
-	w.net = (struct sim_net){ .latency_ms = sc->sim.latency_ms, .refused_ms = sc->sim.refused_ms,
-				  .answer_ms = sc->sim.answer_ms, .jitter_ms = sc->sim.jitter_ms };
+	w.net = (struct sim_net){ .latency_ms = sc->sim.latency_ms, .refused_ms = sc->sim.refused_ms };
 	memset(stats, 0, sizeof(*stats));
 	rc = start_mocks(&w, err);
 	if (rc)

@@ -31,8 +31,8 @@ TestSuite(sim, .init = setup, .fini = lg_cleanup);
  * 20 req/s for 4 s at a primary answering in 30 ms: it hangs in [1, 2),
  * answers 503 in [2, 2.5), is killed at 2.5 s and restarted at 3 s,
  * listening 120 ms later. loadgen's timeout is 300 ms; client_retry
- * retries twice. The model: 0.5 ms to reach a server, answers 2 ms late,
- * no noise.
+ * retries twice. The model: 0.5 ms to reach a server, a timer fires 2 ms
+ * after the millisecond it is due in, no noise.
  */
 static const char timeline[] =
 	"{\"name\":\"timeline\",\"duration_s\":4,\"seed\":7,"
@@ -113,8 +113,9 @@ Test(sim, what_each_request_came_to, .timeout = 60)
 
 		if (sched < 960 || (sched >= 3150 && sched < 4000)) {
 			cr_assert_str_eq(o, "ok", "request at %.0f ms: %s", sched, o);
-			cr_assert_float_eq(lg_num(&t, i, "latency_ms"), 32.5, 1e-6,
-					   "30 ms to answer, 2 ms late, and the network's 0.5 ms");
+			cr_assert_float_eq(lg_num(&t, i, "latency_ms"), 33, 1e-6,
+					   "there 0.5 ms after the send, 30 ms to answer: a timer due "
+					   "at 30.5 ms fires when that millisecond is over, 2 ms late");
 			n[0]++;
 		} else if (sched >= 1000 && sched < 1700) {
 			cr_assert_str_eq(o, "timeout", "request at %.0f ms: %s", sched, o);
@@ -239,7 +240,8 @@ Test(sim, the_same_seed_gives_the_same_bytes, .timeout = 60)
  */
 static const char gateway_kill[] =
 	"{\"name\":\"gwkill\",\"duration_s\":3,\"seed\":5,"
-	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":0,\"jitter_ms\":0,\"restart_ms\":0,\"refused_ms\":1},"
+	"\"sim\":{\"latency_ms\":0.5,\"answer_ms\":0,\"jitter_ms\":0,\"gateway_ms\":0,\"restart_ms\":0,"
+	"\"refused_ms\":1},"
 	"\"providers\":[{\"name\":\"primary\",\"ttft_ms\":20,\"jitter_ms\":0,\"token_ms\":0},"
 	"{\"name\":\"secondary\",\"ttft_ms\":40,\"jitter_ms\":0,\"token_ms\":0}],"
 	"\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"provider\":\"primary\"},"
@@ -312,8 +314,9 @@ Test(sim, the_gateways_breaker_in_virtual_time, .timeout = 60)
 			cr_assert_str_eq(csv_get(&t, i, "provider"), "primary");
 		if (sched == 980) {
 			cr_assert_eq(lg_num(&t, i, "attempts"), 2, "the request sent at 980 ms failed over");
-			cr_assert_float_eq(lg_num(&t, i, "latency_ms"), 60.5, 1e-6, "reset at 1000 "
-					   "ms, then 0.5 ms to the secondary and its 40 ms");
+			cr_assert_float_eq(lg_num(&t, i, "latency_ms"), 61, 1e-6, "reset at 1000 "
+					   "ms, then 0.5 ms to the secondary and its 40 ms, whose "
+					   "timer is due at 1040.5 and fires at 1041");
 		}
 		if (sched > 1020 && sched < 1300) {
 			/* The breaker is open: straight to the secondary, one attempt. */
@@ -615,7 +618,8 @@ Test(sim, the_machines_noise, .timeout = 60)
 				 "request %zu: the noise moved a fault's draw", i);
 		if (strcmp(o0, "ok") != 0)
 			continue;
-		cr_assert_float_eq(l0, 101.05, 1e-6, "the constant model: 100 + 0.3 + 0.75");
+		cr_assert_float_eq(l0, 101.75, 1e-6, "the constant model: due at 100.3 ms, fired "
+				   "when that millisecond is over, 0.75 ms late");
 		cr_assert_geq(l1, l0, "an answer came before its plan");
 		sum += l1 - l0;
 		lo = fmin(lo, l1 - l0);
