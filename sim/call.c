@@ -12,7 +12,7 @@
 
 double call_timer_fire(const struct sim_clock *k, double due)
 {
-	double tick = ceil(due);
+	double tick = floor(due) + 1;	/* the end of the millisecond it is due in */
 	struct rng r;
 
 	if (!(k->jitter_ms > 0))

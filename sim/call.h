@@ -95,7 +95,7 @@ struct sim_clock {
 /*
  * When a timer of a modelled process, due at `due`, fires. libuv counts
  * whole milliseconds: every timer due within one millisecond fires when
- * that millisecond is over (ceil(due)), together, answer_ms and a draw of
+ * that millisecond is over (floor(due) + 1), together, answer_ms and a draw of
  * mean jitter_ms later — one draw per process and millisecond, a function
  * of the millisecond alone, so timers that share one fire at one instant
  * whatever order they were armed in (a closed loop's clients, answered in
