@@ -56,4 +56,22 @@ int gnuplot_render(const char *script, const char *png, const char *log, const c
 int gnuplot_render_vars(const char *script, const char *png, const char *log, const char *data_dir,
 			const char *scripts_dir, const char *vars, char *err, bool *write_failed);
 
+/* One render of gnuplot_render_all: PNG from script, gnuplot's output to log. */
+struct gnuplot_task {
+	const char *script;
+	const char *png;
+	const char *log;
+	const char *vars;		/* more gnuplot assignments, or NULL */
+};
+
+/*
+ * gnuplot_render_vars for n tasks sharing data_dir and scripts_dir, up to
+ * `parallel` gnuplots at a time (each is one process: a machine's cores
+ * draw a stamp's plots side by side). Every task is run and committed or
+ * cleaned as gnuplot_render says; the return value, err and *write_failed
+ * are the first failing task's, in the tasks' order (0: every PNG made).
+ */
+int gnuplot_render_all(const struct gnuplot_task *tasks, size_t n, const char *data_dir,
+		       const char *scripts_dir, unsigned parallel, char *err, bool *write_failed);
+
 #endif

@@ -819,22 +819,34 @@ static int write_phases(struct plot *pl)
 	return 0;
 }
 
-/* Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp (runner/gnuplot.c). */
-static int render(struct plot *pl, const char *name)
+/*
+ * Makes OUT_DIR/NAME.png from SCRIPTS/NAME.gp for every plot, two
+ * gnuplots at a time (runner/gnuplot.c): they take most of a simulated
+ * stamp's second.
+ */
+static int render_all(struct plot *pl)
 {
-	char *script = path_of(pl, "%s/%s.gp", pl->scripts, name);
-	char *png = path_of(pl, "%s/%s.png", pl->out_dir, name);
-	char *log = path_of(pl, "%s/%s.log", pl->data_dir, name);
+	struct gnuplot_task t[PLOT_COUNT];
+	char *paths[3 * PLOT_COUNT] = { 0 };
 	bool write_failed = false;
-	int rc = -ENOMEM;
+	int rc = 0;
+	size_t i;
 
-	if (script && png && log)
-		rc = gnuplot_render(script, png, log, pl->data_dir, pl->scripts, pl->err,
-				    &write_failed);
+	for (i = 0; i < PLOT_COUNT; i++) {
+		paths[3 * i] = path_of(pl, "%s/%s.gp", pl->scripts, plot_names[i]);
+		paths[3 * i + 1] = path_of(pl, "%s/%s.png", pl->out_dir, plot_names[i]);
+		paths[3 * i + 2] = path_of(pl, "%s/%s.log", pl->data_dir, plot_names[i]);
+		if (!paths[3 * i] || !paths[3 * i + 1] || !paths[3 * i + 2])
+			rc = -ENOMEM;
+		t[i] = (struct gnuplot_task){ .script = paths[3 * i], .png = paths[3 * i + 1],
+					      .log = paths[3 * i + 2] };
+	}
+	if (!rc)
+		rc = gnuplot_render_all(t, PLOT_COUNT, pl->data_dir, pl->scripts, 2, pl->err,
+					&write_failed);
 	pl->write_failed = pl->write_failed || write_failed;
-	free(script);
-	free(png);
-	free(log);
+	for (i = 0; i < 3 * PLOT_COUNT; i++)
+		free(paths[i]);
 	return rc;
 }
 
@@ -873,8 +885,8 @@ static int plot_make(const struct stamp *st, const struct plot_run *runs, size_t
 		goto out;
 	}
 	rc = write_data(&pl, &pl.meta, "meta.gp", NULL);
-	for (i = 0; !rc && i < PLOT_COUNT; i++)
-		rc = render(&pl, plot_names[i]);
+	if (!rc)
+		rc = render_all(&pl);
 out:
 	for (i = 0; i < pl.nprov; i++)
 		free(pl.prov[i]);
