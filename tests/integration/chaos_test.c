@@ -87,6 +87,29 @@ static void stamp_dir(const char *name, char *out, size_t len)
 	cr_assert_eq(n, 1, "%d stamp dirs under %s", n, parent);
 }
 
+/*
+ * Writes text as DIR/FILE, runs `chaos run` on it into DIR/results within
+ * timeout_s, asserts that it exited 0 and puts the stamp of scenario NAME
+ * in stamp (len bytes).
+ */
+static void run_scenario(const char *file, const char *text, const char *name, int timeout_s,
+			 char *stamp, size_t len)
+{
+	char out[600];
+	char err[8192];
+	int rc;
+
+	write_file(dir, file, text, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
+
+		rc = run_program(argv, err, sizeof(err), timeout_s);
+	}
+	cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, err);
+	stamp_dir(name, stamp, len);
+}
+
 static cJSON *read_json(const char *path)
 {
 	FILE *fp = fopen(path, "r");
@@ -509,25 +532,14 @@ static size_t md_row(const char *md, const char *name, char cells[][64], size_t 
 
 Test(chaos, a_detection_study_reports_measured_beside_predicted, .timeout = 90)
 {
-	char out[600];
 	char stamp[800];
-	char err[8192];
 	char path[1000];
 	char cells[10][64];
 	struct buf md = { 0 };
 	cJSON *top;
 	double t;
-	int rc;
 
-	write_file(dir, "detect.json", detection, scenario, sizeof(scenario));
-	snprintf(out, sizeof(out), "%s/results", dir);
-	{
-		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
-
-		rc = run_program(argv, err, sizeof(err), 80);
-	}
-	cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, err);
-	stamp_dir("detect", stamp, sizeof(stamp));
+	run_scenario("detect.json", detection, "detect", 80, stamp, sizeof(stamp));
 	snprintf(path, sizeof(path), "%s/summary.json", stamp);
 	top = read_json(path);
 
@@ -972,24 +984,13 @@ Test(chaos, a_kill_after_a_restart_still_waiting_wins, .timeout = 60)
 		"{\"at_s\":1,\"do\":\"kill\",\"provider\":\"p\"}],"
 		"\"load\":{\"rate\":20,\"timeout_ms\":500},"
 		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
-	char out[600];
-	char err[8192];
 	char stamp[800];
 	char path[1000];
 	struct csv_table t;
 	size_t i;
 	size_t late = 0;
-	int rc;
 
-	write_file(dir, "race.json", race, scenario, sizeof(scenario));
-	snprintf(out, sizeof(out), "%s/results", dir);
-	{
-		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
-
-		rc = run_program(argv, err, sizeof(err), 50);
-	}
-	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
-	stamp_dir("race", stamp, sizeof(stamp));
+	run_scenario("race.json", race, "race", 50, stamp, sizeof(stamp));
 	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
 	cr_assert_eq(csv_read(path, &t), 0);
 	for (i = 1; i < t.nrows; i++) {
@@ -1020,14 +1021,11 @@ Test(chaos, an_action_never_runs_before_its_time, .timeout = 60)
 	 */
 	static const double kills[] = { 600, 2200, 3800 };
 	struct buf sc = { 0 };
-	char out[600];
-	char err[8192];
 	char stamp[800];
 	char path[1000];
 	struct csv_table t;
 	size_t k;
 	size_t i;
-	int rc;
 
 	buf_printf(&sc, "{\"name\":\"early\",\"duration_s\":4.2,"
 		   "\"providers\":[{\"name\":\"p\",\"ttft_ms\":100}],\"actions\":[");
@@ -1041,16 +1039,8 @@ Test(chaos, an_action_never_runs_before_its_time, .timeout = 60)
 	buf_printf(&sc, "],\"load\":{\"concurrency\":20,\"timeout_ms\":2000},"
 		   "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}");
 	cr_assert(sc.data);
-	write_file(dir, "early.json", sc.data, scenario, sizeof(scenario));
+	run_scenario("early.json", sc.data, "early", 50, stamp, sizeof(stamp));
 	buf_free(&sc);
-	snprintf(out, sizeof(out), "%s/results", dir);
-	{
-		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
-
-		rc = run_program(argv, err, sizeof(err), 50);
-	}
-	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
-	stamp_dir("early", stamp, sizeof(stamp));
 	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
 	cr_assert_eq(csv_read(path, &t), 0);
 	for (k = 0; k < sizeof(kills) / sizeof(kills[0]); k++) {
@@ -1089,24 +1079,13 @@ Test(chaos, a_restart_listens_at_its_time, .timeout = 60)
 		"{\"at_s\":2.3,\"do\":\"restart\",\"provider\":\"p\"}],"
 		"\"load\":{\"rate\":1000,\"timeout_ms\":500},"
 		"\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
-	char out[600];
-	char err[8192];
 	char stamp[800];
 	char path[1000];
 	struct csv_table t;
 	size_t k;
 	size_t i;
-	int rc;
 
-	write_file(dir, "relisten.json", text, scenario, sizeof(scenario));
-	snprintf(out, sizeof(out), "%s/results", dir);
-	{
-		const char *argv[] = { "chaos", "run", scenario, "--out", out, NULL };
-
-		rc = run_program(argv, err, sizeof(err), 50);
-	}
-	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
-	stamp_dir("relisten", stamp, sizeof(stamp));
+	run_scenario("relisten.json", text, "relisten", 50, stamp, sizeof(stamp));
 	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
 	cr_assert_eq(csv_read(path, &t), 0);
 	for (k = 0; k < 2; k++) {
