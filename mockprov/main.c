@@ -154,7 +154,7 @@ fail:
  * --listen-at's timer: serve once the clock has reached it. The timer
  * counts whole milliseconds from the loop's cached time, which can lag the
  * clock, so it is armed to wake a little early and the last stretch is
- * waited out on the clock itself (at most LISTEN_SPIN_MS of spinning):
+ * waited out on the clock itself (at most LISTEN_SPIN_MS + 1 of spinning):
  * the listener opens within microseconds of its time, not up to a
  * millisecond and a loop turn after it. A closed loop of clients against
  * a refusing provider counts some 25 refusals a millisecond, so a
@@ -169,7 +169,8 @@ static void on_listen_at(uv_timer_t *t)
 
 	uv_update_time(mp->loop);
 	left = mp->listen_at_ms - timebase_now_ms(&mp->env.tb);
-	if (left > LISTEN_SPIN_MS) {
+	if (left > LISTEN_SPIN_MS + 1) {
+		/* Whole milliseconds, rounded down: it wakes 2 to 3 ms early. */
 		uv_timer_start(&mp->listen_timer, on_listen_at, (uint64_t)(left - LISTEN_SPIN_MS), 0);
 		return;
 	}

@@ -213,7 +213,9 @@ static void note_listening(struct chaos *ch, struct child *c, const char *addr)
 	size_t len;
 
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
-	c->killed = false;		/* it listens again: it will finish its own log */
+	/* It listens again and will finish its own log — unless a kill came first. */
+	if (c->stop == STOP_NONE)
+		c->killed = false;
 	if (!colon)
 		return;
 	ch->ports[i] = (int)strtol(colon + 1, NULL, 10);
@@ -470,7 +472,7 @@ static void setup_start(struct chaos *ch)
  * When action k is carried out: a kill at its time; a restart's process
  * RESTART_LEAD_MS ahead of its time (never before the kill it follows),
  * told to listen at the time itself (mockprov --listen-at), so the
- * provider is back when the timeline says and not a boot later (38-59 ms
+ * provider is back when the timeline says and not a boot later (24-59 ms
  * on a quiet machine, 200 on a loaded one).
  */
 static double action_fire_ms(const struct scenario *sc, size_t k)

@@ -8,11 +8,12 @@
  * over (its random streams and rate-limit budgets) and continues the log;
  * a down window closes the listener (refusing connections, resetting
  * those in flight) and opens it again at its edges, as mockprov does —
- * on its edge timer, answer_ms late, so a request that comes in between
- * is read and reset as a `down` fault.
+ * on its edge timer, as late as the machine's timers are, so a request
+ * that comes in between is read and reset as a `down` fault.
  *
- * Planned times (a token, a whole answer) come answer_ms late: mockprov's
- * libuv timers fire on the loop's millisecond ticks. What is simpler than
+ * Planned times (a token, a whole answer) come as late as the machine's
+ * timers do (call_timer_fire: mockprov's libuv timers fire on the loop's
+ * millisecond ticks, and a little after). What is simpler than
  * mockprov (docs/chaos.md): a reset fault's byte budget is judged against
  * sizes estimated per token; a slow client never holds a stream back.
  */
@@ -41,7 +42,7 @@ struct sim_mock {
 	struct rng rng_jitter;
 	struct rng rng_models;
 	bool killed;
-	struct sim_timer edge;		/* the next down window's edge, answer_ms late */
+	struct sim_timer edge;		/* the next down window's edge, as late as a timer is */
 	double edge_at;			/* the edge it is armed for */
 	bool listening;			/* the listener is open (a down window closes it at its edge) */
 	struct sim_timer boot;		/* a restart's: it listens again */
