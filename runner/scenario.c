@@ -814,7 +814,7 @@ static const struct cfg_key sim_keys[] = {
 	  NULL },
 	{ "refused_ms", CFG_NUM, offsetof(struct sc_sim, refused_ms), false, 0.41, 0.001, 1000,
 	  NULL, NULL },
-	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 0.35, 0, 1000, NULL,
+	{ "answer_ms", CFG_NUM, offsetof(struct sc_sim, answer_ms), false, 0.28, 0, 1000, NULL,
 	  NULL },
 	{ "gateway_ms", CFG_NUM, offsetof(struct sc_sim, gateway_ms), false, 0.75, 0, 1000, NULL,
 	  NULL },

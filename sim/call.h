@@ -95,13 +95,19 @@ struct sim_clock {
 /*
  * When a timer of a modelled process, due at `due`, fires. libuv counts
  * whole milliseconds: every timer due within one millisecond fires when
- * that millisecond is over (floor(due) + 1), together, answer_ms and a draw of
- * mean jitter_ms later — one draw per process and millisecond, a function
- * of the millisecond alone, so timers that share one fire at one instant
- * whatever order they were armed in (a closed loop's clients, answered in
- * one tick, stay together, as they do on a real machine).
+ * that millisecond is over (floor(due) + 1), together, answer_ms and the
+ * machine's noise later — one exponential draw of mean jitter_ms per
+ * process and millisecond, a function of the millisecond alone, carried
+ * forward to the ticks after it less the time between (so timers never
+ * fire out of order, and timers that share a millisecond fire at one
+ * instant whatever order they were armed in: a closed loop's clients,
+ * answered in one tick, stay together, as on a real machine). A due time
+ * that is not finite (or past 1e15 ms) is returned as it is.
  */
 double call_timer_fire(const struct sim_clock *k, double due);
+
+/* How many earlier ticks' lateness call_timer_fire carries forward. */
+#define CALL_TIMER_CARRY 8
 
 struct sim_call {
 	/* The request (the client's). */
