@@ -1,0 +1,30 @@
+/*
+ * launch_plan_actions: the order the runner carries a scenario's actions
+ * out in — a restart's process RESTART_LEAD_MS ahead of its time, never
+ * before the kill it follows, ties in the scenario's order.
+ */
+#include <criterion/criterion.h>
+
+#include "runner/run_int.h"
+
+Test(actions, a_restart_goes_ahead_but_not_before_its_kill)
+{
+	struct sc_action acts[] = {
+		{ .at_ms = 1000, .kind = SC_KILL, .provider = 0 },
+		{ .at_ms = 1200, .kind = SC_RESTART, .provider = 0 },	/* 200 ms after: at the kill */
+		{ .at_ms = 2000, .kind = SC_KILL, .provider = 1 },
+		{ .at_ms = 2800, .kind = SC_KILL, .provider = 0 },
+		{ .at_ms = 3000, .kind = SC_RESTART, .provider = 1 },	/* at 2500: before the 2800 kill */
+		{ .at_ms = 3100, .kind = SC_RESTART, .provider = 0 },	/* at 2800: with its kill, after it */
+	};
+	static const size_t want[] = { 0, 1, 2, 4, 3, 5 };
+	struct scenario sc = { .actions = acts, .nactions = 6 };
+	size_t order[6];
+	size_t i;
+
+	launch_plan_actions(&sc, order);
+	for (i = 0; i < 6; i++)
+		cr_assert_eq(order[i], want[i], "position %zu: action %zu, not %zu", i, order[i],
+			     want[i]);
+	cr_assert_eq(RESTART_LEAD_MS, 500);
+}
