@@ -28,7 +28,6 @@
 struct gp_job {
 	const char *data_dir;
 	const char *scripts_dir;
-	const char *vars;	/* more gnuplot assignments, or NULL */
 	char *err;		/* CFG_ERR_LEN bytes */
 	bool write_failed;	/* err is about a file that could not be written */
 };
@@ -318,7 +317,7 @@ int gnuplot_render_all(const struct gnuplot_task *tasks, size_t n, const char *d
 		b.runs[i].batch = &b;
 		b.runs[i].t = &tasks[i];
 		b.runs[i].job = (struct gp_job){ .data_dir = data_dir, .scripts_dir = scripts_dir,
-						 .vars = tasks[i].vars, .err = errs[i] };
+						 .err = errs[i] };
 	}
 	gp_start_next(&b);
 	uv_run(&b.loop, UV_RUN_DEFAULT);	/* until every gnuplot has exited */

@@ -854,9 +854,7 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	rng_seed_stream(&g->rng_retry, sc->seed, GW_RNG_RETRY);
 	rng_seed_stream(&g->rng_breaker, sc->seed, GW_RNG_BREAKER);
 	rng_seed_stream(&g->rng_health, sc->seed, GW_RNG_HEALTH);
-	g->clock = (struct sim_clock){ .answer_ms = sc->sim.answer_ms,
-				       .jitter_ms = sc->sim.jitter_ms, .seed = sc->seed,
-				       .stream = SIM_GW_NOISE_STREAM };
+	g->clock = world_clock(sc, SIM_GW_NOISE_STREAM);
 	g->env = (struct policy_env){
 		.router = &g->router,
 		.cfg = &g->cfg,

@@ -56,6 +56,12 @@ static void on_action(struct sim_timer *t)
 		evq_at(&w->q, &w->action, w->sc->actions[w->next_action].at_ms);
 }
 
+struct sim_clock world_clock(const struct scenario *sc, uint64_t stream)
+{
+	return (struct sim_clock){ .answer_ms = sc->sim.answer_ms, .jitter_ms = sc->sim.jitter_ms,
+				   .seed = sc->seed, .stream = stream };
+}
+
 /* The providers, from the config a real run gives mockprov (one process each). */
 static int start_mocks(struct world *w, char *err)
 {
@@ -80,9 +86,7 @@ static int start_mocks(struct world *w, char *err)
 		return -ENOMEM;
 	}
 	for (i = 0; i < w->mcfg.nproviders; i++) {
-		struct sim_clock clock = { .answer_ms = sc->sim.answer_ms,
-					   .jitter_ms = sc->sim.jitter_ms, .seed = sc->seed,
-					   .stream = SIM_NOISE_STREAM + i };
+		struct sim_clock clock = world_clock(sc, SIM_NOISE_STREAM + i);
 
 		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed, &clock,
 				w->dir, err);

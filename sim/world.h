@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "runner/scenario.h"
+#include "sim/call.h"
 
 /* A simulated run's t0 (Unix ms: 2026-01-01T00:00:00Z), the same for every run. */
 #define SIM_T0_UNIX_MS 1767225600000LL
@@ -27,6 +28,9 @@
 
 /* The gateway's timers' noise: a stream past every provider's. */
 #define SIM_GW_NOISE_STREAM (SIM_NOISE_STREAM + 0x10000ULL)
+
+/* A modelled process's timers (sim/call.h): the scenario's sim block, its seed, noise stream. */
+struct sim_clock world_clock(const struct scenario *sc, uint64_t stream);
 
 /* What one simulated run did, for the speed figure. */
 struct sim_stats {
