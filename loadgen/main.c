@@ -22,7 +22,8 @@
 
 static const char usage_text[] =
 	"usage: loadgen --target URL [--target URL…] --duration D\n"
-	"               (--rate R[/s] [--arrival constant|poisson] | --concurrency N)\n"
+	"               (--rate R[/s] [--arrival constant|poisson] |\n"
+	"                --concurrency N [--ramp-up D])\n"
 	"               [--mix FILE] [--stream P] [--model NAME] [--prompt-tokens N]\n"
 	"               [--max-tokens N] [--timeout D] [--stall-timeout D] [--max-time D]\n"
 	"               [--retries N] [--retry-backoff D] [--retry-backoff-max D]\n"
@@ -39,6 +40,7 @@ static const char usage_text[] =
 	"  --rate R              open loop: requests per second (\"500\", \"30/m\")\n"
 	"  --arrival KIND        constant (default) or poisson (seeded)\n"
 	"  --concurrency N       closed loop: N clients, each sending when answered\n"
+	"  --ramp-up D           closed loop: client k of N begins k*D/N in (0)\n"
 	"  --mix FILE            request streams (JSON; see docs/loadgen.md)\n"
 	"  --stream P            share of requests that stream, 0–1 (default 0)\n"
 	"  --model NAME          model to ask for (default: chat)\n"
@@ -186,7 +188,7 @@ static void check_header(const char *val)
 }
 
 enum {
-	O_TARGET = 256, O_DURATION, O_RATE, O_ARRIVAL, O_CONCURRENCY, O_MIX, O_STREAM,
+	O_TARGET = 256, O_DURATION, O_RATE, O_ARRIVAL, O_CONCURRENCY, O_RAMP_UP, O_MIX, O_STREAM,
 	O_MODEL, O_PROMPT, O_MAXTOK, O_TIMEOUT, O_STALL, O_MAXTIME, O_RETRIES, O_BACKOFF,
 	O_BACKOFF_MAX, O_CONNECTIONS, O_REQUESTS, O_IDPREFIX, O_T0, O_SEED, O_PROGRESS,
 	O_NO_PROGRESS, O_REMOTE, O_LOGLEVEL, O_OUT, O_HELP,
@@ -200,6 +202,7 @@ struct cli {
 	bool have_arrival;
 	bool have_timeout;
 	bool have_connections;
+	bool have_ramp_up;
 	bool allow_remote;
 	int progress;		/* -1: when stderr is a terminal */
 	struct mix_defaults d;
@@ -213,6 +216,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 		{ "rate", required_argument, NULL, O_RATE },
 		{ "arrival", required_argument, NULL, O_ARRIVAL },
 		{ "concurrency", required_argument, NULL, O_CONCURRENCY },
+		{ "ramp-up", required_argument, NULL, O_RAMP_UP },
 		{ "mix", required_argument, NULL, O_MIX },
 		{ "stream", required_argument, NULL, O_STREAM },
 		{ "model", required_argument, NULL, O_MODEL },
@@ -272,6 +276,10 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 			break;
 		case O_CONCURRENCY:
 			cfg->concurrency = parse_int("--concurrency", val, 1, 100000);
+			break;
+		case O_RAMP_UP:
+			cfg->ramp_up_ms = parse_duration("--ramp-up", val, 0);
+			cli->have_ramp_up = true;
 			break;
 		case O_MIX:
 			cli->mix_file = val;
@@ -377,6 +385,9 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 	if (cli->have_arrival && cfg->concurrency)
 		opt_usage_error(PROG, "--arrival is for open loop; a closed loop sends when "
 				"each answer comes");
+	if (cli->have_ramp_up && !cfg->concurrency)
+		opt_usage_error(PROG, "--ramp-up is for a closed loop (--concurrency N): it "
+				"staggers the clients' first requests");
 	if (cfg->concurrency && cli->have_connections)
 		opt_usage_error(PROG, "--connections is for open loop; a closed loop has "
 				"--concurrency connections");

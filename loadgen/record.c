@@ -288,6 +288,7 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 	cJSON_AddStringToObject(s, "mode", in->closed_loop ? "closed" : "open");
 	if (in->closed_loop) {
 		cJSON_AddNumberToObject(s, "concurrency", (double)in->concurrency);
+		cJSON_AddNumberToObject(s, "ramp_up_ms", in->ramp_up_ms);
 	} else {
 		cJSON_AddStringToObject(s, "arrival", in->arrival);
 		add_num(s, "rate_target_per_s", in->rate_per_s);
@@ -454,6 +455,7 @@ void run_info_of(const struct lg_config *cfg, struct run_info *info)
 		.arrival = cfg->arrival == ARRIVAL_POISSON ? "poisson" : "constant",
 		.rate_per_s = cfg->rate,
 		.concurrency = cfg->concurrency,
+		.ramp_up_ms = cfg->ramp_up_ms,
 		.duration_ms = cfg->duration_ms,
 		.targets = (const char *const *)cfg->targets,
 		.ntargets = cfg->ntargets,

@@ -54,6 +54,7 @@ struct run_info {
 	const char *arrival;		/* open loop */
 	double rate_per_s;		/* open loop: total target rate */
 	int64_t concurrency;		/* closed loop */
+	double ramp_up_ms;		/* closed loop: over which the clients begin */
 	double duration_ms;
 	const char *const *targets;
 	size_t ntargets;

@@ -147,6 +147,7 @@ struct run {
 	struct req **idle;		/* free slots, a stack */
 	size_t nidle;
 	size_t in_flight;
+	int64_t clients;		/* closed loop: clients begun (--ramp-up) */
 	uint64_t next_n;
 	size_t next_target;
 	uint64_t started_in_window;
@@ -865,6 +866,13 @@ static void pump(struct run *run)
 			if (now_ms >= cfg->duration_ms ||
 			    (cfg->max_requests && run->next_n >= (uint64_t)cfg->max_requests)) {
 				run->sched_over = true;
+				break;
+			}
+			at = sched_closed_next(cfg->concurrency, cfg->ramp_up_ms, &run->clients,
+					       run->in_flight, now_ms);
+			if (at > now_ms) {
+				if (!isinf(at))
+					arm_sched(run, timebase_mono_at(&run->tb, at));
 				break;
 			}
 			q = get_slot(run);

@@ -26,6 +26,7 @@ struct lg_config {
 	double rate;			/* open loop: total requests per second */
 	enum arrival arrival;
 	int64_t concurrency;		/* > 0: closed loop with that many clients */
+	double ramp_up_ms;		/* closed loop: client k begins k * this / concurrency in */
 	struct mix mix;
 	double timeout_ms;		/* answer (or first token) within this */
 	double stall_timeout_ms;	/* a stream's longest silence */

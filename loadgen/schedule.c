@@ -211,6 +211,22 @@ double sched_peek(const struct sched *s)
 	return t < s->end_ms ? t : INFINITY;
 }
 
+double sched_closed_next(int64_t n, double ramp_up_ms, int64_t *started, uint64_t busy,
+			 double now_ms)
+{
+	double at;
+
+	if (busy < (uint64_t)*started)
+		return now_ms;
+	if (*started >= n)
+		return INFINITY;
+	at = ramp_up_ms > 0 ? (double)*started * ramp_up_ms / (double)n : 0;
+	if (at > now_ms)
+		return at;
+	(*started)++;
+	return now_ms;
+}
+
 /* A stream drawn by weight; never one whose weight is 0. */
 int sched_pick(struct sched *s)
 {

@@ -95,6 +95,17 @@ double sched_peek(const struct sched *s);
  */
 int sched_pick(struct sched *s);
 
+/*
+ * Closed loop with a ramp-up (JMeter's): client k of n (from 0) sends its
+ * first request k * ramp_up_ms / n after the start, then each next one when
+ * answered. `started` clients have begun and `busy` of them wait for an
+ * answer. Returns now_ms when a client may send now (*started grows when it
+ * is a new one), the time the next client begins when every begun one is
+ * busy, or INFINITY when all n are (an answer frees one).
+ */
+double sched_closed_next(int64_t n, double ramp_up_ms, int64_t *started, uint64_t busy,
+			 double now_ms);
+
 /* Frees the schedule's memory. */
 void sched_free(struct sched *s);
 

@@ -649,6 +649,7 @@ static void load_start(struct chaos *ch)
 	char seed[32];
 	char rate[48];
 	char conc[32];
+	char ramp[48];
 	char stream[32];
 	char ptok[32];
 	char mtok[32];
@@ -711,10 +712,18 @@ static void load_start(struct chaos *ch)
 		snprintf(conc, sizeof(conc), "%lld", (long long)cfg.concurrency);
 		argv[n++] = "--concurrency";
 		argv[n++] = conc;
-	} else if (!cfg.mix.by_rate) {
-		snprintf(rate, sizeof(rate), "%.6f", cfg.rate);
-		argv[n++] = "--rate";
-		argv[n++] = rate;
+		if (cfg.ramp_up_ms > 0) {
+			snprintf(ramp, sizeof(ramp), "%.6fms", cfg.ramp_up_ms);
+			argv[n++] = "--ramp-up";
+			argv[n++] = ramp;
+		}
+	} else {
+		if (!cfg.mix.by_rate) {
+			snprintf(rate, sizeof(rate), "%.6f", cfg.rate);
+			argv[n++] = "--rate";
+			argv[n++] = rate;
+		}
+		/* Also the default of the mix's streams that give a rate. */
 		argv[n++] = "--arrival";
 		argv[n++] = cfg.arrival == ARRIVAL_POISSON ? "poisson" : "constant";
 	}

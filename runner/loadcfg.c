@@ -32,8 +32,9 @@ int loadcfg_of(const struct scenario *sc, const struct sc_setup *st, unsigned k,
 	cfg->id_prefix = idbuf;
 	if (l->concurrency) {
 		cfg->concurrency = l->concurrency;
-	} else if (l->rate > 0) {
-		cfg->rate = l->rate;
+		cfg->ramp_up_ms = l->ramp_up_ms;
+	} else {
+		cfg->rate = l->rate;	/* 0 when the mix's streams give rates */
 		cfg->arrival = l->arrival == SC_ARRIVAL_POISSON ? ARRIVAL_POISSON : ARRIVAL_CONSTANT;
 	}
 	if (st->kind == SC_CLIENT_RETRY) {

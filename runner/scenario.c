@@ -581,6 +581,7 @@ static int load_phases(const cJSON *root, const char *file, struct scenario *sc,
 
 struct load_raw {
 	int64_t concurrency;
+	double ramp_up_ms;
 	int arrival;
 	double stream;
 	double timeout_ms;
@@ -598,6 +599,7 @@ static const char *const arrival_names[] = { "constant", "poisson", NULL };
 static const struct cfg_key load_keys[] = {
 	{ "rate", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	LK("concurrency", CFG_INT, concurrency, 0, 1, 10000, NULL, NULL),
+	LK("ramp_up_ms", CFG_NUM, ramp_up_ms, 0, 0, 3600000, NULL, NULL),
 	LK("arrival", CFG_ENUM, arrival, 0, 0, 0, "constant", arrival_names),
 	LK("stream", CFG_NUM, stream, 0, 0, 1, NULL, NULL),
 	LK("timeout_ms", CFG_NUM, timeout_ms, 30000, 1, 3600000, NULL, NULL),
@@ -713,7 +715,13 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 			       "loop (rate), got it with concurrency");
 		goto out;
 	}
+	if (!conc && cJSON_GetObjectItemCaseSensitive(obj, "ramp_up_ms")) {
+		rc = cfg_error(err, file, "load", "ramp_up_ms", "expected ramp_up_ms only with a "
+			       "closed loop (concurrency), got it with an open loop");
+		goto out;
+	}
 	l->concurrency = (unsigned)raw.concurrency;
+	l->ramp_up_ms = raw.ramp_up_ms;
 	l->arrival = raw.arrival == 0 ? SC_ARRIVAL_CONSTANT : SC_ARRIVAL_POISSON;
 	l->stream_p = raw.stream;
 	l->timeout_ms = raw.timeout_ms;

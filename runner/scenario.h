@@ -139,6 +139,7 @@ enum sc_arrival { SC_ARRIVAL_CONSTANT, SC_ARRIVAL_POISSON };
 struct sc_load {
 	double rate;			/* scaled */
 	unsigned concurrency;
+	double ramp_up_ms;		/* scaled; closed loop: the clients begin over it */
 	enum sc_arrival arrival;
 	double stream_p;
 	double timeout_ms;		/* scaled */

@@ -359,6 +359,13 @@ static void pump(struct sim_load *l)
 				l->over = true;
 				break;
 			}
+			at = sched_closed_next(cfg->concurrency, cfg->ramp_up_ms, &l->clients,
+					       l->in_flight, now);
+			if (at > now) {
+				if (!isinf(at) && evq_at(l->q, &l->next, at))
+					l->write_err = ENOMEM;
+				break;
+			}
 			r = get_slot(l);
 			if (!r)
 				break;

@@ -32,13 +32,14 @@ struct sim_load {
 	struct rng rng_retry;
 	struct recorder rec;
 	const char **stream_names;
-	struct sim_timer next;		/* the schedule's next arrival (open loop) */
+	struct sim_timer next;		/* the next arrival, or closed-loop client's start */
 	struct sim_lreq **slots;	/* every request slot made */
 	struct sim_lreq **idle;		/* of them, the free ones */
 	size_t nidle;
 	size_t nslots;
 	size_t maxslots;
 	size_t in_flight;
+	int64_t clients;		/* closed loop: clients begun (ramp-up) */
 	uint64_t next_n;
 	uint64_t started_in_window;
 	uint64_t delayed;		/* sent late for want of a free slot */

@@ -219,6 +219,21 @@ Test(loadgen_cli, arrival_with_concurrency, .timeout = 10)
 		    (const char *[]){ "--arrival", NULL });
 }
 
+/* A ramp-up staggers a closed loop's clients: with --rate it is refused. */
+Test(loadgen_cli, ramp_up_with_an_open_loop, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate",
+				      "5", "--ramp-up", "1s", NULL },
+		    (const char *[]){ "--ramp-up", "--concurrency", NULL });
+}
+
+Test(loadgen_cli, bad_ramp_up, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s",
+				      "--concurrency", "2", "--ramp-up", "soon", NULL },
+		    (const char *[]){ "--ramp-up", "soon", NULL });
+}
+
 /* A stream with a share follows --arrival: "arrival" on it is refused. */
 Test(loadgen_cli, mix_share_stream_with_arrival, .timeout = 10)
 {

@@ -1177,6 +1177,41 @@ Test(loadgen, closed_loop_holds_concurrency, .timeout = 20)
 	cr_assert_eq(lg_json_num(s, "requests"), (double)n);
 }
 
+/*
+ * --ramp-up 300ms with 3 clients: client k sends its first request at
+ * k × 100 ms (not before), then each next one when answered (250 ms), so
+ * the clients stay about 100 ms apart and never send together.
+ */
+Test(loadgen, closed_loop_ramp_up_staggers_the_clients, .timeout = 20)
+{
+	char out[128];
+	const struct csv_table *t;
+	double *start;
+	double gap = INFINITY;
+	size_t n;
+	size_t i;
+	const cJSON *s;
+
+	start_mock("\"ttft_ms\":250,\"output_tokens\":1", "", 0, 0);
+	t = run_mock((const char *[]){ "--concurrency", "3", "--ramp-up", "300ms",
+				       "--duration", "1s", NULL }, out, sizeof(out));
+	n = t->nrows - 1;
+	all_rows(t, "outcome", "ok");
+	cr_assert_geq(n, 9, "%zu requests", n);
+	start = held_calloc(n, sizeof(*start));
+	for (i = 0; i < n; i++)
+		start[i] = lg_num(t, i + 1, "start_ms");
+	lg_percentile(start, n, 50);	/* sorts */
+	for (i = 0; i < 3; i++)
+		cr_assert(start[i] >= 100.0 * (double)i && start[i] < 100.0 * (double)i + 20,
+			  "client %zu began at %.3f ms, not at %zu ms", i, start[i], 100 * i);
+	for (i = 1; i < n; i++)
+		gap = fmin(gap, start[i] - start[i - 1]);
+	cr_assert_geq(gap, 30.0, "two requests were sent %.3f ms apart", gap);
+	s = summary_of(out);
+	cr_assert_eq(lg_json_num(s, "ramp_up_ms"), 300);
+}
+
 /* ---- 8. x-faultline-* headers, both ways ---- */
 
 static const char *write_text(const char *name, const char *text, char *out, size_t len)

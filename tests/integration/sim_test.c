@@ -639,3 +639,73 @@ Test(sim, the_machines_noise, .timeout = 60)
 	csv_free(&t[0]);
 	csv_free(&t[1]);
 }
+
+/*
+ * A closed loop of 4 clients with ramp_up_ms 400 at a provider answering
+ * in 500 ms: in virtual time client k begins exactly at k × 100 ms, as
+ * loadgen's own schedule says, and sends again when answered, so the
+ * clients stay 100 ms apart. Then an open loop whose mix stream gives a
+ * rate and says no arrival: load.arrival "poisson" reaches it, so its gaps
+ * are not all equal.
+ */
+Test(sim, a_ramp_up_and_the_loads_arrival, .timeout = 60)
+{
+	char st[1][600];
+	char path[900];
+	struct csv_table t;
+	double start[16];
+	double gap_lo = INFINITY, gap_hi = 0, prev = -1;
+	size_t n;
+	size_t i;
+
+	write_file(dir, "ramp.json",
+		   "{\"name\":\"ramp\",\"duration_s\":1,\"seed\":3,"
+		   "\"sim\":{\"latency_ms\":0.5,\"answer_ms\":1,\"jitter_ms\":0},"
+		   "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":500,\"jitter_ms\":0,"
+		   "\"token_ms\":0}],"
+		   "\"load\":{\"concurrency\":4,\"ramp_up_ms\":400,\"timeout_ms\":1000},"
+		   "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
+		   scenario, sizeof(scenario));
+	run_sim(NULL, NULL);
+	cr_assert_eq(stamps("ramp", st, 1), 1);
+	snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", st[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	n = t.nrows - 1;
+	cr_assert_eq(n, 8, "4 clients, 2 requests each in 1 s: %zu requests", n);
+	for (i = 0; i < n; i++)
+		start[i] = lg_num(&t, i + 1, "start_ms");
+	lg_percentile(start, n, 50);	/* sorts */
+	for (i = 0; i < 4; i++) {
+		cr_assert_float_eq(start[i], 100.0 * (double)i, 1e-9,
+				   "client %zu began at %.6f ms", i, start[i]);
+		cr_assert_float_eq(start[i + 4] - start[i], start[4] - start[0], 1e-9,
+				   "client %zu's round differs", i);
+	}
+	csv_free(&t);
+
+	write_file(dir, "arrival.json",
+		   "{\"name\":\"arrival\",\"duration_s\":2,\"seed\":3,"
+		   "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":50,\"jitter_ms\":0,"
+		   "\"token_ms\":0}],"
+		   "\"load\":{\"arrival\":\"poisson\",\"timeout_ms\":1000,"
+		   "\"mix\":{\"streams\":[{\"name\":\"s\",\"rate\":50}]}},"
+		   "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
+		   scenario, sizeof(scenario));
+	run_sim(NULL, NULL);
+	cr_assert_eq(stamps("arrival", st, 1), 1);
+	snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", st[0]);
+	cr_assert_eq(csv_read(path, &t), 0);
+	cr_assert_gt(t.nrows, 50);
+	for (i = 1; i < t.nrows; i++) {
+		double at = lg_num(&t, i, "sched_ms");
+
+		if (prev >= 0) {
+			gap_lo = fmin(gap_lo, at - prev);
+			gap_hi = fmax(gap_hi, at - prev);
+		}
+		prev = at;
+	}
+	cr_assert_lt(gap_lo, 5.0, "Poisson gaps: the shortest %.3f ms", gap_lo);
+	cr_assert_gt(gap_hi, 50.0, "Poisson gaps: the longest %.3f ms", gap_hi);
+	csv_free(&t);
+}

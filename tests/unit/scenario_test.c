@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "mockprov/config.h"
+#include "runner/loadcfg.h"
 #include "runner/scenario.h"
 
 static char err[CFG_ERR_LEN];
@@ -413,6 +414,31 @@ Test(scenario, closed_loop_and_rate_mix, .timeout = 10)
 	scenario_free(&sc);
 }
 
+/* loadgen's settings of run k: the ramp-up (scaled) and, for a mix's rate streams, the arrival. */
+Test(scenario, ramp_up_and_arrival_reach_loadgen, .timeout = 10)
+{
+	struct scenario sc;
+	struct lg_config cfg;
+	char id[64];
+
+	cr_assert_eq(load_scaled("{" DUR "," PROV ",\"load\":{\"concurrency\":10,"
+				 "\"ramp_up_ms\":200}," SETUP "}", 0.5, &sc), 0, "%s", err);
+	cr_assert_float_eq(sc.load.ramp_up_ms, 100, 1e-9);
+	cr_assert_eq(loadcfg_of(&sc, &sc.setups[0], 1, &cfg, id, sizeof(id), err), 0, "%s", err);
+	cr_assert_eq(cfg.concurrency, 10);
+	cr_assert_float_eq(cfg.ramp_up_ms, 100, 1e-9);
+	mix_free(&cfg.mix);
+	scenario_free(&sc);
+	/* Streams that give rates and say no arrival follow load.arrival. */
+	cr_assert_eq(load("{" DUR "," PROV ",\"load\":{\"arrival\":\"poisson\",\"mix\":{\"streams\":"
+			  "[{\"name\":\"s\",\"rate\":4}]}}," SETUP "}", &sc), 0, "%s", err);
+	cr_assert_eq(loadcfg_of(&sc, &sc.setups[0], 1, &cfg, id, sizeof(id), err), 0, "%s", err);
+	cr_assert_eq(cfg.arrival, ARRIVAL_POISSON);
+	cr_assert_float_eq(cfg.rate, 4, 1e-9, "the streams' sum");
+	mix_free(&cfg.mix);
+	scenario_free(&sc);
+}
+
 Test(scenario, actions_sort_stably, .timeout = 10)
 {
 	struct scenario sc;
@@ -570,6 +596,11 @@ static const struct bad_case bad_cases[] = {
 	  ": load.rate: expected a number above 0 and at most 100000, got 0" },
 	{ "{" DUR "," PROV ",\"load\":{\"rate\":100001}," SETUP "}",
 	  ": load.rate: expected a number above 0 and at most 100000, got 100001" },
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":5,\"ramp_up_ms\":100}," SETUP "}",
+	  ": load.ramp_up_ms: expected ramp_up_ms only with a closed loop (concurrency), got it "
+	  "with an open loop" },
+	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2,\"ramp_up_ms\":-1}," SETUP "}",
+	  ": load.ramp_up_ms: expected a number from 0 to 3600000, got -1" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":0}," SETUP "}",
 	  ": load.concurrency: expected a whole number from 1 to 10000, got 0" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2.5}," SETUP "}",

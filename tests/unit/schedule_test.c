@@ -409,3 +409,39 @@ Test(schedule, sources_draw_independent_streams, .timeout = 10)
 	cr_assert_eq(same, 0, "two sources of the same rate share %d arrival times", same);
 	sched_free(&s);
 }
+
+Test(schedule, closed_loop_ramp_up_begins_client_k_at_k_over_n, .timeout = 10)
+{
+	int64_t started = 0;
+
+	/* 4 clients over 200 ms: they begin at 0, 50, 100 and 150 ms. */
+	cr_assert_eq(sched_closed_next(4, 200, &started, 0, 0), 0);
+	cr_assert_eq(started, 1);
+	/* The one begun is busy: the next begins at 50. */
+	cr_assert_eq(sched_closed_next(4, 200, &started, 1, 10), 50);
+	cr_assert_eq(started, 1);
+	/* Its answer came: it sends again at once, no new client. */
+	cr_assert_eq(sched_closed_next(4, 200, &started, 0, 20), 20);
+	cr_assert_eq(started, 1);
+	cr_assert_eq(sched_closed_next(4, 200, &started, 1, 50), 50);
+	cr_assert_eq(started, 2);
+	/* Late wakes begin one client a call, never two at once. */
+	cr_assert_eq(sched_closed_next(4, 200, &started, 2, 170), 170);
+	cr_assert_eq(started, 3);
+	cr_assert_eq(sched_closed_next(4, 200, &started, 3, 170), 170);
+	cr_assert_eq(started, 4);
+	/* All four busy: only an answer frees one. */
+	cr_assert(isinf(sched_closed_next(4, 200, &started, 4, 300)));
+	cr_assert_eq(started, 4);
+}
+
+Test(schedule, closed_loop_without_ramp_up_begins_every_client_at_once, .timeout = 10)
+{
+	int64_t started = 0;
+	uint64_t busy;
+
+	for (busy = 0; busy < 10; busy++)
+		cr_assert_eq(sched_closed_next(10, 0, &started, busy, 0), 0);
+	cr_assert_eq(started, 10);
+	cr_assert(isinf(sched_closed_next(10, 0, &started, 10, 0)));
+}
