@@ -19,6 +19,7 @@
 #include "gateway/gateway.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/waketick.h"
 
 /* Descriptors the gateway keeps for itself: listener, loop, events file, health checks. */
 #define FD_RESERVE 64
@@ -65,6 +66,7 @@ struct main_state {
 	struct gateway gw;
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
+	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
 	bool stopping;
 	bool closed;
 };
@@ -89,6 +91,7 @@ static void shut_down(struct gateway *gw)
 	gateway_close(&ms->gw);
 	uv_close((uv_handle_t *)&ms->sigint, on_handle_closed);
 	uv_close((uv_handle_t *)&ms->sigterm, on_handle_closed);
+	uv_close((uv_handle_t *)&ms->waketick, on_handle_closed);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -261,6 +264,7 @@ int main(int argc, char **argv)
 	}
 	uv_signal_init(ms.loop, &ms.sigint);
 	uv_signal_init(ms.loop, &ms.sigterm);
+	waketick_start(ms.loop, &ms.waketick);
 	ms.sigint.data = &ms;
 	ms.sigterm.data = &ms;
 	uv_signal_start(&ms.sigint, on_signal, SIGINT);

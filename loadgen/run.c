@@ -33,6 +33,7 @@
 #include "common/rng.h"
 #include "loadgen/run.h"
 #include "common/sse.h"
+#include "common/waketick.h"
 
 /* A non-streaming answer larger than this is cut off as invalid. */
 #define MAX_BODY (16u << 20)
@@ -137,6 +138,7 @@ struct run {
 	int tfd;			/* timerfd, or -1 */
 	uint64_t armed_ns;		/* when the timerfd is set to fire; 0: not set */
 	uv_timer_t tick;		/* flush and progress, once a second */
+	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
 	struct stream_tpl *tpl;
@@ -1012,6 +1014,7 @@ static void maybe_end(struct run *run)
 		uv_close((uv_handle_t *)&run->sched_poll, on_closed_noop);
 	}
 	uv_close((uv_handle_t *)&run->tick, on_closed_noop);
+	uv_close((uv_handle_t *)&run->waketick, on_closed_noop);
 	uv_close((uv_handle_t *)&run->sigint, on_closed_noop);
 	uv_close((uv_handle_t *)&run->sigterm, on_closed_noop);
 	curl_uv_close(&run->cu, on_curl_closed);
@@ -1162,6 +1165,7 @@ int run_load(const struct lg_config *cfg)
 	uv_timer_init(&run->loop, &run->tick);
 	run->tick.data = run;
 	uv_timer_start(&run->tick, on_tick, 1000, 1000);
+	waketick_start(&run->loop, &run->waketick);
 	uv_signal_init(&run->loop, &run->sigint);
 	run->sigint.data = run;
 	uv_signal_start(&run->sigint, on_signal, SIGINT);

@@ -17,6 +17,7 @@
 #include "mockprov/config.h"
 #include "common/log.h"
 #include "common/opt.h"
+#include "common/waketick.h"
 #include "mockprov/provider.h"
 
 static const char usage_text[] =
@@ -59,6 +60,7 @@ struct mockprov {
 	uv_signal_t sigterm;
 	uv_check_t flusher;
 	uv_timer_t listen_timer;	/* --listen-at: until the providers listen */
+	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
 	double listen_at_ms;		/* on the t0 time base; < 0: at once */
 	const struct sockaddr_storage *admin_addr;	/* NULL: no admin API */
 	const char *admin_text;
@@ -97,6 +99,7 @@ static void stop_all(struct mockprov *mp, bool keep_log)
 	uv_close((uv_handle_t *)&mp->sigterm, on_handle_closed);
 	uv_close((uv_handle_t *)&mp->flusher, on_handle_closed);
 	uv_close((uv_handle_t *)&mp->listen_timer, on_handle_closed);
+	uv_close((uv_handle_t *)&mp->waketick, on_handle_closed);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -311,6 +314,7 @@ int main(int argc, char **argv)
 	uv_unref((uv_handle_t *)&mp.flusher);
 	uv_timer_init(mp.loop, &mp.listen_timer);
 	mp.listen_timer.data = &mp;
+	waketick_start(mp.loop, &mp.waketick);
 	if (mp.listen_at_ms >= 0)
 		on_listen_at(&mp.listen_timer);
 	else

@@ -31,6 +31,7 @@
 #include "common/curl_uv.h"
 #include "common/json.h"
 #include "common/recfile.h"
+#include "common/waketick.h"
 #include "runner/outfile.h"
 #include "runner/plot.h"
 #include "runner/report.h"
@@ -742,6 +743,7 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	uv_timer_init(ch.loop, &ch.ender);
 	uv_timer_init(ch.loop, &ch.start_deadline);
 	uv_timer_init(ch.loop, &ch.progress);
+	waketick_start(ch.loop, &ch.waketick);
 	ch.progress.data = &ch;
 	ch.tty = o->verbose && isatty(STDERR_FILENO);
 	ch.timer.data = ch.watchdog.data = ch.poll.timer.data = ch.ender.data = &ch;
@@ -828,6 +830,7 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	uv_close((uv_handle_t *)&ch.watchdog, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.poll.timer, on_closed_quiet);
 	uv_close((uv_handle_t *)&ch.ender, on_closed_quiet);
+	uv_close((uv_handle_t *)&ch.waketick, on_closed_quiet);
 	curl_uv_close(&ch.cu, NULL);
 	uv_run(ch.loop, UV_RUN_DEFAULT);
 	if (ch.poll.easy)

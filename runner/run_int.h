@@ -90,6 +90,7 @@ struct chaos {
 	bool sent_sigkill;
 	unsigned completed;		/* runs that completed */
 	uv_timer_t watchdog;		/* the whole run's deadline */
+	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
 	uv_timer_t ender;		/* runs run_end from the loop, never from a caller */
 	struct poller poll;
 	int signal;			/* that stopped everything; 0: none */

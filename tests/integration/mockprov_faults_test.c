@@ -668,6 +668,58 @@ Test(mockprov_faults, down_edges_within_20ms, .timeout = 25)
 }
 
 /*
+ * A down window that ends 4 s after the last thing the mock did: an idle
+ * loop sleeps until its edge timer, and Linux ends such a sleep up to
+ * 0.5% late in a niced process (0.1% otherwise) — 20 ms here — unless
+ * the loop wakes every so often (common/waketick). The mock runs niced;
+ * a connection is tried every ~0.3 ms around the edge: none may be
+ * refused 5 ms or more after it. (A prober the machine holds back tries
+ * fewer times; it cannot see a refusal that did not happen.)
+ */
+Test(mockprov_faults, a_long_down_window_ends_on_time, .timeout = 20)
+{
+	const int64_t t0 = unix_ms();
+	const struct mock_opts o = { .t0 = t0, .nice = 10 };
+	struct mock_proc m;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char cfg[1024];
+	const char *addr;
+	double last_refused = -1;
+	double first_ok = -1;
+	double t;
+
+	config1(cfg, sizeof(cfg), "\"ttft_ms\":0",
+		"{\"kind\":\"down\",\"from_s\":0,\"to_s\":4}");
+	cr_assert_eq(mock_start_opts(&m, cfg, &o), 0);
+	addr = mock_addr(&m, "p");
+	cr_assert_not_null(addr);
+	sa.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	while ((t = unix_now() - (double)t0) < 3990)
+		usleep(t < 3900 ? 50 * 1000 : 500);
+	while (first_ok < 0 && (t = unix_now() - (double)t0) < 4500) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		int e = errno;
+
+		close(fd);
+		if (rc == 0)
+			first_ok = t;
+		else if (e == ECONNREFUSED)
+			last_refused = t;
+		else
+			cr_assert_fail("connect at t0+%.3f ms: %s", t, strerror(e));
+		usleep(300);
+	}
+	cr_assert_geq(first_ok, 4000, "accepted at t0+%.3f ms, in the window", first_ok);
+	cr_assert_geq(last_refused, 3990, "no refusal seen just before the edge");
+	cr_assert_lt(last_refused, 4005, "refused at t0+%.3f ms: the edge was %.1f ms late",
+		     last_refused, last_refused - 4000);
+	cr_assert_eq(mock_stop(&m, SIGTERM), 0);
+	mock_cleanup(&m);
+}
+
+/*
  * One attempt for `status` [300, 600) ms: a chat completion every ~1 ms
  * until one is answered 200 again; then the log must show that exactly the
  * requests that arrived in the window were faulted.

@@ -203,6 +203,8 @@ int mock_start_opts(struct mock_proc *m, const char *config_json, const struct m
 			if (setrlimit(RLIMIT_FSIZE, &rl))
 				_exit(126);
 		}
+		if (o->nice > 0 && setpriority(PRIO_PROCESS, 0, o->nice))
+			_exit(126);
 		execl(prog, prog, "--config", m->config_path, "--t0", t0s, "--log-dir", m->dir,
 		      "--admin", "127.0.0.1:0", "--log-level", "warn", "--seed", seed,
 		      o->listen_at_ms > 0 ? "--listen-at" : (char *)NULL, listen_at, (char *)NULL);

@@ -40,6 +40,7 @@ struct mock_opts {
 				 * ignored, so a write past it fails with EFBIG (a full
 				 * disk, as mockprov sees it); 0: no limit set */
 	double listen_at_ms;	/* > 0: --listen-at, on t0's time base */
+	int nice;		/* > 0: the child runs at this niceness (its timer slack grows) */
 };
 
 /*
