@@ -498,45 +498,66 @@ static int write_tradeoff(struct sp *p)
 
 /* ---- gnuplot ---- */
 
-/* Makes OUT_DIR/NAME.png from SCRIPTS/SCRIPT.gp with vars (may be NULL). */
-static int render(struct sp *p, const char *script_name, const char *name, const char *vars)
-{
-	struct buf script = { 0 };
-	struct buf png = { 0 };
-	struct buf log = { 0 };
-	bool write_failed = false;
-	int rc = -ENOMEM;
+/* One render's paths and variables, owned (render_all frees them). */
+struct sp_render {
+	struct buf script;
+	struct buf png;
+	struct buf log;
+	char vars[32];
+};
 
-	if (!buf_printf(&script, "%s/%s.gp", p->scripts, script_name) &&
-	    !buf_printf(&png, "%s/%s.png", p->out_dir, name) &&
-	    !buf_printf(&log, "%s/%s.log", p->data_dir, name))
-		rc = gnuplot_render_vars(script.data, png.data, log.data, p->data_dir, p->scripts,
-					 vars, p->err, &write_failed);
-	else
-		errorf(p->err, rc, "out of memory");
-	p->write_failed = p->write_failed || write_failed;
-	buf_free(&script);
-	buf_free(&png);
-	buf_free(&log);
-	return rc;
+/* Fills r for OUT_DIR/NAME.png from SCRIPTS/SCRIPT.gp. Returns 0 or -ENOMEM. */
+static int render_of(const struct sp *p, struct sp_render *r, const char *script_name,
+		     const char *name)
+{
+	if (buf_printf(&r->script, "%s/%s.gp", p->scripts, script_name) ||
+	    buf_printf(&r->png, "%s/%s.png", p->out_dir, name) ||
+	    buf_printf(&r->log, "%s/%s.log", p->data_dir, name))
+		return -ENOMEM;
+	return 0;
 }
 
+/*
+ * Every figure the sweep has, its knee and its trade-off plot, two
+ * gnuplots at a time (gnuplot_render_all); the first failure in order is
+ * the one said.
+ */
 static int render_all(struct sp *p, const bool *figs_with)
 {
-	char vars[64];
+	size_t max = p->d->nfigs + 2;
+	struct sp_render *r = calloc(max, sizeof(*r));
+	struct gnuplot_task *t = calloc(max, sizeof(*t));
+	bool write_failed = false;
+	size_t n = 0;
 	size_t f;
-	int rc = 0;
+	int rc = r && t ? 0 : -ENOMEM;
 
 	for (f = 0; !rc && f < p->d->nfigs; f++) {
 		if (!figs_with[f])
 			continue;
-		snprintf(vars, sizeof(vars), "fig = %zu; ", f + 1);
-		rc = render(p, "sweep-figure", p->d->figs[f], vars);
+		snprintf(r[n].vars, sizeof(r[n].vars), "fig = %zu; ", f + 1);
+		rc = render_of(p, &r[n++], "sweep-figure", p->d->figs[f]);
 	}
 	if (!rc && p->has_knee)
-		rc = render(p, "sweep-knee", "knee", NULL);
+		rc = render_of(p, &r[n++], "sweep-knee", "knee");
 	if (!rc && p->draw_tradeoff)
-		rc = render(p, "sweep-tradeoff", "tradeoff", NULL);
+		rc = render_of(p, &r[n++], "sweep-tradeoff", "tradeoff");
+	for (f = 0; !rc && f < n; f++)
+		t[f] = (struct gnuplot_task){ .script = r[f].script.data, .png = r[f].png.data,
+					      .log = r[f].log.data,
+					      .vars = r[f].vars[0] ? r[f].vars : NULL };
+	if (rc)
+		errorf(p->err, rc, "out of memory");
+	else if (n)
+		rc = gnuplot_render_all(t, n, p->data_dir, p->scripts, 2, p->err, &write_failed);
+	p->write_failed = p->write_failed || write_failed;
+	for (f = 0; r && f < max; f++) {
+		buf_free(&r[f].script);
+		buf_free(&r[f].png);
+		buf_free(&r[f].log);
+	}
+	free(r);
+	free(t);
 	return rc;
 }
 
