@@ -793,8 +793,8 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 }
 
 int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup *st,
-	     struct evq *q, const struct sim_net *net, struct sim_server **servers,
-	     const char *dir, char *err)
+	     struct evq *q, const struct sim_net *net, const struct sim_clock *clock,
+	     struct sim_server **servers, const char *dir, char *err)
 {
 	char (*urls)[48] = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*urls));
 	const char **url_ptrs = calloc(sc->nproviders ? sc->nproviders : 1, sizeof(*url_ptrs));
@@ -854,7 +854,7 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 	rng_seed_stream(&g->rng_retry, sc->seed, GW_RNG_RETRY);
 	rng_seed_stream(&g->rng_breaker, sc->seed, GW_RNG_BREAKER);
 	rng_seed_stream(&g->rng_health, sc->seed, GW_RNG_HEALTH);
-	g->clock = world_clock(sc, SIM_GW_NOISE_STREAM);
+	g->clock = *clock;
 	g->env = (struct policy_env){
 		.router = &g->router,
 		.cfg = &g->cfg,

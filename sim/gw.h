@@ -58,14 +58,15 @@ struct sim_gw {
 /*
  * Sets the gateway of setup st up from the config a real run gives it
  * (its {upstream.NAME} for provider NAME's server, servers[i] for the
- * scenario's provider i), its events file dir/events.jsonl.tmp. Returns 0
+ * scenario's provider i), its timers as late as clock says, its events
+ * file dir/events.jsonl.tmp. Returns 0
  * or a negative errno with the reason in err (CFG_ERR_LEN bytes).
  */
 struct scenario;
 struct sc_setup;
 int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup *st,
-	     struct evq *q, const struct sim_net *net, struct sim_server **servers,
-	     const char *dir, char *err);
+	     struct evq *q, const struct sim_net *net, const struct sim_clock *clock,
+	     struct sim_server **servers, const char *dir, char *err);
 
 /* Renames the events file into place. Returns 0 or a negative errno with err. */
 int gw_finish(struct sim_gw *g, char *err);

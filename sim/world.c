@@ -37,6 +37,7 @@ struct world {
 	bool load_started;
 	struct lg_config lcfg;
 	char id_prefix[96];
+	unsigned k;			/* the run, from 1 */
 	struct sim_timer action;
 	size_t next_action;
 	char *why;			/* an action's failure */
@@ -56,10 +57,10 @@ static void on_action(struct sim_timer *t)
 		evq_at(&w->q, &w->action, w->sc->actions[w->next_action].at_ms);
 }
 
-struct sim_clock world_clock(const struct scenario *sc, uint64_t stream)
+struct sim_clock world_clock(const struct scenario *sc, unsigned k, uint64_t stream)
 {
 	return (struct sim_clock){ .answer_ms = sc->sim.answer_ms, .jitter_ms = sc->sim.jitter_ms,
-				   .seed = sc->seed, .stream = stream };
+				   .seed = sc->seed + k - 1, .stream = stream };
 }
 
 /* The providers, from the config a real run gives mockprov (one process each). */
@@ -86,7 +87,7 @@ static int start_mocks(struct world *w, char *err)
 		return -ENOMEM;
 	}
 	for (i = 0; i < w->mcfg.nproviders; i++) {
-		struct sim_clock clock = world_clock(sc, SIM_NOISE_STREAM + i);
+		struct sim_clock clock = world_clock(sc, w->k, SIM_NOISE_STREAM + i);
 
 		rc = mock_start(&w->mocks[i], &w->q, &w->mcfg.providers[i], sc->seed, &clock,
 				w->dir, err);
@@ -115,7 +116,9 @@ static struct sim_server *setup_target(struct world *w, char *err)
 		}
 		for (i = 0; i < w->nmocks; i++)
 			servers[i] = &w->mocks[i].srv;
-		rc = gw_start(&w->gw, w->sc, w->st, &w->q, &w->net, servers, w->dir, err);
+		struct sim_clock clock = world_clock(w->sc, w->k, SIM_GW_NOISE_STREAM);
+
+		rc = gw_start(&w->gw, w->sc, w->st, &w->q, &w->net, &clock, servers, w->dir, err);
 		free(servers);
 		w->gw_started = true;
 		return rc ? NULL : &w->gw.srv;
@@ -198,7 +201,7 @@ static int write_model(const struct scenario *sc, const char *dir, char *err)
 int sim_run(const struct scenario *sc, const struct sc_setup *st, unsigned k, const char *dir,
 	    struct sim_stats *stats, char *err)
 {
-	struct world w = { .sc = sc, .st = st, .dir = dir };
+	struct world w = { .sc = sc, .st = st, .k = k, .dir = dir };
 	struct sim_server *target;
 	char target_name[64];
 	char *targets[1] = { target_name };

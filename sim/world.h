@@ -20,7 +20,9 @@
 
 /*
  * The random stream of provider i's machine noise (sim.jitter_ms) is
- * SIM_NOISE_STREAM + i of the scenario's seed: far from the streams
+ * SIM_NOISE_STREAM + i of run k's seed (the scenario's + k − 1, as
+ * loadgen's: a machine is never the same twice, while mockprov and the
+ * gateway draw from the scenario's seed in every run): far from the streams
  * mockprov, loadgen and the gateway draw from, so the noise never moves
  * one of their draws.
  */
@@ -29,8 +31,8 @@
 /* The gateway's timers' noise: a stream past every provider's. */
 #define SIM_GW_NOISE_STREAM (SIM_NOISE_STREAM + 0x10000ULL)
 
-/* A modelled process's timers (sim/call.h): the scenario's sim block, its seed, noise stream. */
-struct sim_clock world_clock(const struct scenario *sc, uint64_t stream);
+/* A modelled process's timers in run k (sim/call.h): the scenario's sim block, run k's seed, noise stream. */
+struct sim_clock world_clock(const struct scenario *sc, unsigned k, uint64_t stream);
 
 /* What one simulated run did, for the speed figure. */
 struct sim_stats {

@@ -709,3 +709,51 @@ Test(sim, a_ramp_up_and_the_loads_arrival, .timeout = 60)
 	cr_assert_gt(gap_hi, 50.0, "Poisson gaps: the longest %.3f ms", gap_hi);
 	csv_free(&t);
 }
+
+/*
+ * --repeat 2 of a closed loop: each run draws the machine's noise from its
+ * own seed (the scenario's + k − 1, as loadgen's), so the two runs'
+ * latencies differ; without noise (jitter_ms 0) nothing else differs and
+ * the runs are the same bytes.
+ */
+Test(sim, each_repeat_has_its_own_machine_noise, .timeout = 60)
+{
+	static const char *const jit[] = { "0.6", "0" };
+	char st[1][600];
+	char a[900], b[900];
+	char text[1024];
+	char name[32];
+	struct csv_table t[2];
+	bool same;
+	size_t i;
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		snprintf(name, sizeof(name), "repeat%zu", k);
+		snprintf(text, sizeof(text),
+			 "{\"name\":\"%s\",\"duration_s\":2,\"seed\":5,"
+			 "\"sim\":{\"jitter_ms\":%s},"
+			 "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":50,\"jitter_ms\":0,"
+			 "\"token_ms\":0}],"
+			 "\"load\":{\"concurrency\":3,\"timeout_ms\":1000},"
+			 "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
+			 name, jit[k]);
+		snprintf(a, sizeof(a), "%s.json", name);
+		write_file(dir, a, text, scenario, sizeof(scenario));
+		run_sim("--repeat", "2");
+		cr_assert_eq(stamps(name, st, 1), 1);
+		snprintf(a, sizeof(a), "%s/direct/run-1/mock-primary.csv", st[0]);
+		snprintf(b, sizeof(b), "%s/direct/run-2/mock-primary.csv", st[0]);
+		cr_assert_eq(csv_read(a, &t[0]), 0);
+		cr_assert_eq(csv_read(b, &t[1]), 0);
+		same = t[0].nrows == t[1].nrows;
+		for (i = 1; same && i < t[0].nrows; i++)
+			same = strcmp(csv_get(&t[0], i, "t_ms"), csv_get(&t[1], i, "t_ms")) == 0;
+		if (k == 0)
+			cr_assert_not(same, "two runs of a noisy machine saw the same arrivals");
+		else
+			cr_assert(same, "two runs of a noiseless machine saw different arrivals");
+		csv_free(&t[0]);
+		csv_free(&t[1]);
+	}
+}
