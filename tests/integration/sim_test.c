@@ -84,6 +84,27 @@ static void run_sim(const char *extra_flag, const char *extra_val)
 	cr_assert_eq(rc, 0, "chaos sim exited %d:\n%s", rc, err);
 }
 
+/*
+ * Writes json as DIR/NAME.json, simulates it (with flag and val, or NULL),
+ * and reads the file at rel under its one stamp into t; the stamp's path
+ * into stamp when not NULL (600 bytes).
+ */
+static void sim_table(const char *name, const char *json, const char *flag, const char *val,
+		      const char *rel, struct csv_table *t, char *stamp)
+{
+	char st[1][600];
+	char path[900];
+
+	snprintf(path, sizeof(path), "%s.json", name);
+	write_file(dir, path, json, scenario, sizeof(scenario));
+	run_sim(flag, val);
+	cr_assert_eq(stamps(name, st, 1), 1);
+	snprintf(path, sizeof(path), "%s/%s", st[0], rel);
+	cr_assert_eq(csv_read(path, t), 0, "cannot read %s", path);
+	if (stamp)
+		snprintf(stamp, 600, "%s", st[0]);
+}
+
 /* Whether two files have the same bytes. */
 static bool same_file(const char *a, const char *b)
 {
@@ -522,13 +543,11 @@ Test(sim, faults_as_mockprov_and_loadgen_record_them, .timeout = 60)
  */
 Test(sim, a_passed_through_error_and_an_expired_batch_queue, .timeout = 60)
 {
-	char st[1][600];
-	char path[900];
 	struct csv_table t;
 	size_t i;
 	size_t n400 = 0, expired = 0, refused = 0;
 
-	write_file(dir, "gwq.json",
+	sim_table("gwq",
 		   "{\"name\":\"gwq\",\"duration_s\":3,"
 		   "\"providers\":[{\"name\":\"p\",\"ttft_ms\":20,\"jitter_ms\":0,"
 		   "\"faults\":[{\"kind\":\"status\",\"status\":400,\"from_s\":0,\"to_s\":1},"
@@ -539,11 +558,7 @@ Test(sim, a_passed_through_error_and_an_expired_batch_queue, .timeout = 60)
 		   "\"request_deadline_ms\":1000,\"providers\":{\"p\":{\"base_url\":\"{upstream.p}\"}},"
 		   "\"classes\":{\"batch\":{\"max_wait_ms\":300}},"
 		   "\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}}]}",
-		   scenario, sizeof(scenario));
-	run_sim(NULL, NULL);
-	cr_assert_eq(stamps("gwq", st, 1), 1);
-	snprintf(path, sizeof(path), "%s/gw/run-1/requests.csv", st[0]);
-	cr_assert_eq(csv_read(path, &t), 0);
+		   NULL, NULL, "gw/run-1/requests.csv", &t, NULL);
 	for (i = 1; i < t.nrows; i++) {
 		double sched = lg_num(&t, i, "sched_ms");
 
@@ -584,7 +599,6 @@ Test(sim, the_machines_noise, .timeout = 60)
 	 * without them.
 	 */
 	static const char *const jit[] = { "0", "0.6" };
-	char st[2][600];
 	char path[1300];
 	char text[1024];
 	struct csv_table t[2];
@@ -603,13 +617,8 @@ Test(sim, the_machines_noise, .timeout = 60)
 			 "\"load\":{\"rate\":50,\"arrival\":\"constant\",\"timeout_ms\":1000},"
 			 "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
 			 k, jit[k]);
-		snprintf(path, sizeof(path), "noise%zu.json", k);
-		write_file(dir, path, text, scenario, sizeof(scenario));
-		run_sim(NULL, NULL);
 		snprintf(path, sizeof(path), "noise%zu", k);
-		cr_assert_eq(stamps(path, &st[k], 1), 1);
-		snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", st[k]);
-		cr_assert_eq(csv_read(path, &t[k]), 0);
+		sim_table(path, text, NULL, NULL, "direct/run-1/requests.csv", &t[k], NULL);
 	}
 	cr_assert_eq(t[0].nrows, t[1].nrows);
 	cr_assert_eq(t[0].nrows - 1, 200);
@@ -650,26 +659,20 @@ Test(sim, the_machines_noise, .timeout = 60)
  */
 Test(sim, a_ramp_up_and_the_loads_arrival, .timeout = 60)
 {
-	char st[1][600];
-	char path[900];
 	struct csv_table t;
 	double start[16];
 	double gap_lo = INFINITY, gap_hi = 0, prev = -1;
 	size_t n;
 	size_t i;
 
-	write_file(dir, "ramp.json",
+	sim_table("ramp",
 		   "{\"name\":\"ramp\",\"duration_s\":1,\"seed\":3,"
 		   "\"sim\":{\"latency_ms\":0.5,\"answer_ms\":1,\"jitter_ms\":0},"
 		   "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":500,\"jitter_ms\":0,"
 		   "\"token_ms\":0}],"
 		   "\"load\":{\"concurrency\":4,\"ramp_up_ms\":400,\"timeout_ms\":1000},"
 		   "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
-		   scenario, sizeof(scenario));
-	run_sim(NULL, NULL);
-	cr_assert_eq(stamps("ramp", st, 1), 1);
-	snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", st[0]);
-	cr_assert_eq(csv_read(path, &t), 0);
+		   NULL, NULL, "direct/run-1/requests.csv", &t, NULL);
 	n = t.nrows - 1;
 	cr_assert_eq(n, 8, "4 clients, 2 requests each in 1 s: %zu requests", n);
 	for (i = 0; i < n; i++)
@@ -683,18 +686,14 @@ Test(sim, a_ramp_up_and_the_loads_arrival, .timeout = 60)
 	}
 	csv_free(&t);
 
-	write_file(dir, "arrival.json",
+	sim_table("arrival",
 		   "{\"name\":\"arrival\",\"duration_s\":2,\"seed\":3,"
 		   "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":50,\"jitter_ms\":0,"
 		   "\"token_ms\":0}],"
 		   "\"load\":{\"arrival\":\"poisson\",\"timeout_ms\":1000,"
 		   "\"mix\":{\"streams\":[{\"name\":\"s\",\"rate\":50}]}},"
 		   "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
-		   scenario, sizeof(scenario));
-	run_sim(NULL, NULL);
-	cr_assert_eq(stamps("arrival", st, 1), 1);
-	snprintf(path, sizeof(path), "%s/direct/run-1/requests.csv", st[0]);
-	cr_assert_eq(csv_read(path, &t), 0);
+		   NULL, NULL, "direct/run-1/requests.csv", &t, NULL);
 	cr_assert_gt(t.nrows, 50);
 	for (i = 1; i < t.nrows; i++) {
 		double at = lg_num(&t, i, "sched_ms");
@@ -719,8 +718,8 @@ Test(sim, a_ramp_up_and_the_loads_arrival, .timeout = 60)
 Test(sim, each_repeat_has_its_own_machine_noise, .timeout = 60)
 {
 	static const char *const jit[] = { "0.6", "0" };
-	char st[1][600];
-	char a[900], b[900];
+	char st[600];
+	char path[900];
 	char text[1024];
 	char name[32];
 	struct csv_table t[2];
@@ -738,14 +737,9 @@ Test(sim, each_repeat_has_its_own_machine_noise, .timeout = 60)
 			 "\"load\":{\"concurrency\":3,\"timeout_ms\":1000},"
 			 "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\",\"provider\":\"primary\"}]}",
 			 name, jit[k]);
-		snprintf(a, sizeof(a), "%s.json", name);
-		write_file(dir, a, text, scenario, sizeof(scenario));
-		run_sim("--repeat", "2");
-		cr_assert_eq(stamps(name, st, 1), 1);
-		snprintf(a, sizeof(a), "%s/direct/run-1/mock-primary.csv", st[0]);
-		snprintf(b, sizeof(b), "%s/direct/run-2/mock-primary.csv", st[0]);
-		cr_assert_eq(csv_read(a, &t[0]), 0);
-		cr_assert_eq(csv_read(b, &t[1]), 0);
+		sim_table(name, text, "--repeat", "2", "direct/run-1/mock-primary.csv", &t[0], st);
+		snprintf(path, sizeof(path), "%s/direct/run-2/mock-primary.csv", st);
+		cr_assert_eq(csv_read(path, &t[1]), 0);
 		same = t[0].nrows == t[1].nrows;
 		for (i = 1; same && i < t[0].nrows; i++)
 			same = strcmp(csv_get(&t[0], i, "t_ms"), csv_get(&t[1], i, "t_ms")) == 0;

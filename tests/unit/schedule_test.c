@@ -412,27 +412,31 @@ Test(schedule, sources_draw_independent_streams, .timeout = 10)
 
 Test(schedule, closed_loop_ramp_up_begins_client_k_at_k_over_n, .timeout = 10)
 {
-	int64_t started = 0;
-
 	/* 4 clients over 200 ms: they begin at 0, 50, 100 and 150 ms. */
-	cr_assert_eq(sched_closed_next(4, 200, &started, 0, 0), 0);
-	cr_assert_eq(started, 1);
-	/* The one begun is busy: the next begins at 50. */
-	cr_assert_eq(sched_closed_next(4, 200, &started, 1, 10), 50);
-	cr_assert_eq(started, 1);
-	/* Its answer came: it sends again at once, no new client. */
-	cr_assert_eq(sched_closed_next(4, 200, &started, 0, 20), 20);
-	cr_assert_eq(started, 1);
-	cr_assert_eq(sched_closed_next(4, 200, &started, 1, 50), 50);
-	cr_assert_eq(started, 2);
-	/* Late wakes begin one client a call, never two at once. */
-	cr_assert_eq(sched_closed_next(4, 200, &started, 2, 170), 170);
-	cr_assert_eq(started, 3);
-	cr_assert_eq(sched_closed_next(4, 200, &started, 3, 170), 170);
-	cr_assert_eq(started, 4);
-	/* All four busy: only an answer frees one. */
-	cr_assert(isinf(sched_closed_next(4, 200, &started, 4, 300)));
-	cr_assert_eq(started, 4);
+	static const struct {
+		uint64_t busy;
+		double now;
+		double want;		/* the return */
+		int64_t started;	/* after the call */
+		const char *why;
+	} steps[] = {
+		{ 0, 0, 0, 1, "the first begins at once" },
+		{ 1, 10, 50, 1, "the one begun is busy: the next begins at 50" },
+		{ 0, 20, 20, 1, "its answer came: it sends again, no new client" },
+		{ 1, 50, 50, 2, "50 ms: the second begins" },
+		{ 2, 170, 170, 3, "a late wake begins one client a call" },
+		{ 3, 170, 170, 4, "… and the next on the next call" },
+		{ 4, 300, INFINITY, 4, "all four busy: only an answer frees one" },
+	};
+	int64_t started = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		double got = sched_closed_next(4, 200, &started, steps[i].busy, steps[i].now);
+
+		cr_assert_eq(got, steps[i].want, "step %zu (%s): %g", i, steps[i].why, got);
+		cr_assert_eq(started, steps[i].started, "step %zu (%s)", i, steps[i].why);
+	}
 }
 
 Test(schedule, closed_loop_without_ramp_up_begins_every_client_at_once, .timeout = 10)
