@@ -7,9 +7,9 @@
  * idle process's timer 15 s away fires about 15 ms late: a kill action
  * at 15 s landed at 15.017–15.022 s, and a mock provider's 10 s down
  * window reopened 10.7–13.5 ms late. A repeating WAKETICK_MS timer bounds
- * every sleep, and so that slack, to WAKETICK_MS / 1000 (20 µs) or the
- * thread's timer slack (50 µs by default), whichever is larger. It is
- * unreferenced: it never keeps a loop running.
+ * every sleep, and so that slack, to WAKETICK_MS / 1000 (20 µs; 100 µs
+ * niced) or the thread's timer slack (50 µs by default), whichever is
+ * larger. It is unreferenced: it never keeps a loop running.
  */
 #ifndef FAULTLINE_WAKETICK_H
 #define FAULTLINE_WAKETICK_H

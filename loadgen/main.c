@@ -388,6 +388,9 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 	if (cli->have_ramp_up && !cfg->concurrency)
 		opt_usage_error(PROG, "--ramp-up is for a closed loop (--concurrency N): it "
 				"staggers the clients' first requests");
+	if (cfg->concurrency && cfg->ramp_up_ms >= cfg->duration_ms)
+		opt_usage_error(PROG, "--ramp-up (%g ms) must be shorter than --duration (%g ms): "
+				"the clients begin within the run", cfg->ramp_up_ms, cfg->duration_ms);
 	if (cfg->concurrency && cli->have_connections)
 		opt_usage_error(PROG, "--connections is for open loop; a closed loop has "
 				"--concurrency connections");

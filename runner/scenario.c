@@ -720,6 +720,12 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 			       "closed loop (concurrency), got it with an open loop");
 		goto out;
 	}
+	if (raw.ramp_up_ms > 0 && raw.ramp_up_ms >= sc->duration_ms) {
+		rc = cfg_error(err, file, "load", "ramp_up_ms", "expected less than the duration "
+			       "(%g ms): the clients begin within the run, got %g", sc->duration_ms,
+			       raw.ramp_up_ms);
+		goto out;
+	}
 	l->concurrency = (unsigned)raw.concurrency;
 	l->ramp_up_ms = raw.ramp_up_ms;
 	l->arrival = raw.arrival == 0 ? SC_ARRIVAL_CONSTANT : SC_ARRIVAL_POISSON;

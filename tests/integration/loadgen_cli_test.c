@@ -227,6 +227,13 @@ Test(loadgen_cli, ramp_up_with_an_open_loop, .timeout = 10)
 		    (const char *[]){ "--ramp-up", "--concurrency", NULL });
 }
 
+Test(loadgen_cli, ramp_up_as_long_as_the_run, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s",
+				      "--concurrency", "2", "--ramp-up", "1s", NULL },
+		    (const char *[]){ "--ramp-up", "--duration", NULL });
+}
+
 Test(loadgen_cli, bad_ramp_up, .timeout = 10)
 {
 	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s",

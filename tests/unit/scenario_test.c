@@ -599,6 +599,9 @@ static const struct bad_case bad_cases[] = {
 	{ "{" DUR "," PROV ",\"load\":{\"rate\":5,\"ramp_up_ms\":100}," SETUP "}",
 	  ": load.ramp_up_ms: expected ramp_up_ms only with a closed loop (concurrency), got it "
 	  "with an open loop" },
+	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2,\"ramp_up_ms\":60000}," SETUP "}",
+	  ": load.ramp_up_ms: expected less than the duration (60000 ms): the clients begin "
+	  "within the run, got 60000" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2,\"ramp_up_ms\":-1}," SETUP "}",
 	  ": load.ramp_up_ms: expected a number from 0 to 3600000, got -1" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":0}," SETUP "}",
