@@ -57,7 +57,8 @@ static void on_action(struct sim_timer *t)
 		evq_at(&w->q, &w->action, w->sc->actions[w->next_action].at_ms);
 }
 
-struct sim_clock world_clock(const struct scenario *sc, unsigned k, uint64_t stream)
+/* A modelled process's timers in run k (sim/call.h): the scenario's sim block, run k's seed, noise stream. */
+static struct sim_clock world_clock(const struct scenario *sc, unsigned k, uint64_t stream)
 {
 	return (struct sim_clock){ .answer_ms = sc->sim.answer_ms, .jitter_ms = sc->sim.jitter_ms,
 				   .seed = sc->seed + k - 1, .stream = stream };
@@ -107,6 +108,7 @@ static struct sim_server *setup_target(struct world *w, char *err)
 		return &w->mocks[w->st->provider].srv;
 	case SC_GATEWAY: {
 		struct sim_server **servers = calloc(w->nmocks ? w->nmocks : 1, sizeof(*servers));
+		struct sim_clock clock = world_clock(w->sc, w->k, SIM_GW_NOISE_STREAM);
 		size_t i;
 		int rc;
 
@@ -116,8 +118,6 @@ static struct sim_server *setup_target(struct world *w, char *err)
 		}
 		for (i = 0; i < w->nmocks; i++)
 			servers[i] = &w->mocks[i].srv;
-		struct sim_clock clock = world_clock(w->sc, w->k, SIM_GW_NOISE_STREAM);
-
 		rc = gw_start(&w->gw, w->sc, w->st, &w->q, &w->net, &clock, servers, w->dir, err);
 		free(servers);
 		w->gw_started = true;

@@ -31,9 +31,6 @@
 /* The gateway's timers' noise: a stream past every provider's. */
 #define SIM_GW_NOISE_STREAM (SIM_NOISE_STREAM + 0x10000ULL)
 
-/* A modelled process's timers in run k (sim/call.h): the scenario's sim block, run k's seed, noise stream. */
-struct sim_clock world_clock(const struct scenario *sc, unsigned k, uint64_t stream);
-
 /* What one simulated run did, for the speed figure. */
 struct sim_stats {
 	uint64_t requests;		/* loadgen's requests */
