@@ -264,6 +264,51 @@ Test(gateway_shared, one_replica_probes_at_a_time, .timeout = 60)
 }
 
 /*
+ * Requests keep coming while the cooldown ends (a request every few ms to
+ * each replica): one replica still takes the probe lock at the cooldown's
+ * end, not later — requests that find the cooldown over while the lock is
+ * being asked for hold the breaker open, and must not delay the asking.
+ */
+Test(gateway_shared, a_busy_fleet_still_probes_when_the_cooldown_ends, .timeout = 60)
+{
+	cJSON *half1;
+	cJSON *half2;
+	double t_open;
+	double t_half;
+	double end;
+	int i;
+
+	start_all(NULL);
+	start_replica(&gw1, "r1", 400, 3000, "", NULL);
+	start_replica(&gw2, "r2", 400, 3000, "", NULL);
+	expect_up(&gw1, 1, 3000, "r1");
+	expect_up(&gw2, 1, 3000, "r2");
+	primary_fails(0.2);
+	trip(&gw1);
+	t_open = gw_json_num(cJSON_GetArrayItem(events_to(&gw1, "open", "local", 1, 1000, NULL), 0),
+			     "t_unix_ms");
+	end = now_ms() + 1500;
+	for (i = 0; now_ms() < end; i++) {
+		struct http_result r;
+		long status;
+
+		cr_assert_eq(gw_chat(i % 2 ? &gw2 : &gw1, "chat", NULL, 5000, &r), 0);
+		status = r.status;
+		http_result_free(&r);
+		cr_assert_eq(status, 200, "request %d: %ld", i, status);
+	}
+	half1 = events_to(&gw1, "half_open", NULL, 0, 0, NULL);
+	half2 = events_to(&gw2, "half_open", NULL, 0, 0, NULL);
+	cr_assert_eq(cJSON_GetArraySize(half1) + cJSON_GetArraySize(half2), 1,
+		     "%d and %d half-opens in %d requests; expected one", cJSON_GetArraySize(half1),
+		     cJSON_GetArraySize(half2), i);
+	t_half = gw_json_num(cJSON_GetArraySize(half1) ? cJSON_GetArrayItem(half1, 0)
+						       : cJSON_GetArrayItem(half2, 0), "t_unix_ms");
+	cr_assert(t_half - t_open >= 399 && t_half - t_open <= 550,
+		  "probed %.0f ms after the open; the cooldown is 400 ms", t_half - t_open);
+}
+
+/*
  * Redis is killed with traffic going through both replicas, then
  * restarted on its port; later it is stopped (SIGSTOP) and continued.
  * Every request is answered, none slower than 300 ms; /metrics says down
