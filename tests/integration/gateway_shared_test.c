@@ -79,6 +79,18 @@ static void start_replica(struct gw_proc *g, const char *name, double cooldown_m
 	gw_start_template(g, tmpl, &mock, &o);
 }
 
+static void expect_up(const struct gw_proc *g, double v, double within_ms, const char *what);
+
+/* Redis, mockprov and replicas r1 and r2 (start_replica), both seen sharing. */
+static void start_pair(double cooldown_ms, double lock_ms)
+{
+	start_all(NULL);
+	start_replica(&gw1, "r1", cooldown_ms, lock_ms, "", NULL);
+	start_replica(&gw2, "r2", cooldown_ms, lock_ms, "", NULL);
+	expect_up(&gw1, 1, 3000, "r1");
+	expect_up(&gw2, 1, 3000, "r2");
+}
+
 /* Waits until g's /metrics says the shared state is up (v = 1) or down (0). */
 static void expect_up(const struct gw_proc *g, double v, double within_ms, const char *what)
 {
@@ -197,11 +209,7 @@ Test(gateway_shared, two_replicas_share_an_open_within_100_ms, .timeout = 60)
 	const cJSON *e2;
 	double gap;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 5000, 2000, "", NULL);
-	start_replica(&gw2, "r2", 5000, 2000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(5000, 2000);
 	primary_fails(30);
 	trip(&gw1);
 	opened1 = events_to(&gw1, "open", "local", 1, 1000, NULL);
@@ -246,11 +254,7 @@ Test(gateway_shared, one_replica_probes_at_a_time, .timeout = 60)
 	double t_open;
 	double t_half;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 500, 3000, "", NULL);
-	start_replica(&gw2, "r2", 500, 3000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(500, 3000);
 	primary_fails(0.3);
 	trip(&gw1);
 	t_open = gw_json_num(cJSON_GetArrayItem(events_to(&gw1, "open", "local", 1, 1000, NULL), 0),
@@ -299,11 +303,7 @@ Test(gateway_shared, a_busy_fleet_still_probes_when_the_cooldown_ends, .timeout 
 	double t_half;
 	int i;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 400, 3000, "", NULL);
-	start_replica(&gw2, "r2", 400, 3000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(400, 3000);
 	primary_fails(0.2);
 	trip(&gw1);
 	t_open = gw_json_num(cJSON_GetArrayItem(events_to(&gw1, "open", "local", 1, 1000, NULL), 0),
@@ -354,11 +354,7 @@ Test(gateway_shared, redis_failing_fails_no_request, .timeout = 90)
 {
 	double worst = 0;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 60000, 2000, "", NULL);
-	start_replica(&gw2, "r2", 60000, 2000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(60000, 2000);
 	phase = 0;
 	alternate(6000, 0, fail_redis, &worst);
 	cr_assert_eq(phase, 4, "the loop ended in phase %d", phase);
@@ -382,11 +378,7 @@ Test(gateway_shared, an_open_made_while_redis_was_down_converges, .timeout = 60)
 {
 	cJSON *opened;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 60000, 2000, "", NULL);
-	start_replica(&gw2, "r2", 60000, 2000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(60000, 2000);
 	cr_assert_eq(redis_kill(&redis, SIGKILL), 0);
 	expect_up(&gw1, 0, 2000, "r1 with Redis dead");
 	primary_fails(30);
