@@ -13,6 +13,10 @@
 #     so mockprov sees the same body on all three paths. Requests/s, wrk's
 #     p50/p99, CPU per request. Targets: gateway >= 0.75 x HAProxy's
 #     requests/s; the gateway's p99 over direct's <= 1.5 x HAProxy's.
+#     (d) the same gateway with its breakers shared through a real
+#     redis-server (shared_state backend redis, started here on a free
+#     port, no persistence), measured in the same rounds. Target: its
+#     requests/s >= 0.95 x the local gateway's, and its p99 within 5% of it.
 #  2. Memory: a fresh gateway with RSS_CONNS (1,000) client connections
 #     open — first held idle, each after one chat request (a small python3
 #     client; left out when there is no python3), then busy, wrk -c
@@ -53,7 +57,8 @@ PLAIN_TOKENS=16
 CHAT_PATH=/v1/chat/completions
 REQUEST='{"model":"mock-small","messages":[{"role":"user","content":"Say hello"}]}'
 GW_REQUEST='{"model":"chat","messages":[{"role":"user","content":"Say hello"}]}'
-TARGETS="direct haproxy gateway"
+TARGETS="direct haproxy gateway gateway_redis"
+REDIS_TARGET=0.95
 
 BENCH_NAME=bench-gateway
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -154,6 +159,53 @@ EOF
 	start_gateway_on "$dir/config.json" "$dir"
 }
 
+# Starts redis-server on a free loopback port (no persistence) with its
+# files in $tmp/redis; sets RD_PID and RD_PORT.
+start_redis() {
+	local dir=$tmp/redis redis port
+	redis=$(command -v redis-server || echo /usr/bin/redis-server)
+	[ -x "$redis" ] || die "redis-server is not installed (scripts/deps.sh installs it)"
+	mkdir -p "$dir"
+	for _ in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 12000))
+		port_used "$port" && continue
+		"$redis" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
+			>"$dir/redis.out" 2>&1 &
+		RD_PID=$!
+		pids="$pids $RD_PID"
+		for _ in $(seq 100); do
+			kill -0 "$RD_PID" 2>/dev/null || break
+			if grep -q 'Ready to accept connections' "$dir/redis.out"; then
+				RD_PORT=$port
+				return 0
+			fi
+			sleep 0.05
+		done
+		stop_pid "$RD_PID"
+	done
+	die "redis-server did not start: $(cat "$dir/redis.out")"
+}
+
+# Starts a second gateway, alike but for shared_state backend redis (the
+# redis-server of start_redis), in dir $1; sets GR_PID and GR_ADDR.
+start_gateway_redis() {
+	local dir=$1 gw_pid=$GW_PID gw_addr=$GW_ADDR gw_port=$GW_PORT
+	mkdir -p "$dir"
+	jq --arg url "redis://127.0.0.1:$RD_PORT/0" \
+		'. + {shared_state: {backend: "redis", url: $url, key_prefix: "bench:", replica: "r1"}}' \
+		"$tmp/gateway/config.json" >"$dir/config.json"
+	start_gateway_on "$dir/config.json" "$dir"
+	GR_PID=$GW_PID GR_ADDR=$GW_ADDR
+	GW_PID=$gw_pid GW_ADDR=$gw_addr GW_PORT=$gw_port
+	# The link is up (connected, subscribed, synced) before it is measured.
+	for _ in $(seq 100); do
+		curl -sf --max-time 1 "http://$GR_ADDR/metrics" | grep -q '^faultline_shared_state_up 1' &&
+			return 0
+		sleep 0.05
+	done
+	die "the redis-backed gateway never shared its state: $(cat "$dir/gateway.err")"
+}
+
 # POSTs body $2 to $1 and checks for a 200 chat completion from mock-small.
 check_target() {
 	local answer=$tmp/answer.json
@@ -172,6 +224,7 @@ wrk_round() {
 	direct) url=http://$MP_ADDR$CHAT_PATH pid=$MP_PID body=$REQUEST ;;
 	haproxy) url=http://$HA_ADDR$CHAT_PATH pid=$HA_PID body=$REQUEST ;;
 	gateway) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_REQUEST ;;
+	gateway_redis) url=http://$GR_ADDR$CHAT_PATH pid=$GR_PID body=$GW_REQUEST ;;
 	esac
 	: >"$out"
 	b0=$(cpu_ticks "$MP_PID")
@@ -217,6 +270,7 @@ target_name() {
 	direct) echo "mockprov direct" ;;
 	haproxy) echo "HAProxy (1 thread)" ;;
 	gateway) echo "gateway" ;;
+	gateway_redis) echo "gateway, Redis-shared" ;;
 	esac
 }
 
@@ -236,9 +290,12 @@ throughput_bench() {
 	[ "$round_secs" -ge 1 ] || die "WRK_SECS ($WRK_SECS) must be at least ROUNDS ($ROUNDS)"
 	start_haproxy
 	start_gateway "$tmp/gateway"
+	start_redis
+	start_gateway_redis "$tmp/gateway-redis"
 	check_target "http://$MP_ADDR$CHAT_PATH" "$REQUEST"
 	check_target "http://$HA_ADDR$CHAT_PATH" "$REQUEST"
 	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_REQUEST"
+	check_target "http://$GR_ADDR$CHAT_PATH" "$GW_REQUEST"
 
 	for who in $TARGETS; do
 		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
@@ -261,12 +318,17 @@ throughput_bench() {
 	done
 	GW_HWM_KB=$(awk '/^VmHWM/ { print $2 }' "/proc/$GW_PID/status")
 	GW_ERR_LINES=$(wc -l <"$tmp/gateway/gateway.err")
+	GR_UP=$(curl -sf --max-time 1 "http://$GR_ADDR/metrics" |
+		awk '$1 == "faultline_shared_state_up" { print $2 }')
 	stop_pid "$GW_PID"
+	stop_pid "$GR_PID"
+	stop_pid "$RD_PID"
 	stop_pid "$HA_PID"
 
 	d=$tmp/wrk-direct
 	h=$tmp/wrk-haproxy
 	g=$tmp/wrk-gateway
+	r=$tmp/wrk-gateway_redis
 	RPS_D=$(get "$d" rps) RPS_H=$(get "$h" rps) RPS_G=$(get "$g" rps)
 	RPS_RATIO=$(calc "$RPS_G / $RPS_H" %.2f)
 	RPS_VERDICT=$(verdict "$RPS_RATIO >= $RPS_TARGET")
@@ -304,7 +366,7 @@ throughput_bench() {
 	row "target" "proxy" "proxy/req" "mockprov" "mock/req" "wrk" "others'"
 	row "$(target_name direct)" "" "" "$(get "$d" cpu_server_pct)" \
 		"$(get "$d" server_us_per_req)" "$(get "$d" cpu_client_pct)" "$(get "$d" cpu_other_pct)"
-	for who in haproxy gateway; do
+	for who in haproxy gateway gateway_redis; do
 		f=$tmp/wrk-$who
 		row "$(target_name "$who")" "$(get "$f" cpu_server_pct)" "$(get "$f" server_us_per_req)" \
 			"$(get "$f" cpu_backend_pct)" "$(get "$f" backend_us_per_req)" \
@@ -325,13 +387,23 @@ throughput_bench() {
 		"$(calc "$(get "$g" p99_med_ms) / $(get "$h" p99_med_ms)" %.2f)"
 	ratio_row "gateway CPU per request / HAProxy's" \
 		"$(calc "$(get "$g" server_us_per_req) / $(get "$h" server_us_per_req)" %.2f)"
+	RD_RATIO=$(calc "$(get "$r" rps) / $RPS_G" %.3f)
+	RD_P99=$(calc "$(get "$r" p99_med_ms) / $(get "$g" p99_med_ms)" %.3f)
+	ratio_row "Redis-shared / local gateway requests/s" "$RD_RATIO" ">= $REDIS_TARGET" \
+		"$(verdict "$RD_RATIO >= $REDIS_TARGET")"
+	ratio_row "Redis-shared / local gateway p99" "$RD_P99" "<= 1.05" \
+		"$(verdict "$RD_P99 <= 1.05")"
+	ratio_row "Redis-shared / local gateway CPU per request" \
+		"$(calc "$(get "$r" server_us_per_req) / $(get "$g" server_us_per_req)" %.3f)"
+	echo "   the Redis-shared gateway's faultline_shared_state_up at the end: ${GR_UP:-none}" \
+		"(1: shared throughout)"
 	echo "   gateway peak RSS over these rounds (VmHWM): $GW_HWM_KB kB; $GW_ERR_LINES lines" \
 		"on its stderr (--log-level warn)"
 	echo "   wrk's latency runs from its send to the end of the answer; at $CONNS connections" \
 		"in closed loop"
 	echo "   the latency is mostly queueing, so the added p99 follows the lost requests/s"
 	busy_warning "$(get "$d" cpu_other_pct)" "$(get "$h" cpu_other_pct)" \
-		"$(get "$g" cpu_other_pct)"
+		"$(get "$g" cpu_other_pct)" "$(get "$r" cpu_other_pct)"
 }
 
 # Samples the gateway $1 times, every 0.2 s, while process $2 (when given)
