@@ -7,7 +7,7 @@
 #                   for FUZZ_SECONDS (20); fails on any crash, kept under $(O)/fuzz/artifacts/
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
-#   make bench-gateway    wrk through the gateway, through HAProxy and direct; RSS
+#   make bench-gateway    wrk through the gateway (local and Redis-shared), through HAProxy and direct; RSS
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
 #   make bench-sim  chaos sim's speed: three-setups, 734,000 requests, a 1,000-point sweep
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
