@@ -262,7 +262,7 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 		if (a->kind != SC_KILL)
 			continue;
 		for (j = i + 1; j < pl->st->sc->nactions; j++) {
-			if (pl->st->sc->actions[j].provider == a->provider &&
+			if (scenario_action_same_target(&pl->st->sc->actions[j], a) &&
 			    pl->st->sc->actions[j].kind == SC_RESTART) {
 				end = pl->st->sc->actions[j].at_ms;
 				restarted = true;
@@ -279,8 +279,16 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 		w[*n].from_s = a->at_ms / 1000;
 		w[*n].to_s = end / 1000;
 		w[*n].kill = true;
-		snprintf(w[*n].label, sizeof(w[*n].label), "%s: killed%s",
-			 pl->st->sc->provider_names[a->provider], restarted ? "" : " (no restart)");
+		if (a->target == SC_TARGET_PROVIDER)
+			snprintf(w[*n].label, sizeof(w[*n].label), "%s: killed%s",
+				 pl->st->sc->provider_names[a->provider],
+				 restarted ? "" : " (no restart)");
+		else if (a->target == SC_TARGET_REPLICA)
+			snprintf(w[*n].label, sizeof(w[*n].label), "gateway r%u: killed%s",
+				 a->replica, restarted ? "" : " (no restart)");
+		else
+			snprintf(w[*n].label, sizeof(w[*n].label), "redis: killed%s",
+				 restarted ? "" : " (no restart)");
 		(*n)++;
 	}
 	label_rows(w, *n, pl->st->sc->duration_ms / 1000);

@@ -22,6 +22,23 @@
 #include "runner/stamp.h"
 #include "runner/stats.h"
 
+/* providers.NAME.timeout_ms's default (docs/gateway-config.md). */
+#define GW_DEFAULT_TIMEOUT_MS 10000.0
+
+/*
+ * A gateway setup's per-attempt timeout for its primary: the config's
+ * providers.PRIMARY.timeout_ms (scaled with the scenario), or the
+ * gateway's default.
+ */
+static double primary_timeout_ms(const struct sc_setup *st, const char *primary)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(st->config, "providers"), primary);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "timeout_ms");
+
+	return cJSON_IsNumber(t) ? t->valuedouble : GW_DEFAULT_TIMEOUT_MS;
+}
+
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,
 			 struct rundata *rows, char *err)
@@ -63,6 +80,10 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 	in.window_ms = 5000 * sc->scale;
 	in.primary = scenario_primary(sc, st);
 	in.t0_unix_ms = t0_unix_ms;
+	if (scenario_setup_replicated(st)) {
+		in.replicas = st->replicas;
+		in.primary_timeout_ms = primary_timeout_ms(st, in.primary);
+	}
 	rc = stats_compute_keep(&in, &sum, rows, err);
 	free(ph);
 	free(pr);

@@ -23,10 +23,13 @@ struct setup_raw {
 	double retry_backoff_ms;
 	char *ready_url;
 	char *target;
+	int64_t replicas;
+	int shared_state;
 };
 
 static const char *const setup_kind_names[] = { "direct", "client_retry", "gateway", "external",
 						NULL };
+static const char *const shared_state_names[] = { "local", "redis", NULL };
 
 #define SK(name, type, field, req, def, min, max) \
 	{ name, type, offsetof(struct setup_raw, field), req, def, min, max, NULL, NULL }
@@ -46,6 +49,9 @@ static const struct cfg_key client_retry_keys[] = {
 };
 static const struct cfg_key gateway_keys[] = {
 	SK("config", CFG_SKIP, name, true, 0, 0, 0),
+	SK("replicas", CFG_INT, replicas, false, 1, 1, SC_REPLICAS_MAX),
+	{ "shared_state", CFG_ENUM, offsetof(struct setup_raw, shared_state), false, 0, 0, 0,
+	  "local", shared_state_names },
 };
 static const struct cfg_key external_keys[] = {
 	SK("command", CFG_SKIP, name, true, 0, 0, 0),
@@ -209,6 +215,14 @@ static int load_gateway(const cJSON *obj, const struct scenario *sc, const char 
 		return cfg_error(err, file, sub, "listen", "expected no listen (the runner picks the "
 				 "gateway's port), got %s", got);
 	}
+	/* The runner writes it for a setup with shared_state redis (its URL is a run's). */
+	listen = cJSON_GetObjectItemCaseSensitive(cfg, "shared_state");
+	if (listen) {
+		cfg_describe(listen, got, sizeof(got));
+		return cfg_error(err, file, sub, "shared_state", "expected no shared_state (the "
+				 "setup's own \"shared_state\": \"redis\" has the runner write it, "
+				 "with a Redis of the run's), got %s", got);
+	}
 	rc = template_check_strings(&cx, cfg, file, sub, err);
 	if (!rc)
 		rc = check_gateway_config(cfg, sc, file, path, st, err);
@@ -358,6 +372,8 @@ static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const c
 	st->name = raw.name;
 	raw.name = NULL;
 	st->kind = kind;
+	st->replicas = kind == SC_GATEWAY ? (unsigned)raw.replicas : 1;
+	st->shared_redis = kind == SC_GATEWAY && raw.shared_state == 1;
 	switch (kind) {
 	case SC_DIRECT:
 	case SC_CLIENT_RETRY:

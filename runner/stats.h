@@ -243,6 +243,10 @@ struct stats_input {
 					 * its price (a direct setup's); NULL: unknown */
 	const double *windows;		/* window lengths (ms > 0) of "answered_windows" */
 	size_t nwindows;
+	unsigned replicas;		/* > 0: a replicated gateway setup's replicas, whose
+					 * figures (runner/replicas.h) are added */
+	double primary_timeout_ms;	/* the primary's per-attempt timeout, for
+					 * timeout_paid; NAN: unknown */
 };
 
 /*

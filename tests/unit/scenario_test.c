@@ -1247,7 +1247,8 @@ Test(scenario_run, gateway_config, .timeout = 10)
 	char *s;
 
 	cr_assert_eq(load(full, &sc), 0, "%s", err);
-	s = scenario_gateway_config(&sc, &sc.setups[2], "127.0.0.1:45000", urls, err);
+	s = scenario_gateway_config(&sc, &sc.setups[2], "127.0.0.1:45000", urls, NULL, NULL,
+				    err);
 	cr_assert_not_null(s, "%s", err);
 	root = cJSON_Parse(s);
 	cr_assert_not_null(root, "%s", s);
@@ -1268,7 +1269,8 @@ Test(scenario_run, gateway_config, .timeout = 10)
 		"{upstream.primary}", "the setup keeps its template");
 
 	err[0] = '\0';
-	cr_assert_null(scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:1", urls, err));
+	cr_assert_null(scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:1", urls, NULL, NULL,
+					       err));
 	cr_assert(strstr(err, ": setups[0].config: expected a gateway setup"), "%s", err);
 	scenario_free(&sc);
 }
@@ -1290,7 +1292,7 @@ Test(scenario_run, gateway_config_many_placeholders, .timeout = 10)
 			  "\"api_key_env\":\"K_{X}\"}},\"note\":[\"{upstream.a} and {upstream.b}!\","
 			  "\"{\\\"a\\\":1}\",{\"deep\":\"<{upstream.a}>\"}]," GW_MODELS "}");
 	cr_assert_not_null(sc.setups[0].config);
-	s = scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:9", urls, err);
+	s = scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:9", urls, NULL, NULL, err);
 	cr_assert_not_null(s, "%s", err);
 	root = cJSON_Parse(s);
 	cr_assert_not_null(root);
