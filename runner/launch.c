@@ -699,7 +699,10 @@ static void on_action(uv_timer_t *t)
 	}
 	launch_progress_clear(ch);
 	if (ch->o->verbose) {
-		launch_child_name(ch, m, name, sizeof(name));
+		if (a->target == SC_TARGET_PROVIDER)	/* "kill primary", as it always said */
+			snprintf(name, sizeof(name), "%s", ch->sc->provider_names[a->provider]);
+		else
+			launch_child_name(ch, m, name, sizeof(name));
 		fprintf(stderr, "chaos: t=%.1f s: %s %s\n", a->at_ms / 1000,
 			a->kind == SC_KILL ? "kill" : "restart", name);
 	}
