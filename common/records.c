@@ -88,6 +88,10 @@ const char *const event_keys[EVENT_NKEYS] = {
 	[EVENT_FROM] = "from",
 	[EVENT_TO] = "to",
 	[EVENT_REASON] = "reason",
+	[EVENT_REPLICA] = "replica",
+	[EVENT_ORIGIN] = "origin",
+	[EVENT_PEER] = "peer",
+	[EVENT_VIA] = "via",
 };
 
 static const char *const event_state_names[EVENT_NSTATES] = {
@@ -248,7 +252,8 @@ static int event_key(struct buf *line, enum event_key k)
 }
 
 int event_line(struct buf *line, double t_unix_ms, const char *provider, const char *model,
-	       const char *from, const char *to, const char *reason)
+	       const char *from, const char *to, const char *reason,
+	       const struct event_source *src)
 {
 	int rc = 0;
 
@@ -265,6 +270,18 @@ int event_line(struct buf *line, double t_unix_ms, const char *provider, const c
 	rc |= json_escape(line, to);
 	rc |= event_key(line, EVENT_REASON);
 	rc |= reason ? json_escape(line, reason) : buf_puts(line, "null");
+	if (src) {
+		rc |= event_key(line, EVENT_REPLICA);
+		rc |= json_escape(line, src->replica);
+		rc |= event_key(line, EVENT_ORIGIN);
+		rc |= json_escape(line, src->peer ? "remote" : "local");
+	}
+	if (src && src->peer) {
+		rc |= event_key(line, EVENT_PEER);
+		rc |= json_escape(line, src->peer);
+		rc |= event_key(line, EVENT_VIA);
+		rc |= json_escape(line, src->via ? src->via : "pubsub");
+	}
 	rc |= buf_puts(line, "}\n");
 	return rc ? -ENOMEM : 0;
 }

@@ -221,6 +221,11 @@ enum event_key {
 	EVENT_FROM,		/* string: a breaker_state name */
 	EVENT_TO,		/* string: a breaker_state name */
 	EVENT_REASON,		/* string; may be absent or null */
+	/* Written only by replicas that share breakers (gateway shared_state redis): */
+	EVENT_REPLICA,		/* string: the replica that wrote the line */
+	EVENT_ORIGIN,		/* string: "local" (its own evidence) or "remote" */
+	EVENT_PEER,		/* string, remote only: the replica whose change it follows */
+	EVENT_VIA,		/* string, remote only: "pubsub" or "sync" */
 	EVENT_NKEYS
 };
 
@@ -228,13 +233,27 @@ enum event_key {
 extern const char *const event_keys[EVENT_NKEYS];
 
 /*
+ * Who wrote an events line, when replicas share their breakers: the
+ * replica, and for a change another replica made (peer not NULL) that
+ * replica and how it was heard (via).
+ */
+struct event_source {
+	const char *replica;
+	const char *peer;	/* NULL: the replica's own change */
+	const char *via;	/* with peer: "pubsub" or "sync" */
+};
+
+/*
  * Builds one events.jsonl line (newline included) into line: a breaker of
  * provider/model (model may be NULL) went from → to for reason (may be
- * NULL) at t_unix_ms (written to the microsecond). Returns 0 or -ENOMEM.
+ * NULL) at t_unix_ms (written to the microsecond); src (NULL: not shared)
+ * adds replica, origin and, for a remote change, peer and via. Returns 0
+ * or -ENOMEM.
  */
 struct buf;
 int event_line(struct buf *line, double t_unix_ms, const char *provider, const char *model,
-	       const char *from, const char *to, const char *reason);
+	       const char *from, const char *to, const char *reason,
+	       const struct event_source *src);
 
 /* A breaker's state, as events.jsonl's from and to name it (the plots' 0, 1, 2). */
 enum event_state {

@@ -11,6 +11,7 @@
 
 #include "gateway/gateway.h"
 #include "gateway/probe.h"
+#include "gateway/shared.h"
 #include "common/json.h"
 
 int admin_models(const struct gateway *gw, struct buf *b)
@@ -250,6 +251,49 @@ static int cost_labels(struct buf *b, const struct gateway *gw, const struct cos
 	return rc | metrics_label(b, r->feature);
 }
 
+/* The replicas' shared state (shared_state redis); nothing when not shared. */
+static int shared_state(struct buf *b, const struct gateway *gw)
+{
+	const struct shared_counts c = gw->shared ? shared_counts(gw->shared)
+						  : (struct shared_counts){ 0 };
+	const struct {
+		const char *name;
+		const char *help;
+		uint64_t v;
+	} counters[] = {
+		{ "faultline_shared_published_total", "Own breaker changes published to the fleet.",
+		  c.published },
+		{ "faultline_shared_received_total", "Other replicas' breaker changes received.",
+		  c.received },
+		{ "faultline_shared_applied_total", "Received changes that changed a breaker here.",
+		  c.applied },
+		{ "faultline_shared_stale_total",
+		  "Received changes older than the breaker's state, ignored.", c.stale },
+		{ "faultline_shared_reconnects_total", "Times the link to Redis was lost.", c.downs },
+		{ "faultline_shared_dropped_total",
+		  "Redis commands not sent because the link was down.", c.dropped },
+	};
+	size_t i;
+	int rc;
+
+	if (!gw->shared)
+		return 0;
+	rc = family(b, "faultline_shared_state_up", "gauge",
+		    "1 while the breakers are shared through Redis (connected, subscribed, "
+		    "synced); 0 while each is this replica's own.");
+	rc |= buf_printf(b, "faultline_shared_state_up %d\n", c.up ? 1 : 0);
+	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		rc |= family(b, counters[i].name, "counter", counters[i].help);
+		rc |= buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)counters[i].v);
+	}
+	rc |= family(b, "faultline_shared_probe_locks_total", "counter",
+		     "Probe locks tried: won (this replica probes) or lost (another does).");
+	rc |= buf_printf(b, "faultline_shared_probe_locks_total{result=\"won\"} %llu\n"
+			 "faultline_shared_probe_locks_total{result=\"lost\"} %llu\n",
+			 (unsigned long long)c.locks_won, (unsigned long long)c.locks_lost);
+	return rc;
+}
+
 static int health(struct buf *b, const struct gateway *gw)
 {
 	const struct gw_config *cfg = gw->cfg;
@@ -413,6 +457,7 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 	rc |= attempts_and_latency(b, gw);
 	rc |= breakers(b, gw);
 	rc |= health(b, gw);
+	rc |= shared_state(b, gw);
 	rc |= spend(b, gw);
 	rc |= routing(b, gw);
 	return rc ? -ENOMEM : 0;

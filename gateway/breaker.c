@@ -259,12 +259,11 @@ static void trip(struct breaker *b, double now_ms, struct rng *r,
 	set_state(b, BREAKER_OPEN, now_ms, chg, "%s", reason);
 }
 
-static void close_breaker(struct breaker *b, double now_ms, struct breaker_change *chg)
+/* Closes b; reason is already formatted. */
+static void close_breaker(struct breaker *b, double now_ms, struct breaker_change *chg,
+			  const char *reason)
 {
-	unsigned k = b->cfg.half_open_probes;
-
-	set_state(b, BREAKER_CLOSED, now_ms, chg, "%u probe%s succeeded", k,
-		  k == 1 ? "" : "s");
+	set_state(b, BREAKER_CLOSED, now_ms, chg, "%s", reason);
 	b->trips = 0;
 	b->consecutive_failures = 0;
 	window_clear(b);
@@ -346,6 +345,11 @@ enum breaker_verdict breaker_admit(struct breaker *b, double now_ms, uint64_t *p
 			b->totals.rejected++;
 			return BREAKER_REJECT;
 		}
+		if (b->gate_ms > 0) {	/* another replica probes: wait for its verdict */
+			b->open_until_ms = now_ms + b->gate_ms;
+			b->totals.rejected++;
+			return BREAKER_REJECT;
+		}
 		set_state(b, BREAKER_HALF_OPEN, now_ms, chg, "cooldown %.0f ms over",
 			  b->cooldown_ms);
 		b->round++;
@@ -402,8 +406,12 @@ void breaker_record(struct breaker *b, double now_ms, bool success, double laten
 		return;
 	}
 	b->probes_succeeded++;
-	if (b->probes_succeeded >= b->cfg.half_open_probes)
-		close_breaker(b, now_ms, chg);
+	if (b->probes_succeeded >= b->cfg.half_open_probes) {
+		unsigned k = b->cfg.half_open_probes;
+
+		snprintf(reason, sizeof(reason), "%u probe%s succeeded", k, k == 1 ? "" : "s");
+		close_breaker(b, now_ms, chg, reason);
+	}
 }
 
 void breaker_record_slow(struct breaker *b, double now_ms, double latency_ms, uint64_t probe,
@@ -450,7 +458,7 @@ bool breaker_would_admit(const struct breaker *b, double now_ms)
 	if (!b->cfg.enabled || b->state == BREAKER_CLOSED)
 		return true;
 	if (b->state == BREAKER_OPEN)
-		return now_ms >= b->open_until_ms;
+		return now_ms >= b->open_until_ms && !(b->gate_ms > 0);
 	return b->probes_in_flight < b->cfg.half_open_probes;
 }
 
@@ -459,4 +467,35 @@ void breaker_release_probe(struct breaker *b, uint64_t probe)
 	if (b->state == BREAKER_HALF_OPEN && probe != 0 && probe == b->round &&
 	    b->probes_in_flight > 0)
 		b->probes_in_flight--;
+}
+
+void breaker_gate(struct breaker *b, double gate_ms)
+{
+	b->gate_ms = gate_ms > 0 ? gate_ms : 0;
+}
+
+void breaker_open_until(struct breaker *b, double now_ms, double until_ms, const char *reason,
+			struct breaker_change *chg)
+{
+	change_clear(chg);
+	if (!b->cfg.enabled || !(until_ms > now_ms))
+		return;
+	if (b->state == BREAKER_OPEN) {
+		if (until_ms > b->open_until_ms)
+			b->open_until_ms = until_ms;
+		return;
+	}
+	b->trips++;
+	b->cooldown_ms = until_ms - now_ms;
+	b->open_until_ms = until_ms;
+	set_state(b, BREAKER_OPEN, now_ms, chg, "%s", reason);
+}
+
+void breaker_close_now(struct breaker *b, double now_ms, const char *reason,
+		       struct breaker_change *chg)
+{
+	change_clear(chg);
+	if (!b->cfg.enabled || b->state == BREAKER_CLOSED)
+		return;
+	close_breaker(b, now_ms, chg, reason);
 }

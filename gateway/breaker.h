@@ -119,6 +119,7 @@ struct breaker {
 	unsigned probes_in_flight;	/* half-open: slots held by unresolved probes */
 	unsigned probes_succeeded;	/* half-open: probes that succeeded this round */
 	int64_t latest_bucket;		/* the latest bucket index seen */
+	double gate_ms;			/* > 0: the probe gate (breaker_gate) is on */
 	struct breaker_bucket bucket[BREAKER_MAX_BUCKETS];
 };
 
@@ -232,5 +233,32 @@ void breaker_trip(struct breaker *b, double now_ms, const char *reason, struct r
  */
 void breaker_wake(struct breaker *b, double now_ms, const char *reason,
 		  struct breaker_change *chg);
+
+/*
+ * The probe gate, for replicas that share their breakers (gateway/fleet.h):
+ * while gate_ms > 0, an open breaker whose cooldown is over does not go
+ * half-open by itself — breaker_admit holds it open gate_ms longer and
+ * rejects, as if the cooldown had been that much longer — so that only
+ * the replica given the probe (breaker_wake) probes. 0 turns it off: the
+ * breaker goes half-open after its cooldown on its own again.
+ */
+void breaker_gate(struct breaker *b, double gate_ms);
+
+/*
+ * Another replica's open (gateway/fleet.h), ending at until_ms: a closed
+ * or half-open b opens now until then (a trip: trips grows, cooldown_ms is
+ * the time left), and an open one stays open at least that long (no
+ * change). Nothing when disabled or until_ms ≤ now_ms.
+ */
+void breaker_open_until(struct breaker *b, double now_ms, double until_ms, const char *reason,
+			struct breaker_change *chg);
+
+/*
+ * Another replica's close: an open or half-open b closes now, as after its
+ * own probes (trips, the consecutive count and the window start again).
+ * Nothing when disabled or closed.
+ */
+void breaker_close_now(struct breaker *b, double now_ms, const char *reason,
+		       struct breaker_change *chg);
 
 #endif

@@ -57,6 +57,7 @@ static const struct cfg_key top_keys[] = {
 	{ "budget", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "classes", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "auth", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "shared_state", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 #define NTOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -754,6 +755,8 @@ static int from_json(const cJSON *root, const char *path, bool allow_remote, boo
 	rc = load_top(root, path, cfg, err);
 	if (!rc)
 		rc = load_auth(root, path, read_env, &cfg->auth, err);
+	if (!rc)
+		rc = gw_config__shared(root, path, allow_remote, read_env, &cfg->shared, err);
 	if (rc)
 		goto out;
 	rc = apply_section(breaker_keys, NBREAKER_KEYS, root, "breaker", &br, path, "breaker", err);
@@ -862,6 +865,7 @@ void gw_config_free(struct gw_config *cfg)
 	}
 	free(cfg->auth.keys);
 	free(cfg->auth.lens);
+	gw_config__shared_free(&cfg->shared);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -911,6 +915,7 @@ const struct cfg_section *gw_config_sections(size_t *n)
 		{ "classes.batch", batch_keys, NELEM(batch_keys) },
 		{ "breaker", breaker_keys, NBREAKER_KEYS },
 		{ "auth", auth_keys, NELEM(auth_keys) },
+		{ "shared_state", gw_config__shared_keys, GW_NSHARED_KEYS },
 		{ "providers.NAME", provider_keys, NPROVIDER_KEYS },
 		{ "providers.NAME.price_per_1k", price_keys, NELEM(price_keys) },
 		{ "providers.NAME.health_check", health_keys, NELEM(health_keys) },

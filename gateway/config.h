@@ -104,6 +104,31 @@ struct gw_auth {
 	size_t nkeys;
 };
 
+/* Where a replica's breakers are shared (docs/gateway-config.md: shared_state). */
+enum gw_shared_backend {
+	GW_SHARED_LOCAL,		/* not shared: this process's breakers alone */
+	GW_SHARED_REDIS,		/* shared through Redis (gateway/shared.h) */
+};
+
+/* Limits of shared_state. */
+#define GW_REPLICA_MAX 63		/* bytes of a replica's name */
+#define GW_KEY_PREFIX_MAX 128		/* bytes of key_prefix */
+
+struct gw_shared {
+	enum gw_shared_backend backend;
+	char *url;			/* as written; never holds a password */
+	char *host;			/* numeric: 127.0.0.1, ::1 */
+	int port;
+	int db;				/* SELECT'ed on connecting */
+	char *key_prefix;		/* every key and the channel start with it */
+	char *password;			/* from password_env, or NULL; never logged, wiped */
+	char *replica;			/* this replica's name: --replica, or the config's */
+	double lock_ms;			/* the probe lock's expiry */
+	double timeout_ms;		/* a reply later than this: Redis is down */
+	double reconnect_ms;		/* the first reconnection's backoff ceiling */
+	double reconnect_max_ms;	/* no backoff is longer */
+};
+
 struct gw_config {
 	struct sockaddr_storage listen;
 	double deadline_ms;
@@ -124,6 +149,7 @@ struct gw_config {
 	struct gw_alias *aliases;
 	size_t naliases;
 	struct gw_auth auth;		/* auth.keys_env */
+	struct gw_shared shared;	/* shared_state */
 };
 
 /*
@@ -176,6 +202,13 @@ int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, c
  */
 int gw_config_check_listen(const struct gw_config *cfg, const struct sockaddr_storage *addr,
 			   const char *flag, bool allow_remote, const char *file, char *err);
+
+/*
+ * Sets the replica's name (--replica), replacing shared_state.replica.
+ * Returns 0, or -EINVAL with a message in err (CFG_ERR_LEN bytes) when the
+ * name is not 1–63 letters, digits, '-', '_' or '.'; -ENOMEM.
+ */
+int gw_config_set_replica(struct gw_config *cfg, const char *name, char *err);
 
 /* Frees what gw_config_load allocated. */
 void gw_config_free(struct gw_config *cfg);

@@ -35,4 +35,31 @@ int gw_config__api_key(const char *var, struct gw_provider *p, const char *file,
 int gw_config__client_key(const cJSON *list, const cJSON *item, size_t i, const char *file,
 			  bool read_env, struct gw_auth *a, char *err);
 
+/*
+ * Checks shared_state.url, a Redis URL, with libcurl's parser:
+ * redis://HOST[:PORT][/DB], HOST numeric (no name is looked up, so that
+ * connecting never blocks) or localhost, loopback unless allow_remote, no
+ * user or password (password_env holds it), no query or fragment. Fills
+ * s->host, s->port (6379 when absent) and s->db (0).
+ */
+int gw_config__redis_url(const char *url, bool allow_remote, struct gw_shared *s,
+			 const char *file, char *err);
+
+/*
+ * The shared_state section: reads it into s (defaults when root has
+ * none), the password from password_env when read_env.
+ */
+int gw_config__shared(const cJSON *root, const char *file, bool allow_remote, bool read_env,
+		      struct gw_shared *s, char *err);
+
+/* Frees and wipes what gw_config__shared filled. */
+void gw_config__shared_free(struct gw_shared *s);
+
+/* The shared_state table, for gw_config_sections. */
+#define GW_NSHARED_KEYS 9
+extern const struct cfg_key gw_config__shared_keys[GW_NSHARED_KEYS];
+
+/* Whether s names an environment variable (a letter or '_', then letters, digits or '_'). */
+bool gw_config__env_name_ok(const char *s);
+
 #endif

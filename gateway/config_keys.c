@@ -37,8 +37,7 @@ int gw_config__api_key(const char *var, struct gw_provider *p, const char *file,
 	return p->auth_header ? 0 : cfg_error(err, file, path, "api_key_env", "out of memory");
 }
 
-/* An environment variable's name: a letter or '_', then letters, digits or '_'. */
-static bool env_name_ok(const char *s)
+bool gw_config__env_name_ok(const char *s)
 {
 	size_t i;
 
@@ -67,7 +66,7 @@ int gw_config__client_key(const cJSON *list, const cJSON *item, size_t i, const 
 	size_t j;
 
 	snprintf(path, sizeof(path), "auth.keys_env[%zu]", i);
-	if (!cJSON_IsString(item) || !env_name_ok(item->valuestring)) {
+	if (!cJSON_IsString(item) || !gw_config__env_name_ok(item->valuestring)) {
 		cfg_describe(item, got, sizeof(got));
 		return cfg_error(err, file, path, NULL,
 				 "expected an environment variable's name (a letter or '_', then "

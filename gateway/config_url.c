@@ -1,7 +1,7 @@
 /*
- * config_url: a provider's base_url, checked with libcurl's own URL
- * parser (so the host checked is the host connected to) and held to
- * loopback unless --allow-remote.
+ * config_url: a provider's base_url and shared_state's Redis URL, checked
+ * with libcurl's own URL parser (so the host checked is the host connected
+ * to) and held to loopback unless --allow-remote.
  */
 #include "gateway/config_int.h"
 
@@ -32,6 +32,15 @@ static bool host_is_loopback(const char *host)
 		return opt_addr_is_loopback((struct sockaddr *)&ss);
 	}
 	return false;
+}
+
+/* The host is an IPv4 or IPv6 address, not a name. */
+static bool host_is_numeric(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
 }
 
 /* A URL part as libcurl's parser sees it (free with curl_free), or NULL. */
@@ -125,6 +134,104 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 out:
 	curl_free(scheme);
 	curl_free(host);
+	curl_free(extra);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+int gw_config__redis_url(const char *url, bool allow_remote, struct gw_shared *s,
+			 const char *file, char *err)
+{
+	static const char *const path = "shared_state";
+	CURLU *u = curl_url();
+	char *scheme = NULL;
+	char *host = NULL;
+	char *port = NULL;
+	char *upath = NULL;
+	char *extra = NULL;
+	char bare[256];
+	char *end;
+	size_t len;
+	long v;
+	int rc = 0;
+
+	if (!u)
+		return cfg_error(err, file, path, "url", "out of memory");
+	if (strpbrk(url, " \t\r\n\\") || strncmp(url, "redis://", 8) ||
+	    curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+		rc = cfg_error(err, file, path, "url",
+			       "expected a URL such as redis://127.0.0.1:6379/0, got \"%.100s\"",
+			       url);
+		goto out;
+	}
+	scheme = url_part(u, CURLUPART_SCHEME);
+	host = url_part(u, CURLUPART_HOST);
+	extra = url_part(u, CURLUPART_USER);
+	if (!extra)
+		extra = url_part(u, CURLUPART_PASSWORD);
+	if (extra) {
+		rc = cfg_error(err, file, path, "url",
+			       "expected a URL without a user or password (name the variable "
+			       "holding the password in shared_state.password_env)");
+		goto out;
+	}
+	extra = url_part(u, CURLUPART_QUERY);
+	if (!extra)
+		extra = url_part(u, CURLUPART_FRAGMENT);
+	if (!scheme || strcmp(scheme, "redis") || !host || !host[0] || extra) {
+		rc = cfg_error(err, file, path, "url",
+			       "expected redis://HOST[:PORT][/DB] without a query or fragment, "
+			       "got \"%.100s\"", url);
+		goto out;
+	}
+	len = strlen(host);
+	if (host[0] == '[' && len > 2 && host[len - 1] == ']')
+		snprintf(bare, sizeof(bare), "%.*s", (int)(len - 2), host + 1);
+	else
+		snprintf(bare, sizeof(bare), "%s", strcmp(host, "localhost") ? host : "127.0.0.1");
+	if (!host_is_numeric(bare)) {
+		rc = cfg_error(err, file, path, "url",
+			       "expected a numeric host (an IPv4 or IPv6 address, or localhost: "
+			       "no name is looked up), got \"%.100s\"", host);
+		goto out;
+	}
+	if (!allow_remote && !host_is_loopback(bare)) {
+		rc = cfg_error(err, file, path, "url",
+			       "expected a loopback host (127.0.0.0/8, ::1 or localhost) without "
+			       "--allow-remote, got \"%.100s\"", host);
+		goto out;
+	}
+	port = url_part(u, CURLUPART_PORT);
+	s->port = 6379;
+	if (port) {
+		v = strtol(port, &end, 10);
+		if (*end || v < 1 || v > 65535) {
+			rc = cfg_error(err, file, path, "url",
+				       "expected a port from 1 to 65535, got \"%.100s\"", port);
+			goto out;
+		}
+		s->port = (int)v;
+	}
+	upath = url_part(u, CURLUPART_PATH);
+	s->db = 0;
+	if (upath && strcmp(upath, "/") && upath[0]) {
+		v = strtol(upath + 1, &end, 10);
+		if (upath[0] != '/' || !upath[1] || *end || v < 0 || v > 1000000) {
+			rc = cfg_error(err, file, path, "url",
+				       "expected a database number after the port (/0), got "
+				       "\"%.100s\"", upath);
+			goto out;
+		}
+		s->db = (int)v;
+	}
+	s->host = strdup(bare);
+	if (!s->host)
+		rc = cfg_error(err, file, path, "url", "out of memory");
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(upath);
 	curl_free(extra);
 	curl_url_cleanup(u);
 	return rc;

@@ -4,6 +4,7 @@
  * log, counters).
  */
 #include "gateway/gateway.h"
+#include "gateway/shared.h"
 
 #include "gateway/admin.h"
 #include "gateway/probe.h"
@@ -91,19 +92,24 @@ static void events_fail(struct gateway *gw, int err)
  * The router's listener: writes one breaker state change, as a log line
  * and an events line in the format common/records.h defines.
  */
-static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			       const struct change_origin *origin)
 {
 	struct gateway *gw = arg;
+	struct event_source src = { gw->cfg->shared.replica, origin ? origin->peer : NULL,
+				    origin ? origin->via : NULL };
 	struct buf line = { 0 };
 	int rc = 0;
 
-	log_info("breaker %s/%s: %s -> %s (%s)", t->prov->name, t->model,
-		 breaker_state_name(chg->from), breaker_state_name(chg->to), chg->reason);
+	log_info("breaker %s/%s: %s -> %s (%s)%s%s", t->prov->name, t->model,
+		 breaker_state_name(chg->from), breaker_state_name(chg->to), chg->reason,
+		 origin ? " via " : "", origin ? origin->via : "");
 	if (!gw->events)
 		return;
 	rc = event_line(&line, (double)clock_unix_ns() / 1e6, t->prov->name, t->model,
 			event_state_name(router_event_state(chg->from)),
-			event_state_name(router_event_state(chg->to)), chg->reason);
+			event_state_name(router_event_state(chg->to)), chg->reason,
+			gw->shared ? &src : NULL);
 	if (rc) {
 		events_fail(gw, ENOMEM);
 	} else if (fwrite(line.data, 1, line.len, gw->events) != line.len ||
@@ -344,7 +350,9 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	hc.idle_timeout_ms = (uint64_t)cfg->idle_timeout_ms;
 	hc.max_conns = cfg->max_connections;
 	gw->srv = http_server_new(loop, &hc, on_request, gw);
-	if (!gw->srv || probe_start_all(gw)) {
+	if (!gw->srv || probe_start_all(gw) ||
+	    (cfg->shared.backend == GW_SHARED_REDIS &&
+	     !(gw->shared = shared_start(loop, cfg, &gw->router, seed, err)))) {
 		if (gw->srv)
 			http_server_free(gw->srv, NULL, NULL);
 		gw->srv = NULL;
@@ -399,6 +407,7 @@ void gateway_close(struct gateway *gw)
 	size_t i;
 
 	gateway_cancel_all(gw);
+	shared_close(gw->shared);
 	http_server_free(gw->srv, NULL, NULL);
 	gw->srv = NULL;
 	uv_close((uv_handle_t *)&gw->flush, NULL);
@@ -426,6 +435,8 @@ void gateway_close(struct gateway *gw)
 
 void gateway_free(struct gateway *gw)
 {
+	shared_free(gw->shared);
+	gw->shared = NULL;
 	router_free(&gw->router);
 	free(gw->pstats);
 	free(gw->costs);

@@ -30,6 +30,7 @@
 
 struct greq;
 struct probe;
+struct shared;
 
 struct gateway {
 	uv_loop_t *loop;
@@ -59,6 +60,7 @@ struct gateway {
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
 	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
 	struct router_listener queue_wake;	/* drains the batch queues after one */
+	struct shared *shared;		/* shared_state redis: the fleet's breakers; else NULL */
 	double checks_from_ms;		/* the first health checks' time (gw_now_ms's clock) */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */

@@ -26,7 +26,7 @@
 
 static const char usage_text[] =
 	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N] [--t0 MS]\n"
-	"               [--allow-remote] [--log-level LEVEL]\n"
+	"               [--replica NAME] [--allow-remote] [--log-level LEVEL]\n"
 	"       gateway --check-config FILE [--listen HOST:PORT] [--allow-remote]\n"
 	"\n"
 	"Serves an OpenAI-compatible API that fails over between the providers of\n"
@@ -39,6 +39,8 @@ static const char usage_text[] =
 	"  --t0 MS             a run's shared time base (Unix epoch ms): each provider's\n"
 	"                      first health check at t0 plus a phase drawn from the seed\n"
 	"                      (default: at once)\n"
+	"  --replica NAME      this replica's name in the shared state and events\n"
+	"                      (default: the config's shared_state.replica, gateway)\n"
 	"  --allow-remote      allow provider base URLs and a listen address that are\n"
 	"                      not loopback (the latter needs auth.keys_env)\n"
 	"  --log-level LEVEL   debug, info, warn, error or off (default: info)\n"
@@ -54,6 +56,7 @@ struct args {
 	const char *config;
 	const char *listen;
 	const char *events;
+	const char *replica;		/* --replica, or NULL */
 	bool allow_remote;
 	bool check_only;		/* --check-config: validate, then exit */
 	bool have_seed;
@@ -119,6 +122,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		{ "events", required_argument, NULL, 'e' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "t0", required_argument, NULL, 't' },
+		{ "replica", required_argument, NULL, 'R' },
 		{ "allow-remote", no_argument, NULL, 'r' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "check-config", required_argument, NULL, 'C' },
@@ -157,6 +161,9 @@ static void parse_args(int argc, char **argv, struct args *a)
 				opt_usage_error("gateway", "--t0: expected Unix epoch milliseconds, got "
 						"\"%s\"", val);
 			a->t0 = v;
+			break;
+		case 'R':
+			a->replica = val;
 			break;
 		case 'r':
 			a->allow_remote = true;
@@ -217,6 +224,11 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &a);
 	if (gw_config_load(a.config, a.allow_remote, &cfg, err)) {
 		fprintf(stderr, "gateway: %s\n", err);
+		return 2;
+	}
+	if (a.replica && gw_config_set_replica(&cfg, a.replica, err)) {
+		fprintf(stderr, "gateway: %s\n", err);
+		gw_config_free(&cfg);
 		return 2;
 	}
 	addr = cfg.listen;

@@ -91,9 +91,11 @@ void proxy_queue_wake(struct gateway *gw)
 }
 
 /* The router's listener: a breaker that closed or went half-open may take a queued request. */
-static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			       const struct change_origin *origin)
 {
 	(void)t;
+	(void)origin;
 	if (chg->to != BREAKER_OPEN)
 		proxy_queue_wake(arg);
 }

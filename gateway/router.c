@@ -75,6 +75,13 @@ void router_listen(struct router *r, struct router_listener *l)
 void router_breaker_changed(struct router *r, struct gw_target *t,
 			    const struct breaker_change *chg)
 {
+	router_breaker_changed_from(r, t, chg, NULL);
+}
+
+void router_breaker_changed_from(struct router *r, struct gw_target *t,
+				 const struct breaker_change *chg,
+				 const struct change_origin *origin)
+{
 	struct list_node *n;
 
 	if (!chg->changed)
@@ -84,7 +91,7 @@ void router_breaker_changed(struct router *r, struct gw_target *t,
 	for (n = list_first(&r->listeners); n; n = list_next(&r->listeners, n)) {
 		struct router_listener *l = list_entry(n, struct router_listener, link);
 
-		l->on_change(l->arg, t, chg);
+		l->on_change(l->arg, t, chg, origin);
 	}
 }
 

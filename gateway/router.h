@@ -64,14 +64,25 @@ struct gw_route {
 };
 
 /*
+ * Where a breaker change came from when it was not this process's own
+ * evidence: another replica's change (gateway/shared.h), which replica,
+ * and how it was heard ("pubsub": its message; "sync": the state stored
+ * in Redis, read on connecting). NULL origin: this replica's own.
+ */
+struct change_origin {
+	const char *peer;
+	const char *via;
+};
+
+/*
  * Someone told of every breaker state change (router_listen): the
- * gateway's events file and log, the batch queues' wake-up; one day a
- * store shared between replicas. The listener owns this struct; the
- * router links it.
+ * gateway's events file and log, the batch queues' wake-up, the replicas'
+ * shared state. The listener owns this struct; the router links it.
  */
 struct router_listener {
 	struct list_node link;
-	void (*on_change)(void *arg, struct gw_target *t, const struct breaker_change *chg);
+	void (*on_change)(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			  const struct change_origin *origin);
 	void *arg;
 };
 
@@ -104,6 +115,11 @@ void router_listen(struct router *r, struct router_listener *l);
  */
 void router_breaker_changed(struct router *r, struct gw_target *t,
 			    const struct breaker_change *chg);
+
+/* router_breaker_changed for a change another replica made (origin not NULL). */
+void router_breaker_changed_from(struct router *r, struct gw_target *t,
+				 const struct breaker_change *chg,
+				 const struct change_origin *origin);
 
 /*
  * After a health check of provider (ok: it passed; n: the checks in a row

@@ -9,9 +9,11 @@ set -eu
 # clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes, only
 # recommended by clang) are for `make fuzz` only; groff-base is for
 # tests/install.sh, which renders the man pages (and skips that without
-# groff); a plain build does not check for them.
+# groff); a plain build does not check for them. redis-server is what the
+# gateway's shared state is tested and benched against, and what the
+# runner starts for replicas setups; the gateway itself needs libhiredis.
 PACKAGES="pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev libhttp-parser-dev
-libcriterion-dev gnuplot-nox clang libclang-rt-dev groff-base"
+libcriterion-dev gnuplot-nox libhiredis-dev redis-server clang libclang-rt-dev groff-base"
 if [ "${1:-}" = --packages ]; then
 	echo $PACKAGES
 	exit 0
@@ -27,9 +29,11 @@ need_pc libuv libuv1-dev
 need_pc libcurl libcurl4-openssl-dev
 need_pc libcjson libcjson-dev
 need_pc criterion libcriterion-dev
+need_pc hiredis libhiredis-dev
 # Debian's http-parser ships no .pc file: look for its header instead.
 [ -f /usr/include/http_parser.h ] || missing="$missing libhttp-parser-dev"
 command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing="$missing redis-server"
 
 if [ -n "$missing" ]; then
 	echo "deps: installing:$missing" >&2
@@ -44,8 +48,8 @@ if [ -n "$missing" ]; then
 	$sudo apt-get install -y -qq --no-install-recommends $missing >&2
 fi
 
-echo "DEP_CFLAGS := $(pkg-config --cflags libuv libcurl libcjson)"
-echo "DEP_LIBS := $(pkg-config --libs libuv libcjson) -lhttp_parser -lm"
+echo "DEP_CFLAGS := $(pkg-config --cflags libuv libcurl libcjson hiredis)"
+echo "DEP_LIBS := $(pkg-config --libs libuv libcjson hiredis) -lhttp_parser -lm"
 echo "CURL_LIBS := $(pkg-config --libs libcurl)"
 echo "TEST_CFLAGS := $(pkg-config --cflags criterion)"
 echo "TEST_LIBS := $(pkg-config --libs criterion)"

@@ -576,9 +576,11 @@ static void queue_wake(struct sim_gw *gw)
 }
 
 /* The router's listener: a breaker that closed or went half-open may take a queued request. */
-static void on_breaker_wake(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_breaker_wake(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			     const struct change_origin *origin)
 {
 	(void)t;
+	(void)origin;
 	if (chg->to != BREAKER_OPEN)
 		queue_wake(arg);
 }
@@ -776,16 +778,18 @@ static const struct call_server_ops gw_ops = {
 };
 
 /* The router's listener: one events.jsonl line per breaker change. */
-static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			       const struct change_origin *origin)
 {
 	struct sim_gw *gw = arg;
 	struct buf line = { 0 };
 
+	(void)origin;	/* a simulated gateway is one replica */
 	if (!gw->events || gw->err)
 		return;
 	if (event_line(&line, (double)SIM_T0_UNIX_MS + gw->q->now, t->prov->name, t->model,
 		       event_state_name(router_event_state(chg->from)),
-		       event_state_name(router_event_state(chg->to)), chg->reason))
+		       event_state_name(router_event_state(chg->to)), chg->reason, NULL))
 		gw->err = ENOMEM;
 	else if (fwrite(line.data, 1, line.len, gw->events) != line.len)
 		gw->err = errno ? errno : EIO;

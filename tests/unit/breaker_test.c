@@ -1047,6 +1047,99 @@ Test(breaker, trip_and_wake_from_outside, .timeout = 10)
 	cr_assert_eq(b.state, BREAKER_CLOSED);
 }
 
+/*
+ * Another replica's verdicts (gateway/fleet.h): breaker_open_until opens a
+ * closed or half-open breaker until the given time and only lengthens an
+ * open one; breaker_close_now closes an open or half-open one and starts
+ * its counts again; a stale end (not after now) and a disabled breaker do
+ * nothing.
+ */
+Test(breaker, open_until_and_close_now_from_another_replica, .timeout = 10)
+{
+	struct breaker_config cfg = quiet_config();
+	struct breaker_change chg;
+	struct breaker b;
+	struct rng r;
+	uint64_t probe;
+
+	rng_seed(&r, 1);
+	cfg.consecutive_failures = 3;
+	breaker_init(&b, &cfg, 0);
+	result(&b, 10, false, &r, &chg);
+	breaker_open_until(&b, 100, 100, "stale", &chg);
+	cr_assert_not(chg.changed, "an open ending now opened it");
+	breaker_open_until(&b, 100, 2600, "r2: 3 consecutive failures", &chg);
+	assert_change(&chg, BREAKER_CLOSED, BREAKER_OPEN, "r2: 3 consecutive failures");
+	cr_assert_float_eq(b.open_until_ms, 2600, 1e-9);
+	cr_assert_float_eq(b.cooldown_ms, 2500, 1e-9);
+	cr_assert_eq(b.trips, 1);
+	cr_assert_eq(breaker_admit(&b, 2599, &probe, &chg), BREAKER_REJECT);
+	breaker_open_until(&b, 200, 1000, "shorter", &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_float_eq(b.open_until_ms, 2600, 1e-9, "a shorter open cut the cooldown");
+	breaker_open_until(&b, 200, 3000, "longer", &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_float_eq(b.open_until_ms, 3000, 1e-9, "a longer open did not hold");
+
+	breaker_close_now(&b, 500, "r2: 1 probe succeeded", &chg);
+	assert_change(&chg, BREAKER_OPEN, BREAKER_CLOSED, "r2: 1 probe succeeded");
+	cr_assert_eq(b.trips, 0);
+	cr_assert_eq(b.consecutive_failures, 0, "the failure before the open still counts");
+	cr_assert_eq(breaker_admit(&b, 501, &probe, &chg), BREAKER_ADMIT);
+	breaker_close_now(&b, 600, "again", &chg);
+	cr_assert_not(chg.changed, "closing a closed breaker changed it");
+
+	/* Half-open (probing here) and another replica's probe failed: open. */
+	breaker_trip(&b, 1000, "down", &r, &chg);
+	cr_assert_eq(breaker_admit(&b, 2000, &probe, &chg), BREAKER_ADMIT_PROBE);
+	breaker_open_until(&b, 2010, 5000, "r3: probe failed", &chg);
+	assert_change(&chg, BREAKER_HALF_OPEN, BREAKER_OPEN, "r3: probe failed");
+	breaker_record(&b, 2020, true, 10, probe, &r, &chg);
+	cr_assert_not(chg.changed, "a probe of the round before decided");
+
+	cfg.enabled = false;
+	breaker_init(&b, &cfg, 0);
+	breaker_open_until(&b, 0, 1000, "r2", &chg);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.state, BREAKER_CLOSED);
+}
+
+/*
+ * The probe gate: while it is on, an open breaker past its cooldown stays
+ * open, gate_ms at a time, until breaker_wake gives it the probe; off, the
+ * cooldown's end makes it half-open as before.
+ */
+Test(breaker, the_probe_gate_holds_an_open_breaker, .timeout = 10)
+{
+	struct breaker_config cfg = quiet_config();
+	struct breaker_change chg;
+	struct breaker b;
+	struct rng r;
+	uint64_t probe;
+
+	rng_seed(&r, 1);
+	breaker_init(&b, &cfg, 0);
+	breaker_gate(&b, 250);
+	breaker_trip(&b, 0, "down", &r, &chg);
+	cr_assert_float_eq(b.open_until_ms, 1000, 1e-9);
+	cr_assert_not(breaker_would_admit(&b, 1000));
+	cr_assert_eq(breaker_admit(&b, 1000, &probe, &chg), BREAKER_REJECT);
+	cr_assert_not(chg.changed);
+	cr_assert_eq(b.state, BREAKER_OPEN);
+	cr_assert_float_eq(b.open_until_ms, 1250, 1e-9, "not held gate_ms longer");
+	cr_assert_eq(breaker_admit(&b, 1100, &probe, &chg), BREAKER_REJECT);
+	breaker_wake(&b, 1200, "probe lock won", &chg);
+	assert_change(&chg, BREAKER_OPEN, BREAKER_HALF_OPEN, "probe lock won");
+	cr_assert_eq(breaker_admit(&b, 1201, &probe, &chg), BREAKER_ADMIT_PROBE);
+
+	breaker_record(&b, 1300, false, 10, probe, &r, &chg);
+	assert_change(&chg, BREAKER_HALF_OPEN, BREAKER_OPEN, "probe failed");
+	breaker_gate(&b, 0);
+	cr_assert(breaker_would_admit(&b, b.open_until_ms));
+	cr_assert_eq(breaker_admit(&b, b.open_until_ms, &probe, &chg), BREAKER_ADMIT_PROBE);
+	cr_assert_eq(b.state, BREAKER_HALF_OPEN, "the gate, off, still held it");
+}
+
 /* ---- the latency budget, and cancelled attempts' slow results ---- */
 
 /* Quiet, but for a 500 ms budget at p95 over at least 20 results. */

@@ -33,8 +33,10 @@ struct fx {
 	enum breaker_state last_to;
 };
 
-static void on_change(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_change(void *arg, struct gw_target *t, const struct breaker_change *chg,
+		     const struct change_origin *origin)
 {
+	(void)origin;
 	struct fx *f = arg;
 
 	(void)t;

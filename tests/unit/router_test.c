@@ -15,8 +15,10 @@ struct heard {
 	unsigned n;
 };
 
-static void on_first(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_first(void *arg, struct gw_target *t, const struct breaker_change *chg,
+		     const struct change_origin *origin)
 {
+	(void)origin;
 	struct heard *h = arg;
 
 	(void)t;
@@ -24,8 +26,10 @@ static void on_first(void *arg, struct gw_target *t, const struct breaker_change
 	h->to[h->n++] = chg->to;
 }
 
-static void on_second(void *arg, struct gw_target *t, const struct breaker_change *chg)
+static void on_second(void *arg, struct gw_target *t, const struct breaker_change *chg,
+		     const struct change_origin *origin)
 {
+	(void)origin;
 	struct heard *h = arg;
 
 	(void)t;

@@ -1,0 +1,113 @@
+/*
+ * fleet: what gateway replicas tell each other about their breakers, and
+ * what a replica does with it — the shared-state protocol, pure. A
+ * replica whose breaker opens or closes by its own evidence publishes the
+ * change (a fleet_msg) and stores it under the target's key; the others
+ * apply it to their own breaker of that target (fleet_apply), newest
+ * change first: a message older than the breaker's current state is
+ * stale and ignored. Times in messages are Unix epoch ms, so that
+ * replicas with their own monotonic clocks agree on them (replicas of one
+ * fleet share a wall clock, as NTP-synced hosts do). The I/O — Redis,
+ * pub/sub, the probe lock — is shared.c's and redis_link.c's; this file
+ * reads no clock and does no I/O.
+ */
+#ifndef FAULTLINE_GATEWAY_FLEET_H
+#define FAULTLINE_GATEWAY_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "gateway/breaker.h"
+
+/* Room for a replica's name, its NUL included (config: 1–63 bytes). */
+#define FLEET_REPLICA_LEN 64
+/* Room for a provider's and a model's name in a message, NULs included. */
+#define FLEET_NAME_LEN 256
+
+/* One replica's breaker change, as published and stored. */
+struct fleet_msg {
+	char replica[FLEET_REPLICA_LEN];	/* the replica whose breaker changed */
+	char provider[FLEET_NAME_LEN];
+	char model[FLEET_NAME_LEN];
+	enum breaker_state to;			/* BREAKER_OPEN or BREAKER_CLOSED */
+	double t_unix_ms;			/* when it changed there */
+	double until_unix_ms;			/* open: when its open ends; else 0 */
+	char reason[BREAKER_REASON_LEN];	/* its own reason */
+};
+
+/* What fleet_apply did with a message. */
+enum fleet_verdict {
+	FLEET_APPLIED,		/* the breaker changed state (chg says how) */
+	FLEET_HELD,		/* an open breaker was kept open longer, or already agreed */
+	FLEET_STALE,		/* older than the breaker's state, or an open already over */
+	FLEET_IGNORED,		/* not a change a replica applies (disabled breaker) */
+};
+
+/*
+ * Builds the message for a local change chg of breaker b (of provider and
+ * model) by replica at now_ms (the breaker's clock) and now_unix_ms.
+ * Returns false when the change is not one replicas share: only opens
+ * (to open) and closes (to closed) are; a half-open is the probing
+ * replica's own.
+ */
+bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, const char *provider,
+			 const char *model, const struct breaker *b,
+			 const struct breaker_change *chg, double now_ms, double now_unix_ms);
+
+/*
+ * Builds the message that states b's current state (for a replica that
+ * (re)connects and finds its own newer than the stored one): open until
+ * its end, or closed, as of when it entered that state. Returns false for
+ * a half-open or disabled breaker, or a name too long.
+ */
+bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, const char *provider,
+			const char *model, const struct breaker *b, double now_ms,
+			double now_unix_ms);
+
+/* The message as one line of JSON (no newline). Returns 0 or -ENOMEM. */
+int fleet_msg_encode(const struct fleet_msg *m, struct buf *out);
+
+/*
+ * Parses a message (len bytes, need not be NUL-terminated). Returns 0, or
+ * -EINVAL when it is not one: not JSON, a key missing or of the wrong
+ * type, a name too long, a state other than open and closed, a time that
+ * is not finite.
+ */
+int fleet_msg_decode(const char *text, size_t len, struct fleet_msg *m);
+
+/*
+ * Applies another replica's message m to b at now_ms (the breaker's clock;
+ * now_unix_ms the same instant on the wall clock): an open opens b until
+ * the message's end (or holds an open one that long), a close closes it —
+ * unless the change is older than b's current state (b->since_ms), or an
+ * open is already over. The change's reason is "REPLICA: REASON". chg is
+ * filled as by the breaker's own calls.
+ */
+enum fleet_verdict fleet_apply(struct breaker *b, const struct fleet_msg *m, double now_ms,
+			       double now_unix_ms, struct breaker_change *chg);
+
+/*
+ * Whether b's state is newer than the stored message (NULL: none stored)
+ * and differs from it, so a replica that (re)connects publishes its own:
+ * an open (closed) breaker whose state began after the stored change,
+ * when the stored one is a close (open) or there is none and b is open.
+ */
+bool fleet_local_newer(const struct breaker *b, const struct fleet_msg *stored, double now_ms,
+		       double now_unix_ms);
+
+/*
+ * How long a stored message stays, in ms: an open until its end plus
+ * lock_ms (the time a probe may take); a close 10 minutes (a replica back
+ * from a disconnection learns that the open it holds is over). At least 1.
+ */
+double fleet_store_ttl_ms(const struct fleet_msg *m, double now_unix_ms, double lock_ms);
+
+/* The Redis keys and channel, under prefix: PREFIX breaker:P/M, PREFIX probe:P/M, PREFIX breakers. */
+int fleet_breaker_key(struct buf *out, const char *prefix, const char *provider,
+		      const char *model);
+int fleet_lock_key(struct buf *out, const char *prefix, const char *provider,
+		   const char *model);
+int fleet_channel(struct buf *out, const char *prefix);
+
+#endif
