@@ -648,11 +648,13 @@ static cJSON *transitions(const struct rundata *d)
 			char name[16];
 
 			snprintf(name, sizeof(name), "r%u", e->replica);
-			ok &= json_put(o, "replica", cJSON_CreateString(name));
-			ok &= json_put(o, "origin", cJSON_CreateString(e->origin ? e->origin
-									     : "local"));
+			ok &= json_put(o, event_keys[EVENT_REPLICA], cJSON_CreateString(name));
+			ok &= json_put(o, event_keys[EVENT_ORIGIN],
+				       cJSON_CreateString(e->origin ? e->origin : "local"));
 			if (e->peer)
-				ok &= json_put(o, "peer", cJSON_CreateString(e->peer));
+				ok &= json_put(o, event_keys[EVENT_PEER], cJSON_CreateString(e->peer));
+			if (e->via)
+				ok &= json_put(o, event_keys[EVENT_VIA], cJSON_CreateString(e->via));
 		}
 		if (!ok || !cJSON_AddItemToArray(a, o)) {
 			cJSON_Delete(o);

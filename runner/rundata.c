@@ -505,6 +505,7 @@ static void event_free(struct run_event *e)
 	free(e->replica_name);
 	free(e->origin);
 	free(e->peer);
+	free(e->via);
 	free(e->provider);
 	free(e->model);
 	free(e->from);
@@ -527,25 +528,6 @@ static int event_str(const cJSON *o, enum event_key k, bool required, char **out
 		return 0;
 	return csv_error(err, path, line, "\"%s\": expected a string%s", event_keys[k],
 			 required ? "" : " or null");
-}
-
-/*
- * Copies the string key of o into *out when there is one (a shared-state
- * gateway's replica, origin, peer); absent or null: NULL.
- */
-static int event_extra_str(const cJSON *o, const char *key, char **out, const char *path,
-			   size_t line, char *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	*out = NULL;
-	if (cJSON_IsString(v)) {
-		*out = strdup(v->valuestring);
-		return *out ? 0 : -ENOMEM;
-	}
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	return csv_error(err, path, line, "\"%s\": expected a string or null", key);
 }
 
 /* Parses one line (NUL-terminated) of events.jsonl into e. */
@@ -581,11 +563,13 @@ static int event_parse(struct run_event *e, const char *text, int64_t t0, const 
 	if (!rc)
 		rc = event_str(o, EVENT_REASON, false, &e->reason, path, line, err);
 	if (!rc)
-		rc = event_extra_str(o, "replica", &e->replica_name, path, line, err);
+		rc = event_str(o, EVENT_REPLICA, false, &e->replica_name, path, line, err);
 	if (!rc)
-		rc = event_extra_str(o, "origin", &e->origin, path, line, err);
+		rc = event_str(o, EVENT_ORIGIN, false, &e->origin, path, line, err);
 	if (!rc)
-		rc = event_extra_str(o, "peer", &e->peer, path, line, err);
+		rc = event_str(o, EVENT_PEER, false, &e->peer, path, line, err);
+	if (!rc)
+		rc = event_str(o, EVENT_VIA, false, &e->via, path, line, err);
 out:
 	cJSON_Delete(o);
 	return rc;

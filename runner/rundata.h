@@ -73,6 +73,7 @@ struct run_event {
 	char *replica_name;	/* "replica": the replica that wrote it (shared state) */
 	char *origin;		/* "origin": "local" or "remote" (shared state); NULL: local */
 	char *peer;		/* "peer": a remote change's replica */
+	char *via;		/* "via": how a remote change was heard (pubsub, sync) */
 	double t_ms;		/* t_unix_ms − the run's t0 */
 	char *provider;
 	char *model;
