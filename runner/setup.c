@@ -193,6 +193,45 @@ out:
 	return rc;
 }
 
+/* The shared_state keys the runner writes itself (or --replica says). */
+static const char *const runner_shared_keys[] = { "backend", "url", "key_prefix", "replica",
+						  "password_env", NULL };
+
+/*
+ * A gateway config's shared_state: none for a setup with local state; for
+ * one with shared_state redis, the gateway's tuning keys (lock_ms,
+ * timeout_ms, reconnect_ms…: scaled like every duration) but none of
+ * those the runner writes for the run's own Redis.
+ */
+static int check_shared_state(const cJSON *cfg, const char *file, const char *sub,
+			      const struct sc_setup *st, char *err)
+{
+	const cJSON *ss = cJSON_GetObjectItemCaseSensitive(cfg, "shared_state");
+	char path[128];
+	char got[96];
+	size_t i;
+
+	if (!ss)
+		return 0;
+	cfg_describe(ss, got, sizeof(got));
+	if (!st->shared_redis)
+		return cfg_error(err, file, sub, "shared_state", "expected no shared_state on a setup "
+				 "whose state is local (the setup's \"shared_state\": \"redis\" "
+				 "gives it one, with a Redis of the run's), got %s", got);
+	if (!cJSON_IsObject(ss))
+		return cfg_error(err, file, sub, "shared_state", "expected an object of the "
+				 "gateway's shared_state tuning keys, got %s", got);
+	snprintf(path, sizeof(path), "%s.shared_state", sub);
+	for (i = 0; runner_shared_keys[i]; i++) {
+		if (cJSON_GetObjectItemCaseSensitive(ss, runner_shared_keys[i]))
+			return cfg_error(err, file, path, runner_shared_keys[i], "expected none: the "
+					 "runner writes backend, url and key_prefix for the run's "
+					 "Redis (which has no password) and gives each replica "
+					 "--replica rK");
+	}
+	return 0;
+}
+
 static int load_gateway(const cJSON *obj, const struct scenario *sc, const char *file,
 			const char *path, struct sc_setup *st, char *err)
 {
@@ -215,14 +254,9 @@ static int load_gateway(const cJSON *obj, const struct scenario *sc, const char 
 		return cfg_error(err, file, sub, "listen", "expected no listen (the runner picks the "
 				 "gateway's port), got %s", got);
 	}
-	/* The runner writes it for a setup with shared_state redis (its URL is a run's). */
-	listen = cJSON_GetObjectItemCaseSensitive(cfg, "shared_state");
-	if (listen) {
-		cfg_describe(listen, got, sizeof(got));
-		return cfg_error(err, file, sub, "shared_state", "expected no shared_state (the "
-				 "setup's own \"shared_state\": \"redis\" has the runner write it, "
-				 "with a Redis of the run's), got %s", got);
-	}
+	rc = check_shared_state(cfg, file, sub, st, err);
+	if (rc)
+		return rc;
 	rc = template_check_strings(&cx, cfg, file, sub, err);
 	if (!rc)
 		rc = check_gateway_config(cfg, sc, file, path, st, err);

@@ -291,7 +291,10 @@ char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *
 		goto out;
 	}
 	if (redis_url) {
-		shared = cJSON_AddObjectToObject(cfg, "shared_state");
+		/* The setup's tuning keys stay; the run's Redis is the runner's to name. */
+		shared = cJSON_GetObjectItemCaseSensitive(cfg, "shared_state");
+		if (!shared)
+			shared = cJSON_AddObjectToObject(cfg, "shared_state");
 		if (!shared || !cJSON_AddStringToObject(shared, "backend", "redis") ||
 		    !cJSON_AddStringToObject(shared, "url", redis_url) ||
 		    !cJSON_AddStringToObject(shared, "key_prefix", key_prefix ? key_prefix : "")) {

@@ -1534,7 +1534,11 @@ Test(scenario, redis_gateway_config_gets_the_runs_shared_state, .timeout = 10)
 	const cJSON *ss;
 	char *s;
 
-	cr_assert_eq(load(REP(""), &sc), 0, "%s", err);
+	cr_assert_eq(load("{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\","
+			  "\"provider\":\"a\"},{\"name\":\"loc\",\"kind\":\"gateway\",\"replicas\":3,"
+			  "\"config\":" GWCFG "},{\"name\":\"sh\",\"kind\":\"gateway\",\"replicas\":2,"
+			  "\"shared_state\":\"redis\",\"config\":{" GW_PROVIDERS "," GW_MODELS ","
+			  "\"shared_state\":{\"reconnect_max_ms\":1000}}}]}", &sc), 0, "%s", err);
 	s = scenario_gateway_config(&sc, &sc.setups[2], "127.0.0.1:0", u,
 				    "redis://127.0.0.1:6390/0", "faultline:run-1:", err);
 	cr_assert_not_null(s, "%s", err);
@@ -1543,6 +1547,8 @@ Test(scenario, redis_gateway_config_gets_the_runs_shared_state, .timeout = 10)
 	cr_assert_str_eq(cJSON_GetObjectItem(ss, "backend")->valuestring, "redis");
 	cr_assert_str_eq(cJSON_GetObjectItem(ss, "url")->valuestring, "redis://127.0.0.1:6390/0");
 	cr_assert_str_eq(cJSON_GetObjectItem(ss, "key_prefix")->valuestring, "faultline:run-1:");
+	cr_assert_float_eq(cJSON_GetObjectItem(ss, "reconnect_max_ms")->valuedouble, 1000, 0,
+			   "the setup's tuning keys stay");
 	cJSON_Delete(root);
 	free(s);
 	s = scenario_gateway_config(&sc, &sc.setups[1], "127.0.0.1:0", u, NULL, NULL, err);
@@ -1567,6 +1573,13 @@ static const struct bad_case replica_cases[] = {
 	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"config\":{"
 	  GW_PROVIDERS "," GW_MODELS ",\"shared_state\":{\"backend\":\"redis\"}}}]}",
 	  ": setups[0].config.shared_state: expected no shared_state" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"shared_state\":\"redis\","
+	  "\"config\":{" GW_PROVIDERS "," GW_MODELS ",\"shared_state\":{\"url\":\"redis://127.0.0.1:1/0\"}}}]}",
+	  ": setups[0].config.shared_state.url: expected none: the runner writes backend, url and "
+	  "key_prefix" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"shared_state\":\"redis\","
+	  "\"config\":{" GW_PROVIDERS "," GW_MODELS ",\"shared_state\":{\"reconnect_ms\":0}}}]}",
+	  ": setups[0] \"g\": config.shared_state.reconnect_ms: expected" },
 	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"replica\":4}]"),
 	  ": actions[0].replica: expected a replica some gateway setup has (1 to its "
 	  "\"replicas\"), got 4" },
