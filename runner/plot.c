@@ -593,16 +593,27 @@ static int state_value(const char *s)
 	return event_state_from_name(s);
 }
 
-/* The target an event is about: "provider/model", or the provider alone. */
+/*
+ * The target an event is about: "provider/model", or the provider alone;
+ * a replica's ("replica": "r2", a replicated setup's) "provider/model r2",
+ * each replica's breaker a line of its own.
+ */
 static void event_target(const cJSON *e, char *out, size_t len)
 {
 	const char *p = json_get_string(e, "provider");
 	const char *m = json_get_string(e, "model");
+	const char *r = json_get_string(e, "replica");
 
-	if (m)
-		snprintf(out, len, "%s/%s", p ? p : "?", m);
-	else
-		snprintf(out, len, "%s", p ? p : "?");
+	snprintf(out, len, "%s%s%s%s%s", p ? p : "?", m ? "/" : "", m ? m : "", r ? " " : "",
+		 r ? r : "");
+}
+
+/* A replica's number from its name ("r2": 2); 0 for none. */
+static size_t replica_number(const cJSON *e)
+{
+	const char *r = json_get_string(e, "replica");
+
+	return r && r[0] == 'r' ? (size_t)strtoul(r + 1, NULL, 10) : 0;
 }
 
 /*
@@ -672,8 +683,10 @@ static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *event
 			buf_puts(colors, ", ");
 		}
 		gnuplot_quote(names, target);
+		/* A replica's line in the next colour after the last replica's. */
 		buf_printf(colors, "%zu", prov_index(pl, json_get_string(e, "provider") ?
-						      json_get_string(e, "provider") : "?"));
+						      json_get_string(e, "provider") : "?") +
+			   (replica_number(e) ? replica_number(e) - 1 : 0));
 		i++;
 	}
 	return 0;
