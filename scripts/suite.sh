@@ -1,6 +1,6 @@
 #!/bin/sh
 # make suite: the classic outage suite, stream-stall, three-setups,
-# slow-tail, detect-hang and policy-ab through bin/chaos, then a 3-point sweep of
+# slow-tail, detect-hang, policy-ab and replicas-hang through bin/chaos, then a 3-point sweep of
 # timeout-knee, each at
 # the time scale it gives CI
 # ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 bin=${FAULTLINE_BIN:-bin}
 scale=${SCALE:-ci}
 out=${OUT:-results}
-scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab}
+scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab replicas-hang}
 scenario_dir=${SCENARIO_DIR:-scenarios}
 baseline_dir=${BASELINE_DIR:-$scenario_dir/baselines}
 unsimulated=${UNSIMULATED:-replicas-hang}
