@@ -168,14 +168,14 @@ static void on_timer(uv_timer_t *h)
 	char ttl[32];
 	const char *argv[6] = { "SET", st->lock.data, s->cfg->replica, "NX", "PX", ttl };
 	size_t lens[6];
-	double now = gw_now_ms();
-
+	/*
+	 * No look at open_until here: while the gate is on, requests that find
+	 * the cooldown over push it on (breaker_gate), and under steady traffic
+	 * a timer that followed it would never try for the lock. A later end
+	 * (another replica's reopen) re-arms this timer when it arrives.
+	 */
 	if (s->closed || !s->link.up || st->lock_pending || st->t->br.state != BREAKER_OPEN)
 		return;
-	if (now < st->t->br.open_until_ms - 1) {
-		arm(st, -1);
-		return;
-	}
 	snprintf(ttl, sizeof(ttl), "%.0f", s->cfg->lock_ms);
 	lens[0] = 3;
 	lens[1] = st->lock.len;
