@@ -103,6 +103,7 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 	launch_child_close(c);
 	c->ch = ch;
 	c->ready = false;
+	c->said_ready = false;
 	c->stop = STOP_NONE;
 	c->sigkilled = false;
 	c->pgid = 0;
@@ -364,6 +365,25 @@ static void healthz_next(struct chaos *ch)
 /* ---- the setup ---- */
 
 static void gateway_start(struct chaos *ch, size_t r, int port);
+static void on_setup_ready(struct chaos *ch, bool ok);
+
+/* Polls replica setup_next's /healthz (on_setup_ready). */
+static void healthz_replica(struct chaos *ch)
+{
+	char url[256];
+
+	snprintf(url, sizeof(url), "http://%s/healthz", ch->setup[ch->setup_next].addr);
+	poll_until_ready(ch, url, on_setup_ready);
+}
+
+/* Starts every replica of the gateway setup at once (each boots in tens of ms). */
+static void gateway_start_all(struct chaos *ch)
+{
+	size_t r;
+
+	for (r = 0; r < ch->nsetup && !ch->stopping; r++)
+		gateway_start(ch, r, 0);
+}
 
 static void on_setup_ready(struct chaos *ch, bool ok)
 {
@@ -378,9 +398,9 @@ static void on_setup_ready(struct chaos *ch, bool ok)
 		run__timeline_begin(ch);	/* the providers now, then the load */
 		return;
 	}
-	/* A gateway's replicas start one after another, each once the last answers. */
+	/* A gateway's replicas answer /healthz one after another; then the load. */
 	if (++ch->setup_next < ch->nsetup)
-		gateway_start(ch, ch->setup_next, 0);
+		healthz_replica(ch);
 	else
 		load_start(ch);
 }
@@ -585,7 +605,7 @@ static void setup_start(struct chaos *ch)
 		if (st->shared_redis)
 			redis_start(ch);	/* its ready line, then the replicas */
 		else
-			gateway_start(ch, 0, 0);	/* its "ready" line, then its /healthz */
+			gateway_start_all(ch);	/* their "ready" lines, then each /healthz */
 		break;
 	case SC_EXTERNAL:
 		load_start(ch);		/* it was started, and became ready, before t0 was chosen */
@@ -952,18 +972,20 @@ out:
 
 /* ---- lines and exits ---- */
 
-/* A gateway's "ready": the first start's is polled at /healthz; a restart's is enough. */
+/*
+ * A gateway's "ready": once every replica of the first start has said it,
+ * each /healthz is polled in turn (on_setup_ready); a restart's is enough.
+ */
 static void on_gateway_ready(struct chaos *ch, struct child *c)
 {
-	char url[256];
-
 	c->killed = false;
 	if (ch->load.p) {
 		c->ready = true;	/* a restart during the load: loadgen already sends to it */
 		return;
 	}
-	snprintf(url, sizeof(url), "http://%s/healthz", c->addr);	/* then on_setup_ready */
-	poll_until_ready(ch, url, on_setup_ready);
+	c->said_ready = true;
+	if (++ch->setup_lines == ch->nsetup)
+		healthz_replica(ch);
 }
 
 /* Redis answers: the first start's replicas may start; a restart's is back. */
@@ -972,7 +994,7 @@ static void on_redis_ready(struct chaos *ch, struct child *c)
 	c->ready = true;
 	c->killed = false;
 	if (!ch->load.p && !ch->setup[0].p)
-		gateway_start(ch, 0, 0);
+		gateway_start_all(ch);
 }
 
 static void on_child_line(struct proc *p, const char *line)
@@ -994,8 +1016,8 @@ static void on_child_line(struct proc *p, const char *line)
 	} else if (c->role == ROLE_REDIS) {
 		if (!c->ready && !ch->stopping && strstr(line, "Ready to accept connections"))
 			on_redis_ready(ch, c);
-	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !ch->stopping &&
-		   (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
+	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !c->said_ready &&
+		   !ch->stopping && (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
 		if (c->role == ROLE_SETUP) {
 			on_gateway_ready(ch, c);
 		} else {

@@ -502,6 +502,7 @@ static void run_begin(struct chaos *ch)
 	memset(ch->setup, 0, sizeof(ch->setup));
 	ch->nsetup = ch->st->kind == SC_GATEWAY ? ch->st->replicas :
 		     ch->st->kind == SC_EXTERNAL ? 1 : 0;
+	ch->setup_lines = 0;
 	ch->setup_next = 0;
 	memset(&ch->redis, 0, sizeof(ch->redis));
 	ch->redis_port = 0;

@@ -47,6 +47,7 @@ struct child {
 	size_t index;			/* ROLE_MOCK: the provider; ROLE_SETUP: the replica, from 0 */
 	pid_t pgid;			/* its process group, kept after it exits */
 	bool ready;
+	bool said_ready;		/* ROLE_SETUP: its "ready" line came, /healthz not yet polled */
 	enum stop_kind stop;
 	bool restart_pending;		/* a restart action waits for the kill's exit */
 	double listen_at_ms;		/* ...whose process listens then (t0 time base) */
@@ -119,7 +120,8 @@ struct chaos {
 	 */
 	struct child setup[SC_REPLICAS_MAX];
 	size_t nsetup;			/* of setup[] in use this run */
-	size_t setup_next;		/* the replica being started (they start one by one) */
+	size_t setup_lines;		/* replicas whose "ready" line came (they boot at once) */
+	size_t setup_next;		/* the replica whose /healthz is polled (one by one) */
 	struct child redis;		/* shared_state redis: the run's redis-server */
 	int redis_port;			/* its port, kept for a restart; 0: none */
 	char *redis_url;		/* redis://127.0.0.1:PORT/0 */
