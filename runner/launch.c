@@ -449,7 +449,8 @@ static void gateway_start(struct chaos *ch, size_t r, int port)
 				 "--t0", t0, "--log-level", "warn", NULL };
 	size_t n = 11;
 
-	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	/* Replica K draws its own jitter (the scenario's seed + K - 1), as real replicas do. */
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(ch->sc->seed + r));
 	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
 	if (!prog || !cfg || !events || !log_name) {
 		run__fail(ch, "setup %s: out of memory", ch->st->name);
