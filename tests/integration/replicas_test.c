@@ -355,6 +355,9 @@ Test(chaos_replicas, shared_state_runs_its_own_redis_and_restarts_it, .timeout =
 		struct buf b2 = { 0 };
 
 		cr_assert(slurp(path, &b2));
+		/* Each replica was started with --replica rK: its lines say so. */
+		cr_assert(strstr(b.data, "\"replica\":\"r1\""), "%s", b.data);
+		cr_assert(strstr(b2.data, "\"replica\":\"r2\""), "%s", b2.data);
 		cr_assert(strstr(b.data, "\"origin\":\"remote\"") ||
 			  strstr(b2.data, "\"origin\":\"remote\""),
 			  "no replica followed the other:\n%s\n%s", b.data, b2.data);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/cfg.h"
+#include "runner/gate.h"
 #include "runner/replicas.h"
 #include "runner/stats.h"
 #include "tests/support/tmpdir.h"
@@ -236,4 +237,94 @@ Test(replicas_files, overlapping_probes_of_three_replicas_count_each_pair)
 	cr_assert_float_eq(jnum(s, "totals.probe_overlaps"), 3, 1e-9);
 	cr_assert_float_eq(jnum(s, "phases.outage.probe_overlaps"), 3, 1e-9);
 	cJSON_Delete(s);
+}
+
+/* ---- the bounds on them, gated ---- */
+
+#define GATE_GW "\"config\":{\"providers\":{\"primary\":{\"base_url\":\"{upstream.primary}\"}}," \
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"primary\",\"model\":\"m\"}]}}}"
+
+/* One run's replica figures of the phase "outage" for a setup, folded by stats_combine. */
+static void add_run(cJSON *setups, const char *name, double paid, double spread, double overlaps)
+{
+	cJSON *run = cJSON_CreateObject();
+	cJSON *phases = cJSON_AddObjectToObject(run, "phases");
+	cJSON *f = cJSON_AddObjectToObject(phases, "outage");
+	cJSON *c;
+
+	cJSON_AddNumberToObject(f, "timeout_paid", paid);
+	if (isnan(spread))
+		cJSON_AddNullToObject(f, "replica_open_spread_ms");
+	else
+		cJSON_AddNumberToObject(f, "replica_open_spread_ms", spread);
+	cJSON_AddNumberToObject(f, "probe_overlaps", overlaps);
+	c = stats_combine(&run, 1);
+	cr_assert_not_null(c);
+	cJSON_AddItemToObject(setups, name, c);
+	cJSON_Delete(run);
+}
+
+/* The check of figure for setup, which must be there. */
+static const struct gate_check *check_of(const struct gate_result *r, const char *setup,
+					 const char *figure)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		if (strcmp(r->checks[i].setup, setup) == 0 &&
+		    strcmp(r->checks[i].figure, figure) == 0)
+			return &r->checks[i];
+	}
+	cr_assert_fail("no %s check for %s", figure, setup);
+	return NULL;
+}
+
+Test(replicas_files, the_replica_bounds_are_gated)
+{
+	struct scenario sc;
+	struct gate_result r;
+	const struct gate_check *c;
+	cJSON *sum = cJSON_CreateObject();
+	cJSON *setups;
+	char path[128];
+
+	write_file("scn.json",
+		   "{\"name\":\"rg\",\"duration_s\":60,\"providers\":[{\"name\":\"primary\"}],"
+		   "\"phases\":[{\"name\":\"outage\",\"from_s\":0,\"to_s\":60}],"
+		   "\"load\":{\"rate\":6},"
+		   "\"setups\":[{\"name\":\"local\",\"kind\":\"gateway\",\"replicas\":3," GATE_GW "},"
+		   "{\"name\":\"shared\",\"kind\":\"gateway\",\"replicas\":3,"
+		   "\"shared_state\":\"redis\"," GATE_GW "},"
+		   "{\"name\":\"solo\",\"kind\":\"gateway\",\"shared_state\":\"redis\"," GATE_GW "}],"
+		   "\"expect\":[{\"setup\":\"shared\",\"phase\":\"outage\",\"relative_to\":\"local\","
+		   "\"timeout_paid_ratio_max\":0.5,\"timeout_paid_max\":5,"
+		   "\"replica_open_spread_ms_max\":100,\"probe_overlaps_max\":0},"
+		   "{\"setup\":\"solo\",\"phase\":\"outage\",\"relative_to\":\"local\","
+		   "\"timeout_paid_ratio_max\":0.5,\"replica_open_spread_ms_max\":100}]}");
+	snprintf(path, sizeof(path), "%s/scn.json", dir);
+	cr_assert_eq(scenario_load(path, 1, &sc, err), 0, "%s", err);
+	cJSON_AddStringToObject(sum, "scenario", "rg");
+	cJSON_AddNumberToObject(sum, "time_scale", 1);
+	cJSON_AddNumberToObject(sum, "repeat", 1);
+	setups = cJSON_AddObjectToObject(sum, "setups");
+	add_run(setups, "local", 14, 333, 10);
+	add_run(setups, "shared", 5, 1.6, 0);
+	add_run(setups, "solo", 8, NAN, 0);
+	cr_assert_eq(gate_evaluate(&sc, sum, NULL, &r, err), 0, "%s", err);
+	c = check_of(&r, "shared", "timeout_paid");
+	cr_assert(c->pass && c->value == 5 && c->bound == 5, "%g <= %g", c->value, c->bound);
+	c = check_of(&r, "shared", "replica_open_spread_ms");
+	cr_assert(c->pass && fabs(c->value - 1.6) < 1e-9);
+	c = check_of(&r, "shared", "probe_overlaps");
+	cr_assert(c->pass && c->value == 0);
+	c = check_of(&r, "shared", "timeout_paid_ratio");
+	cr_assert(c->pass && fabs(c->value - 5.0 / 14) < 1e-9, "%g", c->value);
+	c = check_of(&r, "solo", "timeout_paid_ratio");
+	cr_assert_not(c->pass, "8 / 14 is over a half");
+	c = check_of(&r, "solo", "replica_open_spread_ms");
+	cr_assert_not(c->pass, "no value (a replica never opened) fails");
+	cr_assert_eq(r.failed, 2);
+	gate_result_free(&r);
+	cJSON_Delete(sum);
+	scenario_free(&sc);
 }
