@@ -8,7 +8,7 @@
 #   3. the timeout knee: timeout-knee over one per-attempt timeout for both
 #      providers, from below the backup's latency to far above the
 #      primary's p99.
-# About 45 minutes at scale 1. Writes OUT/study-STAMP/study.md — each
+# About 50 minutes at scale 1 (48 on 2026-12-04). Writes OUT/study-STAMP/study.md — each
 # detection point's Detection table (from its report.md) and every sweep's
 # table and conclusions — beside the sweeps under OUT/NAME/. Exit status 1
 # when a sweep failed. STUDIES (detect tradeoff knee) picks parts; OUT

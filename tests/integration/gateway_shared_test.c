@@ -79,6 +79,18 @@ static void start_replica(struct gw_proc *g, const char *name, double cooldown_m
 	gw_start_template(g, tmpl, &mock, &o);
 }
 
+static void expect_up(const struct gw_proc *g, double v, double within_ms, const char *what);
+
+/* Redis, mockprov and replicas r1 and r2 (start_replica), both seen sharing. */
+static void start_pair(double cooldown_ms, double lock_ms)
+{
+	start_all(NULL);
+	start_replica(&gw1, "r1", cooldown_ms, lock_ms, "", NULL);
+	start_replica(&gw2, "r2", cooldown_ms, lock_ms, "", NULL);
+	expect_up(&gw1, 1, 3000, "r1");
+	expect_up(&gw2, 1, 3000, "r2");
+}
+
 /* Waits until g's /metrics says the shared state is up (v = 1) or down (0). */
 static void expect_up(const struct gw_proc *g, double v, double within_ms, const char *what)
 {
@@ -147,6 +159,41 @@ static cJSON *events_to(const struct gw_proc *g, const char *to, const char *ori
 	}
 }
 
+/*
+ * Sends chat requests to r1 and r2 in turn for ms, pausing pause_ms after
+ * each; every one must be answered 200. tick (may be NULL) runs after each
+ * with the time since the start. Returns how many were sent; *worst (may
+ * be NULL) gets the slowest's time.
+ */
+static int alternate(double ms, long pause_ms, void (*tick)(double since), double *worst)
+{
+	double t0 = now_ms();
+	int n;
+
+	for (n = 0; now_ms() - t0 < ms; n++) {
+		struct http_result r;
+		long status;
+		double took;
+
+		cr_assert_eq(gw_chat(n % 2 ? &gw2 : &gw1, "chat", NULL, 5000, &r), 0);
+		status = r.status;
+		took = r.total_ms;
+		http_result_free(&r);
+		cr_assert_eq(status, 200, "request %d at %.0f ms: status %ld", n, now_ms() - t0,
+			     status);
+		if (worst && took > *worst)
+			*worst = took;
+		if (tick)
+			tick(now_ms() - t0);
+		if (pause_ms > 0) {
+			struct timespec ts = { 0, pause_ms * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return n;
+}
+
 /* ---- tests ---- */
 
 /*
@@ -162,11 +209,7 @@ Test(gateway_shared, two_replicas_share_an_open_within_100_ms, .timeout = 60)
 	const cJSON *e2;
 	double gap;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 5000, 2000, "", NULL);
-	start_replica(&gw2, "r2", 5000, 2000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(5000, 2000);
 	primary_fails(30);
 	trip(&gw1);
 	opened1 = events_to(&gw1, "open", "local", 1, 1000, NULL);
@@ -210,14 +253,8 @@ Test(gateway_shared, one_replica_probes_at_a_time, .timeout = 60)
 	char reply[64];
 	double t_open;
 	double t_half;
-	double end;
-	int i;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 500, 3000, "", NULL);
-	start_replica(&gw2, "r2", 500, 3000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(500, 3000);
 	primary_fails(0.3);
 	trip(&gw1);
 	t_open = gw_json_num(cJSON_GetArrayItem(events_to(&gw1, "open", "local", 1, 1000, NULL), 0),
@@ -226,18 +263,7 @@ Test(gateway_shared, one_replica_probes_at_a_time, .timeout = 60)
 	cr_assert_eq(redis_cmd(&redis, reply, sizeof(reply), 5, set), 0);
 	cr_assert_str_eq(reply, "OK");
 	/* The primary is healthy again; traffic to both for 3 s, the lock gone after 1.5 s. */
-	end = now_ms() + 3000;
-	for (i = 0; now_ms() < end; i++) {
-		struct http_result r;
-		long status;
-
-		cr_assert_eq(gw_chat(i % 2 ? &gw2 : &gw1, "chat", NULL, 5000, &r), 0);
-		status = r.status;
-		http_result_free(&r);
-		cr_assert_eq(status, 200, "request %d: %ld", i, status);
-		struct timespec ts = { 0, 50000000 };
-		nanosleep(&ts, NULL);
-	}
+	alternate(3000, 50, NULL, NULL);
 	half1 = events_to(&gw1, "half_open", NULL, 0, 0, &all1);
 	half2 = events_to(&gw2, "half_open", NULL, 0, 0, &all2);
 	cr_assert_eq(cJSON_GetArraySize(half1) + cJSON_GetArraySize(half2), 1,
@@ -275,28 +301,14 @@ Test(gateway_shared, a_busy_fleet_still_probes_when_the_cooldown_ends, .timeout 
 	cJSON *half2;
 	double t_open;
 	double t_half;
-	double end;
 	int i;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 400, 3000, "", NULL);
-	start_replica(&gw2, "r2", 400, 3000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(400, 3000);
 	primary_fails(0.2);
 	trip(&gw1);
 	t_open = gw_json_num(cJSON_GetArrayItem(events_to(&gw1, "open", "local", 1, 1000, NULL), 0),
 			     "t_unix_ms");
-	end = now_ms() + 1500;
-	for (i = 0; now_ms() < end; i++) {
-		struct http_result r;
-		long status;
-
-		cr_assert_eq(gw_chat(i % 2 ? &gw2 : &gw1, "chat", NULL, 5000, &r), 0);
-		status = r.status;
-		http_result_free(&r);
-		cr_assert_eq(status, 200, "request %d: %ld", i, status);
-	}
+	i = alternate(1500, 0, NULL, NULL);
 	half1 = events_to(&gw1, "half_open", NULL, 0, 0, NULL);
 	half2 = events_to(&gw2, "half_open", NULL, 0, 0, NULL);
 	cr_assert_eq(cJSON_GetArraySize(half1) + cJSON_GetArraySize(half2), 1,
@@ -314,49 +326,37 @@ Test(gateway_shared, a_busy_fleet_still_probes_when_the_cooldown_ends, .timeout 
  * Every request is answered, none slower than 300 ms; /metrics says down
  * and then up; and sharing works again afterwards.
  */
+static int phase;
+
+/* Redis's timeline under alternate(): killed at 1 s, restarted at 2 s, stopped at 3.5 s, continued at 5 s. */
+static void fail_redis(double since)
+{
+	if (phase == 0 && since > 1000) {
+		cr_assert_eq(redis_kill(&redis, SIGKILL), 0);
+		phase = 1;
+	} else if (phase == 1 && since > 2000) {
+		expect_up(&gw1, 0, 100, "r1 with Redis dead");
+		cr_assert_eq(redis_restart(&redis), 0, "redis-server did not restart");
+		phase = 2;
+	} else if (phase == 2 && since > 3500) {
+		expect_up(&gw1, 1, 2000, "r1 after the restart");
+		expect_up(&gw2, 1, 2000, "r2 after the restart");
+		cr_assert_eq(redis_kill(&redis, SIGSTOP), 0);
+		phase = 3;
+	} else if (phase == 3 && since > 5000) {
+		expect_up(&gw2, 0, 100, "r2 with Redis stopped");
+		cr_assert_eq(redis_kill(&redis, SIGCONT), 0);
+		phase = 4;
+	}
+}
+
 Test(gateway_shared, redis_failing_fails_no_request, .timeout = 90)
 {
-	double t0;
 	double worst = 0;
-	int phase = 0;
-	int n = 0;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 60000, 2000, "", NULL);
-	start_replica(&gw2, "r2", 60000, 2000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
-	t0 = now_ms();
-	while (now_ms() - t0 < 6000) {
-		double since = now_ms() - t0;
-		struct http_result r;
-		long status;
-
-		cr_assert_eq(gw_chat(n % 2 ? &gw2 : &gw1, "chat", NULL, 5000, &r), 0);
-		status = r.status;
-		if (r.total_ms > worst)
-			worst = r.total_ms;
-		http_result_free(&r);
-		cr_assert_eq(status, 200, "request %d at %.0f ms: status %ld", n, since, status);
-		n++;
-		if (phase == 0 && since > 1000) {
-			cr_assert_eq(redis_kill(&redis, SIGKILL), 0);
-			phase = 1;
-		} else if (phase == 1 && since > 2000) {
-			expect_up(&gw1, 0, 100, "r1 with Redis dead");
-			cr_assert_eq(redis_restart(&redis), 0, "redis-server did not restart");
-			phase = 2;
-		} else if (phase == 2 && since > 3500) {
-			expect_up(&gw1, 1, 2000, "r1 after the restart");
-			expect_up(&gw2, 1, 2000, "r2 after the restart");
-			cr_assert_eq(redis_kill(&redis, SIGSTOP), 0);
-			phase = 3;
-		} else if (phase == 3 && since > 5000) {
-			expect_up(&gw2, 0, 100, "r2 with Redis stopped");
-			cr_assert_eq(redis_kill(&redis, SIGCONT), 0);
-			phase = 4;
-		}
-	}
+	start_pair(60000, 2000);
+	phase = 0;
+	alternate(6000, 0, fail_redis, &worst);
 	cr_assert_eq(phase, 4, "the loop ended in phase %d", phase);
 	cr_assert(worst <= 300, "a request took %.0f ms while Redis failed", worst);
 	expect_up(&gw1, 1, 3000, "r1 after SIGCONT");
@@ -378,11 +378,7 @@ Test(gateway_shared, an_open_made_while_redis_was_down_converges, .timeout = 60)
 {
 	cJSON *opened;
 
-	start_all(NULL);
-	start_replica(&gw1, "r1", 60000, 2000, "", NULL);
-	start_replica(&gw2, "r2", 60000, 2000, "", NULL);
-	expect_up(&gw1, 1, 3000, "r1");
-	expect_up(&gw2, 1, 3000, "r2");
+	start_pair(60000, 2000);
 	cr_assert_eq(redis_kill(&redis, SIGKILL), 0);
 	expect_up(&gw1, 0, 2000, "r1 with Redis dead");
 	primary_fails(30);
