@@ -395,6 +395,14 @@ static void objective_lines(FILE *fp, const struct scenario *sc, const cJSON *su
 	free(c);
 }
 
+/* o's string member key, or dflt when it has none. */
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+	const char *v = json_get_string(o, key);
+
+	return v ? v : dflt;
+}
+
 /* A row of the terminal's replica table. */
 #define REPLICA_ROW "%-12s  %-12s  %12s  %-14s  %-14s  %14s  %14s\n"
 
@@ -486,6 +494,40 @@ static void replica_table(FILE *fp, const struct scenario *sc, const cJSON *summ
 	}
 }
 
+/*
+ * On the terminal, each replicated setup's combined breaker timeline (its
+ * first run's: report.md's Breaker transitions has every run's): every
+ * replica's events by time, each tagged with its replica, a remote one
+ * with the replica it followed.
+ */
+static void replica_timeline(FILE *fp, const struct scenario *sc, const cJSON *summary)
+{
+	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
+	size_t i;
+
+	for (i = 0; i < sc->nsetups; i++) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(setups, sc->setups[i].name);
+		const cJSON *run = cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(st, "breaker_transitions"), 0);
+		const cJSON *ev;
+
+		if (!st || !scenario_setup_replicated(&sc->setups[i]) || !cJSON_GetArraySize(run))
+			continue;
+		fprintf(fp, "\nbreaker timeline, %s (run 1, every replica):\n", sc->setups[i].name);
+		cJSON_ArrayForEach(ev, run) {
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "t_ms");
+			const char *peer = json_get_string(ev, "peer");
+
+			fprintf(fp, "  %9.3f s  %-4s %s %s -> %s  %s%s%s%s\n",
+				cJSON_IsNumber(t) ? t->valuedouble / 1000 : NAN,
+				str_or(ev, "replica", "-"), str_or(ev, "provider", "?"),
+				str_or(ev, "from", "?"), str_or(ev, "to", "?"),
+				str_or(ev, "reason", ""), peer ? "  (remote, from " : "",
+				peer ? peer : "", peer ? ")" : "");
+		}
+	}
+}
+
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
 {
 	print_table(fp, sc, summary, markdown, phase_cols, NELEM(phase_cols), false, NULL);
@@ -497,6 +539,8 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 			       "attempt's send; *max gap* is the longest silence any stream "
 			       "saw.\n\n" : "\nstreams:\n");
 	replica_table(fp, sc, summary, markdown);
+	if (!markdown)		/* report.md has every run's, with the others' (transitions_md) */
+		replica_timeline(fp, sc, summary);
 	detect_table(fp, sc, summary, markdown);
 	objective_lines(fp, sc, summary, markdown);
 }
@@ -513,13 +557,6 @@ static const struct sc_setup *setup_named(const struct scenario *sc, const char 
 			return &sc->setups[i];
 	}
 	return NULL;
-}
-
-static const char *str_or(const cJSON *o, const char *key, const char *dflt)
-{
-	const char *v = json_get_string(o, key);
-
-	return v ? v : dflt;
 }
 
 /*
