@@ -226,6 +226,7 @@ static void set_state(struct breaker *b, enum breaker_state to, double now_ms,
 	}
 	b->state = to;
 	b->since_ms = now_ms;
+	b->changes++;
 	b->probes_in_flight = 0;
 	b->probes_succeeded = 0;
 }
@@ -474,8 +475,8 @@ void breaker_gate(struct breaker *b, double gate_ms)
 	b->gate_ms = gate_ms > 0 ? gate_ms : 0;
 }
 
-void breaker_open_until(struct breaker *b, double now_ms, double until_ms, const char *reason,
-			struct breaker_change *chg)
+void breaker_open_until(struct breaker *b, double now_ms, double at_ms, double until_ms,
+			const char *reason, struct breaker_change *chg)
 {
 	change_clear(chg);
 	if (!b->cfg.enabled || !(until_ms > now_ms))
@@ -489,13 +490,15 @@ void breaker_open_until(struct breaker *b, double now_ms, double until_ms, const
 	b->cooldown_ms = until_ms - now_ms;
 	b->open_until_ms = until_ms;
 	set_state(b, BREAKER_OPEN, now_ms, chg, "%s", reason);
+	b->since_ms = at_ms < now_ms ? at_ms : now_ms;
 }
 
-void breaker_close_now(struct breaker *b, double now_ms, const char *reason,
+void breaker_close_now(struct breaker *b, double now_ms, double at_ms, const char *reason,
 		       struct breaker_change *chg)
 {
 	change_clear(chg);
 	if (!b->cfg.enabled || b->state == BREAKER_CLOSED)
 		return;
 	close_breaker(b, now_ms, chg, reason);
+	b->since_ms = at_ms < now_ms ? at_ms : now_ms;
 }

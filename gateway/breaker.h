@@ -107,6 +107,7 @@ struct breaker {
 	struct breaker_config cfg;	/* a copy of the caller's config */
 	enum breaker_state state;
 	double since_ms;		/* when it entered the current state */
+	uint64_t changes;		/* state changes since breaker_init */
 	double open_until_ms;		/* open: when the cooldown is over */
 	double cooldown_ms;		/* the cooldown drawn at the last trip */
 	unsigned trips;			/* trips since it last closed (opens and reopens) */
@@ -245,20 +246,23 @@ void breaker_wake(struct breaker *b, double now_ms, const char *reason,
 void breaker_gate(struct breaker *b, double gate_ms);
 
 /*
- * Another replica's open (gateway/fleet.h), ending at until_ms: a closed
- * or half-open b opens now until then (a trip: trips grows, cooldown_ms is
- * the time left), and an open one stays open at least that long (no
- * change). Nothing when disabled or until_ms ≤ now_ms.
+ * Another replica's open (gateway/fleet.h), made there at at_ms (on this
+ * breaker's clock) and ending at until_ms: a closed or half-open b opens
+ * now until then (a trip: trips grows, cooldown_ms is the time left), its
+ * state dated at_ms (at most now_ms), so that a later change of a third
+ * replica is not taken for an older one; an open b stays open at least
+ * that long (no change). Nothing when disabled or until_ms ≤ now_ms.
  */
-void breaker_open_until(struct breaker *b, double now_ms, double until_ms, const char *reason,
-			struct breaker_change *chg);
+void breaker_open_until(struct breaker *b, double now_ms, double at_ms, double until_ms,
+			const char *reason, struct breaker_change *chg);
 
 /*
- * Another replica's close: an open or half-open b closes now, as after its
- * own probes (trips, the consecutive count and the window start again).
+ * Another replica's close, made there at at_ms: an open or half-open b
+ * closes now, as after its own probes (trips, the consecutive count and
+ * the window start again), its state dated at_ms (at most now_ms).
  * Nothing when disabled or closed.
  */
-void breaker_close_now(struct breaker *b, double now_ms, const char *reason,
+void breaker_close_now(struct breaker *b, double now_ms, double at_ms, const char *reason,
 		       struct breaker_change *chg);
 
 #endif

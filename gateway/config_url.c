@@ -34,6 +34,19 @@ static bool host_is_loopback(const char *host)
 	return false;
 }
 
+/*
+ * A URL as an error message may show it: quoted, or not at all when it has
+ * an '@' (a user or password, which the message must not carry).
+ */
+static const char *url_shown(const char *url, char *out, size_t len)
+{
+	if (strchr(url, '@'))
+		snprintf(out, len, "a URL with '@' in it (not shown)");
+	else
+		snprintf(out, len, "\"%.100s\"", url);
+	return out;
+}
+
 /* The host is an IPv4 or IPv6 address, not a name. */
 static bool host_is_numeric(const char *host)
 {
@@ -67,15 +80,17 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 	char *host = NULL;
 	char *extra = NULL;
 	char bare[256];
+	char shown[128];
 	size_t len;
 	int rc = 0;
 
 	if (!u)
 		return cfg_error(err, file, path, "base_url", "out of memory");
+	url_shown(url, shown, sizeof(shown));
 	if (strpbrk(url, " \t\r\n\\") ||
 	    curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
 		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL such as http://127.0.0.1:9001/v1, got \"%.100s\"", url);
+			       "expected a URL such as http://127.0.0.1:9001/v1, got %s", shown);
 		goto out;
 	}
 	scheme = url_part(u, CURLUPART_SCHEME);
@@ -83,12 +98,12 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 	if (!scheme || (strcmp(scheme, "http") && strcmp(scheme, "https")) ||
 	    (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
 		rc = cfg_error(err, file, path, "base_url",
-			       "expected an http:// or https:// URL, got \"%.100s\"", url);
+			       "expected an http:// or https:// URL, got %s", shown);
 		goto out;
 	}
 	if (!host || !host[0]) {
 		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL with a host, got \"%.100s\"", url);
+			       "expected a URL with a host, got %s", shown);
 		goto out;
 	}
 	extra = url_part(u, CURLUPART_USER);
@@ -97,7 +112,7 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 	if (extra) {
 		rc = cfg_error(err, file, path, "base_url",
 			       "expected a URL without a user or password (use api_key_env), "
-			       "got \"%.100s\"", url);
+			       "got %s", shown);
 		goto out;
 	}
 	extra = url_part(u, CURLUPART_QUERY);
@@ -105,7 +120,7 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 		extra = url_part(u, CURLUPART_FRAGMENT);
 	if (extra) {
 		rc = cfg_error(err, file, path, "base_url",
-			       "expected a URL without a query or fragment, got \"%.100s\"", url);
+			       "expected a URL without a query or fragment, got %s", shown);
 		goto out;
 	}
 	/* An IPv6 host comes back in brackets. */
@@ -143,6 +158,7 @@ int gw_config__redis_url(const char *url, bool allow_remote, struct gw_shared *s
 			 const char *file, char *err)
 {
 	static const char *const path = "shared_state";
+	char shown[128];
 	CURLU *u = curl_url();
 	char *scheme = NULL;
 	char *host = NULL;
@@ -157,11 +173,11 @@ int gw_config__redis_url(const char *url, bool allow_remote, struct gw_shared *s
 
 	if (!u)
 		return cfg_error(err, file, path, "url", "out of memory");
+	url_shown(url, shown, sizeof(shown));
 	if (strpbrk(url, " \t\r\n\\") || strncmp(url, "redis://", 8) ||
 	    curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
 		rc = cfg_error(err, file, path, "url",
-			       "expected a URL such as redis://127.0.0.1:6379/0, got \"%.100s\"",
-			       url);
+			       "expected a URL such as redis://127.0.0.1:6379/0, got %s", shown);
 		goto out;
 	}
 	scheme = url_part(u, CURLUPART_SCHEME);
@@ -181,7 +197,7 @@ int gw_config__redis_url(const char *url, bool allow_remote, struct gw_shared *s
 	if (!scheme || strcmp(scheme, "redis") || !host || !host[0] || extra) {
 		rc = cfg_error(err, file, path, "url",
 			       "expected redis://HOST[:PORT][/DB] without a query or fragment, "
-			       "got \"%.100s\"", url);
+			       "got %s", shown);
 		goto out;
 	}
 	len = strlen(host);

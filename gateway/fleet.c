@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/json.h"
@@ -25,8 +26,8 @@ static bool copy_name(char *dst, size_t len, const char *src)
 	return true;
 }
 
-bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, const char *provider,
-			 const char *model, const struct breaker *b,
+bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, uint64_t instance,
+			 const char *provider, const char *model, const struct breaker *b,
 			 const struct breaker_change *chg, double now_ms, double now_unix_ms)
 {
 	memset(m, 0, sizeof(*m));
@@ -36,6 +37,7 @@ bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, const char *p
 	    !copy_name(m->provider, sizeof(m->provider), provider) ||
 	    !copy_name(m->model, sizeof(m->model), model ? model : ""))
 		return false;
+	m->instance = instance;
 	m->to = chg->to;
 	m->t_unix_ms = now_unix_ms;
 	if (chg->to == BREAKER_OPEN)
@@ -44,18 +46,18 @@ bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, const char *p
 	return true;
 }
 
-bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, const char *provider,
-			const char *model, const struct breaker *b, double now_ms,
-			double now_unix_ms)
+bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, uint64_t instance,
+			const char *provider, const char *model, const struct breaker *b,
+			double now_ms, double now_unix_ms)
 {
-	struct breaker_change chg = { .changed = true, .to = b->state };
+	struct breaker_change chg = { .changed = true, .to = BREAKER_OPEN };
 
-	if (!b->cfg.enabled || !fleet_msg_of_change(m, replica, provider, model, b, &chg, now_ms,
-						    now_unix_ms))
+	if (!b->cfg.enabled || b->state != BREAKER_OPEN ||
+	    !fleet_msg_of_change(m, replica, instance, provider, model, b, &chg, now_ms,
+				 now_unix_ms))
 		return false;
 	m->t_unix_ms = now_unix_ms + (b->since_ms - now_ms);
-	snprintf(m->reason, sizeof(m->reason), "%s when it reconnected",
-		 b->state == BREAKER_OPEN ? "open" : "closed");
+	snprintf(m->reason, sizeof(m->reason), "open when it reconnected");
 	return true;
 }
 
@@ -64,6 +66,7 @@ int fleet_msg_encode(const struct fleet_msg *m, struct buf *out)
 	int rc = buf_puts(out, "{\"replica\":");
 
 	rc = rc ? rc : json_escape(out, m->replica);
+	rc = rc ? rc : buf_printf(out, ",\"instance\":\"%016llx\"", (unsigned long long)m->instance);
 	rc = rc ? rc : buf_puts(out, ",\"provider\":");
 	rc = rc ? rc : json_escape(out, m->provider);
 	rc = rc ? rc : buf_puts(out, ",\"model\":");
@@ -98,12 +101,16 @@ static bool get_num(const cJSON *o, const char *key, double *out)
 int fleet_msg_decode(const char *text, size_t len, struct fleet_msg *m)
 {
 	cJSON *o = cJSON_ParseWithLength(text, len);
+	char instance[20];
 	char to[16];
+	char *end = NULL;
 	bool ok;
 
 	memset(m, 0, sizeof(*m));
 	ok = cJSON_IsObject(o) && get_str(o, "replica", m->replica, sizeof(m->replica)) &&
-	     m->replica[0] && get_str(o, "provider", m->provider, sizeof(m->provider)) &&
+	     m->replica[0] && get_str(o, "instance", instance, sizeof(instance)) &&
+	     strlen(instance) == 16 && (m->instance = strtoull(instance, &end, 16), *end == '\0') &&
+	     get_str(o, "provider", m->provider, sizeof(m->provider)) &&
 	     get_str(o, "model", m->model, sizeof(m->model)) && get_str(o, "to", to, sizeof(to)) &&
 	     get_num(o, "t_unix_ms", &m->t_unix_ms) &&
 	     get_str(o, "reason", m->reason, sizeof(m->reason));
@@ -130,7 +137,8 @@ enum fleet_verdict fleet_apply(struct breaker *b, const struct fleet_msg *m, dou
 	memset(chg, 0, sizeof(*chg));
 	if (!b->cfg.enabled)
 		return FLEET_IGNORED;
-	if (t_ms < b->since_ms)
+	/* A breaker that never changed holds no evidence: any change is newer. */
+	if (t_ms < b->since_ms && b->changes > 0)
 		return FLEET_STALE;
 	snprintf(reason, sizeof(reason), "%.63s: %.61s", m->replica, m->reason);
 	if (m->to == BREAKER_OPEN) {
@@ -138,23 +146,22 @@ enum fleet_verdict fleet_apply(struct breaker *b, const struct fleet_msg *m, dou
 
 		if (!(until_ms > now_ms))
 			return FLEET_STALE;
-		breaker_open_until(b, now_ms, until_ms, reason, chg);
+		breaker_open_until(b, now_ms, t_ms, until_ms, reason, chg);
 		return chg->changed ? FLEET_APPLIED : FLEET_HELD;
 	}
-	breaker_close_now(b, now_ms, reason, chg);
+	breaker_close_now(b, now_ms, t_ms, reason, chg);
 	return chg->changed ? FLEET_APPLIED : FLEET_HELD;
 }
 
 bool fleet_local_newer(const struct breaker *b, const struct fleet_msg *stored, double now_ms,
 		       double now_unix_ms)
 {
-	if (!b->cfg.enabled || b->state == BREAKER_HALF_OPEN)
-		return false;	/* a half-open breaker's verdict is on its way */
-	if (!stored)
-		return b->state == BREAKER_OPEN;
-	if (stored->to == b->state)
+	if (!b->cfg.enabled || b->state != BREAKER_OPEN)
 		return false;
-	return b->since_ms > now_ms + (stored->t_unix_ms - now_unix_ms);
+	if (!stored)
+		return true;
+	return stored->to == BREAKER_CLOSED &&
+	       b->since_ms > now_ms + (stored->t_unix_ms - now_unix_ms);
 }
 
 double fleet_store_ttl_ms(const struct fleet_msg *m, double now_unix_ms, double lock_ms)

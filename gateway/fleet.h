@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 #include "gateway/breaker.h"
@@ -28,6 +29,9 @@
 /* One replica's breaker change, as published and stored. */
 struct fleet_msg {
 	char replica[FLEET_REPLICA_LEN];	/* the replica whose breaker changed */
+	uint64_t instance;			/* its process: a replica restarted under the
+						 * same name is another instance, whose old
+						 * messages are not its own */
 	char provider[FLEET_NAME_LEN];
 	char model[FLEET_NAME_LEN];
 	enum breaker_state to;			/* BREAKER_OPEN or BREAKER_CLOSED */
@@ -51,19 +55,19 @@ enum fleet_verdict {
  * (to open) and closes (to closed) are; a half-open is the probing
  * replica's own.
  */
-bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, const char *provider,
-			 const char *model, const struct breaker *b,
+bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, uint64_t instance,
+			 const char *provider, const char *model, const struct breaker *b,
 			 const struct breaker_change *chg, double now_ms, double now_unix_ms);
 
 /*
- * Builds the message that states b's current state (for a replica that
- * (re)connects and finds its own newer than the stored one): open until
- * its end, or closed, as of when it entered that state. Returns false for
- * a half-open or disabled breaker, or a name too long.
+ * Builds the message that states b's open (for a replica that (re)connects
+ * with an open newer than the stored state): open until its end, as of
+ * when it opened. Returns false for a breaker that is not open, or a name
+ * too long.
  */
-bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, const char *provider,
-			const char *model, const struct breaker *b, double now_ms,
-			double now_unix_ms);
+bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, uint64_t instance,
+			const char *provider, const char *model, const struct breaker *b,
+			double now_ms, double now_unix_ms);
 
 /* The message as one line of JSON (no newline). Returns 0 or -ENOMEM. */
 int fleet_msg_encode(const struct fleet_msg *m, struct buf *out);
@@ -80,18 +84,24 @@ int fleet_msg_decode(const char *text, size_t len, struct fleet_msg *m);
  * Applies another replica's message m to b at now_ms (the breaker's clock;
  * now_unix_ms the same instant on the wall clock): an open opens b until
  * the message's end (or holds an open one that long), a close closes it —
- * unless the change is older than b's current state (b->since_ms), or an
- * open is already over. The change's reason is "REPLICA: REASON". chg is
- * filled as by the breaker's own calls.
+ * unless the change is older than b's current state (b->since_ms: a state
+ * applied from a message is dated by the message, so three replicas agree
+ * on which of two changes is newer; a breaker that never changed, as in a
+ * replica just started, holds no evidence and takes any change), or an
+ * open is already over. The
+ * change's reason is "REPLICA: REASON". chg is filled as by the breaker's
+ * own calls.
  */
 enum fleet_verdict fleet_apply(struct breaker *b, const struct fleet_msg *m, double now_ms,
 			       double now_unix_ms, struct breaker_change *chg);
 
 /*
- * Whether b's state is newer than the stored message (NULL: none stored)
- * and differs from it, so a replica that (re)connects publishes its own:
- * an open (closed) breaker whose state began after the stored change,
- * when the stored one is a close (open) or there is none and b is open.
+ * Whether b holds an open newer than the stored message (NULL: none
+ * stored), so a replica that (re)connects publishes it: b is open, and
+ * nothing is stored or the stored change is a close made before b opened.
+ * A closed breaker is never published this way: a replica that has just
+ * started is closed for want of evidence, not because it saw the provider
+ * answer, and must not close the fleet's breakers.
  */
 bool fleet_local_newer(const struct breaker *b, const struct fleet_msg *stored, double now_ms,
 		       double now_unix_ms);

@@ -4,6 +4,12 @@
  * context itself when a dial fails, and onDisconnect once a connected one
  * is lost or freed (after running every pending callback with a NULL
  * reply); both clear the link's pointer before anything else happens.
+ * Its libuv adapter drops a poll error (libuv's status < 0: a refused
+ * dial, a reset) without telling hiredis, so the link installs its own
+ * read and write hooks around the adapter's handle (on_poll), which hand
+ * the error to hiredis to read. The subscriber cannot be PINGed (hiredis
+ * 0.14 mistakes the reply for a message), so it is watched by a heartbeat
+ * the link publishes to a channel of its own and must hear back.
  */
 #include "gateway/redis_link.h"
 
@@ -27,6 +33,51 @@ struct pending_cmd {
 };
 
 static void link_lost(struct redis_link *l, const char *why);
+
+/* The adapter's poll callback, but a poll error goes to hiredis too. */
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+	redisLibuvEvents *p = h->data;
+
+	if (status < 0)
+		events = p->events;	/* hiredis's read or write finds the error */
+	if (p->context && (events & UV_READABLE))
+		redisAsyncHandleRead(p->context);
+	if (p->context && (events & UV_WRITABLE))
+		redisAsyncHandleWrite(p->context);
+}
+
+static void poll_update(redisLibuvEvents *p)
+{
+	if (p->events)
+		uv_poll_start(&p->handle, p->events, on_poll);
+	else
+		uv_poll_stop(&p->handle);
+}
+
+static void hook_add_read(void *d)
+{
+	((redisLibuvEvents *)d)->events |= UV_READABLE;
+	poll_update(d);
+}
+
+static void hook_del_read(void *d)
+{
+	((redisLibuvEvents *)d)->events &= ~UV_READABLE;
+	poll_update(d);
+}
+
+static void hook_add_write(void *d)
+{
+	((redisLibuvEvents *)d)->events |= UV_WRITABLE;
+	poll_update(d);
+}
+
+static void hook_del_write(void *d)
+{
+	((redisLibuvEvents *)d)->events &= ~UV_WRITABLE;
+	poll_update(d);
+}
 
 static uint64_t now_ms(const struct redis_link *l)
 {
@@ -144,11 +195,18 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	    r->element[0]->type != REDIS_REPLY_STRING)
 		return;
 	if (strcmp(r->element[0]->str, "subscribe") == 0) {
-		l->sub_ready = true;
-		maybe_up(l);
+		/* Ready once both channels are: the fleet's and the heartbeat's. */
+		if (r->element[2]->type == REDIS_REPLY_INTEGER && r->element[2]->integer >= 2) {
+			l->sub_ready = true;
+			maybe_up(l);
+		}
 	} else if (strcmp(r->element[0]->str, "message") == 0 &&
-		   r->element[2]->type == REDIS_REPLY_STRING && l->ops.on_message) {
-		l->ops.on_message(l->arg, r->element[2]->str, r->element[2]->len);
+		   r->element[1]->type == REDIS_REPLY_STRING &&
+		   r->element[2]->type == REDIS_REPLY_STRING) {
+		if (strcmp(r->element[1]->str, l->heartbeat) == 0)
+			l->heartbeat_sent_ms = 0;	/* heard: the subscription is alive */
+		else if (l->ops.on_message)
+			l->ops.on_message(l->arg, r->element[2]->str, r->element[2]->len);
 	}
 }
 
@@ -198,9 +256,14 @@ static redisAsyncContext *dial(struct redis_link *l, char *why, size_t len)
 	if (redisLibuvAttach(ac, l->loop) != REDIS_OK) {
 		snprintf(why, len, "cannot watch its socket");
 		ac->data = NULL;
+		memset(&ac->ev, 0, sizeof(ac->ev));	/* the adapter's hooks, half set up */
 		redisAsyncFree(ac);
 		return NULL;
 	}
+	ac->ev.addRead = hook_add_read;
+	ac->ev.delRead = hook_del_read;
+	ac->ev.addWrite = hook_add_write;
+	ac->ev.delWrite = hook_del_write;
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	return ac;
@@ -226,13 +289,15 @@ static void on_retry(uv_timer_t *t)
 	char db[16];
 	const char *sel[2] = { "SELECT", db };
 	size_t sel_len[2];
-	const char *subv[2] = { "SUBSCRIBE", l->channel };
-	size_t sub_len[2] = { 9, strlen(l->channel) };
+	const char *subv[3] = { "SUBSCRIBE", l->channel, l->heartbeat };
+	size_t sub_len[3] = { 9, strlen(l->channel), strlen(l->heartbeat) };
 	int rc;
 
 	if (l->closing || l->cmd || l->sub)
 		return;
 	l->cmd_ready = l->sub_ready = false;
+	l->heartbeat_sent_ms = 0;
+	l->dialled_ms = now_ms(l);
 	l->cmd = dial(l, why, sizeof(why));
 	l->sub = l->cmd ? dial(l, why, sizeof(why)) : NULL;
 	if (!l->cmd || !l->sub) {
@@ -247,7 +312,7 @@ static void on_retry(uv_timer_t *t)
 		rc = send_argv(l, l->cmd, on_cmd_reply, on_handshake, l, true, 2, sel, sel_len);
 	if (!rc)
 		rc = send_auth(l, l->sub, false);
-	if (!rc && redisAsyncCommandArgv(l->sub, on_sub_reply, l, 2, subv, sub_len) != REDIS_OK)
+	if (!rc && redisAsyncCommandArgv(l->sub, on_sub_reply, l, 3, subv, sub_len) != REDIS_OK)
 		rc = -ENOTCONN;
 	if (rc)
 		link_lost(l, "cannot queue the handshake");
@@ -289,30 +354,51 @@ static void link_lost(struct redis_link *l, const char *why)
 
 /*
  * Every timeout_ms / 2: a command waiting longer than timeout_ms means
- * Redis stopped answering; an idle, ready link sends a PING so that a
- * stopped Redis is noticed without traffic.
+ * Redis stopped answering; a link not up within timeout_ms of its dial,
+ * or a heartbeat not heard back within timeout_ms, means a connection is
+ * stuck or gone. An idle, ready link sends a PING, and an up one a
+ * heartbeat, so that a stopped Redis or a dead subscriber is noticed
+ * without traffic.
  */
 static void on_watch(uv_timer_t *t)
 {
 	struct redis_link *l = t->data;
 	const char *ping[1] = { "PING" };
 	size_t ping_len[1] = { 4 };
+	const char *beat[3] = { "PUBLISH", l->heartbeat, "1" };
+	size_t beat_len[3] = { 7, strlen(l->heartbeat), 1 };
+	uint64_t now = now_ms(l);
 	char why[96];
 
 	if (l->closing || !l->cmd)
 		return;
-	if (l->pending > 0 && (double)(now_ms(l) - l->progress_ms) > l->cfg->timeout_ms) {
+	if (l->pending > 0 && (double)(now - l->progress_ms) > l->cfg->timeout_ms) {
 		snprintf(why, sizeof(why), "no reply in %.0f ms", l->cfg->timeout_ms);
+		link_lost(l, why);
+		return;
+	}
+	if (!l->up && (double)(now - l->dialled_ms) > l->cfg->timeout_ms) {
+		snprintf(why, sizeof(why), "not ready %.0f ms after the dial", l->cfg->timeout_ms);
+		link_lost(l, why);
+		return;
+	}
+	if (l->up && l->heartbeat_sent_ms &&
+	    (double)(now - l->heartbeat_sent_ms) > l->cfg->timeout_ms) {
+		snprintf(why, sizeof(why), "the subscription went quiet (a heartbeat unheard in "
+			 "%.0f ms)", l->cfg->timeout_ms);
 		link_lost(l, why);
 		return;
 	}
 	if (l->pending == 0 && l->cmd_ready)
 		send_argv(l, l->cmd, on_cmd_reply, NULL, NULL, true, 1, ping, ping_len);
+	if (l->up && !l->heartbeat_sent_ms &&
+	    send_argv(l, l->cmd, on_cmd_reply, NULL, NULL, true, 3, beat, beat_len) == 0)
+		l->heartbeat_sent_ms = now ? now : 1;
 }
 
 int redis_link_start(struct redis_link *l, uv_loop_t *loop, const struct gw_shared *cfg,
-		     const char *channel, const struct redis_link_ops *ops, void *arg,
-		     uint64_t seed)
+		     const char *channel, const char *heartbeat, const struct redis_link_ops *ops,
+		     void *arg, uint64_t seed)
 {
 	uint64_t every = (uint64_t)(cfg->timeout_ms / 2);
 
@@ -322,8 +408,12 @@ int redis_link_start(struct redis_link *l, uv_loop_t *loop, const struct gw_shar
 	l->ops = *ops;
 	l->arg = arg;
 	l->channel = strdup(channel);
-	if (!l->channel)
+	l->heartbeat = strdup(heartbeat);
+	if (!l->channel || !l->heartbeat) {
+		free(l->channel);
+		free(l->heartbeat);
 		return -ENOMEM;
+	}
 	rng_seed(&l->rng, seed);
 	uv_timer_init(loop, &l->retry);
 	uv_timer_init(loop, &l->watch);
@@ -357,5 +447,6 @@ void redis_link_close(struct redis_link *l)
 	uv_close((uv_handle_t *)&l->retry, NULL);
 	uv_close((uv_handle_t *)&l->watch, NULL);
 	free(l->channel);
-	l->channel = NULL;
+	free(l->heartbeat);
+	l->channel = l->heartbeat = NULL;
 }

@@ -4,9 +4,11 @@
  * subscribed to a channel — that never make anything wait: commands are
  * queued and answered through callbacks. It says when both are ready
  * (AUTH, SELECT and SUBSCRIBE answered) and when they are lost: a refused
- * or dropped connection, an error reply to the handshake, or a reply
- * later than timeout_ms (a PING goes out while nothing else is pending, so
- * a Redis that stopped answering is noticed within about twice that). A
+ * or dropped connection, an error reply to the handshake, a handshake not
+ * done within timeout_ms, a reply later than timeout_ms (a PING goes out
+ * while nothing else is pending, so a Redis that stopped answering is
+ * noticed within about twice that), or a heartbeat the link publishes to
+ * its own channel not heard back on the subscriber within timeout_ms. A
  * lost link is closed and dialled again after a capped, jittered backoff.
  */
 #ifndef FAULTLINE_GATEWAY_REDIS_LINK_H
@@ -38,6 +40,7 @@ struct redis_link {
 	uv_loop_t *loop;
 	const struct gw_shared *cfg;		/* outlives the link */
 	char *channel;
+	char *heartbeat;			/* its own channel, to hear itself on */
 	struct redis_link_ops ops;
 	void *arg;
 	struct redisAsyncContext *cmd;		/* NULL while not connected */
@@ -52,6 +55,8 @@ struct redis_link {
 	struct rng rng;				/* the backoff's jitter */
 	uint64_t pending;			/* commands sent on cmd, not yet answered */
 	uint64_t progress_ms;			/* when cmd last answered, or went busy */
+	uint64_t dialled_ms;			/* when the connections were last dialled */
+	uint64_t heartbeat_sent_ms;		/* a heartbeat not yet heard back; 0: none */
 	struct log_limit down_log;		/* "lost", at most once every 10 s */
 	uint64_t ups;				/* times it came up */
 	uint64_t downs;				/* times it was lost */
@@ -60,12 +65,12 @@ struct redis_link {
 
 /*
  * Starts dialling cfg's Redis on loop (the first dial at once), and
- * subscribes to channel. seed seeds the backoff's jitter. Returns 0 or
- * -ENOMEM.
+ * subscribes to channel and to heartbeat (a channel of this link's own).
+ * seed seeds the backoff's jitter. Returns 0 or -ENOMEM.
  */
 int redis_link_start(struct redis_link *l, uv_loop_t *loop, const struct gw_shared *cfg,
-		     const char *channel, const struct redis_link_ops *ops, void *arg,
-		     uint64_t seed);
+		     const char *channel, const char *heartbeat,
+		     const struct redis_link_ops *ops, void *arg, uint64_t seed);
 
 /*
  * Sends a command (argc arguments, each argvlen bytes) on the command

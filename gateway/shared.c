@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/rng.h"
 #include "gateway/fleet.h"
 #include "gateway/gateway.h"
 
@@ -24,10 +26,15 @@ static const char release_script[] =
 	"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
 	"return 0";
 
+/* Compare-and-extend: the holder keeps its lock while its probe is out. */
+static const char extend_script[] =
+	"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], "
+	"ARGV[2]) end return 0";
+
 struct shared_target {
 	struct shared *s;
 	struct gw_target *t;
-	uv_timer_t timer;		/* the probe lock's next try */
+	uv_timer_t timer;		/* the probe lock's next try, or its holder's extension */
 	struct buf key;			/* PREFIX breaker:P/M */
 	struct buf lock;		/* PREFIX probe:P/M */
 	bool lock_pending;		/* a SET NX is in flight */
@@ -37,6 +44,9 @@ struct shared_target {
 
 struct shared {
 	const struct gw_shared *cfg;
+	uint64_t instance;		/* this process, among replicas of one name */
+	char owner[FLEET_REPLICA_LEN + 20];	/* the lock's value: REPLICA:INSTANCE */
+	struct log_limit namesake_log;	/* another process with this replica's name */
 	struct router *r;
 	struct redis_link link;
 	struct router_listener listen;
@@ -108,16 +118,22 @@ static void publish(struct shared *s, struct shared_target *st, const struct fle
 	buf_free(&channel);
 }
 
+/*
+ * Gives the lock back (after the verdict is published: the same
+ * connection keeps the order, so no replica wins it before the verdict).
+ * A replica that stops while holding it does not wait to send this: the
+ * lock expires after lock_ms.
+ */
 static void release_lock(struct shared_target *st)
 {
-	const char *argv[5] = { "EVAL", release_script, "1", st->lock.data,
-				st->s->cfg->replica };
+	const char *argv[5] = { "EVAL", release_script, "1", st->lock.data, st->s->owner };
 	size_t lens[5] = { 4, sizeof(release_script) - 1, 1, st->lock.len,
-			   strlen(st->s->cfg->replica) };
+			   strlen(st->s->owner) };
 
 	if (!st->lock_held)
 		return;
 	st->lock_held = false;
+	uv_timer_stop(&st->timer);
 	command(st->s, NULL, NULL, 5, argv, lens);
 }
 
@@ -154,10 +170,37 @@ static void on_lock(void *arg, const struct redisReply *r)
 			return;
 		}
 		router_breaker_changed(s->r, st->t, &chg);
+		uv_timer_start(&st->timer, on_timer, (uint64_t)(s->cfg->lock_ms / 3) + 1, 0);
 		return;
 	}
 	s->c.locks_lost++;
 	arm(st, s->cfg->lock_ms / 4);
+}
+
+/*
+ * The holder, every lock_ms / 3 while half-open: a probe still out (a
+ * hang is cut only by its timeout, which may be longer than lock_ms)
+ * keeps the lock; with none out it is left to expire, so that a holder
+ * without traffic does not keep the fleet from probing.
+ */
+static void extend_lock(struct shared_target *st)
+{
+	struct shared *s = st->s;
+	char ttl[32];
+	const char *argv[6] = { "EVAL", extend_script, "1", st->lock.data, s->owner, ttl };
+	size_t lens[6];
+
+	if (st->t->br.state != BREAKER_HALF_OPEN || st->t->br.probes_in_flight == 0)
+		return;
+	snprintf(ttl, sizeof(ttl), "%.0f", s->cfg->lock_ms);
+	lens[0] = 4;
+	lens[1] = sizeof(extend_script) - 1;
+	lens[2] = 1;
+	lens[3] = st->lock.len;
+	lens[4] = strlen(s->owner);
+	lens[5] = strlen(ttl);
+	command(s, NULL, NULL, 6, argv, lens);
+	uv_timer_start(&st->timer, on_timer, (uint64_t)(s->cfg->lock_ms / 3) + 1, 0);
 }
 
 /* The cooldown is over: try for the probe lock; the winner goes half-open. */
@@ -166,7 +209,7 @@ static void on_timer(uv_timer_t *h)
 	struct shared_target *st = h->data;
 	struct shared *s = st->s;
 	char ttl[32];
-	const char *argv[6] = { "SET", st->lock.data, s->cfg->replica, "NX", "PX", ttl };
+	const char *argv[6] = { "SET", st->lock.data, s->owner, "NX", "PX", ttl };
 	size_t lens[6];
 	/*
 	 * No look at open_until here: while the gate is on, requests that find
@@ -174,12 +217,18 @@ static void on_timer(uv_timer_t *h)
 	 * a timer that followed it would never try for the lock. A later end
 	 * (another replica's reopen) re-arms this timer when it arrives.
 	 */
-	if (s->closed || !s->link.up || st->lock_pending || st->t->br.state != BREAKER_OPEN)
+	if (s->closed || !s->link.up)
+		return;
+	if (st->lock_held) {
+		extend_lock(st);
+		return;
+	}
+	if (st->lock_pending || st->t->br.state != BREAKER_OPEN)
 		return;
 	snprintf(ttl, sizeof(ttl), "%.0f", s->cfg->lock_ms);
 	lens[0] = 3;
 	lens[1] = st->lock.len;
-	lens[2] = strlen(s->cfg->replica);
+	lens[2] = strlen(s->owner);
 	lens[3] = 2;
 	lens[4] = 2;
 	lens[5] = strlen(ttl);
@@ -197,15 +246,13 @@ static void on_change(void *arg, struct gw_target *t, const struct breaker_chang
 
 	if (s->closed || !st)
 		return;
+	if (!origin && fleet_msg_of_change(&m, s->cfg->replica, s->instance, t->prov->name,
+					   t->model, &t->br, chg, gw_now_ms(), now_unix_ms()))
+		publish(s, st, &m);
+	if (chg->to != BREAKER_HALF_OPEN)
+		release_lock(st);	/* after the verdict, on the same connection */
 	if (chg->to == BREAKER_OPEN)
 		arm(st, -1);
-	if (chg->to != BREAKER_HALF_OPEN)
-		release_lock(st);
-	if (origin)
-		return;
-	if (fleet_msg_of_change(&m, s->cfg->replica, t->prov->name, t->model, &t->br, chg,
-				gw_now_ms(), now_unix_ms()))
-		publish(s, st, &m);
 }
 
 /* Another replica's message m, heard via "pubsub" or "sync". */
@@ -243,10 +290,17 @@ static void on_message(void *arg, const char *data, size_t len)
 	struct shared *s = arg;
 	struct fleet_msg m;
 
+	uint64_t quiet;
+
 	if (s->closed || fleet_msg_decode(data, len, &m))
 		return;
-	if (strcmp(m.replica, s->cfg->replica) == 0)
+	if (m.instance == s->instance)
 		return;		/* our own, back from the channel */
+	if (strcmp(m.replica, s->cfg->replica) == 0 &&
+	    log_limit_pass(&s->namesake_log, clock_mono_ns(), 60000000000ull, &quiet))
+		log_warn("shared state: another gateway process also calls itself replica %s "
+			 "(give each replica its own --replica; %llu such messages held back)",
+			 m.replica, (unsigned long long)quiet);
 	s->c.received++;
 	apply(s, &m, "pubsub");
 }
@@ -264,11 +318,12 @@ static void on_sync(void *arg, const struct redisReply *r)
 	if (!r || s->closed)
 		return;
 	have = r->type == REDIS_REPLY_STRING && fleet_msg_decode(r->str, r->len, &stored) == 0;
-	if (have && strcmp(stored.replica, s->cfg->replica))
+	/* A replica restarted under its old name learns what its last life stored. */
+	if (have && stored.instance != s->instance)
 		apply(s, &stored, "sync");
 	if (fleet_local_newer(&st->t->br, have ? &stored : NULL, gw_now_ms(), now_unix_ms()) &&
-	    fleet_msg_of_state(&mine, s->cfg->replica, st->t->prov->name, st->t->model,
-			       &st->t->br, gw_now_ms(), now_unix_ms()))
+	    fleet_msg_of_state(&mine, s->cfg->replica, s->instance, st->t->prov->name,
+			       st->t->model, &st->t->br, gw_now_ms(), now_unix_ms()))
 		publish(s, st, &mine);
 	arm(st, -1);
 	if (s->syncing > 0 && --s->syncing == 0)
@@ -315,15 +370,24 @@ struct shared *shared_start(uv_loop_t *loop, const struct gw_config *cfg, struct
 	static const struct redis_link_ops ops = { on_up, on_down, on_message };
 	struct shared *s = calloc(1, sizeof(*s));
 	struct buf channel = { 0 };
+	struct buf heartbeat = { 0 };
+	struct rng rng;
 	size_t i;
 
 	if (!s)
 		goto nomem;
 	s->cfg = &cfg->shared;
+	/* Another process's id, whatever the seed: the clock and the pid, mixed. */
+	rng_seed(&rng, (uint64_t)clock_unix_ns() ^ ((uint64_t)getpid() << 40));
+	s->instance = rng_next(&rng);
+	snprintf(s->owner, sizeof(s->owner), "%s:%016llx", s->cfg->replica,
+		 (unsigned long long)s->instance);
 	s->r = r;
 	s->n = r->ntargets;
 	s->st = calloc(s->n ? s->n : 1, sizeof(*s->st));
-	if (!s->st || fleet_channel(&channel, s->cfg->key_prefix))
+	if (!s->st || fleet_channel(&channel, s->cfg->key_prefix) ||
+	    buf_printf(&heartbeat, "%sheartbeat:%016llx", s->cfg->key_prefix,
+		       (unsigned long long)s->instance))
 		goto nomem;
 	for (i = 0; i < s->n; i++) {
 		struct shared_target *st = &s->st[i];
@@ -335,9 +399,10 @@ struct shared *shared_start(uv_loop_t *loop, const struct gw_config *cfg, struct
 		    fleet_lock_key(&st->lock, s->cfg->key_prefix, st->t->prov->name, st->t->model))
 			goto nomem;
 	}
-	if (redis_link_start(&s->link, loop, s->cfg, channel.data, &ops, s, seed))
+	if (redis_link_start(&s->link, loop, s->cfg, channel.data, heartbeat.data, &ops, s, seed))
 		goto nomem;
 	buf_free(&channel);
+	buf_free(&heartbeat);
 	for (i = 0; i < s->n; i++) {
 		uv_timer_init(loop, &s->st[i].timer);
 		s->st[i].timer.data = &s->st[i];
@@ -349,6 +414,7 @@ struct shared *shared_start(uv_loop_t *loop, const struct gw_config *cfg, struct
 
 nomem:
 	buf_free(&channel);
+	buf_free(&heartbeat);
 	if (s && s->st)
 		shared_free(s);
 	else

@@ -1066,40 +1066,40 @@ Test(breaker, open_until_and_close_now_from_another_replica, .timeout = 10)
 	cfg.consecutive_failures = 3;
 	breaker_init(&b, &cfg, 0);
 	result(&b, 10, false, &r, &chg);
-	breaker_open_until(&b, 100, 100, "stale", &chg);
+	breaker_open_until(&b, 100, 100, 100, "stale", &chg);
 	cr_assert_not(chg.changed, "an open ending now opened it");
-	breaker_open_until(&b, 100, 2600, "r2: 3 consecutive failures", &chg);
+	breaker_open_until(&b, 100, 100, 2600, "r2: 3 consecutive failures", &chg);
 	assert_change(&chg, BREAKER_CLOSED, BREAKER_OPEN, "r2: 3 consecutive failures");
 	cr_assert_float_eq(b.open_until_ms, 2600, 1e-9);
 	cr_assert_float_eq(b.cooldown_ms, 2500, 1e-9);
 	cr_assert_eq(b.trips, 1);
 	cr_assert_eq(breaker_admit(&b, 2599, &probe, &chg), BREAKER_REJECT);
-	breaker_open_until(&b, 200, 1000, "shorter", &chg);
+	breaker_open_until(&b, 200, 200, 1000, "shorter", &chg);
 	cr_assert_not(chg.changed);
 	cr_assert_float_eq(b.open_until_ms, 2600, 1e-9, "a shorter open cut the cooldown");
-	breaker_open_until(&b, 200, 3000, "longer", &chg);
+	breaker_open_until(&b, 200, 200, 3000, "longer", &chg);
 	cr_assert_not(chg.changed);
 	cr_assert_float_eq(b.open_until_ms, 3000, 1e-9, "a longer open did not hold");
 
-	breaker_close_now(&b, 500, "r2: 1 probe succeeded", &chg);
+	breaker_close_now(&b, 500, 500, "r2: 1 probe succeeded", &chg);
 	assert_change(&chg, BREAKER_OPEN, BREAKER_CLOSED, "r2: 1 probe succeeded");
 	cr_assert_eq(b.trips, 0);
 	cr_assert_eq(b.consecutive_failures, 0, "the failure before the open still counts");
 	cr_assert_eq(breaker_admit(&b, 501, &probe, &chg), BREAKER_ADMIT);
-	breaker_close_now(&b, 600, "again", &chg);
+	breaker_close_now(&b, 600, 600, "again", &chg);
 	cr_assert_not(chg.changed, "closing a closed breaker changed it");
 
 	/* Half-open (probing here) and another replica's probe failed: open. */
 	breaker_trip(&b, 1000, "down", &r, &chg);
 	cr_assert_eq(breaker_admit(&b, 2000, &probe, &chg), BREAKER_ADMIT_PROBE);
-	breaker_open_until(&b, 2010, 5000, "r3: probe failed", &chg);
+	breaker_open_until(&b, 2010, 2010, 5000, "r3: probe failed", &chg);
 	assert_change(&chg, BREAKER_HALF_OPEN, BREAKER_OPEN, "r3: probe failed");
 	breaker_record(&b, 2020, true, 10, probe, &r, &chg);
 	cr_assert_not(chg.changed, "a probe of the round before decided");
 
 	cfg.enabled = false;
 	breaker_init(&b, &cfg, 0);
-	breaker_open_until(&b, 0, 1000, "r2", &chg);
+	breaker_open_until(&b, 0, 0, 1000, "r2", &chg);
 	cr_assert_not(chg.changed);
 	cr_assert_eq(b.state, BREAKER_CLOSED);
 }

@@ -45,8 +45,9 @@ Test(fleet, opens_and_closes_are_shared_half_opens_are_not, .timeout = 10)
 
 	tripped(&b, &chg);
 	/* The breaker's clock reads 100 when the wall clock reads 1,000,100. */
-	cr_assert(fleet_msg_of_change(&m, "r1", "primary", "m", &b, &chg, 100, 1000100));
+	cr_assert(fleet_msg_of_change(&m, "r1", 0x1234, "primary", "m", &b, &chg, 100, 1000100));
 	cr_assert_str_eq(m.replica, "r1");
+	cr_assert_eq(m.instance, 0x1234);
 	cr_assert_str_eq(m.provider, "primary");
 	cr_assert_str_eq(m.model, "m");
 	cr_assert_eq(m.to, BREAKER_OPEN);
@@ -56,43 +57,49 @@ Test(fleet, opens_and_closes_are_shared_half_opens_are_not, .timeout = 10)
 
 	cr_assert_eq(breaker_admit(&b, 2100, &probe, &chg), BREAKER_ADMIT_PROBE);
 	cr_assert(chg.changed);
-	cr_assert_not(fleet_msg_of_change(&m, "r1", "primary", "m", &b, &chg, 2100, 1002100),
+	cr_assert_not(fleet_msg_of_change(&m, "r1", 0x1234, "primary", "m", &b, &chg, 2100, 1002100),
 		      "a half-open was shared");
 	breaker_record(&b, 2200, true, 10, probe, NULL, &chg);
-	cr_assert(fleet_msg_of_change(&m, "r1", "primary", "m", &b, &chg, 2200, 1002200));
+	cr_assert(fleet_msg_of_change(&m, "r1", 0x1234, "primary", "m", &b, &chg, 2200, 1002200));
 	cr_assert_eq(m.to, BREAKER_CLOSED);
 	cr_assert_float_eq(m.until_unix_ms, 0, 1e-9);
 
 	chg.changed = false;
-	cr_assert_not(fleet_msg_of_change(&m, "r1", "primary", "m", &b, &chg, 2200, 1002200));
+	cr_assert_not(fleet_msg_of_change(&m, "r1", 0x1234, "primary", "m", &b, &chg, 2200, 1002200));
 	chg.changed = true;
 	char longname[300];
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	cr_assert_not(fleet_msg_of_change(&m, "r1", longname, "m", &b, &chg, 2200, 1002200),
+	cr_assert_not(fleet_msg_of_change(&m, "r1", 0x1234, longname, "m", &b, &chg, 2200, 1002200),
 		      "a provider name past the message's room was cut instead of refused");
 }
 
 Test(fleet, a_message_round_trips_and_bad_ones_are_refused, .timeout = 10)
 {
 	struct fleet_msg m = { .to = BREAKER_OPEN, .t_unix_ms = 1796404142360.236,
-			       .until_unix_ms = 1796404144360.5 };
+			       .until_unix_ms = 1796404144360.5, .instance = 0xfedcba9876543210ull };
 	struct fleet_msg back;
 	struct buf b = { 0 };
 	static const char *const bad[] = {
 		"",
 		"not json",
 		"[]",
-		"{\"replica\":\"r1\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"open\","
+		"{\"replica\":\"r1\",\"instance\":\"00000000000000ab\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"open\","
 		"\"t_unix_ms\":1,\"reason\":\"x\"}",	/* an open without its end */
-		"{\"replica\":\"r1\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"half_open\","
+		"{\"replica\":\"r1\",\"instance\":\"00000000000000ab\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"half_open\","
 		"\"t_unix_ms\":1,\"reason\":\"x\"}",
-		"{\"replica\":\"\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"closed\","
+		"{\"replica\":\"\",\"instance\":\"00000000000000ab\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"closed\","
+		"\"t_unix_ms\":1,\"reason\":\"x\"}",
+		"{\"replica\":\"r1\",\"instance\":\"00000000000000ab\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"closed\","
+		"\"t_unix_ms\":\"1\",\"reason\":\"x\"}",
+		"{\"replica\":\"r1\",\"instance\":\"00000000000000ab\",\"provider\":7,\"model\":\"m\",\"to\":\"closed\","
 		"\"t_unix_ms\":1,\"reason\":\"x\"}",
 		"{\"replica\":\"r1\",\"provider\":\"p\",\"model\":\"m\",\"to\":\"closed\","
-		"\"t_unix_ms\":\"1\",\"reason\":\"x\"}",
-		"{\"replica\":\"r1\",\"provider\":7,\"model\":\"m\",\"to\":\"closed\","
-		"\"t_unix_ms\":1,\"reason\":\"x\"}",
+		"\"t_unix_ms\":1,\"reason\":\"x\"}",	/* no instance */
+		"{\"replica\":\"r1\",\"instance\":\"00ab\",\"provider\":\"p\",\"model\":\"m\","
+		"\"to\":\"closed\",\"t_unix_ms\":1,\"reason\":\"x\"}",
+		"{\"replica\":\"r1\",\"instance\":\"00000000000000zz\",\"provider\":\"p\","
+		"\"model\":\"m\",\"to\":\"closed\",\"t_unix_ms\":1,\"reason\":\"x\"}",
 	};
 	size_t i;
 
@@ -103,6 +110,7 @@ Test(fleet, a_message_round_trips_and_bad_ones_are_refused, .timeout = 10)
 	cr_assert_eq(fleet_msg_encode(&m, &b), 0);
 	cr_assert_eq(fleet_msg_decode(b.data, b.len, &back), 0, "%s", b.data);
 	cr_assert_str_eq(back.replica, m.replica);
+	cr_assert_eq(back.instance, m.instance);
 	cr_assert_str_eq(back.provider, m.provider);
 	cr_assert_str_eq(back.model, m.model);
 	cr_assert_eq(back.to, BREAKER_OPEN);
@@ -154,7 +162,7 @@ Test(fleet, another_replicas_changes_apply_newest_first, .timeout = 10)
 	cr_assert_eq(chg.to, BREAKER_CLOSED);
 	cr_assert_eq(b.state, BREAKER_CLOSED);
 
-	/* An open that happened before this close arrives late: stale. */
+	/* An open made before this close arrives late: stale. */
 	m.to = BREAKER_OPEN;
 	m.t_unix_ms = 1002400;
 	m.until_unix_ms = 1004400;
@@ -166,13 +174,21 @@ Test(fleet, another_replicas_changes_apply_newest_first, .timeout = 10)
 	cr_assert_eq(fleet_apply(&b, &m, 7800, 1002800, &chg), FLEET_STALE);
 	cr_assert_eq(b.state, BREAKER_CLOSED);
 
+	/* A replica started after that open (its breaker new at 7,700) still takes it. */
+	breaker_init(&b, &cfg, 7700);
+	m.t_unix_ms = 1002400;
+	m.until_unix_ms = 1004400;
+	cr_assert_eq(fleet_apply(&b, &m, 7800, 1002800, &chg), FLEET_APPLIED,
+		     "a fresh breaker refused an open made before it started");
+	cr_assert_float_eq(b.open_until_ms, 9400, 1e-6);
+
 	cfg.enabled = false;
 	breaker_init(&b, &cfg, 0);
 	m.until_unix_ms = 1009000;
 	cr_assert_eq(fleet_apply(&b, &m, 7800, 1002800, &chg), FLEET_IGNORED);
 }
 
-Test(fleet, on_connecting_the_newer_state_wins, .timeout = 10)
+Test(fleet, on_connecting_only_a_newer_open_is_published, .timeout = 10)
 {
 	struct breaker_change chg;
 	struct fleet_msg stored = { .to = BREAKER_CLOSED };
@@ -180,10 +196,22 @@ Test(fleet, on_connecting_the_newer_state_wins, .timeout = 10)
 	struct breaker b;
 	struct breaker_config cfg = config();
 
+	/*
+	 * A replica that has just started is closed for want of evidence: it
+	 * must not close the fleet's open (nothing stored, or an open stored).
+	 */
 	breaker_init(&b, &cfg, 0);
 	cr_assert_not(fleet_local_newer(&b, NULL, 50, 1000050), "a closed breaker, nothing stored");
+	stored.to = BREAKER_OPEN;
+	stored.t_unix_ms = 999000;
+	cr_assert_not(fleet_local_newer(&b, &stored, 50, 1000050),
+		      "a fresh closed breaker would close the stored open");
+	cr_assert_not(fleet_msg_of_state(&mine, "r2", 0x99, "primary", "m", &b, 50, 1000050),
+		      "a closed state was made a message");
+
 	tripped(&b, &chg);	/* open since 100 (wall 1,000,100) */
 	cr_assert(fleet_local_newer(&b, NULL, 200, 1000200), "an open breaker, nothing stored");
+	stored.to = BREAKER_CLOSED;
 	stored.t_unix_ms = 1000050;
 	cr_assert(fleet_local_newer(&b, &stored, 200, 1000200), "an older stored close");
 	stored.t_unix_ms = 1000150;
@@ -192,10 +220,37 @@ Test(fleet, on_connecting_the_newer_state_wins, .timeout = 10)
 	stored.t_unix_ms = 1000050;
 	cr_assert_not(fleet_local_newer(&b, &stored, 200, 1000200), "both open");
 
-	cr_assert(fleet_msg_of_state(&mine, "r2", "primary", "m", &b, 200, 1000200));
+	cr_assert(fleet_msg_of_state(&mine, "r2", 0x99, "primary", "m", &b, 200, 1000200));
 	cr_assert_eq(mine.to, BREAKER_OPEN);
+	cr_assert_eq(mine.instance, 0x99);
 	cr_assert_float_eq(mine.t_unix_ms, 1000100, 1e-6, "stamped when it opened");
 	cr_assert_float_eq(mine.until_unix_ms, 1002100, 1e-6);
+}
+
+/*
+ * Three replicas: A opens at 1,000, B closes at 1,003 (its probe passed).
+ * C hears A's open at 1,005 and then B's close: the close is newer than
+ * the open it follows, not than the moment C applied the open, so C
+ * closes as A and B did.
+ */
+Test(fleet, a_third_replica_orders_changes_by_when_they_were_made, .timeout = 10)
+{
+	struct breaker_config cfg = config();
+	struct breaker_change chg;
+	struct fleet_msg open = { .to = BREAKER_OPEN, .t_unix_ms = 1000, .until_unix_ms = 3000 };
+	struct fleet_msg close = { .to = BREAKER_CLOSED, .t_unix_ms = 1003 };
+	struct breaker c;
+
+	strcpy(open.replica, "A");
+	strcpy(close.replica, "B");
+	breaker_init(&c, &cfg, 0);
+	/* C's breaker clock equals the wall clock here. */
+	cr_assert_eq(fleet_apply(&c, &open, 1005, 1005, &chg), FLEET_APPLIED);
+	cr_assert_float_eq(c.since_ms, 1000, 1e-9, "dated by the open, not by its arrival");
+	cr_assert_eq(fleet_apply(&c, &close, 1006, 1006, &chg), FLEET_APPLIED,
+		     "B's later close was taken for stale");
+	cr_assert_eq(c.state, BREAKER_CLOSED);
+	cr_assert_float_eq(c.since_ms, 1003, 1e-9);
 }
 
 Test(fleet, stored_messages_last_while_they_matter, .timeout = 10)

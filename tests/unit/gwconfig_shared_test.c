@@ -150,4 +150,16 @@ Test(gwconfig_shared, the_password_is_never_in_a_message, .timeout = 10)
 	cr_assert(strstr(err, "without control characters in FL_TEST_REDIS_PW"), "%s", err);
 	cr_assert_null(strstr(err, "pw-with"), "the password is in the message: %s", err);
 	unsetenv("FL_TEST_REDIS_PW");
+
+	/* A URL holding a password, refused for any reason, is not echoed. */
+	static const char *const urls[] = {
+		"{\"url\":\"rediss://:hunter2@127.0.0.1:6379\"}",
+		"{\"url\":\"redis://:hunter 2@127.0.0.1:6379\"}",
+		"{\"url\":\"redis://u:hunter2@127.0.0.1:6379\"}",
+	};
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		cr_assert_eq(load(urls[i], false, &c), -EINVAL, "accepted %s", urls[i]);
+		cr_assert(strstr(err, "shared_state.url"), "%s", err);
+		cr_assert_null(strstr(err, "hunter"), "the password is in the message: %s", err);
+	}
 }
