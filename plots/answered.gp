@@ -27,4 +27,4 @@ plot for [i = 1:nsetups] datadir.'/answered-'.setup_name[i].'.dat' using 1:acol 
     for [i = 1:(answered_classes ? nsetups : 0)] datadir.'/answered-'.setup_name[i].'.dat' \
         using 1:7 with lines lw 1.5 dt 3 lc rgb scolor(i) title setup_name[i].' batch', \
     keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb fault_color title (nfaultw ? 'fault window' : ''), \
-    keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'provider killed' : '')
+    keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'killed (provider, replica or Redis)' : '')

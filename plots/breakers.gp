@@ -34,7 +34,7 @@ do for [i = 1:brk_panels] {
             at graph 0.5, 0.62 center font ',13' textcolor rgb '#555555'
         plot NaN notitle, \
              keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb fault_color title (nfaultw ? 'fault window' : ''), \
-             keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'provider killed' : '')
+             keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'killed (provider, replica or Redis)' : '')
     } else {
         unset label 1
         # Lines of several targets are lifted apart a little, so none hides another.
@@ -42,7 +42,7 @@ do for [i = 1:brk_panels] {
                 with steps lw 2.5 lc rgb pcolor(brk_color[brk_first[i] + j - 1]) \
                 title brk_target[brk_first[i] + j - 1], \
              keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb fault_color title (nfaultw ? 'fault window' : ''), \
-             keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'provider killed' : '')
+             keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'killed (provider, replica or Redis)' : '')
     }
 }
 unset multiplot

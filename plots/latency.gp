@@ -40,6 +40,6 @@ do for [i = 1:nsetups] {
          keyentry with points pt 7 ps 1.2 lc rgb '#000000' title 'ok (colour: provider)', \
          keyentry with points pt 2 ps 1.2 lc rgb '#000000' title 'failed', \
          keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb fault_color title (nfaultw ? 'fault window' : ''), \
-         keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'provider killed' : '')
+         keyentry with boxes fillstyle solid 1.0 noborder fillcolor rgb kill_color title (nkills ? 'killed (provider, replica or Redis)' : '')
 }
 unset multiplot

@@ -239,7 +239,7 @@ static int read_gateway(const struct scenario *sc, const struct sc_setup *st,
 		return -ENOMEM;
 	for (i = 0; i < sc->nproviders; i++)
 		urls[i] = "http://127.0.0.1:9/v1";	/* stands in: never asked */
-	text = scenario_gateway_config(sc, st, "127.0.0.1:0", urls, err);
+	text = scenario_gateway_config(sc, st, "127.0.0.1:0", urls, NULL, NULL, err);
 	if (!text)
 		goto out_free_urls;
 	root = cJSON_Parse(text);

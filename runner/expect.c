@@ -14,6 +14,11 @@
 #include "runner/jpath.h"
 #include "runner/scenario_int.h"
 
+static bool given(double v)
+{
+	return !isnan(v);
+}
+
 #define EK(name, field, max) \
 	{ name, CFG_NUM, offsetof(struct sc_expect, field), false, NAN, 0, max, NULL, NULL }
 
@@ -53,12 +58,52 @@ static const struct cfg_key expect_keys[] = {
 	EK("ttft_p95_ms_max", ttft_p95_ms_max, 1e12),
 	EK("duplicate_share_max", duplicate_share_max, 1),
 	EK("cost_per_answered_usd_max", cost_per_answered_max, 1e6),
+	EK("timeout_paid_max", timeout_paid_max, 1e12),
+	EK("timeout_paid_ratio_max", timeout_paid_ratio_max, 1e6),
+	EK("replica_open_spread_ms_max", replica_open_spread_ms_max, 1e12),
+	EK("probe_overlaps_max", probe_overlaps_max, 1e12),
 };
 
-static bool given(double v)
+/* The bounds on a replicated setup's figures (runner/replicas.h), by key. */
+static const char *replica_bound(const struct sc_expect *e)
 {
-	return !isnan(v);
+	if (given(e->timeout_paid_max))
+		return "timeout_paid_max";
+	if (given(e->timeout_paid_ratio_max))
+		return "timeout_paid_ratio_max";
+	if (given(e->replica_open_spread_ms_max))
+		return "replica_open_spread_ms_max";
+	if (given(e->probe_overlaps_max))
+		return "probe_overlaps_max";
+	return NULL;
 }
+
+/*
+ * A bound on the replica figures is only for replicated gateway setups
+ * (replicas above 1, or shared_state redis: scenario_setup_replicated),
+ * which alone have them: every setup the entry matches, and its
+ * relative_to, must be one.
+ */
+static int check_replica_bounds(const struct scenario *sc, const struct sc_expect *e,
+				const char *file, const char *path, char *err)
+{
+	const char *key = replica_bound(e);
+	size_t i;
+
+	for (i = 0; key && i < sc->nsetups; i++) {
+		const struct sc_setup *st = &sc->setups[i];
+		bool matched = fnmatch(e->setup, st->name, 0) == 0 ||
+			       (e->relative_to && strcmp(e->relative_to, st->name) == 0);
+
+		if (matched && !scenario_setup_replicated(st))
+			return cfg_error(err, file, path, key, "expected it only on gateway setups "
+					 "with replicas above 1 or shared_state \"redis\" (which "
+					 "have replica figures), got it on setup \"%.64s\", which "
+					 "has neither", st->name);
+	}
+	return 0;
+}
+
 
 /* The setup and phase an entry names exist. */
 static int check_expect_names(const struct scenario *sc, const struct sc_expect *e,
@@ -102,7 +147,8 @@ static int check_expect_names(const struct scenario *sc, const struct sc_expect 
 static int check_expect_pairs(const struct scenario *sc, const struct sc_expect *e,
 			      const char *file, const char *path, char *err)
 {
-	bool ratio = given(e->latency_p99_ratio_max) || given(e->cost_overhead_max);
+	bool ratio = given(e->latency_p99_ratio_max) || given(e->cost_overhead_max) ||
+		     given(e->timeout_paid_ratio_max);
 
 	if (e->cls && strcmp(e->cls, "interactive") != 0 && strcmp(e->cls, "batch") != 0)
 		return cfg_error(err, file, path, "class", "expected \"interactive\" or \"batch\", "
@@ -116,10 +162,12 @@ static int check_expect_pairs(const struct scenario *sc, const struct sc_expect 
 				 "got one without the other");
 	if (e->relative_to && !ratio)
 		return cfg_error(err, file, path, "relative_to", "expected it only with "
-				 "latency_p99_ratio_max or cost_overhead_max, got it with neither");
+				 "latency_p99_ratio_max, cost_overhead_max or timeout_paid_ratio_max, "
+				 "got it with none of them");
 	if (ratio && !e->relative_to)
-		return cfg_error(err, file, path, "relative_to", "missing: latency_p99_ratio_max "
-				 "and cost_overhead_max compare with the setup it names");
+		return cfg_error(err, file, path, "relative_to", "missing: latency_p99_ratio_max, "
+				 "cost_overhead_max and timeout_paid_ratio_max compare with the setup "
+				 "it names");
 	if (e->answered_min > e->answered_max)
 		return cfg_error(err, file, path, "answered_min", "expected at most answered_max "
 				 "(%g), got %g", e->answered_max, e->answered_min);
@@ -147,6 +195,8 @@ static int check_expect(const struct scenario *sc, struct sc_expect *e, const ch
 	rc = check_expect_names(sc, e, file, path, err);
 	if (!rc)
 		rc = check_expect_pairs(sc, e, file, path, err);
+	if (!rc)
+		rc = check_replica_bounds(sc, e, file, path, err);
 	if (rc)
 		return rc;
 	for (i = EXPECT_FIRST_BOUND; i < NELEM(expect_keys); i++)

@@ -4,6 +4,7 @@
  * range is a slice found by binary search.
  */
 #include "runner/figures.h"
+#include "runner/replicas.h"
 
 #include <errno.h>
 #include <math.h>
@@ -73,6 +74,8 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 		r->by_primary = r->outcome == OUT_OK &&
 				(!r->provider || strcmp(r->provider, in->primary) == 0);
 	}
+	if (in->replicas)
+		replicas_mark_paid(d, in->primary, in->primary_timeout_ms);
 	for (i = 0; i < d->nmrows; i++) {
 		struct run_mrow *m = &d->mrows[i];
 		const struct run_req *r = m->req;
@@ -603,6 +606,10 @@ static cJSON *figures(struct ctx *x, const struct span *sp)
 	ok = ok && request_figures(x, sp, o);
 	ok = ok && other_figures(x, sp, o);
 	ok = ok && stream_figures(x, sp, o);
+	if (x->in->replicas && x->cls < 0)
+		ok = ok && replicas_figures(x->d, &x->d->reqs[sp->r0], sp->r1 - sp->r0,
+					    &x->d->events[sp->e0], sp->e1 - sp->e0,
+					    x->in->replicas, sp->from, sp->to, sp->origin, o);
 	if (sp->phase)
 		ok = ok && window_figures(x, sp, o);
 	if (x->cls < 0)
@@ -637,6 +644,18 @@ static cJSON *transitions(const struct rundata *d)
 		ok &= json_put(o, event_keys[EVENT_FROM], cJSON_CreateString(e->from));
 		ok &= json_put(o, event_keys[EVENT_TO], cJSON_CreateString(e->to));
 		ok &= json_put(o, event_keys[EVENT_REASON], str_or_null(e->reason));
+		if (e->replica) {	/* the combined timeline of a replicated setup */
+			char name[16];
+
+			snprintf(name, sizeof(name), "r%u", e->replica);
+			ok &= json_put(o, event_keys[EVENT_REPLICA], cJSON_CreateString(name));
+			ok &= json_put(o, event_keys[EVENT_ORIGIN],
+				       cJSON_CreateString(e->origin ? e->origin : "local"));
+			if (e->peer)
+				ok &= json_put(o, event_keys[EVENT_PEER], cJSON_CreateString(e->peer));
+			if (e->via)
+				ok &= json_put(o, event_keys[EVENT_VIA], cJSON_CreateString(e->via));
+		}
 		if (!ok || !cJSON_AddItemToArray(a, o)) {
 			cJSON_Delete(o);
 			cJSON_Delete(a);
@@ -664,6 +683,19 @@ static cJSON *files_block(const struct rundata *d)
 	ok &= json_put(o, "mock", mock);
 	ok &= json_put(o, "events", d->have_events ? cJSON_CreateString(REC_EVENTS)
 					      : cJSON_CreateNull());
+	if (d->nreplicas) {
+		cJSON *rep = cJSON_CreateArray();
+		unsigned k;
+
+		for (k = 1; rep && k <= d->nreplicas; k++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "events-r%u.jsonl", k);
+			if (!cJSON_AddItemToArray(rep, cJSON_CreateString(name)))
+				ok = false;
+		}
+		ok &= json_put(o, "replica_events", rep);
+	}
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;

@@ -109,6 +109,12 @@ static const struct expect_bound expect_bounds[] = {
 	  "duplicate_share", GATE_LE },
 	{ offsetof(struct sc_expect, cost_per_answered_max), "cost_per_answered", NULL,
 	  "cost_per_answered", GATE_LE },
+	{ offsetof(struct sc_expect, timeout_paid_max), "timeout_paid", NULL, "timeout_paid",
+	  GATE_LE },
+	{ offsetof(struct sc_expect, replica_open_spread_ms_max), "replica_open_spread_ms", NULL,
+	  "replica_open_spread_ms", GATE_LE },
+	{ offsetof(struct sc_expect, probe_overlaps_max), "probe_overlaps", NULL,
+	  "probe_overlaps", GATE_LE },
 };
 
 /* A bound comparing the setup with the entry's relative_to: this / other (− 1). */
@@ -125,6 +131,8 @@ static const struct relative_bound relative_bounds[] = {
 	  "latency_p99_ratio", 0 },
 	{ offsetof(struct sc_expect, cost_overhead_max), "cost_per_answered", NULL,
 	  "cost_overhead", 1 },
+	{ offsetof(struct sc_expect, timeout_paid_ratio_max), "timeout_paid", NULL,
+	  "timeout_paid_ratio", 0 },
 };
 
 enum base_rule { BASE_ABOVE, BASE_BELOW, BASE_RELATIVE, BASE_NEAR };

@@ -27,6 +27,7 @@
 #include "runner/outfile.h"
 #include "runner/proc.h"
 #include "runner/run_int.h"
+#include "runner/stamp.h"
 
 #define POLL_EVERY_MS 20		/* readiness polling */
 #define LOG_TAIL_LINES 15
@@ -40,7 +41,34 @@ static void on_child_line(struct proc *p, const char *line);
 
 static const char *role_name(const struct child *c)
 {
-	return c->role == ROLE_MOCK ? "mockprov" : c->role == ROLE_SETUP ? "setup" : "loadgen";
+	return c->role == ROLE_MOCK ? "mockprov" : c->role == ROLE_SETUP ? "setup" :
+	       c->role == ROLE_REDIS ? "redis-server" : "loadgen";
+}
+
+/* What a child is called in messages (run_int.h). */
+void launch_child_name(const struct chaos *ch, const struct child *c, char *out, size_t len)
+{
+	if (c->role == ROLE_MOCK)
+		snprintf(out, len, "mockprov %s", ch->sc->provider_names[c->index]);
+	else if (c->role == ROLE_SETUP && scenario_setup_replicated(ch->st))
+		snprintf(out, len, "gateway replica r%zu", c->index + 1);
+	else if (c->role == ROLE_SETUP)
+		snprintf(out, len, "the setup");
+	else
+		snprintf(out, len, "%s", role_name(c));
+}
+
+/* Every child of the run in turn: loadgen, the setup's, Redis, the providers (run_int.h). */
+void launch_each_child(struct chaos *ch, void (*fn)(struct child *c, void *arg), void *arg)
+{
+	size_t i;
+
+	fn(&ch->load, arg);
+	for (i = 0; i < SC_REPLICAS_MAX; i++)
+		fn(&ch->setup[i], arg);
+	fn(&ch->redis, arg);
+	for (i = 0; i < ch->sc->nproviders; i++)
+		fn(&ch->mocks[i], arg);
 }
 
 /* ---- children ---- */
@@ -75,6 +103,7 @@ static int child_start(struct chaos *ch, struct child *c, const char *const argv
 	launch_child_close(c);
 	c->ch = ch;
 	c->ready = false;
+	c->said_ready = false;
 	c->stop = STOP_NONE;
 	c->sigkilled = false;
 	c->pgid = 0;
@@ -127,17 +156,20 @@ void launch_child_stop(struct child *c, int sig, enum stop_kind why)
 	kill(-c->pgid, sig);
 }
 
+/* launch_any_left's step: arg is the bool it sets when c is left. */
+static void note_left(struct child *c, void *arg)
+{
+	if (child_running(c) || launch_group_alive(c))
+		*(bool *)arg = true;
+}
+
 /* Whether anything of the run is left: a child not yet reaped, or a process of a group. */
 bool launch_any_left(const struct chaos *ch)
 {
-	size_t i;
+	bool left = false;
 
-	for (i = 0; i < ch->sc->nproviders; i++) {
-		if (child_running(&ch->mocks[i]) || launch_group_alive(&ch->mocks[i]))
-			return true;
-	}
-	return child_running(&ch->setup) || launch_group_alive(&ch->setup) ||
-	       child_running(&ch->load) || launch_group_alive(&ch->load);
+	launch_each_child((struct chaos *)ch, note_left, &left);
+	return left;
 }
 
 /* ---- providers ---- */
@@ -332,15 +364,43 @@ static void healthz_next(struct chaos *ch)
 
 /* ---- the setup ---- */
 
+static void gateway_start(struct chaos *ch, size_t r, int port);
+static void on_setup_ready(struct chaos *ch, bool ok);
+
+/* Polls replica setup_next's /healthz (on_setup_ready). */
+static void healthz_replica(struct chaos *ch)
+{
+	char url[256];
+
+	snprintf(url, sizeof(url), "http://%s/healthz", ch->setup[ch->setup_next].addr);
+	poll_until_ready(ch, url, on_setup_ready);
+}
+
+/* Starts every replica of the gateway setup at once (each boots in tens of ms). */
+static void gateway_start_all(struct chaos *ch)
+{
+	size_t r;
+
+	for (r = 0; r < ch->nsetup && !ch->stopping; r++)
+		gateway_start(ch, r, 0);
+}
+
 static void on_setup_ready(struct chaos *ch, bool ok)
 {
+	struct child *c = &ch->setup[ch->setup_next];
+
 	if (!ok) {
 		run__fail(ch, "setup %s never answered %s", ch->st->name, ch->poll.url);
 		return;
 	}
-	ch->setup.ready = true;
-	if (ch->st->kind == SC_EXTERNAL)
+	c->ready = true;
+	if (ch->st->kind == SC_EXTERNAL) {
 		run__timeline_begin(ch);	/* the providers now, then the load */
+		return;
+	}
+	/* A gateway's replicas answer /healthz one after another; then the load. */
+	if (++ch->setup_next < ch->nsetup)
+		healthz_replica(ch);
 	else
 		load_start(ch);
 }
@@ -362,41 +422,126 @@ int launch_free_port(void)
 	return port;
 }
 
-static void gateway_start(struct chaos *ch)
+/*
+ * Starts gateway replica r (index from 0) — the setup's one gateway when
+ * it is not replicated — with the run's gateway.json (written by the
+ * first start), on port when > 0 (a restart: where loadgen already
+ * sends), else on a port of its choosing (its "listening" line says it).
+ * A replicated setup's replica K gets --replica rK, events-rK.jsonl and
+ * gateway-rK.log.
+ */
+static void gateway_start(struct chaos *ch, size_t r, int port)
 {
 	char err[CFG_ERR_LEN];
+	bool replicated = scenario_setup_replicated(ch->st);
 	char *prog = buf_aprintf("%s/gateway", ch->o->bin_dir);
 	char *cfg = buf_aprintf("%s/gateway.json", ch->dir);
-	char *events = buf_aprintf("%s/events.jsonl", ch->dir);
+	char *events = replicated ? buf_aprintf("%s/events-r%zu.jsonl", ch->dir, r + 1) :
+			 buf_aprintf("%s/events.jsonl", ch->dir);
+	char *log_name = replicated ? buf_aprintf("gateway-r%zu.log", r + 1) : strdup("gateway.log");
+	char *text = NULL;
 	char seed[32];
 	char t0[32];
-	char *text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
-					     (const char *const *)ch->urls, err);
+	char name[16];
+	char listen[64];
 	/* --t0: its health checks start at t0, on the grid the simulator's start on. */
-	const char *argv[] = { prog, "--config", cfg, "--events", events, "--seed", seed,
-			       "--t0", t0, "--log-level", "warn", NULL };
+	const char *argv[16] = { prog, "--config", cfg, "--events", events, "--seed", seed,
+				 "--t0", t0, "--log-level", "warn", NULL };
+	size_t n = 11;
 
-	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)ch->sc->seed);
+	/* Replica K draws its own jitter (the scenario's seed + K - 1), as real replicas do. */
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(ch->sc->seed + r));
 	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
-	if (!text) {
-		run__fail(ch, "setup %s: %s", ch->st->name, err);
-		goto out;
-	}
-	if (!prog || !cfg || !events) {
+	if (!prog || !cfg || !events || !log_name) {
 		run__fail(ch, "setup %s: out of memory", ch->st->name);
 		goto out;
 	}
-	if (outfile_write_text(cfg, text, err, sizeof(err))) {
-		run__fail(ch, "%s", err);
-		goto out;
+	if (replicated) {
+		snprintf(name, sizeof(name), "r%zu", r + 1);
+		argv[n++] = "--replica";
+		argv[n++] = name;
 	}
-	ch->setup.role = ROLE_SETUP;
-	child_start(ch, &ch->setup, argv, "gateway.log");
+	if (port > 0) {
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		argv[n++] = "--listen";
+		argv[n++] = listen;
+	}
+	argv[n] = NULL;
+	if (r == 0 && port <= 0) {	/* the run's first start writes the config */
+		text = scenario_gateway_config(ch->sc, ch->st, "127.0.0.1:0",
+					       (const char *const *)ch->urls, ch->redis_url,
+					       ch->key_prefix, err);
+		if (!text) {
+			run__fail(ch, "setup %s: %s", ch->st->name, err);
+			goto out;
+		}
+		if (outfile_write_text(cfg, text, err, sizeof(err))) {
+			run__fail(ch, "%s", err);
+			goto out;
+		}
+	}
+	ch->setup[r].role = ROLE_SETUP;
+	ch->setup[r].index = r;
+	child_start(ch, &ch->setup[r], argv, log_name);
 out:
 	free(text);
+	free(log_name);
 	free(events);
 	free(cfg);
 	free(prog);
+}
+
+/* The port a child listens on, from the address its "listening" line gave; 0: none. */
+static int child_port(const struct child *c)
+{
+	const char *colon = strrchr(c->addr, ':');
+
+	return colon ? (int)strtol(colon + 1, NULL, 10) : 0;
+}
+
+/*
+ * Starts the run's redis-server on ch->redis_port (a free loopback port
+ * picked by its first start; a restart comes back on it, empty): bound to
+ * 127.0.0.1, no persistence, its files in RUN/redis/, its log (stdout)
+ * into redis.log. Its "Ready to accept connections" line says it answers.
+ */
+static void redis_start(struct chaos *ch)
+{
+	char *dir = buf_aprintf("%s/redis", ch->dir);
+	char port[16];
+	const char *argv[] = { "redis-server", "--port", port, "--bind", "127.0.0.1",
+			       "--save", "", "--appendonly", "no", "--dir", dir,
+			       "--logfile", "", "--daemonize", "no", "--protected-mode", "yes",
+			       "--loglevel", "notice", NULL };
+	int rc;
+
+	if (!dir) {
+		run__fail(ch, "setup %s: out of memory", ch->st->name);
+		return;
+	}
+	if (ch->redis_port <= 0) {
+		ch->redis_port = launch_free_port();
+		free(ch->redis_url);
+		free(ch->key_prefix);
+		ch->redis_url = buf_aprintf("redis://127.0.0.1:%d/0", ch->redis_port);
+		/* The run's keys alone: t0, the runner's pid, the setup and the run. */
+		ch->key_prefix = buf_aprintf("faultline:%lld-%ld-%s-%u:", (long long)ch->t0,
+					     (long)getpid(), ch->st->name, ch->k);
+		if (ch->redis_port < 0 || !ch->redis_url || !ch->key_prefix) {
+			run__fail(ch, "setup %s: no free port for redis-server", ch->st->name);
+			goto out;
+		}
+	}
+	rc = stamp_mkdir_p(dir);
+	if (rc) {
+		run__fail(ch, "cannot make %s: %s", dir, strerror(-rc));
+		goto out;
+	}
+	snprintf(port, sizeof(port), "%d", ch->redis_port);
+	ch->redis.role = ROLE_REDIS;
+	child_start(ch, &ch->redis, argv, "redis.log");
+out:
+	free(dir);
 }
 
 /* Starts an external setup and polls its ready_url (run_int.h). */
@@ -424,8 +569,8 @@ void launch_external(struct chaos *ch)
 	free(ch->target);
 	ch->target = target;
 	target = NULL;
-	ch->setup.role = ROLE_SETUP;
-	if (child_start(ch, &ch->setup, (const char *const *)argv, "external.log") == 0)
+	ch->setup[0].role = ROLE_SETUP;
+	if (child_start(ch, &ch->setup[0], (const char *const *)argv, "external.log") == 0)
 		poll_until_ready(ch, ready, on_setup_ready);
 	goto out_free;
 out_fail:
@@ -458,7 +603,10 @@ static void setup_start(struct chaos *ch)
 		load_start(ch);
 		break;
 	case SC_GATEWAY:
-		gateway_start(ch);	/* its "ready" line, then its /healthz */
+		if (st->shared_redis)
+			redis_start(ch);	/* its ready line, then the replicas */
+		else
+			gateway_start_all(ch);	/* their "ready" lines, then each /healthz */
 		break;
 	case SC_EXTERNAL:
 		load_start(ch);		/* it was started, and became ready, before t0 was chosen */
@@ -481,10 +629,11 @@ static double action_fire_ms(const struct scenario *sc, size_t k)
 	double at = a->at_ms - RESTART_LEAD_MS;
 	size_t j;
 
-	if (a->kind != SC_RESTART)
+	/* A gateway replica or Redis has no --listen-at: it restarts at its time. */
+	if (a->kind != SC_RESTART || a->target != SC_TARGET_PROVIDER)
 		return a->at_ms;
 	for (j = k; j-- > 0;) {
-		if (sc->actions[j].provider == a->provider)
+		if (scenario_action_same_target(&sc->actions[j], a))
 			return at > sc->actions[j].at_ms ? at : sc->actions[j].at_ms;
 	}
 	return at > 0 ? at : 0;
@@ -525,12 +674,38 @@ static void arm_action(struct chaos *ch)
 	uv_timer_start(&ch->timer, on_action, delay > 0 ? (uint64_t)delay : 0, 0);
 }
 
+/* The child an action kills or restarts in this run. */
+static struct child *action_child(struct chaos *ch, const struct sc_action *a)
+{
+	switch (a->target) {
+	case SC_TARGET_PROVIDER:
+		return &ch->mocks[a->provider];
+	case SC_TARGET_REPLICA:
+		return &ch->setup[a->replica - 1];
+	case SC_TARGET_REDIS:
+		break;
+	}
+	return &ch->redis;
+}
+
+/* Starts a killed child again: a provider listening at at_ms, a replica or Redis now. */
+static void child_restart(struct chaos *ch, struct child *c, double at_ms)
+{
+	if (c->role == ROLE_MOCK)
+		launch_mock(ch, c->index, at_ms);	/* closes the killed one's process first */
+	else if (c->role == ROLE_SETUP)
+		gateway_start(ch, c->index, child_port(c));	/* where loadgen sends */
+	else if (c->role == ROLE_REDIS)
+		redis_start(ch);		/* on its port, empty */
+}
+
 static void on_action(uv_timer_t *t)
 {
 	struct chaos *ch = t->data;
 	size_t k = ch->action_order[ch->next_action];
 	const struct sc_action *a = &ch->sc->actions[k];
-	struct child *m = &ch->mocks[a->provider];
+	struct child *m = action_child(ch, a);
+	char name[96];
 
 	if (timebase_now_ms(&ch->tb) < action_fire_ms(ch->sc, k)) {
 		arm_action(ch);		/* the loop's ms ticks ran ahead of the clock */
@@ -539,10 +714,19 @@ static void on_action(uv_timer_t *t)
 	ch->next_action++;
 	if (ch->stopping)
 		return;
+	if (!scenario_action_applies(a, ch->st)) {
+		arm_action(ch);		/* a replica or Redis this setup does not have */
+		return;
+	}
 	launch_progress_clear(ch);
-	if (ch->o->verbose)
+	if (ch->o->verbose) {
+		if (a->target == SC_TARGET_PROVIDER)	/* "kill primary", as it always said */
+			snprintf(name, sizeof(name), "%s", ch->sc->provider_names[a->provider]);
+		else
+			launch_child_name(ch, m, name, sizeof(name));
 		fprintf(stderr, "chaos: t=%.1f s: %s %s\n", a->at_ms / 1000,
-			a->kind == SC_KILL ? "kill" : "restart", ch->sc->provider_names[a->provider]);
+			a->kind == SC_KILL ? "kill" : "restart", name);
+	}
 	if (a->kind == SC_KILL) {
 		m->restart_pending = false;	/* a later kill undoes a restart still waiting */
 		m->killed = true;
@@ -551,7 +735,7 @@ static void on_action(uv_timer_t *t)
 		m->restart_pending = true;	/* the kill's exit is still to come */
 		m->listen_at_ms = a->at_ms;
 	} else {
-		launch_mock(ch, a->provider, a->at_ms);	/* closes the killed one's process first */
+		child_restart(ch, m, a->at_ms);
 	}
 	arm_action(ch);
 }
@@ -658,8 +842,10 @@ static void load_start(struct chaos *ch)
 	char backoff_max[48];
 	char prefix[96];
 	char err[CFG_ERR_LEN];
-	const char *argv[48];
+	char targets[SC_REPLICAS_MAX][160];
+	const char *argv[48 + 2 * SC_REPLICAS_MAX];
 	size_t n = 0;
+	size_t i;
 
 	memset(&cfg, 0, sizeof(cfg));
 	if (clock_unix_ms() > ch->t0 - 50) {
@@ -673,7 +859,7 @@ static void load_start(struct chaos *ch)
 		goto out;
 	}
 	prog = buf_aprintf("%s/loadgen", ch->o->bin_dir);
-	if (!prog || !ch->target) {
+	if (!prog || (!ch->target && !scenario_setup_replicated(st))) {
 		run__fail(ch, "cannot start loadgen: out of memory");
 		goto out;
 	}
@@ -686,8 +872,17 @@ static void load_start(struct chaos *ch)
 	snprintf(ptok, sizeof(ptok), "%lld", (long long)ch->sc->load.prompt_tokens);
 	snprintf(mtok, sizeof(mtok), "%lld", (long long)ch->sc->load.max_tokens);
 	argv[n++] = prog;
-	argv[n++] = "--target";
-	argv[n++] = ch->target;
+	if (scenario_setup_replicated(st)) {
+		/* Every replica, in turn: request N goes to replica (N - 1) % R + 1. */
+		for (i = 0; i < ch->nsetup; i++) {
+			snprintf(targets[i], sizeof(targets[i]), "http://%s/v1", ch->setup[i].addr);
+			argv[n++] = "--target";
+			argv[n++] = targets[i];
+		}
+	} else {
+		argv[n++] = "--target";
+		argv[n++] = ch->target;
+	}
 	argv[n++] = "--t0";
 	argv[n++] = t0;
 	argv[n++] = "--duration";
@@ -778,6 +973,31 @@ out:
 
 /* ---- lines and exits ---- */
 
+/*
+ * A gateway's "ready": once every replica of the first start has said it,
+ * each /healthz is polled in turn (on_setup_ready); a restart's is enough.
+ */
+static void on_gateway_ready(struct chaos *ch, struct child *c)
+{
+	c->killed = false;
+	if (ch->load.p) {
+		c->ready = true;	/* a restart during the load: loadgen already sends to it */
+		return;
+	}
+	c->said_ready = true;
+	if (++ch->setup_lines == ch->nsetup)
+		healthz_replica(ch);
+}
+
+/* Redis answers: the first start's replicas may start; a restart's is back. */
+static void on_redis_ready(struct chaos *ch, struct child *c)
+{
+	c->ready = true;
+	c->killed = false;
+	if (!ch->load.p && !ch->setup[0].p)
+		gateway_start_all(ch);
+}
+
 static void on_child_line(struct proc *p, const char *line)
 {
 	struct child *c = p->data;
@@ -790,18 +1010,21 @@ static void on_child_line(struct proc *p, const char *line)
 	} else if (c->role == ROLE_SETUP && ch->st->kind == SC_GATEWAY &&
 		   sscanf(line, "listening %127s", addr) == 1) {
 		snprintf(c->addr, sizeof(c->addr), "%s", addr);
-		free(ch->target);
-		ch->target = buf_aprintf("http://%s/v1", addr);
-	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !ch->stopping &&
-		   (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
-		c->ready = true;
-		if (c->role == ROLE_MOCK && !ch->load.p && ++ch->mocks_ready == ch->sc->nproviders)
-			healthz_next(ch);
-		else if (c->role == ROLE_SETUP) {
-			char url[256];
-
-			snprintf(url, sizeof(url), "http://%s/healthz", c->addr);
-			poll_until_ready(ch, url, on_setup_ready);
+		if (!scenario_setup_replicated(ch->st)) {
+			free(ch->target);
+			ch->target = buf_aprintf("http://%s/v1", addr);
+		}
+	} else if (c->role == ROLE_REDIS) {
+		if (!c->ready && !ch->stopping && strstr(line, "Ready to accept connections"))
+			on_redis_ready(ch, c);
+	} else if (strncmp(line, "ready", 5) == 0 && !c->ready && !c->said_ready &&
+		   !ch->stopping && (c->role == ROLE_MOCK || ch->st->kind == SC_GATEWAY)) {
+		if (c->role == ROLE_SETUP) {
+			on_gateway_ready(ch, c);
+		} else {
+			c->ready = true;
+			if (!ch->load.p && ++ch->mocks_ready == ch->sc->nproviders)
+				healthz_next(ch);
 		}
 	}
 }
@@ -813,6 +1036,8 @@ static bool clean_stop(const struct chaos *ch, const struct child *c)
 
 	if (c->role == ROLE_LOAD)
 		return true;		/* stopped only when the run is failing anyway */
+	if (c->role == ROLE_REDIS)	/* redis-server exits 0 on SIGTERM */
+		return p->exit_status == 0 && !p->term_signal;
 	if (c->role == ROLE_SETUP && ch->st->kind == SC_EXTERNAL)
 		return (p->exit_status == 0 || p->exit_status == 128 + SIGTERM) &&
 		       (!p->term_signal || p->term_signal == SIGTERM);
@@ -857,7 +1082,7 @@ static void on_child_exit(struct proc *p)
 	case STOP_ACTION:
 		if (c->restart_pending && !ch->stopping) {
 			c->restart_pending = false;
-			launch_mock(ch, c->index, c->listen_at_ms);
+			child_restart(ch, c, c->listen_at_ms);
 		}
 		break;
 	case STOP_END:

@@ -290,6 +290,11 @@ static int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.sim && scenario_sim_check(&sc, o.only_setup, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		scenario_free(&sc);
+		return 2;
+	}
 	find_bin_dir(bin_dir, sizeof(bin_dir));
 	find_plots_dir(bin_dir, plots, sizeof(plots));
 	o.bin_dir = bin_dir;

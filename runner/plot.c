@@ -262,7 +262,7 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 		if (a->kind != SC_KILL)
 			continue;
 		for (j = i + 1; j < pl->st->sc->nactions; j++) {
-			if (pl->st->sc->actions[j].provider == a->provider &&
+			if (scenario_action_same_target(&pl->st->sc->actions[j], a) &&
 			    pl->st->sc->actions[j].kind == SC_RESTART) {
 				end = pl->st->sc->actions[j].at_ms;
 				restarted = true;
@@ -279,8 +279,16 @@ static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 		w[*n].from_s = a->at_ms / 1000;
 		w[*n].to_s = end / 1000;
 		w[*n].kill = true;
-		snprintf(w[*n].label, sizeof(w[*n].label), "%s: killed%s",
-			 pl->st->sc->provider_names[a->provider], restarted ? "" : " (no restart)");
+		if (a->target == SC_TARGET_PROVIDER)
+			snprintf(w[*n].label, sizeof(w[*n].label), "%s: killed%s",
+				 pl->st->sc->provider_names[a->provider],
+				 restarted ? "" : " (no restart)");
+		else if (a->target == SC_TARGET_REPLICA)
+			snprintf(w[*n].label, sizeof(w[*n].label), "gateway r%u: killed%s",
+				 a->replica, restarted ? "" : " (no restart)");
+		else
+			snprintf(w[*n].label, sizeof(w[*n].label), "redis: killed%s",
+				 restarted ? "" : " (no restart)");
 		(*n)++;
 	}
 	label_rows(w, *n, pl->st->sc->duration_ms / 1000);
@@ -585,16 +593,27 @@ static int state_value(const char *s)
 	return event_state_from_name(s);
 }
 
-/* The target an event is about: "provider/model", or the provider alone. */
+/*
+ * The target an event is about: "provider/model", or the provider alone;
+ * a replica's ("replica": "r2", a replicated setup's) "provider/model r2",
+ * each replica's breaker a line of its own.
+ */
 static void event_target(const cJSON *e, char *out, size_t len)
 {
 	const char *p = json_get_string(e, "provider");
 	const char *m = json_get_string(e, "model");
+	const char *r = json_get_string(e, "replica");
 
-	if (m)
-		snprintf(out, len, "%s/%s", p ? p : "?", m);
-	else
-		snprintf(out, len, "%s", p ? p : "?");
+	snprintf(out, len, "%s%s%s%s%s", p ? p : "?", m ? "/" : "", m ? m : "", r ? " " : "",
+		 r ? r : "");
+}
+
+/* A replica's number from its name ("r2": 2); 0 for none. */
+static size_t replica_number(const cJSON *e)
+{
+	const char *r = json_get_string(e, "replica");
+
+	return r && r[0] == 'r' ? (size_t)strtoul(r + 1, NULL, 10) : 0;
 }
 
 /*
@@ -664,8 +683,10 @@ static int breaker_blocks(struct plot *pl, const char *setup, const cJSON *event
 			buf_puts(colors, ", ");
 		}
 		gnuplot_quote(names, target);
+		/* A replica's line in the next colour after the last replica's. */
 		buf_printf(colors, "%zu", prov_index(pl, json_get_string(e, "provider") ?
-						      json_get_string(e, "provider") : "?"));
+						      json_get_string(e, "provider") : "?") +
+			   (replica_number(e) ? replica_number(e) - 1 : 0));
 		i++;
 	}
 	return 0;

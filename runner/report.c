@@ -22,6 +22,23 @@
 #include "runner/stamp.h"
 #include "runner/stats.h"
 
+/* providers.NAME.timeout_ms's default (docs/gateway-config.md). */
+#define GW_DEFAULT_TIMEOUT_MS 10000.0
+
+/*
+ * A gateway setup's per-attempt timeout for its primary: the config's
+ * providers.PRIMARY.timeout_ms (scaled with the scenario), or the
+ * gateway's default.
+ */
+static double primary_timeout_ms(const struct sc_setup *st, const char *primary)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(st->config, "providers"), primary);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "timeout_ms");
+
+	return cJSON_IsNumber(t) ? t->valuedouble : GW_DEFAULT_TIMEOUT_MS;
+}
+
 int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 			 const char *run_dir, unsigned k, int64_t t0_unix_ms, cJSON **out,
 			 struct rundata *rows, char *err)
@@ -63,6 +80,10 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 	in.window_ms = 5000 * sc->scale;
 	in.primary = scenario_primary(sc, st);
 	in.t0_unix_ms = t0_unix_ms;
+	if (scenario_setup_replicated(st)) {
+		in.replicas = st->replicas;
+		in.primary_timeout_ms = primary_timeout_ms(st, in.primary);
+	}
 	rc = stats_compute_keep(&in, &sum, rows, err);
 	free(ph);
 	free(pr);
@@ -374,6 +395,139 @@ static void objective_lines(FILE *fp, const struct scenario *sc, const cJSON *su
 	free(c);
 }
 
+/* o's string member key, or dflt when it has none. */
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+	const char *v = json_get_string(o, key);
+
+	return v ? v : dflt;
+}
+
+/* A row of the terminal's replica table. */
+#define REPLICA_ROW "%-12s  %-12s  %12s  %-14s  %-14s  %14s  %14s\n"
+
+/* A replicated setup's per-replica means of key ("r1/r2/r3"), into b. */
+static void per_replica(struct buf *b, const cJSON *fig, const char *key, unsigned n)
+{
+	const cJSON *reps = cJSON_GetObjectItemCaseSensitive(fig, "replicas");
+	unsigned k;
+
+	for (k = 1; k <= n; k++) {
+		char name[16];
+		double v;
+
+		snprintf(name, sizeof(name), "r%u", k);
+		v = stats_mean(cJSON_GetObjectItemCaseSensitive(reps, name), key, NULL);
+		if (k > 1)
+			buf_puts(b, "/");
+		if (isnan(v))
+			buf_puts(b, "—");
+		else
+			buf_printf(b, "%.3g", v);
+	}
+}
+
+/*
+ * The replicated setups' figures (runner/replicas.h), a row per setup ×
+ * phase: requests that paid the primary's timeout in all and per replica,
+ * breaker transitions per replica, the spread of the replicas' first
+ * openings and the overlapping recovery probes (the runs' means).
+ */
+static void replica_table(FILE *fp, const struct scenario *sc, const cJSON *summary,
+			  bool markdown)
+{
+	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
+	bool any = false;
+	size_t i, p;
+
+	for (i = 0; i < sc->nsetups; i++) {
+		const struct sc_setup *st = &sc->setups[i];
+		const cJSON *phases = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(setups, st->name), "phases");
+
+		if (!phases || !scenario_setup_replicated(st))
+			continue;
+		if (!any && !markdown)
+			fprintf(fp, "\nreplicas:\n" REPLICA_ROW, "setup", "phase", "timeout paid",
+				"per replica", "transitions", "open spread ms", "probe overlaps");
+		else if (!any)
+			fputs("\n## Replicas\n\nThe setups run as gateway replicas "
+				       "(the runs' means): *timeout paid*, the client requests whose "
+				       "attempt at the primary waited out its per-attempt timeout "
+				       "(each replica's share: loadgen's round robin by request "
+				       "number); *transitions*, each replica's breaker events, local "
+				       "and remote; *open spread*, from the first replica's first "
+				       "opening to the last one's; *probe overlaps*, pairs of "
+				       "replicas half-open by their own change at once.\n\n"
+				       "| setup | phase | timeout paid | per replica | transitions | "
+				       "open spread ms | probe overlaps |\n"
+				       "|---|---|---:|---:|---:|---:|---:|\n", fp);
+		any = true;
+		for (p = 0; p < sc->nphases; p++) {
+			const cJSON *fig = cJSON_GetObjectItemCaseSensitive(phases,
+									    sc->phases[p].name);
+			struct buf paid = { 0 };
+			struct buf trans = { 0 };
+			struct buf total = { 0 };
+			struct buf spread = { 0 };
+			struct buf over = { 0 };
+
+			per_replica(&paid, fig, "timeout_paid", st->replicas);
+			per_replica(&trans, fig, "transitions", st->replicas);
+			put(&total, stats_mean(fig, "timeout_paid", NULL), "%.4g");
+			put(&spread, stats_mean(fig, "replica_open_spread_ms", NULL), "%.1f");
+			put(&over, stats_mean(fig, "probe_overlaps", NULL), "%.3g");
+			if (markdown)
+				fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s |\n", st->name,
+					sc->phases[p].name, total.data, paid.data, trans.data,
+					spread.data, over.data);
+			else
+				fprintf(fp, REPLICA_ROW, st->name,
+					sc->phases[p].name, total.data, paid.data, trans.data,
+					spread.data, over.data);
+			buf_free(&paid);
+			buf_free(&trans);
+			buf_free(&total);
+			buf_free(&spread);
+			buf_free(&over);
+		}
+	}
+}
+
+/*
+ * On the terminal, each replicated setup's combined breaker timeline (its
+ * first run's: report.md's Breaker transitions has every run's): every
+ * replica's events by time, each tagged with its replica, a remote one
+ * with the replica it followed.
+ */
+static void replica_timeline(FILE *fp, const struct scenario *sc, const cJSON *summary)
+{
+	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
+	size_t i;
+
+	for (i = 0; i < sc->nsetups; i++) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(setups, sc->setups[i].name);
+		const cJSON *run = cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(st, "breaker_transitions"), 0);
+		const cJSON *ev;
+
+		if (!st || !scenario_setup_replicated(&sc->setups[i]) || !cJSON_GetArraySize(run))
+			continue;
+		fprintf(fp, "\nbreaker timeline, %s (run 1, every replica):\n", sc->setups[i].name);
+		cJSON_ArrayForEach(ev, run) {
+			const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "t_ms");
+			const char *peer = json_get_string(ev, "peer");
+
+			fprintf(fp, "  %9.3f s  %-4s %s %s -> %s  %s%s%s%s\n",
+				cJSON_IsNumber(t) ? t->valuedouble / 1000 : NAN,
+				str_or(ev, "replica", "-"), str_or(ev, "provider", "?"),
+				str_or(ev, "from", "?"), str_or(ev, "to", "?"),
+				str_or(ev, "reason", ""), peer ? "  (remote, from " : "",
+				peer ? peer : "", peer ? ")" : "");
+		}
+	}
+}
+
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
 {
 	print_table(fp, sc, summary, markdown, phase_cols, NELEM(phase_cols), false, NULL);
@@ -384,6 +538,9 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 			       "the server; TTFT is over answered streams, from the answering "
 			       "attempt's send; *max gap* is the longest silence any stream "
 			       "saw.\n\n" : "\nstreams:\n");
+	replica_table(fp, sc, summary, markdown);
+	if (!markdown)		/* report.md has every run's, with the others' (transitions_md) */
+		replica_timeline(fp, sc, summary);
 	detect_table(fp, sc, summary, markdown);
 	objective_lines(fp, sc, summary, markdown);
 }
@@ -402,13 +559,6 @@ static const struct sc_setup *setup_named(const struct scenario *sc, const char 
 	return NULL;
 }
 
-static const char *str_or(const cJSON *o, const char *key, const char *dflt)
-{
-	const char *v = json_get_string(o, key);
-
-	return v ? v : dflt;
-}
-
 /*
  * Every breaker state change of every run of the gateway setups, as one
  * markdown table: t in s after the run's t0, provider, model, from → to,
@@ -418,7 +568,11 @@ static void transitions_md(FILE *fp, const struct scenario *sc, const cJSON *set
 {
 	const cJSON *st;
 	bool any = false;
+	bool replicas = false;
+	size_t i;
 
+	for (i = 0; i < sc->nsetups; i++)
+		replicas = replicas || scenario_setup_replicated(&sc->setups[i]);
 	cJSON_ArrayForEach(st, setups) {
 		const struct sc_setup *def = setup_named(sc, st->string);
 		const cJSON *runs = cJSON_GetObjectItemCaseSensitive(st, "breaker_transitions");
@@ -434,16 +588,32 @@ static void transitions_md(FILE *fp, const struct scenario *sc, const cJSON *set
 			cJSON_ArrayForEach(ev, run) {
 				const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "t_ms");
 
-				if (!any)
+				if (!any && !replicas)
 					fputs("\n## Breaker transitions\n\nEvery state change of the "
 					      "gateway setups' breakers (each run's `events.jsonl`), "
 					      "in seconds after the run's t0.\n\n| setup | run | t (s) "
 					      "| provider | model | change | reason |\n"
 					      "|---|---:|---:|---|---|---|---|\n", fp);
+				else if (!any)
+					fputs("\n## Breaker transitions\n\nEvery state change of the "
+					      "gateway setups' breakers (each run's `events.jsonl`, or "
+					      "every replica's `events-rK.jsonl` merged by time), in "
+					      "seconds after the run's t0; *replica* is the one that "
+					      "wrote the line, and for a change it followed from "
+					      "another (shared state) `remote` and that replica.\n\n"
+					      "| setup | run | t (s) | replica | provider | model | "
+					      "change | reason |\n"
+					      "|---|---:|---:|---|---|---|---|---|\n", fp);
 				any = true;
-				fprintf(fp, "| %s | %d | %.3f | %s | %s | %s → %s | %s |\n",
-					st->string, k,
-					cJSON_IsNumber(t) ? t->valuedouble / 1000 : NAN,
+				fprintf(fp, "| %s | %d | %.3f | ", st->string, k,
+					cJSON_IsNumber(t) ? t->valuedouble / 1000 : NAN);
+				if (replicas && json_get_string(ev, "peer"))
+					fprintf(fp, "%s (%s, from %s) | ", str_or(ev, "replica", "—"),
+						str_or(ev, "origin", "remote"),
+						str_or(ev, "peer", "?"));
+				else if (replicas)
+					fprintf(fp, "%s | ", str_or(ev, "replica", "—"));
+				fprintf(fp, "%s | %s | %s → %s | %s |\n",
 					str_or(ev, "provider", "?"), str_or(ev, "model", "—"),
 					str_or(ev, "from", "?"), str_or(ev, "to", "?"),
 					str_or(ev, "reason", ""));

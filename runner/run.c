@@ -70,20 +70,35 @@ static const char *why_text(const struct chaos *ch)
 
 static void end_soon(struct chaos *ch);
 
-/* Which children's groups are still there, for a message, onto out. */
-static void left_names(const struct chaos *ch, struct buf *out)
+/* left_names's step: the child, when its group is still there. */
+static void add_left_name(struct child *c, void *arg)
 {
-	size_t i;
+	struct buf *out = arg;
+	char name[96];
 
-	for (i = 0; i < ch->sc->nproviders; i++) {
-		if (launch_group_alive(&ch->mocks[i]))
-			buf_printf(out, "%smockprov %s", out->len ? ", " : "",
-				   ch->sc->provider_names[i]);
-	}
-	if (launch_group_alive(&ch->setup))
-		buf_printf(out, "%sthe setup", out->len ? ", " : "");
-	if (launch_group_alive(&ch->load))
-		buf_printf(out, "%sloadgen", out->len ? ", " : "");
+	if (!launch_group_alive(c))
+		return;
+	launch_child_name(c->ch, c, name, sizeof(name));
+	buf_printf(out, "%s%s", out->len ? ", " : "", name);
+}
+
+/* Which children's groups are still there, for a message, onto out. */
+static void left_names(struct chaos *ch, struct buf *out)
+{
+	launch_each_child(ch, add_left_name, out);
+}
+
+/* Signals a child's group, for a run's end (launch_each_child's step). */
+static void stop_child_end(struct child *c, void *arg)
+{
+	c->restart_pending = false;
+	launch_child_stop(c, *(const int *)arg, STOP_END);
+}
+
+/* Every child's group gets sig, for the run's end. */
+static void stop_all(struct chaos *ch, int sig)
+{
+	launch_each_child(ch, stop_child_end, &sig);
 }
 
 /*
@@ -97,7 +112,6 @@ static void on_stop_poll(uv_timer_t *t)
 	struct chaos *ch = t->data;
 	double ms = (double)(clock_mono_ns() - ch->stop_ns) / 1e6;
 	struct buf names = { 0 };
-	size_t i;
 
 	if (!launch_any_left(ch)) {
 		end_soon(ch);
@@ -108,10 +122,7 @@ static void on_stop_poll(uv_timer_t *t)
 		left_names(ch, &names);
 		run__fail(ch, "%s did not stop within %d ms of SIGTERM",
 			 names.len ? names.data : "a child", STOP_GRACE_MS);
-		for (i = 0; i < ch->sc->nproviders; i++)
-			launch_child_stop(&ch->mocks[i], SIGKILL, STOP_END);
-		launch_child_stop(&ch->setup, SIGKILL, STOP_END);
-		launch_child_stop(&ch->load, SIGKILL, STOP_END);
+		stop_all(ch, SIGKILL);
 	} else if (ms >= STOP_GRACE_MS + STOP_KILLED_MS) {
 		left_names(ch, &names);
 		fprintf(stderr, "chaos: %s still has processes after SIGKILL (zombies?)\n",
@@ -127,7 +138,6 @@ out:
 /* Every child's group gets SIGTERM; on_stop_poll ends the run when they are gone. */
 void run__stop(struct chaos *ch)
 {
-	size_t i;
 
 	if (ch->stopping)
 		return;
@@ -143,12 +153,7 @@ void run__stop(struct chaos *ch)
 		ch->poll.in_flight = false;
 	}
 	uv_timer_stop(&ch->poll.timer);
-	launch_child_stop(&ch->load, SIGTERM, STOP_END);
-	launch_child_stop(&ch->setup, SIGTERM, STOP_END);
-	for (i = 0; i < ch->sc->nproviders; i++) {
-		ch->mocks[i].restart_pending = false;
-		launch_child_stop(&ch->mocks[i], SIGTERM, STOP_END);
-	}
+	stop_all(ch, SIGTERM);
 	uv_timer_start(&ch->timer, on_stop_poll, 0, 0);
 }
 
@@ -177,7 +182,6 @@ static void on_watchdog(uv_timer_t *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
 	struct chaos *ch = s->data;
-	size_t i;
 
 	if (ch->over) {
 		/* The results are whole: answered once they are closed (chaos_run). */
@@ -187,10 +191,7 @@ static void on_signal(uv_signal_t *s, int signum)
 	}
 	if (ch->signal && ch->stopping) {
 		/* A second one: no grace. */
-		for (i = 0; i < ch->sc->nproviders; i++)
-			launch_child_stop(&ch->mocks[i], SIGKILL, STOP_END);
-		launch_child_stop(&ch->setup, SIGKILL, STOP_END);
-		launch_child_stop(&ch->load, SIGKILL, STOP_END);
+		stop_all(ch, SIGKILL);
 		return;
 	}
 	if (!ch->signal)
@@ -213,9 +214,15 @@ static void on_start_deadline(uv_timer_t *t)
 			return;
 		}
 	}
-	if (ch->setup.p && !ch->setup.ready) {
-		launch_fail_with_tail(ch, &ch->setup, "was not ready by t0");
+	if (ch->redis.p && !ch->redis.ready) {
+		launch_fail_with_tail(ch, &ch->redis, "was not ready by t0");
 		return;
+	}
+	for (i = 0; i < ch->nsetup; i++) {
+		if (ch->setup[i].p && !ch->setup[i].ready) {
+			launch_fail_with_tail(ch, &ch->setup[i], "was not ready by t0");
+			return;
+		}
 	}
 	run__fail(ch, "the run could not start by t0 (%d ms after it began)", CHAOS_LEAD_MS);
 }
@@ -346,7 +353,9 @@ static void run_cleanup(struct chaos *ch)
 
 	for (i = 0; i < ch->sc->nproviders; i++)
 		launch_child_close(&ch->mocks[i]);
-	launch_child_close(&ch->setup);
+	for (i = 0; i < SC_REPLICAS_MAX; i++)
+		launch_child_close(&ch->setup[i]);
+	launch_child_close(&ch->redis);
 	launch_child_close(&ch->load);
 	uv_timer_stop(&ch->timer);
 	uv_timer_stop(&ch->start_deadline);
@@ -490,7 +499,16 @@ static void run_begin(struct chaos *ch)
 	free(ch->target);
 	ch->target = NULL;
 	memset(ch->mocks, 0, sc->nproviders * sizeof(*ch->mocks));
-	memset(&ch->setup, 0, sizeof(ch->setup));
+	memset(ch->setup, 0, sizeof(ch->setup));
+	ch->nsetup = ch->st->kind == SC_GATEWAY ? ch->st->replicas :
+		     ch->st->kind == SC_EXTERNAL ? 1 : 0;
+	ch->setup_lines = 0;
+	ch->setup_next = 0;
+	memset(&ch->redis, 0, sizeof(ch->redis));
+	ch->redis_port = 0;
+	free(ch->redis_url);
+	free(ch->key_prefix);
+	ch->redis_url = ch->key_prefix = NULL;
 	memset(&ch->load, 0, sizeof(ch->load));
 	for (i = 0; i < sc->nproviders; i++) {
 		ch->ports[i] = 0;
@@ -681,6 +699,48 @@ static int plot_first_runs(const struct chaos *ch, const cJSON *summary, char *e
 	return rc;
 }
 
+/* Whether name is an executable file in one of $PATH's folders. */
+static bool on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+	char full[PATH_MAX];
+
+	while (*p) {
+		size_t len = strcspn(p, ":");
+
+		snprintf(full, sizeof(full), "%.*s/%s", (int)(len ? len : 1), len ? p : ".", name);
+		if (access(full, X_OK) == 0)
+			return true;
+		p += len + (p[len] == ':');
+	}
+	return false;
+}
+
+/*
+ * Whether every program the runs need besides faultline's own is there:
+ * redis-server for a setup with shared_state redis. Returns 0, or -ENOENT
+ * with err (CFG_ERR_LEN bytes) naming the setup.
+ */
+static int check_programs(const struct scenario *sc, const struct chaos_opts *o, char *err)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nsetups; i++) {
+		const struct sc_setup *st = &sc->setups[i];
+
+		if (o->only_setup && strcmp(o->only_setup, st->name) != 0)
+			continue;
+		if (st->shared_redis && !on_path("redis-server")) {
+			snprintf(err, CFG_ERR_LEN, "%.160s: setups[%zu] \"%.64s\": shared_state "
+				 "\"redis\" needs redis-server (Debian's redis-server package), "
+				 "and there is none on the PATH", sc->path, i, st->name);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 {
 	struct chaos ch = { .sc = sc, .o = o };
@@ -692,6 +752,10 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	size_t i;
 	int rc;
 
+	if (!o->sim && check_programs(sc, o, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		return 2;
+	}
 	if (longest >= PATH_MAX) {
 		fprintf(stderr, "chaos: --out: %s is too long: the run's files would have paths of up "
 			"to %zu bytes, and the system takes at most %d\n",
@@ -842,6 +906,8 @@ out_free:
 	free(ch.dir);
 	free(ch.final_dir);
 	free(ch.target);
+	free(ch.redis_url);
+	free(ch.key_prefix);
 	free(ch.poll.url);
 	buf_free(&ch.why);
 	buf_free(&ch.log_error);

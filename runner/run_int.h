@@ -28,7 +28,7 @@
 
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
 
-enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD };
+enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD, ROLE_REDIS };
 
 /* Why a child was signalled, which decides what exit is right for it. */
 enum stop_kind {
@@ -44,13 +44,14 @@ struct child {
 	struct proc *p;			/* NULL: not started, or closed */
 	struct chaos *ch;
 	enum role role;
-	size_t index;			/* ROLE_MOCK: the provider */
+	size_t index;			/* ROLE_MOCK: the provider; ROLE_SETUP: the replica, from 0 */
 	pid_t pgid;			/* its process group, kept after it exits */
 	bool ready;
+	bool said_ready;		/* ROLE_SETUP: its "ready" line came, /healthz not yet polled */
 	enum stop_kind stop;
 	bool restart_pending;		/* a restart action waits for the kill's exit */
 	double listen_at_ms;		/* ...whose process listens then (t0 time base) */
-	bool killed;			/* ROLE_MOCK: down by a kill action, not restarted */
+	bool killed;			/* down by a kill action, not restarted */
 	bool sigkilled;			/* the stop had to SIGKILL its group */
 	char addr[128];			/* HOST:PORT it printed */
 };
@@ -113,9 +114,20 @@ struct chaos {
 	char **urls;			/* http://HOST:PORT/v1 per provider */
 	size_t mocks_ready;
 	size_t healthz_next;		/* the provider being polled */
-	struct child setup;
+	/*
+	 * The setup's processes: one for a gateway (setup[K-1] its replica K
+	 * when it has several) or an external setup, none for a direct one.
+	 */
+	struct child setup[SC_REPLICAS_MAX];
+	size_t nsetup;			/* of setup[] in use this run */
+	size_t setup_lines;		/* replicas whose "ready" line came (they boot at once) */
+	size_t setup_next;		/* the replica whose /healthz is polled (one by one) */
+	struct child redis;		/* shared_state redis: the run's redis-server */
+	int redis_port;			/* its port, kept for a restart; 0: none */
+	char *redis_url;		/* redis://127.0.0.1:PORT/0 */
+	char *key_prefix;		/* faultline:RUN: — the run's own keys */
 	struct child load;
-	char *target;			/* loadgen's --target; NULL: not known yet */
+	char *target;			/* loadgen's --target (not replicated); NULL: not known yet */
 	size_t *action_order;		/* the scenario's actions as carried out (launch_plan_actions) */
 	size_t next_action;		/* into action_order */
 	bool stopping;
@@ -205,6 +217,15 @@ void launch_on_poll_done(struct curl_uv *cu, CURL *easy, CURLcode code);
 
 /* Clears the terminal's progress line, if it is drawn. */
 void launch_progress_clear(struct chaos *ch);
+
+/*
+ * Every child of the run — providers, the setup's processes, Redis,
+ * loadgen — in turn: fn(c, arg) for each (started or not).
+ */
+void launch_each_child(struct chaos *ch, void (*fn)(struct child *c, void *arg), void *arg);
+
+/* What a child is called in messages: "mockprov primary", "gateway r2", "redis-server"… */
+void launch_child_name(const struct chaos *ch, const struct child *c, char *out, size_t len);
 
 /*
  * Fails the run with the child's last stderr lines, kept in memory: they

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/cfg.h"
@@ -360,8 +361,11 @@ struct join {
  * < 0 when the log has none (every row a chat completion).
  */
 static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, int kind_idx,
-		      const struct join *j, char *err)
+		      int status_idx, int dur_idx, const struct join *j, char *err)
 {
+	const char *status = status_idx >= 0 ? csv_field(c, (size_t)status_idx) : "";
+	const char *dur = dur_idx >= 0 ? csv_field(c, (size_t)dur_idx) : "";
+	double v;
 	const char *t = csv_field(c, idx[MC_T]);
 	const char *id = csv_field(c, idx[MC_ID]);
 	const char *tokens = csv_field(c, idx[MC_TOKENS]);
@@ -388,6 +392,15 @@ static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, i
 	if (k < 0)
 		return value_error(err, c, mock_columns[MOCK_KIND], "chat, models or nothing", kind);
 	m->kind = (enum mock_kind)k;
+	m->status = -1;
+	if (*status && (csv_whole(status, 0, 999, &v) || isnan(v)))
+		return value_error(err, c, mock_columns[MOCK_STATUS], "a status 0-999 or nothing",
+				   status);
+	if (*status)
+		m->status = (int)v;
+	m->dur_ms = NAN;
+	if (*dur && csv_num(dur, &m->dur_ms))
+		return value_error(err, c, mock_columns[MOCK_DUR_MS], "a number or nothing", dur);
 	m->check = rec_mock_is_check(m->kind, *id ? id : NULL);
 	m->req = *id && !m->check ? find_req(j->byid, j->n, id) : NULL;
 	return 0;
@@ -401,6 +414,8 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 	struct csv c;
 	int idx[MC_N];
 	int kind_idx;
+	int status_idx;
+	int dur_idx;
 	size_t width;
 	int rc;
 
@@ -415,6 +430,8 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 	if (rc)
 		goto out_close_csv;
 	kind_idx = csv_column(&c, mock_columns[MOCK_KIND]);
+	status_idx = csv_column(&c, mock_columns[MOCK_STATUS]);
+	dur_idx = csv_column(&c, mock_columns[MOCK_DUR_MS]);
 	width = c.nf;
 	for (;;) {
 		struct run_mrow *m;
@@ -429,7 +446,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 		memset(m, 0, sizeof(*m));
 		m->seq = d->nmrows;
 		m->file = file;
-		rc = mrow_parse(m, &c, idx, kind_idx, j, err);
+		rc = mrow_parse(m, &c, idx, kind_idx, status_idx, dur_idx, j, err);
 		if (rc)
 			break;
 	}
@@ -485,6 +502,10 @@ out_free_path:
 
 static void event_free(struct run_event *e)
 {
+	free(e->replica_name);
+	free(e->origin);
+	free(e->peer);
+	free(e->via);
 	free(e->provider);
 	free(e->model);
 	free(e->from);
@@ -541,12 +562,21 @@ static int event_parse(struct run_event *e, const char *text, int64_t t0, const 
 		rc = event_str(o, EVENT_TO, true, &e->to, path, line, err);
 	if (!rc)
 		rc = event_str(o, EVENT_REASON, false, &e->reason, path, line, err);
+	if (!rc)
+		rc = event_str(o, EVENT_REPLICA, false, &e->replica_name, path, line, err);
+	if (!rc)
+		rc = event_str(o, EVENT_ORIGIN, false, &e->origin, path, line, err);
+	if (!rc)
+		rc = event_str(o, EVENT_PEER, false, &e->peer, path, line, err);
+	if (!rc)
+		rc = event_str(o, EVENT_VIA, false, &e->via, path, line, err);
 out:
 	cJSON_Delete(o);
 	return rc;
 }
 
-static int load_events(struct rundata *d, const char *path, int64_t t0, char *err)
+static int load_events(struct rundata *d, const char *path, unsigned replica, int64_t t0,
+		       char *err)
 {
 	struct buf content = { 0 };
 	struct buf text = { 0 };
@@ -564,7 +594,8 @@ static int load_events(struct rundata *d, const char *path, int64_t t0, char *er
 		snprintf(err, CFG_ERR_LEN, "%s: cannot read: %s", path, strerror(-rc));
 		goto out;
 	}
-	d->have_events = true;
+	if (!replica)
+		d->have_events = true;	/* events.jsonl itself (a replica's: nreplicas) */
 	while (pos < content.len) {
 		const char *s = content.data + pos;
 		const char *nl = memchr(s, '\n', content.len - pos);
@@ -591,6 +622,7 @@ static int load_events(struct rundata *d, const char *path, int64_t t0, char *er
 		e = &d->events[d->nevents++];
 		memset(e, 0, sizeof(*e));
 		e->seq = d->nevents;
+		e->replica = replica;
 		rc = event_parse(e, text.data, t0, path, line, err);
 		if (rc)
 			break;
@@ -728,6 +760,33 @@ void rundata_keep_requests(struct rundata *d)
 	*d = reqs;
 }
 
+/*
+ * A replicated gateway setup's events-rK.jsonl, K from 1 while they are
+ * there (every replica makes its file when it starts): d->nreplicas.
+ */
+static int load_replica_events(struct rundata *d, const char *run_dir, int64_t t0, char *err)
+{
+	char name[64];
+	char *path;
+	unsigned k;
+	int rc = 0;
+
+	for (k = 1; k <= RUNDATA_REPLICAS_MAX && !rc; k++) {
+		snprintf(name, sizeof(name), "events-r%u.jsonl", k);
+		path = path_join(run_dir, name);
+		if (!path)
+			return -ENOMEM;
+		if (access(path, F_OK) != 0) {
+			free(path);
+			break;
+		}
+		d->nreplicas = k;
+		rc = load_events(d, path, k, t0, err);
+		free(path);
+	}
+	return rc;
+}
+
 int rundata_load_requests(struct rundata *d, const char *run_dir, char *err)
 {
 	char *path;
@@ -769,8 +828,11 @@ int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, cha
 	path = path_join(run_dir, REC_EVENTS);
 	if (!path)
 		return -ENOMEM;
-	rc = load_events(d, path, t0_unix_ms, err);
+	rc = load_events(d, path, 0, t0_unix_ms, err);
 	free(path);
+	if (rc)
+		return rc;
+	rc = load_replica_events(d, run_dir, t0_unix_ms, err);
 	if (rc)
 		return rc;
 	sort(d->events, d->nevents, sizeof(*d->events), event_cmp);

@@ -41,6 +41,7 @@ struct run_req {
 	size_t upstream;	/* mock rows with this request's id */
 	size_t duplicates;	/* of them, those whose work was discarded */
 	bool by_primary;	/* ok and answered by the primary */
+	bool paid_timeout;	/* waited out the primary's timeout (replicas_mark_paid) */
 };
 
 /* One row of a mock-NAME.csv. */
@@ -51,15 +52,28 @@ struct run_mrow {
 	enum mock_outcome outcome;
 	enum mock_kind kind;	/* the kind column; chat when the log has none */
 	bool check;		/* a health check (rec_mock_is_check), not a user's request */
+	int status;		/* the status column; -1: empty or no such column */
+	double dur_ms;		/* the dur_ms column; NAN: empty or no such column */
 	size_t file;		/* index into rundata's mock_files / mock_providers */
 	struct run_req *req;	/* the request with its request_id; NULL: none or a check */
 	/* Filled by the figures: */
 	bool duplicate;
 };
 
-/* One line of events.jsonl; strings owned, model and reason may be NULL. */
+/* How many events-rK.jsonl a run directory may hold (the runner's SC_REPLICAS_MAX). */
+#define RUNDATA_REPLICAS_MAX 16
+
+/*
+ * One line of events.jsonl, or of a replica's events-rK.jsonl; strings
+ * owned, model, reason, replica_name, origin and peer may be NULL.
+ */
 struct run_event {
 	size_t seq;
+	unsigned replica;	/* K of events-rK.jsonl; 0: events.jsonl */
+	char *replica_name;	/* "replica": the replica that wrote it (shared state) */
+	char *origin;		/* "origin": "local" or "remote" (shared state); NULL: local */
+	char *peer;		/* "peer": a remote change's replica */
+	char *via;		/* "via": how a remote change was heard (pubsub, sync) */
 	double t_ms;		/* t_unix_ms − the run's t0 */
 	char *provider;
 	char *model;
@@ -79,7 +93,8 @@ struct rundata {
 	char **mock_files;	/* names, sorted */
 	char **mock_providers;	/* the NAME of each */
 	size_t nmock;
-	bool have_events;
+	bool have_events;	/* events.jsonl was there */
+	unsigned nreplicas;	/* events-r1.jsonl … events-rN.jsonl read; 0: none */
 	bool have_class[CLASS_COUNT];	/* some request is of that class */
 };
 

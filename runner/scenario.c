@@ -385,23 +385,51 @@ struct action_raw {
 	double at_s;
 	int kind;
 	char *provider;
+	int64_t replica;
+	bool redis;
 };
 
 static const char *const action_names[] = { "kill", "restart", NULL };
 
+/* provider, replica and redis: exactly one is given (action_target). */
 static const struct cfg_key action_keys[] = {
 	{ "at_s", CFG_NUM, offsetof(struct action_raw, at_s), true, 0, 0, 0, NULL, NULL },
 	{ "do", CFG_ENUM, offsetof(struct action_raw, kind), true, 0, 0, 0, NULL, action_names },
-	{ "provider", CFG_STR, offsetof(struct action_raw, provider), true, 0, 0, 0, NULL, NULL },
+	{ "provider", CFG_STR, offsetof(struct action_raw, provider), false, 0, 0, 0, NULL, NULL },
+	{ "replica", CFG_INT, offsetof(struct action_raw, replica), false, 0, 1, SC_REPLICAS_MAX,
+	  NULL, NULL },
+	{ "redis", CFG_BOOL, offsetof(struct action_raw, redis), false, 0, 0, 0, NULL, NULL },
 };
 
-/* Checks kills and restarts alternate per provider, in time order. */
+bool scenario_action_same_target(const struct sc_action *a, const struct sc_action *b)
+{
+	if (a->target != b->target)
+		return false;
+	if (a->target == SC_TARGET_PROVIDER)
+		return a->provider == b->provider;
+	return a->target == SC_TARGET_REDIS || a->replica == b->replica;
+}
+
+/* What an action's target is called in messages: "\"primary\"", "replica 2", "Redis". */
+static void target_text(const struct scenario *sc, const struct sc_action *a, char *out,
+			size_t len)
+{
+	if (a->target == SC_TARGET_PROVIDER)
+		snprintf(out, len, "\"%.64s\"", sc->provider_names[a->provider]);
+	else if (a->target == SC_TARGET_REPLICA)
+		snprintf(out, len, "replica %u", a->replica);
+	else
+		snprintf(out, len, "Redis");
+}
+
+/* Checks kills and restarts alternate per target, in time order. */
 static int check_action_order(const struct scenario *sc, const size_t *file_idx,
 			      const char *file, char *err)
 {
 	size_t i;
 	size_t j;
 	char path[64];
+	char what[96];
 
 	for (i = 0; i < sc->nactions; i++) {
 		const struct sc_action *a = &sc->actions[i];
@@ -409,23 +437,52 @@ static int check_action_order(const struct scenario *sc, const size_t *file_idx,
 		size_t last_idx = 0;
 
 		for (j = 0; j < i; j++) {
-			if (sc->actions[j].provider == a->provider) {
+			if (scenario_action_same_target(&sc->actions[j], a)) {
 				last = &sc->actions[j];
 				last_idx = file_idx[j];
 			}
 		}
 		snprintf(path, sizeof(path), "actions[%zu]", file_idx[i]);
+		target_text(sc, a, what, sizeof(what));
 		if (a->kind == SC_RESTART && (!last || last->kind != SC_KILL))
 			return cfg_error(err, file, path, "do",
-					 "expected a \"restart\" only after a \"kill\" of \"%.64s\", "
-					 "got a restart at %g s while it runs",
-					 sc->provider_names[a->provider], a->at_ms / 1000.0);
+					 "expected a \"restart\" only after a \"kill\" of %s, "
+					 "got a restart at %g s while it runs", what, a->at_ms / 1000.0);
 		if (a->kind == SC_KILL && last && last->kind == SC_KILL)
 			return cfg_error(err, file, path, "do",
-					 "expected a \"restart\" of \"%.64s\" between two kills, got a "
+					 "expected a \"restart\" of %s between two kills, got a "
 					 "second \"kill\" at %g s (actions[%zu] killed it)",
-					 sc->provider_names[a->provider], a->at_ms / 1000.0, last_idx);
+					 what, a->at_ms / 1000.0, last_idx);
 	}
+	return 0;
+}
+
+/* Which of provider, replica and redis the action names: exactly one. */
+static int action_target(const struct scenario *sc, const cJSON *item, struct action_raw *raw,
+			 const char *file, const char *path, struct sc_action *a, char *err)
+{
+	const cJSON *redis = cJSON_GetObjectItemCaseSensitive(item, "redis");
+	int given = !!raw->provider + !!cJSON_GetObjectItemCaseSensitive(item, "replica") + !!redis;
+
+	if (given != 1)
+		return cfg_error(err, file, path, given ? "replica" : "provider",
+				 "expected exactly one of \"provider\" (a provider's name), "
+				 "\"replica\" (a gateway replica, from 1) and \"redis\" (true), "
+				 "got %d", given);
+	if (raw->provider) {
+		a->target = SC_TARGET_PROVIDER;
+		return scenario__provider_ref(sc, raw->provider, file, path, "provider",
+					      &a->provider, err);
+	}
+	if (redis) {
+		if (!raw->redis)
+			return cfg_error(err, file, path, "redis", "expected true (the Redis of "
+					 "every setup with shared_state redis), got false");
+		a->target = SC_TARGET_REDIS;
+		return 0;
+	}
+	a->target = SC_TARGET_REPLICA;
+	a->replica = (unsigned)raw->replica;
 	return 0;
 }
 
@@ -441,7 +498,8 @@ static int load_actions(const cJSON *root, const char *file, struct scenario *sc
 	char path[64];
 	int rc;
 
-	rc = scenario__get_array(root, "actions", false, "actions {\"at_s\",\"do\",\"provider\"}",
+	rc = scenario__get_array(root, "actions", false,
+				 "actions {\"at_s\",\"do\",\"provider\"|\"replica\"|\"redis\"}",
 				 file, "", &arr, err);
 	if (rc || !arr || !arr->child)
 		return rc;
@@ -456,13 +514,12 @@ static int load_actions(const cJSON *root, const char *file, struct scenario *sc
 	}
 	cJSON_ArrayForEach(item, arr) {
 		struct action_raw raw = { 0 };
-		struct sc_action a;
+		struct sc_action a = { 0 };
 
 		snprintf(path, sizeof(path), "actions[%zu]", i);
 		rc = cfg_apply(keys, NELEM(keys), item, &raw, file, path, err);
 		if (!rc)
-			rc = scenario__provider_ref(sc, raw.provider, file, path, "provider",
-						    &a.provider, err);
+			rc = action_target(sc, item, &raw, file, path, &a, err);
 		cfg_free(keys, NELEM(keys), &raw);
 		if (rc)
 			goto out;
@@ -481,6 +538,104 @@ static int load_actions(const cJSON *root, const char *file, struct scenario *sc
 out:
 	free(file_idx);
 	return rc;
+}
+
+bool scenario_action_applies(const struct sc_action *a, const struct sc_setup *st)
+{
+	switch (a->target) {
+	case SC_TARGET_PROVIDER:
+		return true;
+	case SC_TARGET_REPLICA:
+		return st->kind == SC_GATEWAY && st->replicas >= a->replica;
+	case SC_TARGET_REDIS:
+		return st->shared_redis;
+	}
+	return false;
+}
+
+/*
+ * Once the setups are loaded: an action on a replica or on Redis must
+ * apply to some setup (a replica K needs a gateway setup with at least K
+ * replicas; Redis one with shared_state redis). The actions are sorted by
+ * time; a message names the one in the file's order.
+ */
+static int check_action_setups(const cJSON *root, const char *file, const struct scenario *sc,
+			       char *err)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "actions");
+	const cJSON *item;
+	size_t i = 0;
+	size_t s;
+	char path[64];
+
+	cJSON_ArrayForEach(item, arr) {
+		const cJSON *rep = cJSON_GetObjectItemCaseSensitive(item, "replica");
+		struct sc_action a = { .target = SC_TARGET_REDIS };
+
+		snprintf(path, sizeof(path), "actions[%zu]", i++);
+		if (cJSON_IsNumber(rep)) {
+			a.target = SC_TARGET_REPLICA;
+			a.replica = (unsigned)rep->valuedouble;
+		} else if (!cJSON_GetObjectItemCaseSensitive(item, "redis")) {
+			continue;
+		}
+		for (s = 0; s < sc->nsetups && !scenario_action_applies(&a, &sc->setups[s]); s++)
+			;
+		if (s < sc->nsetups)
+			continue;
+		if (a.target == SC_TARGET_REPLICA)
+			return cfg_error(err, file, path, "replica", "expected a replica some gateway "
+					 "setup has (1 to its \"replicas\"), got %u: no gateway setup "
+					 "has %u replicas", a.replica, a.replica);
+		return cfg_error(err, file, path, "redis", "expected a setup with \"shared_state\": "
+				 "\"redis\" for Redis to be killed or restarted in, got none");
+	}
+	return 0;
+}
+
+bool scenario_setup_replicated(const struct sc_setup *st)
+{
+	return st->kind == SC_GATEWAY && (st->replicas > 1 || st->shared_redis);
+}
+
+int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *err)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nsetups; i++) {
+		const struct sc_setup *st = &sc->setups[i];
+		char path[96];
+
+		if (only_setup && strcmp(only_setup, st->name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "setups[%zu] \"%.40s\"", i, st->name);
+		if (st->replicas > 1)
+			return cfg_error(err, sc->path, path, "replicas", "chaos sim does not simulate "
+					 "gateway replicas yet: expected 1, got %u (chaos run runs it)",
+					 st->replicas);
+		if (st->shared_redis)
+			return cfg_error(err, sc->path, path, "shared_state", "chaos sim does not "
+					 "simulate Redis yet: expected \"local\", got \"redis\" (chaos "
+					 "run runs it)");
+	}
+	for (i = 0; i < sc->nactions; i++) {
+		const struct sc_action *a = &sc->actions[i];
+		size_t s;
+
+		for (s = 0; a->target != SC_TARGET_PROVIDER && s < sc->nsetups; s++) {
+			if (only_setup && strcmp(only_setup, sc->setups[s].name) != 0)
+				continue;
+			if (scenario_action_applies(a, &sc->setups[s]))
+				return cfg_error(err, sc->path, "actions[]",
+						 a->target == SC_TARGET_REDIS ? "redis" : "replica",
+						 "chaos sim does not simulate kills and restarts of "
+						 "gateway replicas or Redis yet: expected \"provider\", "
+						 "got one at %g s that setup \"%.40s\" would carry out "
+						 "(chaos run runs it)", a->at_ms / 1000.0,
+						 sc->setups[s].name);
+		}
+	}
+	return 0;
 }
 
 /* ---- phases ---- */
@@ -911,6 +1066,8 @@ int scenario_load_json(const cJSON *doc, const char *path, double scale, struct 
 		rc = load_load(root, path, sc, err);
 	if (!rc)
 		rc = setup_load_all(root, path, sc, err);
+	if (!rc)
+		rc = check_action_setups(root, path, sc, err);
 	if (!rc)
 		rc = expect_load_all(root, doc, path, sc, err);
 	if (!rc)

@@ -46,13 +46,25 @@
 /* The largest ci.time_scale a scenario may ask for. */
 #define SC_CI_SCALE_MAX 10.0
 
+/* The most gateway replicas a setup may ask for. */
+#define SC_REPLICAS_MAX 16
+
 enum sc_action_kind { SC_KILL, SC_RESTART };
 
-/* A kill (SIGKILL) or restart of one provider at at_ms after t0. */
+/* What an action kills or restarts. */
+enum sc_action_target {
+	SC_TARGET_PROVIDER,		/* one provider's mockprov */
+	SC_TARGET_REPLICA,		/* gateway replica K of every setup that has K replicas */
+	SC_TARGET_REDIS,		/* the redis-server of every setup with shared_state redis */
+};
+
+/* A kill (SIGKILL) or restart of one process at at_ms after t0. */
 struct sc_action {
 	double at_ms;
 	enum sc_action_kind kind;
-	size_t provider;		/* index into the scenario's providers */
+	enum sc_action_target target;
+	size_t provider;		/* SC_TARGET_PROVIDER: index into the scenario's providers */
+	unsigned replica;		/* SC_TARGET_REPLICA: K, from 1 */
 };
 
 /* A named window [from_ms, to_ms) after t0; phases never overlap. */
@@ -71,6 +83,8 @@ struct sc_setup {
 	unsigned retries;		/* client_retry */
 	double retry_backoff_ms;	/* client_retry (scaled) */
 	cJSON *config;			/* gateway: owned copy, scaled, placeholders kept */
+	unsigned replicas;		/* gateway: processes per run, 1..SC_REPLICAS_MAX (1 otherwise) */
+	bool shared_redis;		/* gateway: shared_state "redis" (a redis-server per run) */
 	char **command;			/* external: argv templates, NULL-terminated */
 	size_t ncommand;
 	char *ready_url;		/* external: template */
@@ -112,6 +126,10 @@ struct sc_expect {
 	double ttft_p95_ms_max;
 	double duplicate_share_max;	/* discarded attempts / attempts */
 	double cost_per_answered_max;	/* USD per ok request */
+	double timeout_paid_max;	/* requests that waited out the primary's timeout (a count) */
+	double timeout_paid_ratio_max;	/* timeout_paid / relative_to's timeout_paid */
+	double replica_open_spread_ms_max;	/* last replica's first open − the first's */
+	double probe_overlaps_max;	/* replicas half-open (locally) at once (a count) */
 	const char *source;		/* what gate calls it: NULL "expect"; "objective" */
 };
 
@@ -250,6 +268,32 @@ int scenario_scale(cJSON *root, double s);
 /* The index of the provider called name, or -1. */
 int scenario_provider_index(const struct scenario *sc, const char *name);
 
+/* Whether a and b kill or restart the same process (provider, replica K, Redis). */
+bool scenario_action_same_target(const struct sc_action *a, const struct sc_action *b);
+
+/*
+ * Whether action a is carried out in a run of setup st: a provider's in
+ * every setup, replica K's in a gateway setup with at least K replicas,
+ * Redis's in a setup with shared_state redis.
+ */
+bool scenario_action_applies(const struct sc_action *a, const struct sc_setup *st);
+
+/*
+ * Whether a gateway setup runs as replicas — several processes, or one
+ * sharing its state through Redis — whose files are named per replica
+ * (events-rK.jsonl, gateway-rK.log) and which get --replica rK. A plain
+ * gateway setup (one replica, local state) keeps events.jsonl.
+ */
+bool scenario_setup_replicated(const struct sc_setup *st);
+
+/*
+ * Refuses what chaos sim cannot simulate yet — a setup with replicas > 1
+ * or shared_state redis (of those that would run: only_setup's alone when
+ * not NULL), an action on a gateway replica or on Redis. Returns 0, or
+ * -EINVAL with err (CFG_ERR_LEN bytes) naming the file, the key and why.
+ */
+int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *err);
+
 /*
  * mockprov's config for the run, {"providers":[…]}, as a malloc'ed JSON
  * string (NULL when out of memory). Each provider's listen is as written,
@@ -264,11 +308,14 @@ char *scenario_mock_config(const struct scenario *sc, const int *ports);
  * A gateway setup's config for one run as a malloc'ed JSON string: every
  * {upstream.NAME} in its string values replaced by urls[i]
  * ("http://HOST:PORT/v1") for the provider i called NAME, and "listen" set
- * to listen. Returns NULL with the reason in err (CFG_ERR_LEN bytes) when
- * st is not a gateway setup or memory runs out.
+ * to listen. With redis_url (NULL: none, the gateway's default local
+ * state), "shared_state": {"backend": "redis", "url": redis_url,
+ * "key_prefix": key_prefix} is added. Returns NULL with the reason in err
+ * (CFG_ERR_LEN bytes) when st is not a gateway setup or memory runs out.
  */
 char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *st,
-			      const char *listen, const char *const *urls, char *err);
+			      const char *listen, const char *const *urls, const char *redis_url,
+			      const char *key_prefix, char *err);
 
 /*
  * The mix loadgen gets for setup st (NULL: the scenario's own, for

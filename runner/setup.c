@@ -23,10 +23,13 @@ struct setup_raw {
 	double retry_backoff_ms;
 	char *ready_url;
 	char *target;
+	int64_t replicas;
+	int shared_state;
 };
 
 static const char *const setup_kind_names[] = { "direct", "client_retry", "gateway", "external",
 						NULL };
+static const char *const shared_state_names[] = { "local", "redis", NULL };
 
 #define SK(name, type, field, req, def, min, max) \
 	{ name, type, offsetof(struct setup_raw, field), req, def, min, max, NULL, NULL }
@@ -46,6 +49,9 @@ static const struct cfg_key client_retry_keys[] = {
 };
 static const struct cfg_key gateway_keys[] = {
 	SK("config", CFG_SKIP, name, true, 0, 0, 0),
+	SK("replicas", CFG_INT, replicas, false, 1, 1, SC_REPLICAS_MAX),
+	{ "shared_state", CFG_ENUM, offsetof(struct setup_raw, shared_state), false, 0, 0, 0,
+	  "local", shared_state_names },
 };
 static const struct cfg_key external_keys[] = {
 	SK("command", CFG_SKIP, name, true, 0, 0, 0),
@@ -187,6 +193,45 @@ out:
 	return rc;
 }
 
+/* The shared_state keys the runner writes itself (or --replica says). */
+static const char *const runner_shared_keys[] = { "backend", "url", "key_prefix", "replica",
+						  "password_env", NULL };
+
+/*
+ * A gateway config's shared_state: none for a setup with local state; for
+ * one with shared_state redis, the gateway's tuning keys (lock_ms,
+ * timeout_ms, reconnect_ms…: scaled like every duration) but none of
+ * those the runner writes for the run's own Redis.
+ */
+static int check_shared_state(const cJSON *cfg, const char *file, const char *sub,
+			      const struct sc_setup *st, char *err)
+{
+	const cJSON *ss = cJSON_GetObjectItemCaseSensitive(cfg, "shared_state");
+	char path[128];
+	char got[96];
+	size_t i;
+
+	if (!ss)
+		return 0;
+	cfg_describe(ss, got, sizeof(got));
+	if (!st->shared_redis)
+		return cfg_error(err, file, sub, "shared_state", "expected no shared_state on a setup "
+				 "whose state is local (the setup's \"shared_state\": \"redis\" "
+				 "gives it one, with a Redis of the run's), got %s", got);
+	if (!cJSON_IsObject(ss))
+		return cfg_error(err, file, sub, "shared_state", "expected an object of the "
+				 "gateway's shared_state tuning keys, got %s", got);
+	snprintf(path, sizeof(path), "%s.shared_state", sub);
+	for (i = 0; runner_shared_keys[i]; i++) {
+		if (cJSON_GetObjectItemCaseSensitive(ss, runner_shared_keys[i]))
+			return cfg_error(err, file, path, runner_shared_keys[i], "expected none: the "
+					 "runner writes backend, url and key_prefix for the run's "
+					 "Redis (which has no password) and gives each replica "
+					 "--replica rK");
+	}
+	return 0;
+}
+
 static int load_gateway(const cJSON *obj, const struct scenario *sc, const char *file,
 			const char *path, struct sc_setup *st, char *err)
 {
@@ -209,6 +254,9 @@ static int load_gateway(const cJSON *obj, const struct scenario *sc, const char 
 		return cfg_error(err, file, sub, "listen", "expected no listen (the runner picks the "
 				 "gateway's port), got %s", got);
 	}
+	rc = check_shared_state(cfg, file, sub, st, err);
+	if (rc)
+		return rc;
 	rc = template_check_strings(&cx, cfg, file, sub, err);
 	if (!rc)
 		rc = check_gateway_config(cfg, sc, file, path, st, err);
@@ -358,6 +406,8 @@ static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const c
 	st->name = raw.name;
 	raw.name = NULL;
 	st->kind = kind;
+	st->replicas = kind == SC_GATEWAY ? (unsigned)raw.replicas : 1;
+	st->shared_redis = kind == SC_GATEWAY && raw.shared_state == 1;
 	switch (kind) {
 	case SC_DIRECT:
 	case SC_CLIENT_RETRY:

@@ -31,8 +31,13 @@
  *                          "checks" and "check_rate_per_s".
  *   RUN_DIR/events.jsonl   optional: one JSON object a line with t_unix_ms
  *                          (number), provider, from, to (strings), model,
- *                          reason (strings, may be absent or null). Other
- *                          keys are ignored; blank lines are skipped.
+ *                          reason, replica, origin, peer, via (strings, may
+ *                          be absent or null). Other keys are ignored;
+ *                          blank lines are skipped.
+ *   RUN_DIR/events-rK.jsonl  a replicated gateway setup's, K = 1, 2, … while
+ *                          they are there: replica K's events, as
+ *                          events.jsonl's; all are merged by time, each
+ *                          event tagged with its K.
  *
  * Files are read strictly: CSV as RFC 4180 (quoted fields, "" escapes,
  * CRLF or LF; a quote inside an unquoted field, text after a closing
@@ -64,14 +69,17 @@
  *     "window_ms": 5000,
  *     "files": {"requests": "requests.csv",
  *               "mock": ["mock-primary.csv", …],   names read, sorted
- *               "events": "events.jsonl" | null},  null: no such file
+ *               "events": "events.jsonl" | null,   null: no such file
+ *               "replica_events": ["events-r1.jsonl", …]},  when there are
  *     "phases": {NAME: FIGURES, …},  one per caller's phase, in its order
  *     "windows": [FIGURES, …],       [k·w, min((k+1)·w, duration)) for
  *                                    k = 0, 1, … while k·w < duration
  *     "totals": FIGURES,             every record; from_ms 0, to_ms duration
  *     "breaker_transitions": [       every event, by t_ms (stable)
  *       {"t_ms": 15230.5, "provider": "primary", "model": "mock-small"|null,
- *        "from": "closed", "to": "open", "reason": "…"|null}, …]
+ *        "from": "closed", "to": "open", "reason": "…"|null}, …] — a
+ *        replica's also "replica": "rK", "origin": "local"|"remote" (absent
+ *        in its line: local) and, when its line has them, "peer", "via"
  *   }
  *
  *   FIGURES = {                (keys in this order)
@@ -178,6 +186,22 @@
  *                           class, so a class's opens are the range's), for
  *                           each class some request of the run has; no
  *                           "classes" inside them
+ *     — then, with in->replicas > 0 (a replicated gateway setup: R
+ *     replicas; not under "classes"), runner/replicas.h's figures:
+ *     "timeout_paid":       requests of the range that paid the primary's
+ *                           timeout (in->primary_timeout_ms): a chat row of
+ *                           the primary's log for it, not a check, with
+ *                           status 0 and dur_ms ≥ 95% of the timeout
+ *     "replica_open_spread_ms": the last replica's first event to "open" in
+ *                           the range − the first replica's (null: a
+ *                           replica has none)
+ *     "probe_overlaps":     pairs of replicas half-open by a local change
+ *                           at once (intervals starting in the range)
+ *     "replicas":           {"rK": {"requests", "timeout_paid",
+ *                           "transitions", "opens", "time_to_open_ms"}} —
+ *                           replica K's requests are those whose id ends in
+ *                           N with (N − 1) mod R + 1 = K (loadgen's round
+ *                           robin)
  *   }
  *   For "totals", time_to_open_ms, time_to_close_ms and time_to_primary_ms
  *   are measured from 0 (t0), throughput_per_s, checks.per_s and
@@ -243,6 +267,10 @@ struct stats_input {
 					 * its price (a direct setup's); NULL: unknown */
 	const double *windows;		/* window lengths (ms > 0) of "answered_windows" */
 	size_t nwindows;
+	unsigned replicas;		/* > 0: a replicated gateway setup's replicas, whose
+					 * figures (runner/replicas.h) are added */
+	double primary_timeout_ms;	/* the primary's per-attempt timeout, for
+					 * timeout_paid; NAN: unknown */
 };
 
 /*

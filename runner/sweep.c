@@ -380,6 +380,11 @@ static int check_points(const struct sweep *s, const char *only_setup, char *err
 					 "called \"%.64s\"", i + 1, label, only_setup);
 				rc = -EINVAL;
 			}
+			if (!rc && s->sim && scenario_sim_check(&sc, only_setup, msg)) {
+				snprintf(err, CFG_ERR_LEN, "--sim: point %zu (%.60s): %.380s", i + 1,
+					 label, msg);
+				rc = -EINVAL;
+			}
 			scenario_free(&sc);
 		}
 		cJSON_Delete(doc);

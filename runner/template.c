@@ -257,8 +257,10 @@ out:
 }
 
 char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *st,
-			      const char *listen, const char *const *urls, char *err)
+			      const char *listen, const char *const *urls, const char *redis_url,
+			      const char *key_prefix, char *err)
 {
+	cJSON *shared;
 	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, urls };
 	char why[CFG_ERR_LEN];
 	char path[96];
@@ -287,6 +289,18 @@ char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *
 	if (rc || template_set_listen(cfg, listen)) {
 		scenario__oom(err, sc->path, path);
 		goto out;
+	}
+	if (redis_url) {
+		/* The setup's tuning keys stay; the run's Redis is the runner's to name. */
+		shared = cJSON_GetObjectItemCaseSensitive(cfg, "shared_state");
+		if (!shared)
+			shared = cJSON_AddObjectToObject(cfg, "shared_state");
+		if (!shared || !cJSON_AddStringToObject(shared, "backend", "redis") ||
+		    !cJSON_AddStringToObject(shared, "url", redis_url) ||
+		    !cJSON_AddStringToObject(shared, "key_prefix", key_prefix ? key_prefix : "")) {
+			scenario__oom(err, sc->path, path);
+			goto out;
+		}
 	}
 	out = print_json(cfg);
 	if (!out)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # make suite: the classic outage suite, stream-stall, three-setups,
-# slow-tail, detect-hang and policy-ab through bin/chaos, then a 3-point sweep of
+# slow-tail, detect-hang, policy-ab and replicas-hang through bin/chaos, then a 3-point sweep of
 # timeout-knee, each at
 # the time scale it gives CI
 # ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
@@ -14,17 +14,26 @@
 # or a check broke. SCALE, when set, runs every scenario at that
 # scale instead (by hand: the baselines are for the CI scales). SCENARIOS
 # (names), SCENARIO_DIR (scenarios) and BASELINE_DIR (SCENARIO_DIR/baselines)
-# choose others, for the suite's own test.
+# choose others, for the suite's own test. UNSIMULATED names the scenarios
+# chaos sim refuses for now (gateway replicas and Redis: replicas-hang),
+# which are neither simulated nor compared.
 set -eu
 cd "$(dirname "$0")/.."
 
 bin=${FAULTLINE_BIN:-bin}
 scale=${SCALE:-ci}
 out=${OUT:-results}
-scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab}
+scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab replicas-hang}
 scenario_dir=${SCENARIO_DIR:-scenarios}
 baseline_dir=${BASELINE_DIR:-$scenario_dir/baselines}
+unsimulated=${UNSIMULATED:-replicas-hang}
 status=0
+
+# Whether chaos sim models scenario $1 (it refuses those in $unsimulated).
+simulated() {
+	case " $unsimulated " in *" $1 "*) return 1 ;; esac
+	return 0
+}
 
 for name in $scenarios; do
 	log="$out/$name.suite.log"
@@ -39,7 +48,9 @@ for name in $scenarios; do
 	stamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$log")
 	# The same scenario in virtual time, held to the real run.
 	simlog="$out/$name.sim.log"
-	if "$bin/chaos" sim "$scenario_dir/$name.json" --time-scale "$scale" --out "$out/sim" \
+	if ! simulated "$name"; then
+		echo "== chaos sim: not for $name (chaos sim does not model gateway replicas yet)"
+	elif "$bin/chaos" sim "$scenario_dir/$name.json" --time-scale "$scale" --out "$out/sim" \
 		--quiet > "$simlog" 2>&1; then
 		simstamp=$(sed -n 's/^results: \([^ ]*\).*/\1/p' "$simlog")
 		echo "== chaos compare $stamp $simstamp"
@@ -87,7 +98,7 @@ if [ -z "${SCENARIOS:-}" ]; then
 	# Every other scenario, simulated: each must run whole.
 	for file in "$scenario_dir"/*.json; do
 		name=$(basename "$file" .json)
-		case " $scenarios " in *" $name "*) continue ;; esac
+		case " $scenarios $unsimulated " in *" $name "*) continue ;; esac
 		echo "== chaos sim $file"
 		"$bin/chaos" sim "$file" --time-scale "$scale" --out "$out/sim" --quiet > /dev/null ||
 			status=1

@@ -822,7 +822,8 @@ int gw_start(struct sim_gw *g, const struct scenario *sc, const struct sc_setup 
 		snprintf(urls[i], sizeof(urls[i]), "http://127.0.0.1:%zu/v1", 20000 + i);
 		url_ptrs[i] = urls[i];
 	}
-	text = scenario_gateway_config(sc, st, "127.0.0.1:1", url_ptrs, err);
+	text = scenario_gateway_config(sc, st, "127.0.0.1:1", url_ptrs, NULL, NULL,
+				       err);
 	root = text ? cJSON_Parse(text) : NULL;
 	if (!root)
 		goto out;

@@ -49,7 +49,9 @@ static void on_action(struct sim_timer *t)
 	const struct sc_action *a = &w->sc->actions[w->next_action++];
 	char err[CFG_ERR_LEN];
 
-	if (a->kind == SC_KILL)
+	if (a->target != SC_TARGET_PROVIDER)
+		;	/* a replica's or Redis's: of a setup not simulated (scenario_sim_check) */
+	else if (a->kind == SC_KILL)
 		mock_kill(&w->mocks[a->provider]);
 	else if (mock_restart(&w->mocks[a->provider], w->sc->sim.restart_ms, err) && !w->why)
 		w->why = strdup(err);

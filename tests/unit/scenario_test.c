@@ -817,10 +817,11 @@ static const struct bad_case bad_cases[] = {
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"window_s\":61,\"window_answered_min\":1}"),
 	  ": expect[0].window_s: expected a number above 0 and at most duration_s (60), got 61" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"latency_p99_ratio_max\":0.5}"),
-	  ": expect[0].relative_to: missing: latency_p99_ratio_max and cost_overhead_max compare" },
+	  ": expect[0].relative_to: missing: latency_p99_ratio_max, cost_overhead_max and "
+	  "timeout_paid_ratio_max compare" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"relative_to\":\"d\",\"answered_min\":1}"),
-	  ": expect[0].relative_to: expected it only with latency_p99_ratio_max or "
-	  "cost_overhead_max" },
+	  ": expect[0].relative_to: expected it only with latency_p99_ratio_max, "
+	  "cost_overhead_max or timeout_paid_ratio_max" },
 	{ EXPECT("{\"setup\":\"d\",\"phase\":\"*\",\"relative_to\":\"e\","
 		 "\"cost_overhead_max\":0.1}"),
 	  ": expect[0].relative_to: expected the name of a setup (d), got \"e\"" },
@@ -1247,7 +1248,8 @@ Test(scenario_run, gateway_config, .timeout = 10)
 	char *s;
 
 	cr_assert_eq(load(full, &sc), 0, "%s", err);
-	s = scenario_gateway_config(&sc, &sc.setups[2], "127.0.0.1:45000", urls, err);
+	s = scenario_gateway_config(&sc, &sc.setups[2], "127.0.0.1:45000", urls, NULL, NULL,
+				    err);
 	cr_assert_not_null(s, "%s", err);
 	root = cJSON_Parse(s);
 	cr_assert_not_null(root, "%s", s);
@@ -1268,7 +1270,8 @@ Test(scenario_run, gateway_config, .timeout = 10)
 		"{upstream.primary}", "the setup keeps its template");
 
 	err[0] = '\0';
-	cr_assert_null(scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:1", urls, err));
+	cr_assert_null(scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:1", urls, NULL, NULL,
+					       err));
 	cr_assert(strstr(err, ": setups[0].config: expected a gateway setup"), "%s", err);
 	scenario_free(&sc);
 }
@@ -1290,7 +1293,7 @@ Test(scenario_run, gateway_config_many_placeholders, .timeout = 10)
 			  "\"api_key_env\":\"K_{X}\"}},\"note\":[\"{upstream.a} and {upstream.b}!\","
 			  "\"{\\\"a\\\":1}\",{\"deep\":\"<{upstream.a}>\"}]," GW_MODELS "}");
 	cr_assert_not_null(sc.setups[0].config);
-	s = scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:9", urls, err);
+	s = scenario_gateway_config(&sc, &sc.setups[0], "127.0.0.1:9", urls, NULL, NULL, err);
 	cr_assert_not_null(s, "%s", err);
 	root = cJSON_Parse(s);
 	cr_assert_not_null(root);
@@ -1460,5 +1463,187 @@ Test(scenario, mix_without_streams_loads, .timeout = 10)
 	cr_assert_eq(load("{" DUR "," PROV ",\"load\":{\"rate\":2,\"mix\":{\"response_headers\":"
 			  "{\"provider\":\"x-p\"}}}," SETUP "}", &sc), 0, "%s", err);
 	cr_assert(cJSON_IsObject(sc.load.mix));
+	scenario_free(&sc);
+}
+
+/* ---- gateway replicas and shared state ---- */
+
+#define GWCFG "{" GW_PROVIDERS "," GW_MODELS "}"
+#define REP_SETUPS "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\"}," \
+	"{\"name\":\"loc\",\"kind\":\"gateway\",\"replicas\":3,\"config\":" GWCFG "}," \
+	"{\"name\":\"sh\",\"kind\":\"gateway\",\"replicas\":2,\"shared_state\":\"redis\"," \
+	"\"config\":" GWCFG "}]"
+#define REP(rest) "{" NOSETUP "," REP_SETUPS rest "}"
+
+Test(scenario, replicas_shared_state_and_their_actions, .timeout = 10)
+{
+	struct scenario sc;
+
+	cr_assert_eq(load(REP(",\"actions\":[{\"at_s\":30,\"do\":\"kill\",\"redis\":true},"
+			      "{\"at_s\":20,\"do\":\"kill\",\"replica\":3},"
+			      "{\"at_s\":25,\"do\":\"restart\",\"replica\":3},"
+			      "{\"at_s\":35,\"do\":\"restart\",\"redis\":true},"
+			      "{\"at_s\":40,\"do\":\"kill\",\"provider\":\"b\"}]"), &sc), 0, "%s", err);
+	cr_assert_eq(sc.setups[0].replicas, 1);
+	cr_assert_not(scenario_setup_replicated(&sc.setups[0]));
+	cr_assert_eq(sc.setups[1].replicas, 3);
+	cr_assert_not(sc.setups[1].shared_redis, "local is the default");
+	cr_assert(scenario_setup_replicated(&sc.setups[1]));
+	cr_assert_eq(sc.setups[2].replicas, 2);
+	cr_assert(sc.setups[2].shared_redis);
+	cr_assert_eq(sc.nactions, 5);
+	cr_assert_eq(sc.actions[0].target, SC_TARGET_REPLICA, "sorted by time");
+	cr_assert_eq(sc.actions[0].replica, 3);
+	cr_assert_eq(sc.actions[2].target, SC_TARGET_REDIS);
+	cr_assert_eq(sc.actions[4].target, SC_TARGET_PROVIDER);
+	cr_assert_eq(sc.actions[4].provider, 1);
+	/* Replica 3 is the local setup's alone; Redis the shared one's. */
+	cr_assert(scenario_action_applies(&sc.actions[0], &sc.setups[1]));
+	cr_assert_not(scenario_action_applies(&sc.actions[0], &sc.setups[2]));
+	cr_assert_not(scenario_action_applies(&sc.actions[0], &sc.setups[0]));
+	cr_assert(scenario_action_applies(&sc.actions[2], &sc.setups[2]));
+	cr_assert_not(scenario_action_applies(&sc.actions[2], &sc.setups[1]));
+	cr_assert(scenario_action_applies(&sc.actions[4], &sc.setups[0]));
+	/* chaos sim refuses what it cannot simulate, naming the key. */
+	cr_assert_eq(scenario_sim_check(&sc, NULL, err), -EINVAL);
+	cr_assert(strstr(err, ": setups[1] \"loc\".replicas: chaos sim does not simulate gateway "
+			 "replicas yet"), "%s", err);
+	cr_assert_eq(scenario_sim_check(&sc, "d", err), 0, "%s", err);
+	scenario_free(&sc);
+	cr_assert_eq(load("{" NOSETUP ",\"setups\":[{\"name\":\"sh\",\"kind\":\"gateway\","
+			  "\"shared_state\":\"redis\",\"config\":" GWCFG "}]}", &sc), 0, "%s", err);
+	cr_assert_eq(scenario_sim_check(&sc, NULL, err), -EINVAL);
+	cr_assert(strstr(err, ".shared_state: chaos sim does not simulate Redis yet"), "%s", err);
+	scenario_free(&sc);
+	cr_assert_eq(load("{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\","
+			  "\"config\":" GWCFG "}],\"actions\":[{\"at_s\":1,\"do\":\"kill\","
+			  "\"replica\":1}]}", &sc), 0, "%s", err);
+	cr_assert(scenario_action_applies(&sc.actions[0], &sc.setups[0]),
+		  "a plain gateway's replica 1 is its gateway");
+	cr_assert_eq(scenario_sim_check(&sc, NULL, err), -EINVAL);
+	cr_assert(strstr(err, "actions[].replica: chaos sim does not simulate kills and restarts"),
+		  "%s", err);
+	scenario_free(&sc);
+}
+
+Test(scenario, redis_gateway_config_gets_the_runs_shared_state, .timeout = 10)
+{
+	const char *u[] = { "http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1" };
+	struct scenario sc;
+	cJSON *root;
+	const cJSON *ss;
+	char *s;
+
+	cr_assert_eq(load("{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\","
+			  "\"provider\":\"a\"},{\"name\":\"loc\",\"kind\":\"gateway\",\"replicas\":3,"
+			  "\"config\":" GWCFG "},{\"name\":\"sh\",\"kind\":\"gateway\",\"replicas\":2,"
+			  "\"shared_state\":\"redis\",\"config\":{" GW_PROVIDERS "," GW_MODELS ","
+			  "\"shared_state\":{\"reconnect_max_ms\":1000}}}]}", &sc), 0, "%s", err);
+	s = scenario_gateway_config(&sc, &sc.setups[2], "127.0.0.1:0", u,
+				    "redis://127.0.0.1:6390/0", "faultline:run-1:", err);
+	cr_assert_not_null(s, "%s", err);
+	root = cJSON_Parse(s);
+	ss = cJSON_GetObjectItem(root, "shared_state");
+	cr_assert_str_eq(cJSON_GetObjectItem(ss, "backend")->valuestring, "redis");
+	cr_assert_str_eq(cJSON_GetObjectItem(ss, "url")->valuestring, "redis://127.0.0.1:6390/0");
+	cr_assert_str_eq(cJSON_GetObjectItem(ss, "key_prefix")->valuestring, "faultline:run-1:");
+	cr_assert_float_eq(cJSON_GetObjectItem(ss, "reconnect_max_ms")->valuedouble, 1000, 0,
+			   "the setup's tuning keys stay");
+	cJSON_Delete(root);
+	free(s);
+	s = scenario_gateway_config(&sc, &sc.setups[1], "127.0.0.1:0", u, NULL, NULL, err);
+	cr_assert_not_null(s, "%s", err);
+	root = cJSON_Parse(s);
+	cr_assert_null(cJSON_GetObjectItem(root, "shared_state"), "local: the gateway's default");
+	cJSON_Delete(root);
+	free(s);
+	scenario_free(&sc);
+}
+
+static const struct bad_case replica_cases[] = {
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"replicas\":0,"
+	  "\"config\":" GWCFG "}]}", ": setups[0].replicas: expected a whole number from 1 to 16, "
+	  "got 0" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"replicas\":17,"
+	  "\"config\":" GWCFG "}]}", ": setups[0].replicas: expected a whole number from 1 to 16" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"shared_state\":\"etcd\","
+	  "\"config\":" GWCFG "}]}", ": setups[0].shared_state: expected one of local, redis" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
+	  "\"replicas\":2}]}", ": setups[0].replicas: unknown key for a setup of kind \"direct\"" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"config\":{"
+	  GW_PROVIDERS "," GW_MODELS ",\"shared_state\":{\"backend\":\"redis\"}}}]}",
+	  ": setups[0].config.shared_state: expected no shared_state" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"shared_state\":\"redis\","
+	  "\"config\":{" GW_PROVIDERS "," GW_MODELS ",\"shared_state\":{\"url\":\"redis://127.0.0.1:1/0\"}}}]}",
+	  ": setups[0].config.shared_state.url: expected none: the runner writes backend, url and "
+	  "key_prefix" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"shared_state\":\"redis\","
+	  "\"config\":{" GW_PROVIDERS "," GW_MODELS ",\"shared_state\":{\"reconnect_ms\":0}}}]}",
+	  ": setups[0] \"g\": config.shared_state.reconnect_ms: expected" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"replica\":4}]"),
+	  ": actions[0].replica: expected a replica some gateway setup has (1 to its "
+	  "\"replicas\"), got 4" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"replica\":0}]"),
+	  ": actions[0].replica: expected a whole number from 1 to 16, got 0" },
+	{ "{" BASE ",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"redis\":true}]}",
+	  ": actions[0].redis: expected a setup with \"shared_state\": \"redis\"" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"redis\":false}]"),
+	  ": actions[0].redis: expected true" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"redis\":1}]"),
+	  ": actions[0].redis: expected true or false" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"replica\":1,\"provider\":\"a\"}]"),
+	  ": actions[0].replica: expected exactly one of \"provider\"" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\"}]"),
+	  ": actions[0].provider: expected exactly one of \"provider\"" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"restart\",\"replica\":2}]"),
+	  ": actions[0].do: expected a \"restart\" only after a \"kill\" of replica 2" },
+	{ REP(",\"actions\":[{\"at_s\":1,\"do\":\"kill\",\"redis\":true},"
+	      "{\"at_s\":2,\"do\":\"kill\",\"redis\":true}]"),
+	  ": actions[1].do: expected a \"restart\" of Redis between two kills" },
+	{ REP(",\"expect\":[{\"setup\":\"d\",\"phase\":\"*\",\"probe_overlaps_max\":0}]"),
+	  ": expect[0].probe_overlaps_max: expected it only on gateway setups with replicas above "
+	  "1 or shared_state \"redis\"" },
+	{ REP(",\"expect\":[{\"setup\":\"sh\",\"phase\":\"*\",\"relative_to\":\"d\","
+	      "\"timeout_paid_ratio_max\":0.5}]"),
+	  ": expect[0].timeout_paid_ratio_max: expected it only on gateway setups" },
+	{ REP(",\"expect\":[{\"setup\":\"sh\",\"phase\":\"*\",\"timeout_paid_ratio_max\":0.5}]"),
+	  ": expect[0].relative_to: missing: latency_p99_ratio_max, cost_overhead_max and "
+	  "timeout_paid_ratio_max" },
+};
+
+Test(scenario_bad, replicas_and_their_actions_refused_naming_the_key, .timeout = 10)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(replica_cases) / sizeof(replica_cases[0]); i++) {
+		const struct bad_case *bc = &replica_cases[i];
+		struct scenario sc;
+
+		cr_assert_eq(load(bc->json, &sc), -EINVAL, "case %zu accepted: %s", i, bc->json);
+		cr_assert(strncmp(err, file, strlen(file)) == 0, "case %zu names the file: %s", i,
+			  err);
+		cr_assert(strstr(err, bc->says), "case %zu: expected \"%s\" in \"%s\"", i, bc->says,
+			  err);
+	}
+}
+
+Test(scenario, replica_bounds_load_on_replicated_setups, .timeout = 10)
+{
+	struct scenario sc;
+
+	cr_assert_eq(load(REP(",\"expect\":[{\"setup\":\"sh\",\"phase\":\"*\",\"relative_to\":"
+			      "\"loc\",\"timeout_paid_ratio_max\":0.5,\"timeout_paid_max\":40,"
+			      "\"replica_open_spread_ms_max\":100,\"probe_overlaps_max\":0}]"), &sc),
+		     0, "%s", err);
+	cr_assert_float_eq(sc.expects[0].timeout_paid_ratio_max, 0.5, 0);
+	cr_assert_float_eq(sc.expects[0].timeout_paid_max, 40, 0);
+	cr_assert_float_eq(sc.expects[0].replica_open_spread_ms_max, 100, 0);
+	cr_assert_float_eq(sc.expects[0].probe_overlaps_max, 0, 0);
+	scenario_free(&sc);
+	cr_assert_eq(load_scaled(REP(",\"expect\":[{\"setup\":\"sh\",\"phase\":\"*\","
+				     "\"timeout_paid_max\":40,\"replica_open_spread_ms_max\":100}]"),
+				 0.5, &sc), 0, "%s", err);
+	cr_assert_float_eq(sc.expects[0].timeout_paid_max, 40, 0, "a count: not scaled");
+	cr_assert_float_eq(sc.expects[0].replica_open_spread_ms_max, 50, 1e-9, "a time: scaled");
 	scenario_free(&sc);
 }
