@@ -23,6 +23,7 @@
 
 #include "common/buf.h"
 #include "tests/support/harness.h"
+#include "tests/support/tmpdir.h"
 #include "tests/support/lgharness.h"
 
 static char dir[256];
@@ -76,20 +77,10 @@ static const char shared_two[] =
 static void stamp_dir(const char *name, char *out, size_t len)
 {
 	char parent[500];
-	struct dirent *e;
-	DIR *d;
-	int n = 0;
+	int n;
 
 	snprintf(parent, sizeof(parent), "%s/results/%s", dir, name);
-	d = opendir(parent);
-	cr_assert_not_null(d, "no %s", parent);
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(out, len, "%s/%.100s", parent, e->d_name);
-		n++;
-	}
-	closedir(d);
+	n = tmpdir_only_entry(parent, out, len);
 	cr_assert_eq(n, 1, "%d stamp dirs under %s", n, parent);
 }
 

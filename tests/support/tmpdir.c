@@ -98,3 +98,21 @@ int tmpdir_mkdir(const char *dir, const char *name)
 		return -1;
 	return mkdir(path, 0755) ? -1 : 0;
 }
+
+int tmpdir_only_entry(const char *dir, char *out, size_t len)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (n++ == 0)
+			snprintf(out, len, "%s/%s", dir, e->d_name);
+	}
+	closedir(d);
+	return n;
+}

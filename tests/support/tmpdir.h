@@ -25,4 +25,11 @@ char *tmpdir_read(const char *dir, const char *name);
 /* Makes the directory DIR/name. Returns 0 or -1 (errno says why). */
 int tmpdir_mkdir(const char *dir, const char *name);
 
+/*
+ * The one entry of dir (dot-files left out) as DIR/ENTRY into out: a
+ * run's one stamp directory. Returns how many entries there are (out is
+ * set when there is one), or -1 when dir cannot be read.
+ */
+int tmpdir_only_entry(const char *dir, char *out, size_t len);
+
 #endif

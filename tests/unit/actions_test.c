@@ -7,6 +7,19 @@
 
 #include "runner/run_int.h"
 
+/* Asserts that the six actions acts are carried out in the order want. */
+static void assert_plan(struct sc_action *acts, const size_t *want)
+{
+	struct scenario sc = { .actions = acts, .nactions = 6 };
+	size_t order[6];
+	size_t i;
+
+	launch_plan_actions(&sc, order);
+	for (i = 0; i < 6; i++)
+		cr_assert_eq(order[i], want[i], "position %zu: action %zu, not %zu", i, order[i],
+			     want[i]);
+}
+
 Test(actions, a_restart_goes_ahead_but_not_before_its_kill)
 {
 	struct sc_action acts[] = {
@@ -18,14 +31,8 @@ Test(actions, a_restart_goes_ahead_but_not_before_its_kill)
 		{ .at_ms = 3100, .kind = SC_RESTART, .provider = 0 },	/* at 2800: with its kill, after it */
 	};
 	static const size_t want[] = { 0, 1, 2, 4, 3, 5 };
-	struct scenario sc = { .actions = acts, .nactions = 6 };
-	size_t order[6];
-	size_t i;
 
-	launch_plan_actions(&sc, order);
-	for (i = 0; i < 6; i++)
-		cr_assert_eq(order[i], want[i], "position %zu: action %zu, not %zu", i, order[i],
-			     want[i]);
+	assert_plan(acts, want);
 	cr_assert_eq(RESTART_LEAD_MS, 500);
 }
 
@@ -46,14 +53,8 @@ Test(actions, a_replica_or_redis_restart_is_not_started_ahead)
 		  .provider = 0 },	/* at 1500: ahead of both */
 	};
 	static const size_t want[] = { 0, 1, 2, 5, 3, 4 };
-	struct scenario sc = { .actions = acts, .nactions = 6 };
-	size_t order[6];
-	size_t i;
 
-	launch_plan_actions(&sc, order);
-	for (i = 0; i < 6; i++)
-		cr_assert_eq(order[i], want[i], "position %zu: action %zu, not %zu", i, order[i],
-			     want[i]);
+	assert_plan(acts, want);
 	cr_assert(scenario_action_same_target(&acts[0], &acts[3]));
 	cr_assert_not(scenario_action_same_target(&acts[0], &acts[1]),
 		      "replica 2 and provider 0 are not one process");
