@@ -158,15 +158,14 @@ static void on_auth(void *arg, const struct redisReply *r)
 }
 
 static int send_argv(struct redis_link *l, redisAsyncContext *ac, redisCallbackFn *fn,
-		     redis_link_cb *cb, void *arg, bool counted, int argc, const char **argv,
-		     const size_t *argvlen)
+		     redis_link_cb *cb, void *arg, bool counted, int argc, const char **argv)
 {
 	struct pending_cmd *p = malloc(sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
 	*p = (struct pending_cmd){ l, cb, arg, counted };
-	if (redisAsyncCommandArgv(ac, fn, p, argc, argv, argvlen) != REDIS_OK) {
+	if (redisAsyncCommandArgv(ac, fn, p, argc, argv, NULL) != REDIS_OK) {
 		free(p);
 		return -ENOTCONN;
 	}
@@ -273,13 +272,10 @@ static redisAsyncContext *dial(struct redis_link *l, char *why, size_t len)
 static int send_auth(struct redis_link *l, redisAsyncContext *ac, bool counted)
 {
 	const char *argv[2] = { "AUTH", l->cfg->password };
-	size_t lens[2];
 
 	if (!l->cfg->password)
 		return 0;
-	lens[0] = 4;
-	lens[1] = strlen(l->cfg->password);
-	return send_argv(l, ac, on_cmd_reply, on_auth, l, counted, 2, argv, lens);
+	return send_argv(l, ac, on_cmd_reply, on_auth, l, counted, 2, argv);
 }
 
 static void on_retry(uv_timer_t *t)
@@ -288,9 +284,7 @@ static void on_retry(uv_timer_t *t)
 	char why[160] = "";
 	char db[16];
 	const char *sel[2] = { "SELECT", db };
-	size_t sel_len[2];
 	const char *subv[3] = { "SUBSCRIBE", l->channel, l->heartbeat };
-	size_t sub_len[3] = { 9, strlen(l->channel), strlen(l->heartbeat) };
 	int rc;
 
 	if (l->closing || l->cmd || l->sub)
@@ -305,14 +299,12 @@ static void on_retry(uv_timer_t *t)
 		return;
 	}
 	snprintf(db, sizeof(db), "%d", l->cfg->db);
-	sel_len[0] = 6;
-	sel_len[1] = strlen(db);
 	rc = send_auth(l, l->cmd, true);
 	if (!rc)
-		rc = send_argv(l, l->cmd, on_cmd_reply, on_handshake, l, true, 2, sel, sel_len);
+		rc = send_argv(l, l->cmd, on_cmd_reply, on_handshake, l, true, 2, sel);
 	if (!rc)
 		rc = send_auth(l, l->sub, false);
-	if (!rc && redisAsyncCommandArgv(l->sub, on_sub_reply, l, 3, subv, sub_len) != REDIS_OK)
+	if (!rc && redisAsyncCommandArgv(l->sub, on_sub_reply, l, 3, subv, NULL) != REDIS_OK)
 		rc = -ENOTCONN;
 	if (rc)
 		link_lost(l, "cannot queue the handshake");
@@ -364,9 +356,7 @@ static void on_watch(uv_timer_t *t)
 {
 	struct redis_link *l = t->data;
 	const char *ping[1] = { "PING" };
-	size_t ping_len[1] = { 4 };
 	const char *beat[3] = { "PUBLISH", l->heartbeat, "1" };
-	size_t beat_len[3] = { 7, strlen(l->heartbeat), 1 };
 	uint64_t now = now_ms(l);
 	char why[96];
 
@@ -390,9 +380,9 @@ static void on_watch(uv_timer_t *t)
 		return;
 	}
 	if (l->pending == 0 && l->cmd_ready)
-		send_argv(l, l->cmd, on_cmd_reply, NULL, NULL, true, 1, ping, ping_len);
+		send_argv(l, l->cmd, on_cmd_reply, NULL, NULL, true, 1, ping);
 	if (l->up && !l->heartbeat_sent_ms &&
-	    send_argv(l, l->cmd, on_cmd_reply, NULL, NULL, true, 3, beat, beat_len) == 0)
+	    send_argv(l, l->cmd, on_cmd_reply, NULL, NULL, true, 3, beat) == 0)
 		l->heartbeat_sent_ms = now ? now : 1;
 }
 
@@ -425,13 +415,13 @@ int redis_link_start(struct redis_link *l, uv_loop_t *loop, const struct gw_shar
 }
 
 int redis_link_command(struct redis_link *l, redis_link_cb *cb, void *arg, int argc,
-		       const char **argv, const size_t *argvlen)
+		       const char **argv)
 {
 	if (!l->up || !l->cmd) {
 		l->dropped++;
 		return -ENOTCONN;
 	}
-	return send_argv(l, l->cmd, on_cmd_reply, cb, arg, true, argc, argv, argvlen);
+	return send_argv(l, l->cmd, on_cmd_reply, cb, arg, true, argc, argv);
 }
 
 void redis_link_close(struct redis_link *l)

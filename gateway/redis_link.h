@@ -73,13 +73,13 @@ int redis_link_start(struct redis_link *l, uv_loop_t *loop, const struct gw_shar
 		     const struct redis_link_ops *ops, void *arg, uint64_t seed);
 
 /*
- * Sends a command (argc arguments, each argvlen bytes) on the command
- * connection; cb (may be NULL) gets the reply, or NULL when the link is
- * lost first. Returns 0, or -ENOTCONN when the link is not up (counted in
+ * Sends a command (argc arguments, each a C string: hiredis takes their
+ * lengths) on the command connection; cb (may be NULL) gets the reply, or
+ * NULL when the link is lost first. Returns 0, or -ENOTCONN when the link is not up (counted in
  * dropped; cb is not called), -ENOMEM.
  */
 int redis_link_command(struct redis_link *l, redis_link_cb *cb, void *arg, int argc,
-		       const char **argv, const size_t *argvlen);
+		       const char **argv);
 
 /* Closes the connections and timers; pending commands' callbacks get NULL. */
 void redis_link_close(struct redis_link *l);

@@ -39,7 +39,6 @@ struct shared_target {
 	struct buf lock;		/* PREFIX probe:P/M */
 	bool lock_pending;		/* a SET NX is in flight */
 	bool lock_held;
-	bool sync_pending;		/* its GET, on connecting, is in flight */
 };
 
 struct shared {
@@ -70,52 +69,23 @@ static struct shared_target *target_of(struct shared *s, const struct gw_target 
 	return i < s->n ? &s->st[i] : NULL;
 }
 
-/* Sends argv; a NULL reply callback when nothing is to be done with it. */
-static void command(struct shared *s, redis_link_cb *cb, void *arg, int argc, const char **argv,
-		 const size_t *lens)
-{
-	redis_link_command(&s->link, cb, arg, argc, argv, lens);
-}
-
 /* Publishes m on the channel and stores it under its target's key. */
 static void publish(struct shared *s, struct shared_target *st, const struct fleet_msg *m)
 {
 	struct buf payload = { 0 };
-	struct buf channel = { 0 };
 	char ttl[32];
-	const char *pub[3];
-	size_t pub_len[3];
-	const char *set[5];
-	size_t set_len[5];
 
-	if (!s->link.up || fleet_msg_encode(m, &payload) || fleet_channel(&channel,
-									s->cfg->key_prefix)) {
-		buf_free(&payload);
-		buf_free(&channel);
-		return;
+	if (s->link.up && fleet_msg_encode(m, &payload) == 0) {
+		const char *set[5] = { "SET", st->key.data, payload.data, "PX", ttl };
+		const char *pub[3] = { "PUBLISH", s->link.channel, payload.data };
+
+		snprintf(ttl, sizeof(ttl), "%.0f",
+			 fleet_store_ttl_ms(m, now_unix_ms(), s->cfg->lock_ms));
+		redis_link_command(&s->link, NULL, NULL, 5, set);
+		redis_link_command(&s->link, NULL, NULL, 3, pub);
+		s->c.published++;
 	}
-	snprintf(ttl, sizeof(ttl), "%.0f", fleet_store_ttl_ms(m, now_unix_ms(), s->cfg->lock_ms));
-	pub[0] = "PUBLISH";
-	pub[1] = channel.data;
-	pub[2] = payload.data;
-	pub_len[0] = 7;
-	pub_len[1] = channel.len;
-	pub_len[2] = payload.len;
-	set[0] = "SET";
-	set[1] = st->key.data;
-	set[2] = payload.data;
-	set[3] = "PX";
-	set[4] = ttl;
-	set_len[0] = 3;
-	set_len[1] = st->key.len;
-	set_len[2] = payload.len;
-	set_len[3] = 2;
-	set_len[4] = strlen(ttl);
-	command(s, NULL, NULL, 5, set, set_len);
-	command(s, NULL, NULL, 3, pub, pub_len);
-	s->c.published++;
 	buf_free(&payload);
-	buf_free(&channel);
 }
 
 /*
@@ -127,14 +97,12 @@ static void publish(struct shared *s, struct shared_target *st, const struct fle
 static void release_lock(struct shared_target *st)
 {
 	const char *argv[5] = { "EVAL", release_script, "1", st->lock.data, st->s->owner };
-	size_t lens[5] = { 4, sizeof(release_script) - 1, 1, st->lock.len,
-			   strlen(st->s->owner) };
 
 	if (!st->lock_held)
 		return;
 	st->lock_held = false;
 	uv_timer_stop(&st->timer);
-	command(st->s, NULL, NULL, 5, argv, lens);
+	redis_link_command(&st->s->link, NULL, NULL, 5, argv);
 }
 
 static void on_timer(uv_timer_t *h);
@@ -188,18 +156,11 @@ static void extend_lock(struct shared_target *st)
 	struct shared *s = st->s;
 	char ttl[32];
 	const char *argv[6] = { "EVAL", extend_script, "1", st->lock.data, s->owner, ttl };
-	size_t lens[6];
 
 	if (st->t->br.state != BREAKER_HALF_OPEN || st->t->br.probes_in_flight == 0)
 		return;
 	snprintf(ttl, sizeof(ttl), "%.0f", s->cfg->lock_ms);
-	lens[0] = 4;
-	lens[1] = sizeof(extend_script) - 1;
-	lens[2] = 1;
-	lens[3] = st->lock.len;
-	lens[4] = strlen(s->owner);
-	lens[5] = strlen(ttl);
-	command(s, NULL, NULL, 6, argv, lens);
+	redis_link_command(&s->link, NULL, NULL, 6, argv);
 	uv_timer_start(&st->timer, on_timer, (uint64_t)(s->cfg->lock_ms / 3) + 1, 0);
 }
 
@@ -210,7 +171,6 @@ static void on_timer(uv_timer_t *h)
 	struct shared *s = st->s;
 	char ttl[32];
 	const char *argv[6] = { "SET", st->lock.data, s->owner, "NX", "PX", ttl };
-	size_t lens[6];
 	/*
 	 * No look at open_until here: while the gate is on, requests that find
 	 * the cooldown over push it on (breaker_gate), and under steady traffic
@@ -226,13 +186,7 @@ static void on_timer(uv_timer_t *h)
 	if (st->lock_pending || st->t->br.state != BREAKER_OPEN)
 		return;
 	snprintf(ttl, sizeof(ttl), "%.0f", s->cfg->lock_ms);
-	lens[0] = 3;
-	lens[1] = st->lock.len;
-	lens[2] = strlen(s->owner);
-	lens[3] = 2;
-	lens[4] = 2;
-	lens[5] = strlen(ttl);
-	if (redis_link_command(&s->link, on_lock, st, 6, argv, lens) == 0)
+	if (redis_link_command(&s->link, on_lock, st, 6, argv) == 0)
 		st->lock_pending = true;
 }
 
@@ -314,7 +268,6 @@ static void on_sync(void *arg, const struct redisReply *r)
 	struct fleet_msg mine;
 	bool have;
 
-	st->sync_pending = false;
 	if (!r || s->closed)
 		return;
 	have = r->type == REDIS_REPLY_STRING && fleet_msg_decode(r->str, r->len, &stored) == 0;
@@ -340,12 +293,10 @@ static void on_up(void *arg)
 	for (i = 0; i < s->n; i++) {
 		struct shared_target *st = &s->st[i];
 		const char *argv[2] = { "GET", st->key.data };
-		size_t lens[2] = { 3, st->key.len };
 
 		breaker_gate(&st->t->br, s->cfg->timeout_ms);
 		st->lock_pending = st->lock_held = false;
-		if (redis_link_command(&s->link, on_sync, st, 2, argv, lens) == 0)
-			st->sync_pending = true;
+		redis_link_command(&s->link, on_sync, st, 2, argv);
 	}
 }
 
@@ -359,7 +310,7 @@ static void on_down(void *arg, const char *why)
 	s->syncing = 0;
 	for (i = 0; i < s->n; i++) {
 		breaker_gate(&s->st[i].t->br, 0);
-		s->st[i].lock_pending = s->st[i].lock_held = s->st[i].sync_pending = false;
+		s->st[i].lock_pending = s->st[i].lock_held = false;
 		uv_timer_stop(&s->st[i].timer);
 	}
 }
