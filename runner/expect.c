@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "runner/jpath.h"
 #include "runner/scenario_int.h"
 
@@ -23,12 +24,13 @@ static bool given(double v)
 	{ name, CFG_NUM, offsetof(struct sc_expect, field), false, NAN, 0, max, NULL, NULL }
 
 /* The bounds start at index EXPECT_FIRST_BOUND; before them, what the entry is about. */
-#define EXPECT_FIRST_BOUND 6
+#define EXPECT_FIRST_BOUND 7
 
 static const struct cfg_key expect_keys[] = {
 	{ "setup", CFG_STR, offsetof(struct sc_expect, setup), true, 0, 0, 0, NULL, NULL },
 	{ "phase", CFG_STR, offsetof(struct sc_expect, phase), true, 0, 0, 0, NULL, NULL },
 	{ "class", CFG_STR, offsetof(struct sc_expect, cls), false, 0, 0, 0, NULL, NULL },
+	{ "stream", CFG_STR, offsetof(struct sc_expect, stream), false, 0, 0, 0, NULL, NULL },
 	{ "relative_to", CFG_STR, offsetof(struct sc_expect, relative_to), false, 0, 0, 0, NULL,
 	  NULL },
 	{ "when", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
@@ -62,6 +64,13 @@ static const struct cfg_key expect_keys[] = {
 	EK("timeout_paid_ratio_max", timeout_paid_ratio_max, 1e6),
 	EK("replica_open_spread_ms_max", replica_open_spread_ms_max, 1e12),
 	EK("probe_overlaps_max", probe_overlaps_max, 1e12),
+	EK("broken_answers_max", broken_answers_max, 1e12),
+	EK("contract_violations_min", contract_violations_min, 1e12),
+	EK("degraded_min", degraded_min, 1e12),
+	EK("error_latency_ms_max", error_latency_ms_max, 1e12),
+	EK("transitions_min", transitions_min, 1e12),
+	EK("transitions_max", transitions_max, 1e12),
+	EK("fallback_spend_usd_max", fallback_spend_usd_max, 1e6),
 };
 
 /* The bounds on a replicated setup's figures (runner/replicas.h), by key. */
@@ -143,6 +152,54 @@ static int check_expect_names(const struct scenario *sc, const struct sc_expect 
 	return 0;
 }
 
+/* The names of the load's mix streams ("a, b"), into out; false when it has none. */
+static bool mix_stream_names(const struct scenario *sc, char *out, size_t len)
+{
+	const cJSON *streams = cJSON_GetObjectItemCaseSensitive(sc->load.mix, "streams");
+	const cJSON *st;
+	size_t n = 0;
+
+	out[0] = '\0';
+	cJSON_ArrayForEach(st, streams) {
+		const char *name = json_get_string(st, "name");
+		size_t used = strlen(out);
+
+		if (!name)
+			continue;
+		snprintf(out + used, len - used, "%s%s", n++ ? ", " : "", name);
+	}
+	return n > 0;
+}
+
+/*
+ * An entry's stream: a name of the load's mix streams (whose requests
+ * requests.csv's stream_name column marks), and not with a class.
+ */
+static int check_expect_stream(const struct scenario *sc, const struct sc_expect *e,
+			       const char *file, const char *path, char *err)
+{
+	const cJSON *streams = cJSON_GetObjectItemCaseSensitive(sc->load.mix, "streams");
+	const cJSON *st;
+	char list[256];
+
+	if (!e->stream)
+		return 0;
+	if (e->cls)
+		return cfg_error(err, file, path, "stream", "expected class or stream, not both "
+				 "(the figures are given per class and per stream, not per both)");
+	if (!mix_stream_names(sc, list, sizeof(list)))
+		return cfg_error(err, file, path, "stream", "expected it only when load.mix names "
+				 "its streams, got \"%.64s\" and a load without a mix", e->stream);
+	cJSON_ArrayForEach(st, streams) {
+		const char *name = json_get_string(st, "name");
+
+		if (name && strcmp(name, e->stream) == 0)
+			return 0;
+	}
+	return cfg_error(err, file, path, "stream", "expected the name of one of load.mix's "
+			 "streams (%.160s), got \"%.64s\"", list, e->stream);
+}
+
 /* The keys that go together: window_s with its bound, relative_to with the ratios. */
 static int check_expect_pairs(const struct scenario *sc, const struct sc_expect *e,
 			      const char *file, const char *path, char *err)
@@ -182,7 +239,11 @@ static int check_expect_pairs(const struct scenario *sc, const struct sc_expect 
 	if (e->opens_min > e->opens_max)
 		return cfg_error(err, file, path, "opens_min", "expected at most opens_max (%g), "
 				 "got %g", e->opens_max, e->opens_min);
-	return 0;
+	if (e->transitions_min > e->transitions_max)
+		return cfg_error(err, file, path, "transitions_min", "expected at most "
+				 "transitions_max (%g), got %g", e->transitions_max,
+				 e->transitions_min);
+	return check_expect_stream(sc, e, file, path, err);
 }
 
 static int check_expect(const struct scenario *sc, struct sc_expect *e, const char *file,
@@ -326,6 +387,7 @@ int expect_load_all(const cJSON *root, const cJSON *doc, const char *file, struc
 			free(sc->expects[k].setup);
 			free(sc->expects[k].phase);
 			free(sc->expects[k].cls);
+			free(sc->expects[k].stream);
 			free(sc->expects[k].relative_to);
 			memset(&sc->expects[k], 0, sizeof(sc->expects[k]));
 			sc->nexpects = k;

@@ -4,6 +4,7 @@
  * range is a slice found by binary search.
  */
 #include "runner/figures.h"
+#include "runner/contract.h"
 #include "runner/replicas.h"
 
 #include <errno.h>
@@ -56,10 +57,12 @@ static double req_price(const struct run_req *r, const struct stats_input *in)
 
 /*
  * Fills d's derived fields: each request's cost, whether the primary
- * answered it (an empty provider column meaning the primary) and how many
- * mock rows carry its id; each mock row's duplicate — its outcome is
- * client_aborted, or its request is not an ok one answered by that row's
- * provider (no request at all counts too) — health checks never.
+ * answered it (an empty provider column meaning the primary; a degraded
+ * answer is no provider's), whether its answer broke the contract, and
+ * how many mock rows carry its id; each mock row's duplicate — its
+ * outcome is client_aborted, or its request is not an ok one answered by
+ * that row's provider (no request at all, or a degraded answer, counts
+ * too) — health checks never.
  */
 static void prepare(struct rundata *d, const struct stats_input *in)
 {
@@ -71,9 +74,10 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 		r->cost_usd = req_price(r, in);
 		r->upstream = 0;
 		r->duplicates = 0;
-		r->by_primary = r->outcome == OUT_OK &&
+		r->by_primary = r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED &&
 				(!r->provider || strcmp(r->provider, in->primary) == 0);
 	}
+	contract_mark_broken(d, in->primary);
 	if (in->replicas)
 		replicas_mark_paid(d, in->primary, in->primary_timeout_ms);
 	for (i = 0; i < d->nmrows; i++) {
@@ -85,7 +89,7 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 		m->duplicate = false;
 		if (m->check)
 			continue;
-		answered = r && r->outcome == OUT_OK &&
+		answered = r && r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED &&
 				strcmp(r->provider ? r->provider : in->primary,
 				       d->mock_providers[m->file]) == 0;
 
@@ -108,6 +112,8 @@ struct span {
 	size_t m0, m1;		/* mock rows */
 	size_t e0, e1;		/* events */
 	bool phase;		/* a caller's phase: its answered windows too */
+	bool summary;		/* a phase or the totals (not a window): mix_streams too */
+	bool all;		/* the totals: every record, whatever its time */
 };
 
 /* Scratch space shared by every range's computation. */
@@ -115,8 +121,10 @@ struct ctx {
 	const struct rundata *d;
 	const struct stats_input *in;
 	int cls;		/* only this class's requests; -1: all */
+	const char *stream;	/* only this mix stream's requests; NULL: all */
 	double *lat_ok;
 	double *lat_all;
+	double *lat_err;
 	double *ttft;
 	size_t status_n[MAX_STATUS + 1];
 };
@@ -237,10 +245,42 @@ static cJSON *status_block(const struct ctx *x, size_t none)
 	return o;
 }
 
-/* Whether r counts under x's class filter. */
+/* Whether r counts under x's class and stream filters. */
 static bool counted(const struct ctx *x, const struct run_req *r)
 {
-	return x->cls < 0 || (int)r->cls == x->cls;
+	return (x->cls < 0 || (int)r->cls == x->cls) &&
+	       (!x->stream || strcmp(r->stream_name, x->stream) == 0);
+}
+
+/* Whether x filters the range's requests (by class or stream). */
+static bool filtered(const struct ctx *x)
+{
+	return x->cls >= 0 || x->stream;
+}
+
+/* counted, for runner/contract.h's range. */
+static bool counted_cb(const void *arg, const struct run_req *r)
+{
+	return counted(arg, r);
+}
+
+/*
+ * Where a request's cost went, for cost_usd.by_provider: its provider
+ * column, else the caller's provider (a direct setup's), else "" (none
+ * known: a degraded answer, or an error no provider answered).
+ */
+static const char *cost_provider(const struct ctx *x, const struct run_req *r)
+{
+	if (r->provider)
+		return r->provider;
+	return x->in->provider && r->degraded == RUN_NOT_DEGRADED ? x->in->provider : "";
+}
+
+/* Whether r was answered by a provider other than the primary (not degraded). */
+static bool fallback_answer(const struct ctx *x, const struct run_req *r)
+{
+	return r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED && r->provider &&
+	       strcmp(r->provider, x->in->primary) != 0;
 }
 
 /* The request-based figures of a span, added to o. */
@@ -248,17 +288,21 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 {
 	const struct rundata *d = x->d;
 	size_t outcomes[OUT_COUNT] = { 0 };
-	size_t nok = 0, nlat_ok = 0, nlat_all = 0, fallback = 0, none = 0, upstream = 0;
-	size_t duplicates = 0;
+	size_t degraded[RUN_DEGRADED_COUNT] = { 0 };
+	size_t nok = 0, nlat_ok = 0, nlat_all = 0, nlat_err = 0, fallback = 0, none = 0;
+	size_t upstream = 0, duplicates = 0;
 	size_t n = 0;
 	double to_primary = NAN;
 	double cost = 0;
+	double fallback_spend = 0;
 	bool have_cost = false;
 	cJSON *oc = cJSON_CreateObject();
+	cJSON *deg = cJSON_CreateObject();
 	cJSON *cost_o = cJSON_CreateObject();
 	cJSON *by_tenant = cJSON_CreateObject();
 	cJSON *by_feature = cJSON_CreateObject();
-	bool ok = oc && cost_o && by_tenant && by_feature;
+	cJSON *by_provider = cJSON_CreateObject();
+	bool ok = oc && deg && cost_o && by_tenant && by_feature && by_provider;
 	size_t i;
 	int k;
 
@@ -278,13 +322,16 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 			x->status_n[r->status]++;
 		if (!isnan(r->latency_ms))
 			x->lat_all[nlat_all++] = r->latency_ms;
+		if (r->outcome != OUT_OK && !isnan(r->latency_ms))
+			x->lat_err[nlat_err++] = r->latency_ms;
 		if (r->outcome == OUT_OK) {
 			nok++;
+			degraded[r->degraded]++;
 			if (!isnan(r->latency_ms))
 				x->lat_ok[nlat_ok++] = r->latency_ms;
-			if (!r->by_primary)
+			if (!r->by_primary && r->degraded == RUN_NOT_DEGRADED)
 				fallback++;
-			else if (isnan(to_primary) && !isnan(r->end_ms))
+			else if (r->by_primary && isnan(to_primary) && !isnan(r->end_ms))
 				to_primary = r->end_ms - sp->origin;
 		}
 		if (!isnan(r->cost_usd)) {
@@ -292,6 +339,9 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 			cost += r->cost_usd;
 			ok &= map_add(by_tenant, r->tenant, r->cost_usd);
 			ok &= map_add(by_feature, r->feature, r->cost_usd);
+			ok &= map_add(by_provider, cost_provider(x, r), r->cost_usd);
+			if (fallback_answer(x, r))
+				fallback_spend += r->cost_usd;
 		}
 	}
 	for (k = 0; k < OUT_COUNT && ok; k++)
@@ -305,16 +355,27 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "status", status_block(x, none));
 	ok &= json_put(o, "latency_ms", latency_block(x->lat_ok, nlat_ok));
 	ok &= json_put(o, "latency_all_ms", latency_block(x->lat_all, nlat_all));
+	ok &= json_put(o, "error_latency_ms", latency_block(x->lat_err, nlat_err));
 	ok &= json_put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
 	ok &= json_put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
 	ok &= json_put(o, "time_to_primary_ms", num(to_primary));
+	for (k = RUN_DEGRADED_STATIC; k < RUN_DEGRADED_COUNT; k++)
+		ok &= json_put(deg, run_degraded_name((enum run_degraded)k),
+			       cJSON_CreateNumber((double)degraded[k]));
+	ok &= json_put(o, "degraded", deg);
+	deg = NULL;
+	ok &= json_put(o, "degraded_answers", cJSON_CreateNumber((double)(nok -
+							 degraded[RUN_NOT_DEGRADED])));
 	ok &= json_put(cost_o, "total", num(have_cost ? cost : NAN));
 	ok &= json_put(cost_o, "by_tenant", by_tenant);
 	by_tenant = NULL;
 	ok &= json_put(cost_o, "by_feature", by_feature);
 	by_feature = NULL;
+	ok &= json_put(cost_o, "by_provider", by_provider);
+	by_provider = NULL;
 	ok &= json_put(o, "cost_usd", cost_o);
 	ok &= json_put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
+	ok &= json_put(o, "fallback_spend_usd", num(have_cost ? fallback_spend : NAN));
 	ok &= json_put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
 	ok &= json_put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
 	ok &= json_put(o, "attempts_per_request", num(n ? (double)upstream / (double)n : NAN));
@@ -424,11 +485,55 @@ static bool check_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	return ok;
 }
 
+/*
+ * "upstream_by_provider": each provider's chat rows (not checks) timed in
+ * the span — of x's requests, or any with no filter — and of them those
+ * faulted; every provider with a log, 0 included. NULL when out of memory.
+ */
+static cJSON *upstream_block(const struct ctx *x, const struct span *sp)
+{
+	const struct rundata *d = x->d;
+	size_t *rows = calloc(d->nmock + 1, sizeof(*rows));
+	size_t *faulted = calloc(d->nmock + 1, sizeof(*faulted));
+	cJSON *o = cJSON_CreateObject();
+	bool ok = rows && faulted && o;
+	size_t i;
+
+	for (i = sp->m0; ok && i < sp->m1; i++) {
+		const struct run_mrow *m = &d->mrows[i];
+
+		if (m->check || m->kind != MOCK_KIND_CHAT ||
+		    (filtered(x) && (!m->req || !counted(x, m->req))))
+			continue;
+		rows[m->file]++;
+		faulted[m->file] += m->faulted;
+	}
+	for (i = 0; ok && i < d->nmock; i++) {
+		cJSON *p = cJSON_CreateObject();
+
+		ok = json_put(o, d->mock_providers[i], p);
+		ok = ok && json_put(p, "attempts", cJSON_CreateNumber((double)rows[i]));
+		ok = ok && json_put(p, "faulted", cJSON_CreateNumber((double)faulted[i]));
+	}
+	free(rows);
+	free(faulted);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* The event and mock figures of a span, added to o. */
 static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 {
 	const struct rundata *d = x->d;
 	cJSON *dup = cJSON_CreateObject();
+	struct contract_range cr = {
+		.r0 = sp->r0, .r1 = sp->r1, .from_ms = sp->all ? -INFINITY : sp->from,
+		.to_ms = sp->all ? INFINITY : sp->to,
+		.primary = x->in->primary, .counted = filtered(x) ? counted_cb : NULL, .arg = x,
+	};
 	double to_open = NAN;
 	double to_close = NAN;
 	double attempts = 0;
@@ -449,7 +554,7 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	for (i = sp->m0; i < sp->m1; i++) {
 		const struct run_mrow *m = &d->mrows[i];
 
-		if (!m->duplicate || (x->cls >= 0 && (!m->req || (int)m->req->cls != x->cls)))
+		if (!m->duplicate || (filtered(x) && (!m->req || !counted(x, m->req))))
 			continue;
 		attempts++;
 		tokens += m->tokens;
@@ -457,12 +562,15 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "opens", cJSON_CreateNumber((double)opens));
 	ok &= json_put(o, "time_to_open_ms", num(to_open));
 	ok &= json_put(o, "time_to_close_ms", num(to_close));
+	ok &= json_put(o, "transitions", cJSON_CreateNumber((double)(sp->e1 - sp->e0)));
 	ok &= json_put(o, "exposed",
 		       exposed_block(x, sp, isnan(to_open) ? sp->to : sp->origin + to_open));
 	ok &= json_put(dup, "attempts", cJSON_CreateNumber(attempts));
 	ok &= json_put(dup, "tokens", cJSON_CreateNumber(tokens));
 	ok &= json_put(o, "duplicate_work", dup);
+	ok &= json_put(o, "upstream_by_provider", upstream_block(x, sp));
 	ok = ok && check_figures(x, sp, o);
+	ok = ok && contract_figures(d, &cr, o);
 	return ok;
 }
 
@@ -574,6 +682,34 @@ static bool window_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 
 static cJSON *figures(struct ctx *x, const struct span *sp);
 
+/*
+ * "mix_streams": the span's figures over each mix stream's requests alone
+ * (the stream_name column), for every name the run's requests have, first
+ * seen first (by sched_ms); nothing when no request names a stream.
+ */
+static bool stream_figures_by_name(struct ctx *x, const struct span *sp, cJSON *o)
+{
+	const struct rundata *d = x->d;
+	cJSON *ms = cJSON_CreateObject();
+	bool ok = ms != NULL;
+	size_t i;
+
+	for (i = 0; ok && i < d->nreqs; i++) {
+		const char *name = d->reqs[i].stream_name;
+
+		if (!name[0] || cJSON_GetObjectItemCaseSensitive(ms, name))
+			continue;
+		x->stream = name;
+		ok = json_put(ms, name, figures(x, sp));
+		x->stream = NULL;
+	}
+	if (!ok || !ms->child) {
+		cJSON_Delete(ms);
+		return ok;
+	}
+	return json_put(o, "mix_streams", ms);
+}
+
 /* "classes": the span's figures over each class the run has, alone. */
 static bool class_figures(struct ctx *x, const struct span *sp, cJSON *o)
 {
@@ -606,14 +742,16 @@ static cJSON *figures(struct ctx *x, const struct span *sp)
 	ok = ok && request_figures(x, sp, o);
 	ok = ok && other_figures(x, sp, o);
 	ok = ok && stream_figures(x, sp, o);
-	if (x->in->replicas && x->cls < 0)
+	if (x->in->replicas && !filtered(x))
 		ok = ok && replicas_figures(x->d, &x->d->reqs[sp->r0], sp->r1 - sp->r0,
 					    &x->d->events[sp->e0], sp->e1 - sp->e0,
 					    x->in->replicas, sp->from, sp->to, sp->origin, o);
 	if (sp->phase)
 		ok = ok && window_figures(x, sp, o);
-	if (x->cls < 0)
+	if (!filtered(x))
 		ok = ok && class_figures(x, sp, o);
+	if (!filtered(x) && sp->summary)
+		ok = ok && stream_figures_by_name(x, sp, o);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -775,6 +913,7 @@ static cJSON *summary(struct ctx *x, const struct stats_input *in)
 		struct span sp = span_of(d, in->phases[i].from_ms, in->phases[i].to_ms);
 
 		sp.phase = true;
+		sp.summary = true;
 		ok = json_put(phases, in->phases[i].name, figures(x, &sp));
 	}
 	for (i = 0; ok; i++) {
@@ -792,7 +931,8 @@ static cJSON *summary(struct ctx *x, const struct stats_input *in)
 			cJSON_Delete(f);
 	}
 	all = (struct span){ .from = 0, .to = in->duration_ms, .origin = 0,
-			     .r1 = d->nreqs, .m1 = d->nmrows, .e1 = d->nevents };
+			     .r1 = d->nreqs, .m1 = d->nmrows, .e1 = d->nevents, .summary = true,
+			     .all = true };
 	ok &= json_put(o, "primary", cJSON_CreateString(in->primary));
 	ok &= json_put(o, "t0_unix_ms", cJSON_CreateNumber((double)in->t0_unix_ms));
 	ok &= json_put(o, "duration_ms", cJSON_CreateNumber(in->duration_ms));
@@ -823,8 +963,9 @@ int figures_summary(struct rundata *d, const struct stats_input *in, cJSON **out
 	x->cls = -1;
 	x->lat_ok = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
 	x->lat_all = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
+	x->lat_err = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
 	x->ttft = malloc((d->nreqs ? d->nreqs : 1) * sizeof(double));
-	if (!x->lat_ok || !x->lat_all || !x->ttft)
+	if (!x->lat_ok || !x->lat_all || !x->lat_err || !x->ttft)
 		goto out_free_ctx;
 	*out = summary(x, in);
 	if (*out)
@@ -832,6 +973,7 @@ int figures_summary(struct rundata *d, const struct stats_input *in, cJSON **out
 out_free_ctx:
 	free(x->lat_ok);
 	free(x->lat_all);
+	free(x->lat_err);
 	free(x->ttft);
 	free(x);
 	return rc;

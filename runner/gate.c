@@ -72,49 +72,65 @@ struct expect_bound {
 	const char *sub;	/* member of that (latency_ms), or NULL */
 	const char *figure;	/* as printed */
 	enum gate_op op;
+	const char *none;	/* NULL: no value fails; else no value holds, with this note */
 };
 
 static const struct expect_bound expect_bounds[] = {
-	{ offsetof(struct sc_expect, error_rate_max), "error_rate", NULL, "error_rate", GATE_LE },
+	{ offsetof(struct sc_expect, error_rate_max), "error_rate", NULL, "error_rate", GATE_LE,
+	  NULL },
 	{ offsetof(struct sc_expect, answered_min), "answered_share", NULL, "answered_share",
-	  GATE_GE },
+	  GATE_GE, NULL },
 	{ offsetof(struct sc_expect, answered_max), "answered_share", NULL, "answered_share",
-	  GATE_LE },
+	  GATE_LE, NULL },
 	{ offsetof(struct sc_expect, latency_p50_ms_max), "latency_ms", "p50", "latency_ms.p50",
-	  GATE_LE },
+	  GATE_LE, NULL },
 	{ offsetof(struct sc_expect, latency_p95_ms_max), "latency_ms", "p95", "latency_ms.p95",
-	  GATE_LE },
+	  GATE_LE, NULL },
 	{ offsetof(struct sc_expect, latency_p99_ms_max), "latency_ms", "p99", "latency_ms.p99",
-	  GATE_LE },
+	  GATE_LE, NULL },
 	{ offsetof(struct sc_expect, time_to_open_ms_max), "time_to_open_ms", NULL,
-	  "time_to_open_ms", GATE_LE },
+	  "time_to_open_ms", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, time_to_primary_ms_max), "time_to_primary_ms", NULL,
-	  "time_to_primary_ms", GATE_LE },
+	  "time_to_primary_ms", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, time_to_primary_ms_min), "time_to_primary_ms", NULL,
-	  "time_to_primary_ms", GATE_GE },
-	{ offsetof(struct sc_expect, opens_min), "opens", NULL, "opens", GATE_GE },
-	{ offsetof(struct sc_expect, opens_max), "opens", NULL, "opens", GATE_LE },
+	  "time_to_primary_ms", GATE_GE, NULL },
+	{ offsetof(struct sc_expect, opens_min), "opens", NULL, "opens", GATE_GE, NULL },
+	{ offsetof(struct sc_expect, opens_max), "opens", NULL, "opens", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, fallback_share_max), "fallback_share", NULL,
-	  "fallback_share", GATE_LE },
+	  "fallback_share", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, fallback_share_min), "fallback_share", NULL,
-	  "fallback_share", GATE_GE },
+	  "fallback_share", GATE_GE, NULL },
 	{ offsetof(struct sc_expect, silent_breaks_max), "silent_breaks", NULL, "silent_breaks",
-	  GATE_LE },
-	{ offsetof(struct sc_expect, stalls_max), "stalls", NULL, "stalls", GATE_LE },
-	{ offsetof(struct sc_expect, max_gap_ms_max), "max_gap_ms", NULL, "max_gap_ms", GATE_LE },
-	{ offsetof(struct sc_expect, ttft_p95_ms_max), "ttft_ms", "p95", "ttft_ms.p95", GATE_LE },
+	  GATE_LE, NULL },
+	{ offsetof(struct sc_expect, stalls_max), "stalls", NULL, "stalls", GATE_LE, NULL },
+	{ offsetof(struct sc_expect, max_gap_ms_max), "max_gap_ms", NULL, "max_gap_ms", GATE_LE, NULL },
+	{ offsetof(struct sc_expect, ttft_p95_ms_max), "ttft_ms", "p95", "ttft_ms.p95", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, extra_requests_max), "extra_requests", NULL, "extra_requests",
-	  GATE_LE },
+	  GATE_LE, NULL },
 	{ offsetof(struct sc_expect, duplicate_share_max), "duplicate_share", NULL,
-	  "duplicate_share", GATE_LE },
+	  "duplicate_share", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, cost_per_answered_max), "cost_per_answered", NULL,
-	  "cost_per_answered", GATE_LE },
+	  "cost_per_answered", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, timeout_paid_max), "timeout_paid", NULL, "timeout_paid",
-	  GATE_LE },
+	  GATE_LE, NULL },
 	{ offsetof(struct sc_expect, replica_open_spread_ms_max), "replica_open_spread_ms", NULL,
-	  "replica_open_spread_ms", GATE_LE },
+	  "replica_open_spread_ms", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, probe_overlaps_max), "probe_overlaps", NULL,
-	  "probe_overlaps", GATE_LE },
+	  "probe_overlaps", GATE_LE, NULL },
+	{ offsetof(struct sc_expect, broken_answers_max), "contract", "reached_clients",
+	  "contract.reached_clients", GATE_LE, NULL },
+	{ offsetof(struct sc_expect, contract_violations_min), "contract", "violations",
+	  "contract.violations", GATE_GE, NULL },
+	{ offsetof(struct sc_expect, degraded_min), "degraded_answers", NULL, "degraded_answers",
+	  GATE_GE, NULL },
+	{ offsetof(struct sc_expect, error_latency_ms_max), "error_latency_ms", "max",
+	  "error_latency_ms.max", GATE_LE, "no unanswered request" },
+	{ offsetof(struct sc_expect, transitions_min), "transitions", NULL, "transitions",
+	  GATE_GE, NULL },
+	{ offsetof(struct sc_expect, transitions_max), "transitions", NULL, "transitions",
+	  GATE_LE, NULL },
+	{ offsetof(struct sc_expect, fallback_spend_usd_max), "fallback_spend_usd", NULL,
+	  "fallback_spend_usd", GATE_LE, NULL },
 };
 
 /* A bound comparing the setup with the entry's relative_to: this / other (− 1). */
@@ -466,6 +482,14 @@ static int judge_expect(struct gate_result *r, const struct sc_expect *e,
 		if (rc)
 			return rc;
 		judge_fig(&c, &f, s->runs);
+		if (b->none && !f.has) {
+			c.pass = true;		/* nothing to bound: it holds */
+			snprintf(c.note, sizeof(c.note), "%s", b->none);
+		} else if (b->none && f.n < s->runs) {
+			c.pass = holds(c.op, c.value, c.bound, 0);	/* the others had none */
+			snprintf(c.note, sizeof(c.note), "%s in %.0f of %.0f runs", b->none,
+				 s->runs - f.n, s->runs);
+		}
 		rc = push(r, &c, s->name, phase_name);
 		if (rc)
 			return oom(err);
@@ -523,19 +547,22 @@ static int judge_relative(struct gate_result *r, const struct sc_expect *e,
 }
 
 /*
- * A phase's figures narrowed to the entry's class: phase.classes[cls], or
- * phase itself without one. NULL when the run had no request of the class.
+ * A phase's figures narrowed to the entry's class or mix stream:
+ * phase.classes[cls] or phase.mix_streams[stream], or phase itself
+ * without either. NULL when the run had no request of the class or stream.
  */
 static const cJSON *class_of(const cJSON *phase, const struct sc_expect *e, char *path,
 			     size_t len)
 {
+	const char *group = e->cls ? "classes" : "mix_streams";
+	const char *name = e->cls ? e->cls : e->stream;
 	size_t n = strlen(path);
 
-	if (!e->cls || !phase)
+	if (!name || !phase)
 		return phase;
-	snprintf(path + n, len - n, ".classes.%s", e->cls);
-	return cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(phase, "classes"), e->cls);
+	snprintf(path + n, len - n, ".%s.%.64s", group, name);
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(phase, group),
+						name);
 }
 
 /* Every check of one expect entry against one setup. */
@@ -564,7 +591,11 @@ static int expect_setup(struct gate_result *r, const struct scenario *sc,
 			rc = push_missing(r, src(e), s->name, name, "no such phase in the run") ?
 				oom(err) : 0;
 		} else if (!(p = class_of(p, e, path, sizeof(path)))) {
-			snprintf(note, sizeof(note), "no %s request in the run", e->cls);
+			if (e->cls)
+				snprintf(note, sizeof(note), "no %s request in the run", e->cls);
+			else
+				snprintf(note, sizeof(note), "no request of stream %.64s in the run",
+					 e->stream);
 			rc = push_missing(r, src(e), s->name, name, note) ? oom(err) : 0;
 		} else {
 			rc = judge_expect(r, e, s, p, name, file, path, err);

@@ -21,6 +21,7 @@
 #include "runner/outfile.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
+#include "runner/traps.h"
 
 /* providers.NAME.timeout_ms's default (docs/gateway-config.md). */
 #define GW_DEFAULT_TIMEOUT_MS 10000.0
@@ -542,6 +543,7 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 	if (!markdown)		/* report.md has every run's, with the others' (transitions_md) */
 		replica_timeline(fp, sc, summary);
 	detect_table(fp, sc, summary, markdown);
+	traps_report(fp, sc, summary, markdown);
 	objective_lines(fp, sc, summary, markdown);
 }
 

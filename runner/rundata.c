@@ -83,9 +83,20 @@ static const int req_need[RC_N] = {
 enum { SCOL_STREAMING, SCOL_TTFT, SCOL_ERROR, SCOL_GAP, SCOL_N };
 static const int req_stream[SCOL_N] = { REQ_STREAMING, REQ_TTFT_MS, REQ_ERROR, REQ_MAX_GAP_MS };
 
-/* Optional columns: a requests.csv without them has every request interactive, no tokens. */
-enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_N };
-static const int req_optional[OCOL_N] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_OUT };
+/*
+ * Optional columns: a requests.csv without them has every request
+ * interactive, of no named stream, no tokens, and none degraded.
+ */
+enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_STREAM_NAME, OCOL_DEGRADED, OCOL_N };
+static const int req_optional[OCOL_DEGRADED] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_OUT,
+						 REQ_STREAM_NAME };
+
+static const char *const degraded_names[RUN_DEGRADED_COUNT] = { "", "static", "cache" };
+
+const char *run_degraded_name(enum run_degraded d)
+{
+	return (unsigned)d < RUN_DEGRADED_COUNT ? degraded_names[d] : "?";
+}
 
 static void req_free(struct run_req *r)
 {
@@ -93,6 +104,7 @@ static void req_free(struct run_req *r)
 	free(r->provider);
 	free(r->tenant);
 	free(r->feature);
+	free(r->stream_name);
 }
 
 /* Fills r's stream facts from the current row of c (sidx: req_stream's columns). */
@@ -115,13 +127,24 @@ static int req_parse_stream(struct run_req *r, const struct csv *c, const int *s
 	return 0;
 }
 
-/* Fills r's class and tokens from the optional columns (oidx[i] < 0: absent). */
+/* Field i of the optional columns, "" when the file has no such column. */
+static const char *optional_field(const struct csv *c, const int *oidx, int i)
+{
+	return oidx[i] >= 0 ? csv_field(c, oidx[i]) : "";
+}
+
+/*
+ * Fills r's class, tokens, stream name and degraded word from the
+ * optional columns (oidx[i] < 0: absent).
+ */
 static int req_parse_optional(struct run_req *r, const struct csv *c, const int *oidx, char *err)
 {
-	const char *cls = oidx[OCOL_CLASS] >= 0 ? csv_field(c, oidx[OCOL_CLASS]) : "";
-	const char *tin = oidx[OCOL_TOKENS_IN] >= 0 ? csv_field(c, oidx[OCOL_TOKENS_IN]) : "";
-	const char *tout = oidx[OCOL_TOKENS_OUT] >= 0 ? csv_field(c, oidx[OCOL_TOKENS_OUT]) : "";
+	const char *cls = optional_field(c, oidx, OCOL_CLASS);
+	const char *tin = optional_field(c, oidx, OCOL_TOKENS_IN);
+	const char *tout = optional_field(c, oidx, OCOL_TOKENS_OUT);
+	const char *deg = optional_field(c, oidx, OCOL_DEGRADED);
 	int k = *cls ? req_class_from_name(cls) : CLASS_INTERACTIVE;
+	int d;
 
 	if (k < 0)
 		return value_error(err, c, req_columns[REQ_CLASS], "interactive, batch or nothing",
@@ -133,7 +156,13 @@ static int req_parse_optional(struct run_req *r, const struct csv *c, const int 
 	if (csv_whole(tout, 0, 1e15, &r->tokens_out))
 		return value_error(err, c, req_columns[REQ_TOKENS_OUT],
 				   "a whole number >= 0 or nothing", tout);
-	return 0;
+	for (d = RUN_DEGRADED_COUNT - 1; d > 0 && strcmp(deg, degraded_names[d]) != 0; d--)
+		;
+	if (d == 0 && *deg)
+		return value_error(err, c, RUN_DEGRADED_COLUMN, "static, cache or nothing", deg);
+	r->degraded = (enum run_degraded)d;
+	r->stream_name = strdup(optional_field(c, oidx, OCOL_STREAM_NAME));
+	return r->stream_name ? 0 : -ENOMEM;
 }
 
 /*
@@ -147,6 +176,7 @@ static int req_parse(struct run_req *r, const struct csv *c, const int *idx, con
 	double status;
 	bool oom = false;
 	int outcome;
+	int rc;
 	int i;
 
 	for (i = 0; i < RC_N; i++)
@@ -178,13 +208,13 @@ static int req_parse(struct run_req *r, const struct csv *c, const int *idx, con
 	r->ttft_ms = NAN;
 	r->max_gap_ms = NAN;
 	if (sidx) {
-		int rc = req_parse_stream(r, c, sidx, err);
-
+		rc = req_parse_stream(r, c, sidx, err);
 		if (rc)
 			return rc;
 	}
-	if (req_parse_optional(r, c, oidx, err))
-		return -EINVAL;
+	rc = req_parse_optional(r, c, oidx, err);
+	if (rc)
+		return rc;
 	r->id = dup_str(f[RC_ID], &oom);
 	r->tenant = dup_str(f[RC_TENANT], &oom);
 	r->feature = dup_str(f[RC_FEATURE], &oom);
@@ -260,8 +290,9 @@ static int load_requests(struct rundata *d, const char *path, char *err)
 		rc = stream_header(&c, sidx, &have_streams, err);
 	if (rc)
 		goto out_close_csv;
-	for (i = 0; i < OCOL_N; i++)
+	for (i = 0; i < OCOL_DEGRADED; i++)
 		oidx[i] = csv_column(&c, req_columns[req_optional[i]]);
+	oidx[OCOL_DEGRADED] = csv_column(&c, RUN_DEGRADED_COLUMN);
 	width = c.nf;
 	for (;;) {
 		struct run_req *r;
@@ -356,21 +387,46 @@ struct join {
 	size_t n;
 };
 
-/*
- * Fills m from the current row of c; kind_idx is the kind column's, or
- * < 0 when the log has none (every row a chat completion).
- */
-static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, int kind_idx,
-		      int status_idx, int dur_idx, const struct join *j, char *err)
+/* The optional columns of a mock log: each index, or < 0 when the log has none. */
+struct mock_optional {
+	int kind;	/* none: every row a chat completion */
+	int status;
+	int dur;
+	int fault;	/* none: no fault named */
+};
+
+/* Whether the fault column's faults, joined with '+', include name. */
+static bool names_fault(const char *faults, const char *name)
 {
-	const char *status = status_idx >= 0 ? csv_field(c, (size_t)status_idx) : "";
-	const char *dur = dur_idx >= 0 ? csv_field(c, (size_t)dur_idx) : "";
+	size_t n = strlen(name);
+	const char *p = faults;
+
+	while ((p = strstr(p, name)) != NULL) {
+		if ((p == faults || p[-1] == '+') && (p[n] == '\0' || p[n] == '+'))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/* Field idx of the current row of c, "" when the log has no such column (idx < 0). */
+static const char *mock_field(const struct csv *c, int idx)
+{
+	return idx >= 0 ? csv_field(c, (size_t)idx) : "";
+}
+
+/* Fills m from the current row of c. */
+static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx,
+		      const struct mock_optional *opt, const struct join *j, char *err)
+{
+	const char *status = mock_field(c, opt->status);
+	const char *dur = mock_field(c, opt->dur);
 	double v;
 	const char *t = csv_field(c, idx[MC_T]);
 	const char *id = csv_field(c, idx[MC_ID]);
 	const char *tokens = csv_field(c, idx[MC_TOKENS]);
 	const char *outcome = csv_field(c, idx[MC_OUTCOME]);
-	const char *kind = kind_idx >= 0 ? csv_field(c, (size_t)kind_idx) : "";
+	const char *kind = mock_field(c, opt->kind);
 	int oc;
 	int k;
 
@@ -388,6 +444,8 @@ static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx, i
 		return value_error(err, c, mock_columns[MOCK_OUTCOME],
 				   "completed, client_aborted or faulted", outcome);
 	m->outcome = (enum mock_outcome)oc;
+	m->faulted = m->outcome == MOCK_FAULTED;
+	m->bad_content = names_fault(mock_field(c, opt->fault), RUN_BAD_CONTENT_FAULT);
 	k = *kind ? mock_kind_from_name(kind) : MOCK_KIND_CHAT;
 	if (k < 0)
 		return value_error(err, c, mock_columns[MOCK_KIND], "chat, models or nothing", kind);
@@ -413,9 +471,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 	const char *names[MC_N];
 	struct csv c;
 	int idx[MC_N];
-	int kind_idx;
-	int status_idx;
-	int dur_idx;
+	struct mock_optional opt;
 	size_t width;
 	int rc;
 
@@ -429,9 +485,10 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 	rc = csv_header(&c, names, MC_N, idx, err);
 	if (rc)
 		goto out_close_csv;
-	kind_idx = csv_column(&c, mock_columns[MOCK_KIND]);
-	status_idx = csv_column(&c, mock_columns[MOCK_STATUS]);
-	dur_idx = csv_column(&c, mock_columns[MOCK_DUR_MS]);
+	opt.kind = csv_column(&c, mock_columns[MOCK_KIND]);
+	opt.status = csv_column(&c, mock_columns[MOCK_STATUS]);
+	opt.dur = csv_column(&c, mock_columns[MOCK_DUR_MS]);
+	opt.fault = csv_column(&c, mock_columns[MOCK_FAULT]);
 	width = c.nf;
 	for (;;) {
 		struct run_mrow *m;
@@ -446,7 +503,7 @@ static int load_mock(struct rundata *d, size_t *cap, const char *path, size_t fi
 		memset(m, 0, sizeof(*m));
 		m->seq = d->nmrows;
 		m->file = file;
-		rc = mrow_parse(m, &c, idx, kind_idx, status_idx, dur_idx, j, err);
+		rc = mrow_parse(m, &c, idx, &opt, j, err);
 		if (rc)
 			break;
 	}
@@ -469,36 +526,34 @@ static int mrow_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Loads every mock log, joining each row to its request. */
-static int load_mocks(struct rundata *d, const char *dir, char *err)
+/* Loads every mock log, joining each row to its request (j). */
+static int load_mocks(struct rundata *d, const char *dir, const struct join *j, char *err)
 {
-	struct join j = { 0 };
-	char *reqpath = path_join(dir, REC_REQUESTS_CSV);
 	size_t cap = 0;
 	size_t i;
-	int rc;
+	int rc = 0;
 
-	if (!reqpath)
-		return -ENOMEM;
-	rc = index_ids(d, reqpath, &j.byid, &j.n, err);
-	if (rc)
-		goto out_free_path;
 	for (i = 0; i < d->nmock && !rc; i++) {
 		char *path = path_join(dir, d->mock_files[i]);
 
 		if (!path)
 			rc = -ENOMEM;
 		else
-			rc = load_mock(d, &cap, path, i, &j, err);
+			rc = load_mock(d, &cap, path, i, j, err);
 		free(path);
 	}
-	free(j.byid);
-out_free_path:
-	free(reqpath);
 	return rc;
 }
 
 /* ---- events.jsonl ---- */
+
+/*
+ * A line's "event" key: absent (or null) on a breaker change; the kind of
+ * anything else the gateway writes there — "contract_violation" is read,
+ * other kinds are counted and skipped.
+ */
+#define EVENT_KIND_KEY "event"
+#define EVENT_CONTRACT_VIOLATION "contract_violation"
 
 static void event_free(struct run_event *e)
 {
@@ -513,11 +568,19 @@ static void event_free(struct run_event *e)
 	free(e->reason);
 }
 
-/* Copies the string member k of o into *out: required, or string/null/absent. */
-static int event_str(const cJSON *o, enum event_key k, bool required, char **out,
-		     const char *path, size_t line, char *err)
+static void violation_free(struct run_violation *v)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, event_keys[k]);
+	free(v->provider);
+	free(v->model);
+	free(v->request_id);
+	free(v->why);
+}
+
+/* Copies the string member key of o into *out: required, or string/null/absent. */
+static int member_str(const cJSON *o, const char *key, bool required, char **out,
+		      const char *path, size_t line, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
 	*out = NULL;
 	if (cJSON_IsString(v)) {
@@ -526,33 +589,22 @@ static int event_str(const cJSON *o, enum event_key k, bool required, char **out
 	}
 	if (!required && (!v || cJSON_IsNull(v)))
 		return 0;
-	return csv_error(err, path, line, "\"%s\": expected a string%s", event_keys[k],
+	return csv_error(err, path, line, "\"%s\": expected a string%s", key,
 			 required ? "" : " or null");
 }
 
-/* Parses one line (NUL-terminated) of events.jsonl into e. */
-static int event_parse(struct run_event *e, const char *text, int64_t t0, const char *path,
-		       size_t line, char *err)
+static int event_str(const cJSON *o, enum event_key k, bool required, char **out,
+		     const char *path, size_t line, char *err)
 {
-	const char *end = NULL;
-	cJSON *o = cJSON_ParseWithOpts(text, &end, 1);
-	const cJSON *t;
-	int rc = 0;
+	return member_str(o, event_keys[k], required, out, path, line, err);
+}
 
-	if (!o)
-		return csv_error(err, path, line, "not valid JSON (at column %zu)",
-				 end ? (size_t)(end - text) + 1 : (size_t)1);
-	if (!cJSON_IsObject(o)) {
-		rc = csv_error(err, path, line, "expected a JSON object");
-		goto out;
-	}
-	t = cJSON_GetObjectItemCaseSensitive(o, event_keys[EVENT_T_UNIX_MS]);
-	if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble)) {
-		rc = csv_error(err, path, line, "\"%s\": expected a number",
-			       event_keys[EVENT_T_UNIX_MS]);
-		goto out;
-	}
-	e->t_ms = t->valuedouble - (double)t0;
+/* Fills e, a breaker change, from its line's object o. */
+static int event_parse(struct run_event *e, const cJSON *o, const char *path, size_t line,
+		       char *err)
+{
+	int rc;
+
 	rc = event_str(o, EVENT_PROVIDER, true, &e->provider, path, line, err);
 	if (!rc)
 		rc = event_str(o, EVENT_MODEL, false, &e->model, path, line, err);
@@ -570,17 +622,106 @@ static int event_parse(struct run_event *e, const char *text, int64_t t0, const 
 		rc = event_str(o, EVENT_PEER, false, &e->peer, path, line, err);
 	if (!rc)
 		rc = event_str(o, EVENT_VIA, false, &e->via, path, line, err);
+	return rc;
+}
+
+/* Fills v, a contract violation, from its line's object o; joins it to its request. */
+static int violation_parse(struct run_violation *v, const cJSON *o, const struct join *j,
+			   const char *path, size_t line, char *err)
+{
+	int rc;
+
+	rc = member_str(o, event_keys[EVENT_PROVIDER], true, &v->provider, path, line, err);
+	if (!rc)
+		rc = member_str(o, event_keys[EVENT_MODEL], false, &v->model, path, line, err);
+	if (!rc)
+		rc = member_str(o, "request_id", false, &v->request_id, path, line, err);
+	if (!rc)
+		rc = member_str(o, "why", false, &v->why, path, line, err);
+	if (!rc && v->request_id && v->request_id[0])
+		v->req = find_req(j->byid, j->n, v->request_id);
+	return rc;
+}
+
+/* Where a file's lines go: the run's arrays and their capacities. */
+struct event_sink {
+	struct rundata *d;
+	const struct join *j;
+	size_t ev_cap;
+	size_t vi_cap;
+};
+
+/*
+ * Parses one line (NUL-terminated) of an events file into a breaker
+ * change of replica K (0: events.jsonl), a contract violation, or
+ * nothing (another kind of line, counted).
+ */
+static int line_parse(struct event_sink *k, const char *text, unsigned replica, int64_t t0,
+		      const char *path, size_t line, char *err)
+{
+	struct rundata *d = k->d;
+	const char *end = NULL;
+	cJSON *o = cJSON_ParseWithOpts(text, &end, 1);
+	const cJSON *t;
+	const cJSON *kind;
+	int rc = 0;
+
+	if (!o)
+		return csv_error(err, path, line, "not valid JSON (at column %zu)",
+				 end ? (size_t)(end - text) + 1 : (size_t)1);
+	if (!cJSON_IsObject(o)) {
+		rc = csv_error(err, path, line, "expected a JSON object");
+		goto out;
+	}
+	t = cJSON_GetObjectItemCaseSensitive(o, event_keys[EVENT_T_UNIX_MS]);
+	if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble)) {
+		rc = csv_error(err, path, line, "\"%s\": expected a number",
+			       event_keys[EVENT_T_UNIX_MS]);
+		goto out;
+	}
+	kind = cJSON_GetObjectItemCaseSensitive(o, EVENT_KIND_KEY);
+	if (kind && !cJSON_IsNull(kind) && !cJSON_IsString(kind)) {
+		rc = csv_error(err, path, line, "\"%s\": expected a string or null",
+			       EVENT_KIND_KEY);
+	} else if (cJSON_IsString(kind) &&
+		   strcmp(kind->valuestring, EVENT_CONTRACT_VIOLATION) == 0) {
+		struct run_violation *v;
+
+		rc = buf_grow_array((void **)&d->violations, &k->vi_cap, d->nviolations + 1,
+				    sizeof(*d->violations));
+		if (rc)
+			goto out;
+		v = &d->violations[d->nviolations++];
+		memset(v, 0, sizeof(*v));
+		v->seq = d->nviolations;
+		v->t_ms = t->valuedouble - (double)t0;
+		rc = violation_parse(v, o, k->j, path, line, err);
+	} else if (cJSON_IsString(kind)) {
+		d->other_lines++;	/* a kind of line the figures do not read */
+	} else {
+		struct run_event *e;
+
+		rc = buf_grow_array((void **)&d->events, &k->ev_cap, d->nevents + 1,
+				    sizeof(*d->events));
+		if (rc)
+			goto out;
+		e = &d->events[d->nevents++];
+		memset(e, 0, sizeof(*e));
+		e->seq = d->nevents;
+		e->replica = replica;
+		e->t_ms = t->valuedouble - (double)t0;
+		rc = event_parse(e, o, path, line, err);
+	}
 out:
 	cJSON_Delete(o);
 	return rc;
 }
 
-static int load_events(struct rundata *d, const char *path, unsigned replica, int64_t t0,
+static int load_events(struct event_sink *k, const char *path, unsigned replica, int64_t t0,
 		       char *err)
 {
 	struct buf content = { 0 };
 	struct buf text = { 0 };
-	size_t cap = 0;
 	size_t pos = 0;
 	size_t line = 0;
 	int rc;
@@ -595,12 +736,11 @@ static int load_events(struct rundata *d, const char *path, unsigned replica, in
 		goto out;
 	}
 	if (!replica)
-		d->have_events = true;	/* events.jsonl itself (a replica's: nreplicas) */
+		k->d->have_events = true;	/* events.jsonl itself (a replica's: nreplicas) */
 	while (pos < content.len) {
 		const char *s = content.data + pos;
 		const char *nl = memchr(s, '\n', content.len - pos);
 		size_t len = nl ? (size_t)(nl - s) : content.len - pos;
-		struct run_event *e;
 
 		pos += len + (nl ? 1 : 0);
 		line++;
@@ -616,14 +756,7 @@ static int load_events(struct rundata *d, const char *path, unsigned replica, in
 		rc = buf_append(&text, s, len);
 		if (rc)
 			break;
-		rc = buf_grow_array((void **)&d->events, &cap, d->nevents + 1, sizeof(*d->events));
-		if (rc)
-			break;
-		e = &d->events[d->nevents++];
-		memset(e, 0, sizeof(*e));
-		e->seq = d->nevents;
-		e->replica = replica;
-		rc = event_parse(e, text.data, t0, path, line, err);
+		rc = line_parse(k, text.data, replica, t0, path, line, err);
 		if (rc)
 			break;
 	}
@@ -639,6 +772,16 @@ static int event_cmp(const void *a, const void *b)
 {
 	const struct run_event *x = a;
 	const struct run_event *y = b;
+
+	if (x->t_ms != y->t_ms)
+		return x->t_ms < y->t_ms ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int violation_cmp(const void *a, const void *b)
+{
+	const struct run_violation *x = a;
+	const struct run_violation *y = b;
 
 	if (x->t_ms != y->t_ms)
 		return x->t_ms < y->t_ms ? -1 : 1;
@@ -737,6 +880,9 @@ void rundata_free(struct rundata *d)
 	for (i = 0; i < d->nevents; i++)
 		event_free(&d->events[i]);
 	free(d->events);
+	for (i = 0; i < d->nviolations; i++)
+		violation_free(&d->violations[i]);
+	free(d->violations);
 	for (i = 0; i < d->nmock; i++) {
 		free(d->mock_files[i]);
 		if (d->mock_providers)
@@ -764,8 +910,10 @@ void rundata_keep_requests(struct rundata *d)
  * A replicated gateway setup's events-rK.jsonl, K from 1 while they are
  * there (every replica makes its file when it starts): d->nreplicas.
  */
-static int load_replica_events(struct rundata *d, const char *run_dir, int64_t t0, char *err)
+static int load_replica_events(struct event_sink *sink, const char *run_dir, int64_t t0,
+			       char *err)
 {
+	struct rundata *d = sink->d;
 	char name[64];
 	char *path;
 	unsigned k;
@@ -781,7 +929,7 @@ static int load_replica_events(struct rundata *d, const char *run_dir, int64_t t
 			break;
 		}
 		d->nreplicas = k;
-		rc = load_events(d, path, k, t0, err);
+		rc = load_events(sink, path, k, t0, err);
 		free(path);
 	}
 	return rc;
@@ -803,6 +951,43 @@ int rundata_load_requests(struct rundata *d, const char *run_dir, char *err)
 	return rc;
 }
 
+/*
+ * The mock logs and events files of run_dir, after its requests (sorted,
+ * so the rows can point into them): each joined to its request by id.
+ */
+static int load_joined(struct rundata *d, const char *run_dir, int64_t t0_unix_ms,
+		       const char *reqpath, char *err)
+{
+	struct join j = { 0 };
+	struct event_sink sink = { .d = d, .j = &j };
+	char *path;
+	int rc;
+
+	rc = index_ids(d, reqpath, &j.byid, &j.n, err);
+	if (rc)
+		return rc;
+	rc = load_mocks(d, run_dir, &j, err);
+	if (rc)
+		goto out;
+	sort(d->mrows, d->nmrows, sizeof(*d->mrows), mrow_cmp);
+	path = path_join(run_dir, REC_EVENTS);
+	if (!path) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = load_events(&sink, path, 0, t0_unix_ms, err);
+	free(path);
+	if (!rc)
+		rc = load_replica_events(&sink, run_dir, t0_unix_ms, err);
+	if (rc)
+		goto out;
+	sort(d->events, d->nevents, sizeof(*d->events), event_cmp);
+	sort(d->violations, d->nviolations, sizeof(*d->violations), violation_cmp);
+out:
+	free(j.byid);
+	return rc;
+}
+
 int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, char *err)
 {
 	char *path;
@@ -816,25 +1001,11 @@ int rundata_load(struct rundata *d, const char *run_dir, int64_t t0_unix_ms, cha
 	if (!path)
 		return -ENOMEM;
 	rc = load_requests(d, path, err);
+	if (!rc) {
+		/* Sorted before the mock rows and violations point into it. */
+		sort(d->reqs, d->nreqs, sizeof(*d->reqs), req_cmp_time);
+		rc = load_joined(d, run_dir, t0_unix_ms, path, err);
+	}
 	free(path);
-	if (rc)
-		return rc;
-	/* Sorted before the mock rows point into it. */
-	sort(d->reqs, d->nreqs, sizeof(*d->reqs), req_cmp_time);
-	rc = load_mocks(d, run_dir, err);
-	if (rc)
-		return rc;
-	sort(d->mrows, d->nmrows, sizeof(*d->mrows), mrow_cmp);
-	path = path_join(run_dir, REC_EVENTS);
-	if (!path)
-		return -ENOMEM;
-	rc = load_events(d, path, 0, t0_unix_ms, err);
-	free(path);
-	if (rc)
-		return rc;
-	rc = load_replica_events(d, run_dir, t0_unix_ms, err);
-	if (rc)
-		return rc;
-	sort(d->events, d->nevents, sizeof(*d->events), event_cmp);
-	return 0;
+	return rc;
 }

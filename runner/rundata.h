@@ -15,6 +15,24 @@
 
 #include "common/records.h"
 
+/*
+ * What a gateway answered with when nothing healthy could answer: the
+ * requests.csv column "degraded" (the response's x-faultline-degraded).
+ */
+enum run_degraded {
+	RUN_NOT_DEGRADED,	/* empty, or no such column: a provider's answer (or none) */
+	RUN_DEGRADED_STATIC,	/* "static": the alias's static completion */
+	RUN_DEGRADED_CACHE,	/* "cache": the last good answer to the same request */
+	RUN_DEGRADED_COUNT
+};
+
+/* The column's word for d: "static", "cache" ("" for RUN_NOT_DEGRADED). */
+const char *run_degraded_name(enum run_degraded d);
+
+/* The requests.csv column of the degraded answers, and the mock fault of a broken one. */
+#define RUN_DEGRADED_COLUMN "degraded"
+#define RUN_BAD_CONTENT_FAULT "bad_content"
+
 /* One row of requests.csv. Strings are owned; provider is NULL when empty. */
 struct run_req {
 	size_t seq;		/* row number in the file (from 1), for stable order */
@@ -23,6 +41,7 @@ struct run_req {
 	char *provider;
 	char *tenant;
 	char *feature;
+	char *stream_name;	/* the mix stream's name; "" when empty or no column */
 	double sched_ms;
 	double end_ms;		/* NAN: none */
 	double latency_ms;	/* NAN: none */
@@ -34,6 +53,7 @@ struct run_req {
 	enum outcome outcome;
 	bool streaming;		/* streaming = 1 */
 	bool error_event;	/* error starts with REQ_ERROR_EVENT_PREFIX */
+	enum run_degraded degraded;	/* the degraded column */
 	double ttft_ms;		/* NAN: none */
 	double max_gap_ms;	/* NAN: none */
 	/* Filled by the figures (figures_prepare), not by the loader: */
@@ -42,6 +62,7 @@ struct run_req {
 	size_t duplicates;	/* of them, those whose work was discarded */
 	bool by_primary;	/* ok and answered by the primary */
 	bool paid_timeout;	/* waited out the primary's timeout (replicas_mark_paid) */
+	bool broken;		/* ok, and its answering row broke the contract (bad_content) */
 };
 
 /* One row of a mock-NAME.csv. */
@@ -54,6 +75,8 @@ struct run_mrow {
 	bool check;		/* a health check (rec_mock_is_check), not a user's request */
 	int status;		/* the status column; -1: empty or no such column */
 	double dur_ms;		/* the dur_ms column; NAN: empty or no such column */
+	bool faulted;		/* outcome faulted */
+	bool bad_content;	/* the fault column names bad_content (a broken contract) */
 	size_t file;		/* index into rundata's mock_files / mock_providers */
 	struct run_req *req;	/* the request with its request_id; NULL: none or a check */
 	/* Filled by the figures: */
@@ -82,6 +105,22 @@ struct run_event {
 	char *reason;
 };
 
+/*
+ * A line of events.jsonl (or events-rK.jsonl) that is not a breaker change
+ * but a contract violation the gateway caught: "event":
+ * "contract_violation", with provider, and model, request_id and why when
+ * given. Strings owned; all but provider may be NULL.
+ */
+struct run_violation {
+	size_t seq;
+	double t_ms;		/* t_unix_ms − the run's t0 */
+	char *provider;
+	char *model;
+	char *request_id;
+	char *why;
+	struct run_req *req;	/* the request with its request_id; NULL: none */
+};
+
 /* Everything read from a run directory. */
 struct rundata {
 	struct run_req *reqs;	/* sorted by sched_ms, then seq */
@@ -90,6 +129,9 @@ struct rundata {
 	size_t nmrows;
 	struct run_event *events;	/* sorted by t_ms, then seq */
 	size_t nevents;
+	struct run_violation *violations;	/* contract_violation lines, sorted by t_ms */
+	size_t nviolations;
+	size_t other_lines;	/* event lines of another "event" kind: skipped */
 	char **mock_files;	/* names, sorted */
 	char **mock_providers;	/* the NAME of each */
 	size_t nmock;

@@ -1121,6 +1121,7 @@ void scenario_free(struct scenario *sc)
 		free(sc->expects[i].setup);
 		free(sc->expects[i].phase);
 		free(sc->expects[i].cls);
+		free(sc->expects[i].stream);
 		free(sc->expects[i].relative_to);
 	}
 	free(sc->expects);

@@ -94,13 +94,15 @@ struct sc_setup {
 
 /*
  * One expectation; every bound is NAN when not given (at least one is).
- * cls narrows its figures to one request class; window_ms goes with
- * window_answered_min, relative_to with the ratio bounds.
+ * cls narrows its figures to one request class, stream to one mix stream
+ * (not both); window_ms goes with window_answered_min, relative_to with
+ * the ratio bounds.
  */
 struct sc_expect {
 	char *setup;			/* a setup name or an fnmatch glob */
 	char *phase;			/* a phase name or "*" */
 	char *cls;			/* "interactive", "batch", or NULL: every request */
+	char *stream;			/* a load.mix stream's name, or NULL: every request */
 	char *relative_to;		/* a setup's name, or NULL */
 	double window_ms;		/* scaled (from window_s); NAN: none */
 	double error_rate_max;
@@ -130,6 +132,13 @@ struct sc_expect {
 	double timeout_paid_ratio_max;	/* timeout_paid / relative_to's timeout_paid */
 	double replica_open_spread_ms_max;	/* last replica's first open − the first's */
 	double probe_overlaps_max;	/* replicas half-open (locally) at once (a count) */
+	double broken_answers_max;	/* answers that broke the contract and reached the client */
+	double contract_violations_min;	/* provider answers that broke it (a count) */
+	double degraded_min;		/* degraded answers, static or cache (a count) */
+	double error_latency_ms_max;	/* the slowest request that was not answered */
+	double transitions_min;		/* breaker events in the phase (counts, never scaled) */
+	double transitions_max;
+	double fallback_spend_usd_max;	/* the cost of answers from other providers than the primary */
 	const char *source;		/* what gate calls it: NULL "expect"; "objective" */
 };
 

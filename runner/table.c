@@ -9,6 +9,16 @@
 
 #include "common/buf.h"
 
+/* Display width of a UTF-8 string: its code points ("—" is one column). */
+static size_t cols(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 int table_add(struct table *t, const char *const *row)
 {
 	size_t at = t->nrows * t->ncols;
@@ -40,7 +50,7 @@ void table_print(FILE *fp, const struct table *t, unsigned right)
 		return;
 	for (i = 0; i < t->nrows; i++) {
 		for (k = 0; k + 1 < t->ncols; k++) {
-			size_t len = strlen(t->cells[i * t->ncols + k]);
+			size_t len = cols(t->cells[i * t->ncols + k]);
 
 			width[k] = len > width[k] ? len : width[k];
 		}
@@ -51,13 +61,14 @@ void table_print(FILE *fp, const struct table *t, unsigned right)
 		buf_reset(&b);
 		for (k = 0; k < t->ncols && !rc; k++) {
 			const char *cell = t->cells[i * t->ncols + k];
+			int fill = (int)(width[k] - cols(cell));
 
 			if (k + 1 == t->ncols)
 				rc = buf_puts(&b, cell);
 			else if (k < 32 && (right >> k) & 1)
-				rc = buf_printf(&b, "%*s  ", (int)width[k], cell);
+				rc = buf_printf(&b, "%*s%s  ", fill, "", cell);
 			else
-				rc = buf_printf(&b, "%-*s  ", (int)width[k], cell);
+				rc = buf_printf(&b, "%s%*s  ", cell, fill, "");
 		}
 		while (!rc && b.len && b.data[b.len - 1] == ' ')
 			b.data[--b.len] = '\0';

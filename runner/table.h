@@ -1,6 +1,7 @@
 /*
  * table: the runner's plain-text tables on a terminal — rows of cells
- * printed in columns two blanks apart, each as wide as its widest cell,
+ * printed in columns two blanks apart, each as wide as its widest cell
+ * (in UTF-8 characters, so "—" is one column wide),
  * the last column unpadded and no line ending in blanks. chaos gate and
  * chaos compare print their verdicts through it.
  */
