@@ -163,7 +163,7 @@ static void contracts(FILE *fp, const struct scenario *sc, const cJSON *summary,
 		       "(`contract_violation` lines in `events.jsonl`; — when it logged none "
 		       "in the run); *reached clients*, the broken answers the client got, "
 		       "counted as answered.\n\n" : "\ncontracts:\n", fp);
-	emit(fp, &t, markdown, 0x3c);
+	emit(fp, &t, markdown, 0x38);
 	table_free(&t);
 }
 
@@ -305,7 +305,7 @@ static void opens(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 		double fb = stats_mean(tot, "fallback_share", NULL);
 		char count[CELL], trans[CELL], share[CELL];
 
-		if (sc->setups[s].kind != SC_GATEWAY || !tot)
+		if (sc->setups[s].kind != SC_GATEWAY || !cJSON_IsObject(tot))
 			continue;
 		if (!any)
 			fputs(markdown ? "\n## Breaker opens\n\nHow often each gateway setup's "
@@ -318,11 +318,12 @@ static void opens(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 		count_cell(count, n);
 		count_cell(trans, stats_mean(tot, "transitions", NULL));
 		fmt_cell(share, 100 * fb, "%.1f%%");
-		fprintf(fp, markdown ? "- **%s**: %s opening%s (%s transitions), %.2f a minute; %s "
-				       "of answers from a fallback provider.\n"
-				     : "  %s: %s opening%s (%s transitions), %.2f a minute; %s of "
+		fprintf(fp, markdown ? "- **%s**: %s opening%s (%s transition%s), %.2f a minute; "
+				       "%s of answers from a fallback provider.\n"
+				     : "  %s: %s opening%s (%s transition%s), %.2f a minute; %s of "
 				       "answers from a fallback provider\n",
 			sc->setups[s].name, count, n == 1 ? "" : "s", trans,
+			strcmp(trans, "1") == 0 ? "" : "s",
 			minutes > 0 && !isnan(n) ? n / minutes : 0.0, share);
 	}
 }
