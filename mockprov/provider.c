@@ -1118,6 +1118,8 @@ void provider_state_json(const struct provider *p, cJSON *obj)
 	cJSON_AddStringToObject(obj, "name", p->cfg->name);
 	cJSON_AddStringToObject(obj, "listen", p->addr_text);
 	cJSON_AddStringToObject(obj, "model", p->cfg->model);
+	if (p->cfg->group)
+		cJSON_AddStringToObject(obj, "group", p->cfg->group);
 	cJSON_AddBoolToObject(obj, "listening", http_server_is_listening(p->srv));
 	cJSON_AddNumberToObject(obj, "connections", http_server_conn_count(p->srv));
 	cJSON_AddNumberToObject(obj, "in_flight", (double)p->inflight.len);
