@@ -151,23 +151,21 @@ out_close:
 	return root;
 }
 
-int json_escape(struct buf *b, const char *s)
+int json_escape_chars(struct buf *b, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + len;
 	const unsigned char *run;
-	int rc = buf_reserve(b, strlen(s) + 2);
+	int rc = buf_reserve(b, len);
 
-	if (rc)
-		return rc;
-	rc = buf_append(b, "\"", 1);
-	while (!rc && *p) {
+	while (!rc && p < end) {
 		/* Characters that need no escape go in runs, not one by one. */
 		run = p;
-		while (*p >= 0x20 && *p != '"' && *p != '\\')
+		while (p < end && *p >= 0x20 && *p != '"' && *p != '\\')
 			p++;
 		if (p > run)
 			rc = buf_append(b, run, (size_t)(p - run));
-		if (rc || !*p)
+		if (rc || p == end)
 			break;
 		switch (*p) {
 		case '"':
@@ -190,6 +188,18 @@ int json_escape(struct buf *b, const char *s)
 		}
 		p++;
 	}
+	return rc;
+}
+
+int json_escape(struct buf *b, const char *s)
+{
+	size_t len = strlen(s);
+	int rc = buf_reserve(b, len + 2);
+
+	if (!rc)
+		rc = buf_append(b, "\"", 1);
+	if (!rc)
+		rc = json_escape_chars(b, s, len);
 	if (!rc)
 		rc = buf_append(b, "\"", 1);
 	return rc;

@@ -25,6 +25,14 @@ cJSON *json_load_file(const char *path, char *err, size_t errlen);
 int json_escape(struct buf *b, const char *s);
 
 /*
+ * Appends len bytes of s as they go inside a JSON string literal, without
+ * the quotes (a NUL as \u0000), so a text can be escaped in pieces: pieces
+ * cut between UTF-8 sequences escape to the whole's escape. Returns 0 or
+ * -ENOMEM.
+ */
+int json_escape_chars(struct buf *b, const char *s, size_t len);
+
+/*
  * Builds an OpenAI-style error body:
  * {"error":{"message":…,"type":…,"param":…,"code":…}}. param and code may
  * be NULL (written as null). Returns 0 or -ENOMEM.

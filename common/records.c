@@ -251,6 +251,30 @@ static int event_key(struct buf *line, enum event_key k)
 	return rc;
 }
 
+int event_contract_line(struct buf *line, double t_unix_ms, const char *provider,
+			const char *model, const char *request_id, const char *why,
+			const struct event_source *src)
+{
+	int rc = event_key(line, EVENT_T_UNIX_MS);
+
+	rc |= buf_printf(line, "%.3f,\"" EVENT_KIND_KEY "\":\"" EVENT_CONTRACT_VIOLATION "\"",
+			 t_unix_ms);
+	rc |= event_key(line, EVENT_PROVIDER);
+	rc |= json_escape(line, provider);
+	rc |= event_key(line, EVENT_MODEL);
+	rc |= json_escape(line, model);
+	rc |= buf_puts(line, ",\"request_id\":");
+	rc |= json_escape(line, request_id);
+	rc |= buf_puts(line, ",\"why\":");
+	rc |= json_escape(line, why);
+	if (src) {
+		rc |= event_key(line, EVENT_REPLICA);
+		rc |= json_escape(line, src->replica);
+	}
+	rc |= buf_puts(line, "}\n");
+	return rc ? -ENOMEM : 0;
+}
+
 int event_line(struct buf *line, double t_unix_ms, const char *provider, const char *model,
 	       const char *from, const char *to, const char *reason,
 	       const struct event_source *src)

@@ -255,6 +255,23 @@ int event_line(struct buf *line, double t_unix_ms, const char *provider, const c
 	       const char *from, const char *to, const char *reason,
 	       const struct event_source *src);
 
+/*
+ * The key an events line has when it is not a breaker change, and its
+ * one value so far: an answer that broke its request's output contract.
+ * Readers of breaker changes skip every line with this key.
+ */
+#define EVENT_KIND_KEY "event"
+#define EVENT_CONTRACT_VIOLATION "contract_violation"
+
+/*
+ * Builds one contract-violation line (newline included) into line:
+ * {"t_unix_ms", "event": "contract_violation", "provider", "model",
+ * "request_id", "why"} and, with src, "replica". Returns 0 or -ENOMEM.
+ */
+int event_contract_line(struct buf *line, double t_unix_ms, const char *provider,
+			const char *model, const char *request_id, const char *why,
+			const struct event_source *src);
+
 /* A breaker's state, as events.jsonl's from and to name it (the plots' 0, 1, 2). */
 enum event_state {
 	EVENT_CLOSED = 0,

@@ -417,6 +417,72 @@ static int routing(struct buf *b, const struct gateway *gw)
 	return rc;
 }
 
+/* Degraded answers and the answer caches, per alias (gateway/degraded.h). */
+static int degraded(struct buf *b, const struct gateway *gw)
+{
+	const struct router *r = &gw->router;
+	const struct degraded *d = &gw->degraded;
+	size_t i;
+	int k;
+	int rc = family(b, "faultline_degraded_answers_total", "counter",
+			"Requests nothing healthy could answer that got the alias's degraded "
+			"answer instead of the error, by mode.");
+
+	for (i = 0; i < d->nroutes; i++) {
+		for (k = 0; k < DEGRADED_NKINDS; k++) {
+			rc |= alias_metric(b, "faultline_degraded_answers_total", &r->routes[i]);
+			rc |= buf_printf(b, ",mode=\"%s\"} %llu\n",
+					 degraded_kind_name((enum degraded_kind)k),
+					 (unsigned long long)d->routes[i].answers[k]);
+		}
+	}
+	rc |= family(b, "faultline_degraded_cache_misses_total", "counter",
+		     "Requests of a cache alias nothing healthy could answer and the cache "
+		     "had no fresh answer for: they got the error.");
+	for (i = 0; i < d->nroutes; i++) {
+		if (!d->routes[i].has_cache)
+			continue;
+		rc |= alias_metric(b, "faultline_degraded_cache_misses_total", &r->routes[i]);
+		rc |= buf_printf(b, "} %llu\n", (unsigned long long)d->routes[i].cache_misses);
+	}
+	rc |= family(b, "faultline_answer_cache_entries", "gauge",
+		     "Answers held by a cache alias's answer cache (max_entries bounds it).");
+	for (i = 0; i < d->nroutes; i++) {
+		if (!d->routes[i].has_cache)
+			continue;
+		rc |= alias_metric(b, "faultline_answer_cache_entries", &r->routes[i]);
+		rc |= buf_printf(b, "} %zu\n", d->routes[i].cache.entries);
+	}
+	rc |= family(b, "faultline_answer_cache_bytes", "gauge",
+		     "Bytes the answer cache holds: keys, answers and 64 per entry "
+		     "(max_bytes bounds it).");
+	for (i = 0; i < d->nroutes; i++) {
+		if (!d->routes[i].has_cache)
+			continue;
+		rc |= alias_metric(b, "faultline_answer_cache_bytes", &r->routes[i]);
+		rc |= buf_printf(b, "} %zu\n", d->routes[i].cache.bytes);
+	}
+	rc |= family(b, "faultline_answer_cache_dropped_total", "counter",
+		     "Answers the cache let go: evicted by a bound, expired, or too big to keep.");
+	for (i = 0; i < d->nroutes; i++) {
+		const struct answer_cache_stats *s = &d->routes[i].cache.stats;
+		const struct {
+			const char *why;
+			uint64_t n;
+		} rows[] = { { "evicted", s->evictions }, { "expired", s->expired },
+			     { "too_big", s->too_big } };
+
+		if (!d->routes[i].has_cache)
+			continue;
+		for (k = 0; k < 3; k++) {
+			rc |= alias_metric(b, "faultline_answer_cache_dropped_total", &r->routes[i]);
+			rc |= buf_printf(b, ",reason=\"%s\"} %llu\n", rows[k].why,
+					 (unsigned long long)rows[k].n);
+		}
+	}
+	return rc;
+}
+
 int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 {
 	size_t i;
@@ -460,5 +526,6 @@ int admin_metrics(const struct gateway *gw, struct buf *b, double now_ms)
 	rc |= shared_state(b, gw);
 	rc |= spend(b, gw);
 	rc |= routing(b, gw);
+	rc |= degraded(b, gw);
 	return rc ? -ENOMEM : 0;
 }

@@ -38,8 +38,10 @@ static struct attempt_class classify_curl(int code, bool connected)
 	}
 }
 
-static struct attempt_class classify_status(long status, bool body_valid)
+static struct attempt_class classify_status(long status, bool body_valid, bool contract_broken)
 {
+	if (status >= 200 && status <= 299 && body_valid && contract_broken)
+		return failover(ATTEMPT_FAIL_CONTRACT);
 	if (status >= 200 && status <= 299)
 		return body_valid ? verdict(ATTEMPT_SUCCESS) : failover(ATTEMPT_FAIL_INVALID_BODY);
 	if (status == 429)
@@ -59,7 +61,7 @@ struct attempt_class attempt_classify(const struct upstream_facts *f)
 		return failover(ATTEMPT_FAIL_TIMEOUT);
 	if (f->curl_code != CURLE_OK)
 		return classify_curl(f->curl_code, f->connected);
-	return classify_status(f->status, f->body_valid);
+	return classify_status(f->status, f->body_valid, f->contract_broken);
 }
 
 struct attempt_class attempt_classify_stream(const struct upstream_facts *f,
@@ -150,6 +152,8 @@ const char *attempt_failure_name(enum attempt_failure f)
 		return "truncated";
 	case ATTEMPT_FAIL_STALL:
 		return "stall";
+	case ATTEMPT_FAIL_CONTRACT:
+		return "contract_violation";
 	case ATTEMPT_NFAILURES:
 		break;
 	}

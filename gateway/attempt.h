@@ -41,6 +41,8 @@ enum attempt_failure {
 	ATTEMPT_FAIL_ERROR_EVENT,	/* a stream: the upstream sent an error event */
 	ATTEMPT_FAIL_TRUNCATED,		/* a stream ended without [DONE] */
 	ATTEMPT_FAIL_STALL,		/* a committed stream went silent too long */
+	ATTEMPT_FAIL_CONTRACT,		/* a 2xx chat completion whose content breaks the
+					 * request's output contract (contract_violation) */
 	ATTEMPT_NFAILURES		/* how many kinds there are, NONE included */
 };
 
@@ -51,6 +53,7 @@ struct upstream_facts {
 	bool cut;		/* the gateway's own attempt timer ended it */
 	long status;		/* the HTTP status (read when curl_code is 0) */
 	bool body_valid;	/* a 2xx body parsed as a chat completion */
+	bool contract_broken;	/* ... whose content breaks the request's contract */
 };
 
 /* What the gateway saw of a streaming attempt's answer. */

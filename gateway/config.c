@@ -262,6 +262,8 @@ static const struct cfg_key alias_keys[] = {
 	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "hedge", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "budget", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "contract", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
+	{ "degraded", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 };
 
 struct target_raw {
@@ -643,7 +645,10 @@ static int load_alias(const cJSON *obj, struct gw_config *cfg, const struct alia
 	if (rc)
 		return rc;
 	a->budget = (struct gw_budget){ bu.ratio, bu.min_per_second, bu.burst };
-	return 0;
+	rc = gw_config__contract(obj, file, path, &a->contract, err);
+	if (!rc)
+		rc = gw_config__degraded(obj, file, path, &a->degraded, err);
+	return rc;
 }
 
 /* The top level's hedge (off unless given), budget and classes. */
@@ -855,6 +860,7 @@ void gw_config_free(struct gw_config *cfg)
 			free(cfg->aliases[i].targets[j].model);
 		free(cfg->aliases[i].targets);
 		free(cfg->aliases[i].name);
+		gw_config__answer_free(&cfg->aliases[i].contract, &cfg->aliases[i].degraded);
 	}
 	free(cfg->providers);
 	free(cfg->aliases);
@@ -921,6 +927,8 @@ const struct cfg_section *gw_config_sections(size_t *n)
 		{ "providers.NAME.health_check", health_keys, NELEM(health_keys) },
 		{ "models.ALIAS", alias_keys, NELEM(alias_keys) },
 		{ "models.ALIAS.targets[]", target_keys, NELEM(target_keys) },
+		{ "models.ALIAS.contract", gw_config__contract_keys, GW_NCONTRACT_KEYS },
+		{ "models.ALIAS.degraded", gw_config__degraded_keys, GW_NDEGRADED_KEYS },
 	};
 
 	*n = NELEM(sections);

@@ -84,6 +84,29 @@ struct gw_target_ref {
 	char *model;			/* the upstream model name */
 };
 
+/* An alias's output contracts (docs/gateway.md: Output contracts). */
+struct contract;
+struct gw_contract {
+	bool enforce;			/* answers are checked against response_format */
+	bool counts_as_failure;		/* a violation counts against its target's breaker */
+	struct contract *dflt;		/* for requests that state none; NULL: none */
+};
+
+/* What an alias answers when nothing healthy can (docs/gateway.md: Degraded answers). */
+enum gw_degraded_mode {
+	GW_DEGRADED_ERROR,		/* the error (today's fast 503 and its kin) */
+	GW_DEGRADED_STATIC,		/* a completion with fixed content */
+	GW_DEGRADED_CACHE,		/* the last good answer to the same request */
+};
+
+struct gw_degraded {
+	enum gw_degraded_mode mode;
+	char *content;			/* static */
+	double ttl_ms;			/* cache: an answer is trusted this long */
+	size_t max_entries;		/* cache: its bounds */
+	size_t max_bytes;
+};
+
 struct gw_alias {
 	char *name;
 	struct gw_target_ref *targets;
@@ -92,6 +115,8 @@ struct gw_alias {
 	struct gw_retry retry;
 	struct gw_hedge hedge;
 	struct gw_budget budget;
+	struct gw_contract contract;
+	struct gw_degraded degraded;
 };
 
 /*

@@ -59,6 +59,22 @@ void gw_config__shared_free(struct gw_shared *s);
 #define GW_NSHARED_KEYS 9
 extern const struct cfg_key gw_config__shared_keys[GW_NSHARED_KEYS];
 
+/*
+ * An alias's contract and degraded sections (alias: its object; path:
+ * "models.ALIAS"): defaults when absent. gw_config__answer_free frees them.
+ */
+int gw_config__contract(const cJSON *alias, const char *file, const char *path,
+			struct gw_contract *c, char *err);
+int gw_config__degraded(const cJSON *alias, const char *file, const char *path,
+			struct gw_degraded *d, char *err);
+void gw_config__answer_free(struct gw_contract *c, struct gw_degraded *d);
+
+/* Their tables, for gw_config_sections. */
+#define GW_NCONTRACT_KEYS 3
+#define GW_NDEGRADED_KEYS 5
+extern const struct cfg_key gw_config__contract_keys[GW_NCONTRACT_KEYS];
+extern const struct cfg_key gw_config__degraded_keys[GW_NDEGRADED_KEYS];
+
 /* Whether s names an environment variable (a letter or '_', then letters, digits or '_'). */
 bool gw_config__env_name_ok(const char *s);
 

@@ -119,6 +119,22 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 	buf_free(&line);
 }
 
+void gateway_event_contract(struct gateway *gw, const char *provider, const char *model,
+			    const char *request_id, const char *why)
+{
+	struct event_source src = { gw->cfg->shared.replica, NULL, NULL };
+	struct buf line = { 0 };
+
+	if (!gw->events)
+		return;
+	if (event_contract_line(&line, (double)clock_unix_ns() / 1e6, provider, model, request_id,
+				why, gw->shared ? &src : NULL))
+		events_fail(gw, ENOMEM);
+	else if (fwrite(line.data, 1, line.len, gw->events) != line.len || fflush(gw->events))
+		events_fail(gw, errno);
+	buf_free(&line);
+}
+
 void gateway_overloaded(struct gateway *gw, const char *why, const char *provider)
 {
 	uint64_t quiet;
@@ -298,7 +314,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->costs = calloc(1, sizeof(*gw->costs));
 	gw->probes = calloc(cfg->nproviders, sizeof(*gw->probes));
 	gw->easy_pool = calloc(EASY_POOL_MAX, sizeof(*gw->easy_pool));
-	if (!gw->pstats || !gw->costs || !gw->probes || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()))
+	if (!gw->pstats || !gw->costs || !gw->probes || !gw->easy_pool || router_init(&gw->router, cfg, gw_now_ms()) ||
+	    degraded_init(&gw->degraded, cfg->aliases, cfg->naliases))
 		goto out_nomem;
 	gw->pol = (struct policy_env){
 		.router = &gw->router,
@@ -373,6 +390,7 @@ out_free:
 		fclose(gw->events);
 	curl_slist_free_all(gw->base_headers);
 	router_free(&gw->router);
+	degraded_free(&gw->degraded);
 	free(gw->pstats);
 	free(gw->costs);
 	free(gw->probes);
@@ -438,6 +456,7 @@ void gateway_free(struct gateway *gw)
 	shared_free(gw->shared);
 	gw->shared = NULL;
 	router_free(&gw->router);
+	degraded_free(&gw->degraded);
 	free(gw->pstats);
 	free(gw->costs);
 	free(gw->probes);

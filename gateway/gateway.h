@@ -19,6 +19,7 @@
 #include "gateway/auth.h"
 #include "common/buf.h"
 #include "gateway/config.h"
+#include "gateway/degraded.h"
 #include "common/curl_uv.h"
 #include "common/http_server.h"
 #include "common/list.h"
@@ -61,6 +62,7 @@ struct gateway {
 	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
 	struct router_listener queue_wake;	/* drains the batch queues after one */
 	struct shared *shared;		/* shared_state redis: the fleet's breakers; else NULL */
+	struct degraded degraded;	/* each alias's degraded answers and answer cache */
 	double checks_from_ms;		/* the first health checks' time (gw_now_ms's clock) */
 	uint64_t in_flight;
 	uint64_t streams_in_flight;	/* committed streams whose client is still being sent to */
@@ -121,6 +123,13 @@ void gateway_free(struct gateway *gw);
  * second, saying how many more were not logged.
  */
 void gateway_overloaded(struct gateway *gw, const char *why, const char *provider);
+
+/*
+ * An answer of provider/model to request_id broke its contract (why): a
+ * line in the events file, when there is one.
+ */
+void gateway_event_contract(struct gateway *gw, const char *provider, const char *model,
+			    const char *request_id, const char *why);
 
 /* An easy handle for an attempt: from the pool, or new (NULL when out of memory). */
 CURL *gateway_easy_get(struct gateway *gw);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "gateway/contract.h"
 #include "gateway/leg.h"
 #include "gateway/queue.h"
 #include "gateway/stream.h"
@@ -66,6 +67,8 @@ static void on_handle_closed(uv_handle_t *h)
 		relay_free(&g->legs[i].relay);
 	}
 	policy_state_free(&g->pol);
+	contract_free(g->own_contract);
+	buf_free(&g->ckey);
 	free(g);
 }
 

@@ -64,6 +64,7 @@ struct leg {
 	struct curl_slist h_auth;
 	struct curl_slist h_accept;
 	struct relay relay;
+	char contract_why[192];		/* how its answer broke the contract */
 };
 
 /* The client's body, and where its model value is (replaced in place upstream). */
@@ -113,6 +114,10 @@ struct greq {
 	struct policy_state pol;	/* where its decisions stand */
 	struct greq_bill bill;
 	struct greq_stream stream;
+	const struct contract *contract;	/* what its answer must honour; NULL: nothing */
+	struct contract *own_contract;	/* the request's own response_format's */
+	unsigned violations;		/* attempts whose answer broke the contract */
+	struct buf ckey;		/* its answer cache key (degraded mode cache); empty: none */
 	/* One leg, or 1 + hedge.max for an alias that hedges. */
 	unsigned nlegs;
 	struct leg legs[];

@@ -21,6 +21,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "gateway/bill.h"
+#include "gateway/contract.h"
 #include "gateway/greq.h"
 #include "gateway/proxy.h"
 #include "gateway/respond.h"
@@ -310,15 +311,20 @@ void leg_put(struct leg *l)
 }
 
 /* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
-static bool check_completion(struct leg *l, int64_t *in, int64_t *out)
+static bool check_completion(struct leg *l, int64_t *in, int64_t *out, bool *broken)
 {
 	cJSON *root = json_parse_whole(l->resp.data ? l->resp.data : "", l->resp.len);
 	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
 	bool ok = cJSON_IsObject(root) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
 
 	*in = *out = 0;
+	*broken = false;
+	l->contract_why[0] = '\0';
 	if (ok)
 		relay_usage_tokens(cJSON_GetObjectItemCaseSensitive(root, "usage"), in, out);
+	if (ok && l->g->contract)
+		*broken = !contract_check(l->g->contract, root, l->contract_why,
+					  sizeof(l->contract_why));
 	cJSON_Delete(root);
 	return ok;
 }
@@ -384,7 +390,7 @@ const char *leg_result(struct leg *l, CURLcode code, double now, struct policy_r
 	r->up.connected = connect_us > 0 || pre_us > 0;
 	if (!g->pol.stream && r->up.curl_code == CURLE_OK && r->up.status >= 200 &&
 	    r->up.status <= 299)
-		r->up.body_valid = check_completion(l, tin, tout);
+		r->up.body_valid = check_completion(l, tin, tout, &r->up.contract_broken);
 	l->status = r->up.status;
 	return NULL;
 }

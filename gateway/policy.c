@@ -464,6 +464,19 @@ static struct policy_action local_failure(struct policy_state *st, struct policy
 	return answer(POLICY_ERR_OVERLOADED, 503, "service_unavailable", "gateway_overloaded", 1);
 }
 
+/*
+ * Whether result c holds against its target's breaker: every failure
+ * does, but a contract violation only when its alias says so
+ * (contract.counts_as_failure): the provider answered, just not to the
+ * contract, and another request might ask for none.
+ */
+static bool holds_against(const struct policy_state *st, struct attempt_class c)
+{
+	if (c.verdict == ATTEMPT_FAILOVER && c.failure == ATTEMPT_FAIL_CONTRACT)
+		return st->route->alias->contract.counts_as_failure;
+	return attempt_counts_as_failure(c);
+}
+
 struct policy_action policy_on_result(const struct policy_env *env, struct policy_state *st,
 				      unsigned slot, const struct policy_result *r,
 				      struct attempt_class c, double now)
@@ -482,7 +495,7 @@ struct policy_action policy_on_result(const struct policy_env *env, struct polic
 		st->reached = true;
 		release_probe(l);
 	} else {
-		wake = record(env, l, !attempt_counts_as_failure(c), r->ms, now);
+		wake = record(env, l, !holds_against(st, c), r->ms, now);
 	}
 	if (c.verdict != ATTEMPT_FAILOVER) {
 		/* The answer: every other leg lost. */

@@ -22,6 +22,8 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "gateway/bill.h"
+#include "gateway/contract.h"
+#include "gateway/degraded.h"
 #include "gateway/errmsg.h"
 #include "gateway/gateway.h"
 #include "gateway/greq.h"
@@ -113,6 +115,22 @@ static void cancel_others(struct greq *g, const struct leg *keep)
 	}
 }
 
+/*
+ * Leg l's answer, a chat completion, broke the request's contract: billed
+ * in full (the provider did the work: its usage), told to the log and the
+ * events file; the policy then treats it as a failed attempt.
+ */
+static void contract_broken(struct greq *g, struct leg *l, int64_t tin, int64_t tout)
+{
+	const struct gw_target *t = l->p->t;
+
+	g->violations++;
+	bill_tokens(g, l, tin, tout, true);
+	log_info("request %s: %s/%s broke its output contract: %s", g->id, t->prov->name, t->model,
+		 l->contract_why);
+	gateway_event_contract(g->gw, t->prov->name, t->model, g->id, l->contract_why);
+}
+
 void proxy_leg_end(struct leg *l, CURLcode code)
 {
 	struct greq *g = l->g;
@@ -161,7 +179,9 @@ void proxy_leg_end(struct leg *l, CURLcode code)
 	log_debug("request %s: %s/%s %s%s%s (HTTP %ld) in %.1f ms", g->id, t->prov->name,
 		  t->model, metrics_outcome_name(out), l->errbuf[0] ? ": " : "", l->errbuf,
 		  r.up.status, r.ms);
-	if (c.verdict == ATTEMPT_FAILOVER)
+	if (c.failure == ATTEMPT_FAIL_CONTRACT)
+		contract_broken(g, l, tin, tout);
+	else if (c.verdict == ATTEMPT_FAILOVER)
 		bill_discarded(g, l, l->cut);	/* now: the policy may start the next attempt in l */
 	a = policy_on_result(&gw->pol, &g->pol, l->slot, &r, c, now);
 	if (a.kind == POLICY_PASS) {
@@ -170,6 +190,9 @@ void proxy_leg_end(struct leg *l, CURLcode code)
 			proxy_queue_wake(gw);
 		cancel_others(g, l);
 		bill_tokens(g, l, tin, tout, false);
+		if (c.verdict == ATTEMPT_SUCCESS && g->ckey.len)
+			degraded_store(&gw->degraded, (size_t)(g->route - gw->router.routes), &g->ckey,
+				       l->resp.data ? l->resp.data : "", l->resp.len, now);
 		respond(g, (int)r.up.status, l->ctype[0] ? l->ctype : "application/json",
 			l->resp.data ? l->resp.data : "", l->resp.len, t);
 		return;
@@ -330,6 +353,40 @@ static int64_t estimate_prompt_tokens(const cJSON *root)
 	return bill_prompt_estimate(bytes);
 }
 
+/*
+ * The request's response_format, when its alias checks contracts: read
+ * into *own (NULL for "text"), *stated when it gave one. Returns 0, or
+ * -1 when it was answered: 400 naming what the gateway cannot check (an
+ * unknown type, a JSON Schema keyword outside the subset), or 500.
+ */
+static int request_contract(struct gateway *gw, struct http_exchange *ex,
+			    struct gw_route *route, const char *id, const cJSON *root,
+			    struct contract **own, bool *stated)
+{
+	const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+	char why[320];
+	char msg[400];
+	int rc;
+
+	*own = NULL;
+	*stated = rf && !cJSON_IsNull(rf);
+	if (!route->alias->contract.enforce || !*stated)
+		return 0;
+	rc = contract_from_response_format(rf, own, why, sizeof(why));
+	if (rc == -ENOMEM) {
+		status_counts_add(&route->requests, 500);
+		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
+		return -1;
+	}
+	if (rc) {
+		snprintf(msg, sizeof(msg), "Invalid response_format: %s.", why);
+		respond_refuse(gw, ex, route, id, 400, msg, "response_format",
+			       "invalid_response_format");
+		return -1;
+	}
+	return 0;
+}
+
 void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 {
 	const struct http_request *req = http_exchange_request(ex);
@@ -347,6 +404,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	char msg[256];
 	char name[160];
 	struct policy_action a;
+	struct contract *own = NULL;
+	bool stated = false;
 	unsigned nlegs;
 	bool stream;
 	size_t model_at = 0;
@@ -379,9 +438,12 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		respond_refuse(gw, ex, route, id, 400, msg, NULL, "unknown_class");
 		goto out_free_root;
 	}
+	if (request_contract(gw, ex, route, id, root, &own, &stated))
+		goto out_free_root;
 	nlegs = route->alias->hedge.enabled ? 1 + route->alias->hedge.max : 1;
 	g = greq_new(gw, ex, route, nlegs);
 	if (!g) {
+		contract_free(own);
 		status_counts_add(&route->requests, 500);
 		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
 		goto out_free_root;
@@ -403,6 +465,13 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	if (feature && id_ok(feature))
 		json_copy_cut(g->bill.feature, sizeof(g->bill.feature), feature, COST_LABEL_MAX);
 	stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"));
+	/* A stream's content is relayed as it comes: it cannot be held to a contract. */
+	g->own_contract = own;
+	if (route->alias->contract.enforce && !stream)
+		g->contract = stated ? own : route->alias->contract.dflt;
+	if (gw->degraded.routes[route - gw->router.routes].has_cache &&
+	    degraded_key(root, &g->ckey))
+		buf_free(&g->ckey);	/* no memory for a key: no cache for this one */
 	http_exchange_set_data(ex, g, on_client_abort, stream ? stream_on_client_drain : NULL);
 	a = policy_arrive(&gw->pol, &g->pol, route, g->only[0] ? g->only : NULL,
 			  klass && strcasecmp(klass, "batch") == 0, stream,

@@ -10,9 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "gateway/bill.h"
+#include "gateway/degraded.h"
 #include "gateway/errmsg.h"
+#include "gateway/gateway.h"
 #include "gateway/greq.h"
 
 static const char oom_body[] = "{\"error\":{\"message\":\"Out of memory.\","
@@ -30,9 +33,13 @@ size_t respond_headers(const struct greq *g, struct http_kv *h, char *attempts)
 	return 3;
 }
 
-/* respond(), with Retry-After: retry_after_s seconds when > 0. */
-static void respond_retry(struct greq *g, int status, const char *ctype, const char *body,
-			  size_t len, const struct gw_target *answered, double retry_after_s)
+/*
+ * respond(), with Retry-After: retry_after_s seconds when > 0, and
+ * x-faultline-degraded: degraded when not NULL.
+ */
+static void respond_full(struct greq *g, int status, const char *ctype, const char *body,
+			 size_t len, const struct gw_target *answered, double retry_after_s,
+			 const char *degraded)
 {
 	struct http_exchange *ex = g->ex;
 	struct http_kv h[8];
@@ -47,6 +54,8 @@ static void respond_retry(struct greq *g, int status, const char *ctype, const c
 		h[n++] = (struct http_kv){ "Retry-After", retry_after };
 	}
 	n += respond_headers(g, h + n, attempts);
+	if (degraded)
+		h[n++] = (struct http_kv){ "x-faultline-degraded", degraded };
 	if (answered)
 		h[n++] = (struct http_kv){ "x-faultline-provider", answered->prov->name };
 	if (answered || g->bill.billed) {
@@ -63,7 +72,7 @@ static void respond_retry(struct greq *g, int status, const char *ctype, const c
 void respond(struct greq *g, int status, const char *ctype, const char *body, size_t len,
 	     const struct gw_target *answered)
 {
-	respond_retry(g, status, ctype, body, len, answered, 0);
+	respond_full(g, status, ctype, body, len, answered, 0, NULL);
 }
 
 void respond_oom(struct greq *g)
@@ -94,8 +103,8 @@ void respond_refuse(struct gateway *gw, struct http_exchange *ex, struct gw_rout
 static void respond_json(struct greq *g, const struct policy_action *a, const char *text)
 {
 	if (text)
-		respond_retry(g, a->status, "application/json", text, strlen(text), NULL,
-			      a->retry_after_s);
+		respond_full(g, a->status, "application/json", text, strlen(text), NULL,
+			     a->retry_after_s, NULL);
 	else
 		respond_oom(g);
 }
@@ -164,12 +173,59 @@ static void respond_final(struct greq *g, const struct policy_action *a)
 	buf_free(&msg);
 }
 
+/*
+ * Nothing healthy could answer: the alias's degraded answer, when it has
+ * one — its static content, or its cache's fresh answer to the same
+ * request — as a 200 marked x-faultline-degraded. False when it has none
+ * (mode error, a cache miss, no memory): the error goes out instead.
+ */
+static bool respond_degraded(struct greq *g)
+{
+	struct degraded_route *dr = &g->gw->degraded.routes[g->route - g->gw->router.routes];
+	const char *model = g->route->alias->name;
+	double unix_s = (double)clock_unix_ms() / 1000;
+	enum degraded_kind kind;
+	struct buf out = { 0 };
+	const char *cached;
+	size_t len = 0;
+	int rc;
+
+	if (dr->cfg->mode == GW_DEGRADED_STATIC) {
+		kind = DEGRADED_STATIC;
+		rc = degraded_completion(&out, g->id, model, dr->cfg->content, g->pol.stream,
+					 unix_s);
+	} else if (dr->cfg->mode == GW_DEGRADED_CACHE && g->ckey.len) {
+		kind = DEGRADED_CACHE;
+		cached = answer_cache_get(&dr->cache, g->ckey.data, g->ckey.len, gw_now_ms(), &len);
+		if (!cached) {
+			dr->cache_misses++;
+			return false;
+		}
+		rc = g->pol.stream ? degraded_restream(&out, cached, len, g->id, model, unix_s)
+				   : buf_append(&out, cached, len);
+	} else {
+		return false;
+	}
+	if (rc) {
+		buf_free(&out);
+		return false;
+	}
+	dr->answers[kind]++;
+	log_debug("request %s: nothing healthy answered; a degraded answer (%s)", g->id,
+		  degraded_kind_name(kind));
+	respond_full(g, 200, g->pol.stream ? "text/event-stream" : "application/json", out.data,
+		     out.len, NULL, 0, degraded_kind_name(kind));
+	buf_free(&out);
+	return true;
+}
+
 void respond_error(struct greq *g, const struct policy_action *a, const char *why)
 {
 	struct buf msg = { 0 };
 
 	if (a->error == POLICY_ERR_FINAL) {
-		respond_final(g, a);
+		if (!respond_degraded(g))
+			respond_final(g, a);
 		return;
 	}
 	if (errmsg_write(&msg, a, &g->pol, g->gw->cfg, g->route ? g->route->alias->name : "", why))

@@ -1,7 +1,8 @@
 /*
  * config: the mockprov config file — a list of providers, each with its
- * listen address, model, timing model and fault timeline — validated once
- * into plain structs.
+ * listen address, model, timing model and fault timeline, and the groups
+ * of providers that fail together (each group's faults added to every
+ * member's timeline) — validated once into plain structs.
  */
 #ifndef FAULTLINE_MOCKPROV_CONFIG_H
 #define FAULTLINE_MOCKPROV_CONFIG_H
@@ -19,10 +20,11 @@ struct provider_cfg {
 	char *listen;			/* as written */
 	struct sockaddr_storage addr;
 	char *model;
+	char *group;			/* the group it is in, or NULL */
 	bool strict_model;		/* 404 for any other model */
 	struct timing_model timing;
 	int64_t output_tokens;
-	struct fault *faults;
+	struct fault *faults;		/* its own, then its group's (fault.group set) */
 	size_t nfaults;
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/cfg.h"
+#include "mockprov/contract.h"
 
 static const char *const kind_names[FAULT_NKINDS + 1] = {
 	[FAULT_DOWN] = "down",
@@ -22,6 +23,7 @@ static const char *const kind_names[FAULT_NKINDS + 1] = {
 	[FAULT_RESET] = "reset",
 	[FAULT_MALFORMED] = "malformed",
 	[FAULT_RATE_LIMIT] = "rate_limit",
+	[FAULT_BAD_CONTENT] = "bad_content",
 	[FAULT_NKINDS] = NULL,
 };
 
@@ -212,6 +214,8 @@ void fault_decide(struct fault *faults, size_t n, double t_ms, double token_cost
 
 #define FK(name, type, field, req, def, min, max) \
 	{ name, type, offsetof(struct fault, field), req, def, min, max, NULL, NULL }
+#define FKE(name, field, def, choices) \
+	{ name, CFG_ENUM, offsetof(struct fault, field), false, 0, 0, 0, def, choices }
 
 /* Keys every fault has. from_s/to_s are read into from_ms/to_ms below. */
 static const struct cfg_key common_keys[] = {
@@ -246,6 +250,9 @@ static const struct cfg_key rate_keys[] = {
 	FK("rpm", CFG_NUM, rpm, false, 0, 0, 1e9),
 	FK("tpm", CFG_NUM, tpm, false, 0, 0, 1e12),
 };
+static const struct cfg_key bad_content_keys[] = {
+	FKE("violation", violation, "prose", contract_violation_names),
+};
 
 #define KK(a) { a, sizeof(a) / sizeof(a[0]) }
 static const struct kind_keys kind_keys[FAULT_NKINDS] = {
@@ -257,6 +264,7 @@ static const struct kind_keys kind_keys[FAULT_NKINDS] = {
 	[FAULT_ERROR_EVENT] = KK(after_tokens_keys),
 	[FAULT_RESET] = KK(reset_keys),
 	[FAULT_RATE_LIMIT] = KK(rate_keys),
+	[FAULT_BAD_CONTENT] = KK(bad_content_keys),
 };
 
 static int parse_kind(const cJSON *obj, const char *file, const char *path,
@@ -417,6 +425,8 @@ void fault_to_json(const struct fault *f, double now_ms, cJSON *obj)
 	cJSON_AddNumberToObject(obj, "probability", f->probability);
 	cJSON_AddBoolToObject(obj, "injected", f->injected);
 	cJSON_AddBoolToObject(obj, "active", fault_active(f, now_ms));
+	if (f->group)
+		cJSON_AddStringToObject(obj, "group", f->group);
 	switch (f->kind) {
 	case FAULT_STATUS:
 		cJSON_AddNumberToObject(obj, "status", (double)f->status);
@@ -436,6 +446,9 @@ void fault_to_json(const struct fault *f, double now_ms, cJSON *obj)
 		break;
 	case FAULT_RESET:
 		cJSON_AddNumberToObject(obj, "after_bytes", (double)f->after_bytes);
+		break;
+	case FAULT_BAD_CONTENT:
+		cJSON_AddStringToObject(obj, "violation", contract_violation_names[f->violation]);
 		break;
 	case FAULT_RATE_LIMIT:
 		cJSON_AddNumberToObject(obj, "rpm", f->rpm);

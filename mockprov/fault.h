@@ -33,6 +33,7 @@ enum fault_kind {
 	FAULT_RESET,
 	FAULT_MALFORMED,
 	FAULT_RATE_LIMIT,
+	FAULT_BAD_CONTENT,
 	FAULT_NKINDS,
 };
 
@@ -58,6 +59,8 @@ struct fault {
 	int64_t after_bytes;	/* reset */
 	double rpm;		/* rate_limit; 0: no request budget */
 	double tpm;		/* rate_limit; 0: no token budget */
+	int violation;		/* bad_content: an enum contract_violation */
+	const char *group;	/* the group whose faults it came with (the config's), or NULL */
 	struct rate_state rate;
 };
 

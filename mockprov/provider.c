@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/records.h"
+#include "mockprov/contract.h"
 #include "mockprov/timing.h"
 
 /* Stream output queued for a slow reader before the stream waits for it. */
@@ -42,6 +43,9 @@ struct mreq {
 	char id[48];			/* chatcmpl-… */
 	struct buf model;		/* the model to echo, as a JSON string */
 	struct buf prefix;		/* streams: 'data: {"id":…,"model":…,' of every chunk */
+	cJSON *rf;			/* the request's response_format until the content is made */
+	struct buf text;		/* the content, when not the provider's words as they are */
+	size_t *off;			/* with text: token k's piece is text[off[k] … off[k+1]) */
 	bool timer_open;		/* the timer handle exists (schedule() made it) */
 	bool streaming;
 	bool include_usage;
@@ -226,6 +230,9 @@ static void req_free(struct mreq *m)
 {
 	buf_free(&m->model);
 	buf_free(&m->prefix);
+	cJSON_Delete(m->rf);
+	buf_free(&m->text);
+	free(m->off);
 	free(m->request_id);
 	free(m);
 }
@@ -346,11 +353,21 @@ static void usage_json(struct buf *b, const struct mreq *m, int completion)
 	buf_puts(b, "}");
 }
 
-/* Appends the text of tokens [from, to) of the provider's answer. */
-static void put_tokens(struct buf *b, const struct provider *p, int from, int to)
+/*
+ * Appends the content of tokens [from, to) of m's answer, as it goes in a
+ * JSON string: the provider's words need no escaping; a content of the
+ * request's own (a contract's document, a bad_content) is escaped piece by
+ * piece, its pieces cut between UTF-8 sequences.
+ */
+static void put_tokens(struct buf *b, const struct mreq *m, int from, int to)
 {
-	buf_append(b, p->content.data + p->token_off[from],
-		   p->token_off[to] - p->token_off[from]);
+	const struct provider *p = m->p;
+
+	if (m->off)
+		json_escape_chars(b, m->text.data + m->off[from], m->off[to] - m->off[from]);
+	else
+		buf_append(b, p->content.data + p->token_off[from],
+			   p->token_off[to] - p->token_off[from]);
 }
 
 static void sse_token(struct buf *b, const struct mreq *m, int k)
@@ -359,7 +376,7 @@ static void sse_token(struct buf *b, const struct mreq *m, int k)
 	buf_puts(b, k == 0 ? "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
 			     "\"content\":\""
 			   : "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-	put_tokens(b, m->p, k, k + 1);
+	put_tokens(b, m, k, k + 1);
 	buf_puts(b, "\"},\"finish_reason\":null}]}\n\n");
 }
 
@@ -391,8 +408,7 @@ static void sse_error(struct buf *b)
  */
 static void whole_body(struct buf *b, const struct mreq *m, size_t *cut_at)
 {
-	const struct provider *p = m->p;
-	size_t start;
+	int cut = m->cut > 0 ? m->cut : 0;
 
 	buf_puts(b, "{\"id\":\"");
 	buf_puts(b, m->id);
@@ -401,9 +417,9 @@ static void whole_body(struct buf *b, const struct mreq *m, size_t *cut_at)
 	buf_puts(b, ",\"model\":");
 	buf_append(b, m->model.data, m->model.len);
 	buf_puts(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"");
-	start = b->len;
-	put_tokens(b, p, 0, m->plan.tokens);
-	*cut_at = start + (m->cut > 0 ? p->token_off[m->cut] - p->token_off[0] : 0);
+	put_tokens(b, m, 0, cut);
+	*cut_at = b->len;
+	put_tokens(b, m, cut, m->plan.tokens);
 	buf_puts(b, m->capped ? "\"},\"finish_reason\":\"length\"}],"
 			      : "\"},\"finish_reason\":\"stop\"}],");
 	usage_json(b, m, m->plan.tokens);
@@ -481,6 +497,9 @@ static void answer_whole(struct mreq *m)
 	case FAULT_MALFORMED:
 		m->fired = true;
 		body.len /= 2;	/* any proper prefix of an object is invalid JSON */
+		break;
+	case FAULT_BAD_CONTENT:
+		m->fired = true;	/* a 200 whose content breaks the contract */
 		break;
 	case FAULT_RESET:
 		/* Head and body apart, so the row knows whether the status went
@@ -580,6 +599,8 @@ static void stream_step(struct mreq *m)
 	if (k != m->cut) {
 		sse_token(&out, m, k);
 		sent = k + 1;
+		if (m->act == FAULT_BAD_CONTENT)
+			m->fired = true;
 	}
 	if (sent == m->cut) {
 		m->fired = true;
@@ -733,6 +754,8 @@ static int parse_chat(struct mreq *m, const struct http_request *req, int *max_t
 		goto out;
 	}
 	m->streaming = cJSON_IsTrue(v);
+	/* Kept for the content, read when it is made (contract_read: tolerant). */
+	m->rf = cJSON_DetachItemFromObjectCaseSensitive(root, "response_format");
 	v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
 	m->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "include_usage"));
 	*max_tokens = -1;
@@ -780,6 +803,74 @@ static void decide(struct mreq *m, double token_cost)
 	}
 	m->fd.decider = NULL;
 	m->fd.rate = NULL;
+}
+
+/*
+ * Splits the n-token content text into n pieces of about equal length, each
+ * cut between UTF-8 sequences: how a document that does not hold the
+ * words is streamed.
+ */
+static void split_even(const struct buf *text, int n, size_t *off)
+{
+	size_t at;
+	int k;
+
+	off[0] = 0;
+	for (k = 1; k < n; k++) {
+		at = text->len * (size_t)k / (size_t)n;
+		if (at < off[k - 1])
+			at = off[k - 1];
+		while (at < text->len && ((unsigned char)text->data[at] & 0xC0) == 0x80)
+			at++;
+		off[k] = at;
+	}
+	off[n] = text->len;
+}
+
+/*
+ * Makes the answer's content when it is not the provider's words as they
+ * are: a document for the request's response_format, or a bad_content
+ * fault's. The words are the answer's tokens; when the content holds them
+ * (contract_content's text_at), token k's piece is its word, the text
+ * before the words going with the first token and the text after them with
+ * the last, so a stream's chunks follow the timing model and usage counts
+ * the words alone; else the content is cut into even pieces. Out of
+ * memory, the answer is the words (said in the log).
+ */
+static void make_content(struct mreq *m)
+{
+	const struct provider *p = m->p;
+	enum contract_violation v = m->act == FAULT_BAD_CONTENT
+					    ? (enum contract_violation)m->decider.violation
+					    : VIOLATION_NONE;
+	int n = m->plan.tokens;
+	struct contract c;
+	size_t at;
+	int k;
+
+	contract_read(m->rf, &c);
+	if (c.kind == CONTRACT_NONE && v == VIOLATION_NONE)
+		goto out;
+	m->off = calloc((size_t)n + 1, sizeof(*m->off));
+	if (!m->off || contract_content(&c, v, p->content.data, p->token_off[n], &m->text, &at)) {
+		log_warn("%s: out of memory making an answer's content; it is the words alone",
+			 p->cfg->name);
+		free(m->off);
+		m->off = NULL;
+		buf_free(&m->text);
+		goto out;
+	}
+	if (at == SIZE_MAX) {
+		split_even(&m->text, n, m->off);
+		goto out;
+	}
+	m->off[0] = 0;
+	for (k = 1; k < n; k++)
+		m->off[k] = at + p->token_off[k];
+	m->off[n] = m->text.len;
+out:
+	cJSON_Delete(m->rf);
+	m->rf = NULL;
 }
 
 /*
@@ -857,6 +948,7 @@ static void on_completion(struct provider *p, struct http_exchange *ex,
 		m->cut = (int)fmin((double)m->decider.after_tokens, tokens);
 	if (answer_at_once(m))
 		return;
+	make_content(m);
 	if (m->streaming)
 		start_stream(m);
 	else
@@ -1026,6 +1118,8 @@ void provider_state_json(const struct provider *p, cJSON *obj)
 	cJSON_AddStringToObject(obj, "name", p->cfg->name);
 	cJSON_AddStringToObject(obj, "listen", p->addr_text);
 	cJSON_AddStringToObject(obj, "model", p->cfg->model);
+	if (p->cfg->group)
+		cJSON_AddStringToObject(obj, "group", p->cfg->group);
 	cJSON_AddBoolToObject(obj, "listening", http_server_is_listening(p->srv));
 	cJSON_AddNumberToObject(obj, "connections", http_server_conn_count(p->srv));
 	cJSON_AddNumberToObject(obj, "in_flight", (double)p->inflight.len);

@@ -598,6 +598,34 @@ bool scenario_setup_replicated(const struct sc_setup *st)
 	return st->kind == SC_GATEWAY && (st->replicas > 1 || st->shared_redis);
 }
 
+/*
+ * A gateway setup whose alias answers degraded (static or cached) when
+ * nothing healthy can: the simulator models no answer's content, so it
+ * would count errors where the gateway answers. Returns 0, or -EINVAL
+ * with the message naming the alias's degraded.mode.
+ */
+static int sim_degraded_check(const struct sc_setup *st, const char *path, const char *file,
+			      char *err)
+{
+	const cJSON *alias;
+	char key[192];
+
+	if (st->kind != SC_GATEWAY)
+		return 0;
+	cJSON_ArrayForEach(alias, cJSON_GetObjectItemCaseSensitive(st->config, "models")) {
+		const char *mode = json_get_string(
+			cJSON_GetObjectItemCaseSensitive(alias, "degraded"), "mode");
+
+		if (!mode || strcmp(mode, "error") == 0)
+			continue;
+		snprintf(key, sizeof(key), "config.models.%.64s.degraded.mode", alias->string);
+		return cfg_error(err, file, path, key, "chaos sim does not simulate degraded "
+				 "answers yet: expected \"error\", got \"%s\" (chaos run runs it)",
+				 mode);
+	}
+	return 0;
+}
+
 int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *err)
 {
 	size_t i;
@@ -617,6 +645,8 @@ int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *
 			return cfg_error(err, sc->path, path, "shared_state", "chaos sim does not "
 					 "simulate Redis yet: expected \"local\", got \"redis\" (chaos "
 					 "run runs it)");
+		if (sim_degraded_check(st, path, sc->path, err))
+			return -EINVAL;
 	}
 	for (i = 0; i < sc->nactions; i++) {
 		const struct sc_action *a = &sc->actions[i];

@@ -12,8 +12,11 @@ set -eu
 # groff); a plain build does not check for them. redis-server is what the
 # gateway's shared state is tested and benched against, and what the
 # runner starts for replicas setups; the gateway itself needs libhiredis.
+# json-schema-test-suite is the official JSON Schema Test Suite, which the
+# unit tests run the gateway's schema checker through (draft 7).
 PACKAGES="pkg-config libuv1-dev libcurl4-openssl-dev libcjson-dev libhttp-parser-dev
-libcriterion-dev gnuplot-nox libhiredis-dev redis-server clang libclang-rt-dev groff-base"
+libcriterion-dev gnuplot-nox libhiredis-dev redis-server clang libclang-rt-dev groff-base
+json-schema-test-suite"
 if [ "${1:-}" = --packages ]; then
 	echo $PACKAGES
 	exit 0
@@ -34,6 +37,7 @@ need_pc hiredis libhiredis-dev
 [ -f /usr/include/http_parser.h ] || missing="$missing libhttp-parser-dev"
 command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing="$missing redis-server"
+[ -d /usr/share/json-schema-test-suite/tests/draft7 ] || missing="$missing json-schema-test-suite"
 
 if [ -n "$missing" ]; then
 	echo "deps: installing:$missing" >&2

@@ -201,6 +201,25 @@ Test(attempt, counts_as_failure, .timeout = 10)
 									 ATTEMPT_FAIL_NONE }));
 }
 
+Test(attempt, contract_violation_fails_over_only_on_a_valid_2xx, .timeout = 10)
+{
+	struct upstream_facts f = { .status = 200, .connected = true, .body_valid = true,
+				    .contract_broken = true };
+	struct attempt_class c = attempt_classify(&f);
+
+	cr_assert_eq(c.verdict, ATTEMPT_FAILOVER);
+	cr_assert_eq(c.failure, ATTEMPT_FAIL_CONTRACT);
+	cr_assert(attempt_counts_as_failure(c));
+	/* Not a chat completion at all: that is the body's fault, not the contract's. */
+	f.body_valid = false;
+	cr_assert_eq(attempt_classify(&f).failure, ATTEMPT_FAIL_INVALID_BODY);
+	/* An error status stays what it is. */
+	f = (struct upstream_facts){ .status = 503, .connected = true, .contract_broken = true };
+	cr_assert_eq(attempt_classify(&f).failure, ATTEMPT_FAIL_HTTP_5XX);
+	f = (struct upstream_facts){ .status = 200, .connected = true, .body_valid = true };
+	cr_assert_eq(attempt_classify(&f).verdict, ATTEMPT_SUCCESS);
+}
+
 Test(attempt, unavailable_is_refused_only, .timeout = 10)
 {
 	for (int f = ATTEMPT_FAIL_NONE; f < ATTEMPT_NFAILURES; f++)
@@ -230,6 +249,7 @@ Test(attempt, names, .timeout = 10)
 		{ ATTEMPT_FAIL_ERROR_EVENT, "error_event" },
 		{ ATTEMPT_FAIL_TRUNCATED, "truncated" },
 		{ ATTEMPT_FAIL_STALL, "stall" },
+		{ ATTEMPT_FAIL_CONTRACT, "contract_violation" },
 		{ ATTEMPT_NFAILURES, "unknown" },
 		{ (enum attempt_failure)99, "unknown" },
 	};

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mockprov/contract.h"
 #include "mockprov/fault.h"
 #include "common/cfg.h"
 
@@ -553,6 +554,47 @@ Test(fault_parse, reset_malformed_rate_limit, .timeout = 10)
 	cr_assert_float_eq(f.tpm, 1000, 0);
 }
 
+Test(fault_parse, bad_content_violations, .timeout = 10)
+{
+	static const struct { const char *name; enum contract_violation v; } cases[] = {
+		{ "prose", VIOLATION_PROSE }, { "missing_key", VIOLATION_MISSING_KEY },
+		{ "wrong_type", VIOLATION_WRONG_TYPE },
+	};
+	char json[160];
+	struct fault f;
+	size_t i;
+
+	cr_assert_eq(parse("{\"kind\":\"bad_content\",\"from_s\":1,\"to_s\":2}", &f), 0, "%s",
+		     err);
+	cr_assert_eq(f.kind, FAULT_BAD_CONTENT);
+	cr_assert_eq(f.violation, VIOLATION_PROSE, "prose by default");
+	cr_assert_float_eq(f.probability, 1, 0);
+	for (i = 0; i < NF(cases); i++) {
+		snprintf(json, sizeof(json), "{\"kind\":\"bad_content\",\"violation\":\"%s\","
+			 "\"from_s\":1,\"to_s\":2,\"probability\":0.25}", cases[i].name);
+		cr_assert_eq(parse(json, &f), 0, "%s", err);
+		cr_assert_eq(f.violation, (int)cases[i].v, "%s", cases[i].name);
+		cr_assert_float_eq(f.probability, 0.25, 0);
+	}
+}
+
+Test(fault_parse, bad_content_errors, .timeout = 10)
+{
+	assert_parse_error("{\"kind\":\"bad_content\",\"violation\":\"rude\",\"from_s\":1,"
+			   "\"to_s\":2}",
+			   "conf.json: providers[0].faults[1].violation: expected one of prose, "
+			   "missing_key, wrong_type, got the string \"rude\"");
+	assert_parse_error("{\"kind\":\"bad_content\",\"violation\":1,\"from_s\":1,\"to_s\":2}",
+			   "providers[0].faults[1].violation: expected one of");
+	assert_parse_error("{\"kind\":\"hang\",\"violation\":\"prose\",\"from_s\":1,\"to_s\":2}",
+			   "providers[0].faults[1].violation: not a key of a \"hang\" fault (it "
+			   "belongs to \"bad_content\")");
+	assert_parse_error("{\"kind\":\"bad_content\",\"status\":500,\"from_s\":1,\"to_s\":2}",
+			   "providers[0].faults[1].status: not a key of a \"bad_content\" fault "
+			   "(it belongs to \"status\"); a \"bad_content\" fault takes: kind, from_s, "
+			   "to_s, probability, violation");
+}
+
 Test(fault_parse, negative_from_allowed, .timeout = 10)
 {
 	struct fault f;
@@ -567,7 +609,7 @@ Test(fault_parse, unknown_kind_lists_kinds, .timeout = 10)
 	assert_parse_error("{\"kind\":\"explode\",\"from_s\":1,\"to_s\":2}",
 			   "conf.json: providers[0].faults[1].kind: expected one of down, hang, "
 			   "status, slow, slow_tokens, stall, truncate, error_event, reset, "
-			   "malformed, rate_limit, got the string \"explode\"");
+			   "malformed, rate_limit, bad_content, got the string \"explode\"");
 }
 
 Test(fault_parse, missing_kind, .timeout = 10)
@@ -662,6 +704,7 @@ Test(fault_misc, kind_names, .timeout = 10)
 	cr_assert_str_eq(fault_kind_name(FAULT_SLOW_TOKENS), "slow_tokens");
 	cr_assert_str_eq(fault_kind_name(FAULT_ERROR_EVENT), "error_event");
 	cr_assert_str_eq(fault_kind_name(FAULT_RATE_LIMIT), "rate_limit");
+	cr_assert_str_eq(fault_kind_name(FAULT_BAD_CONTENT), "bad_content");
 	cr_assert_str_eq(fault_kind_name(FAULT_NKINDS), "?");
 }
 
@@ -679,6 +722,41 @@ Test(fault_misc, to_json_status, .timeout = 10)
 	cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(o, "active")));
 	cr_assert_null(cJSON_GetObjectItem(o, "retry_after_s"), "no retry-after was set");
 	cJSON_Delete(o);
+}
+
+Test(fault_misc, to_json_bad_content_and_group, .timeout = 10)
+{
+	struct fault f = mk(FAULT_BAD_CONTENT, 10, 20);
+	cJSON *o = cJSON_CreateObject();
+
+	f.violation = VIOLATION_WRONG_TYPE;
+	fault_to_json(&f, 5000, o);
+	cr_assert_str_eq(cJSON_GetObjectItem(o, "kind")->valuestring, "bad_content");
+	cr_assert_str_eq(cJSON_GetObjectItem(o, "violation")->valuestring, "wrong_type");
+	cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(o, "active")));
+	cr_assert_null(cJSON_GetObjectItem(o, "group"), "a provider's own fault");
+	cJSON_Delete(o);
+	o = cJSON_CreateObject();
+	f.group = "eu-west";
+	fault_to_json(&f, 5000, o);
+	cr_assert_str_eq(cJSON_GetObjectItem(o, "group")->valuestring, "eu-west");
+	cJSON_Delete(o);
+}
+
+Test(fault_decide, bad_content_decides, .timeout = 10)
+{
+	struct fault fs[] = {
+		mk(FAULT_SLOW, 0, 100),
+		mk(FAULT_BAD_CONTENT, 0, 100),
+		mk(FAULT_HANG, 0, 100),
+	};
+	struct fault_decision d;
+
+	fs[0].add_ms = 50;
+	decide(fs, NF(fs), 1000, 10, &d);
+	cr_assert_eq(d.decider, &fs[1], "the first deciding fault wins");
+	cr_assert_float_eq(d.add_ms, 50, 0, "a slow before it still applies");
+	cr_assert_str_eq(d.applied, "slow+bad_content");
 }
 
 /* ---- pruning expired injections ---- */

@@ -61,6 +61,32 @@ Test(json, escape_round_trips_through_cjson, .timeout = 10)
 	buf_free(&b);
 }
 
+Test(json, escape_chars_in_pieces_is_the_whole, .timeout = 10)
+{
+	static const char s[] = "a\"b\\c\nd\x01" "e caf\xc3\xa9 \0z";
+	size_t len = sizeof(s) - 1;
+	struct buf whole = { 0 };
+	struct buf parts = { 0 };
+	size_t cut;
+
+	cr_assert_eq(json_escape_chars(&whole, s, len), 0);
+	cr_assert_str_eq(whole.data, "a\\\"b\\\\c\\nd\\u0001e caf\xc3\xa9 \\u0000z",
+			 "no quotes, a NUL escaped: %s", whole.data);
+	for (cut = 0; cut <= len; cut++) {
+		if (cut < len && ((unsigned char)s[cut] & 0xC0) == 0x80)
+			continue;	/* pieces are cut between UTF-8 sequences */
+		buf_reset(&parts);
+		cr_assert_eq(json_escape_chars(&parts, s, cut), 0);
+		cr_assert_eq(json_escape_chars(&parts, s + cut, len - cut), 0);
+		cr_assert_str_eq(parts.data, whole.data, "cut at %zu", cut);
+	}
+	buf_reset(&parts);
+	cr_assert_eq(json_escape_chars(&parts, "", 0), 0);
+	cr_assert_eq(parts.len, 0);
+	buf_free(&whole);
+	buf_free(&parts);
+}
+
 Test(json, openai_error_fields, .timeout = 10)
 {
 	struct buf b = { 0 };
