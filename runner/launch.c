@@ -174,7 +174,11 @@ bool launch_any_left(const struct chaos *ch)
 
 /* ---- providers ---- */
 
-/* mockprov's config for provider i alone, on ports[i] when known. */
+/*
+ * mockprov's config for provider i alone, on ports[i] when known, with
+ * its group's entry of the scenario's groups (mockprov refuses a group
+ * none of its providers is in).
+ */
 static char *mock_config_of(struct chaos *ch, size_t i)
 {
 	char *all = scenario_mock_config(ch->sc, ch->ports);
@@ -186,11 +190,19 @@ static char *mock_config_of(struct chaos *ch, size_t i)
 	char *text = NULL;
 
 	if (item && arr) {
+		const char *group = json_get_string(item, "group");
+		const cJSON *g = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(root, "groups"), group ? group : "");
+
 		cJSON_AddItemToArray(arr, item);
+		if (g && !json_put(cJSON_AddObjectToObject(one, "groups"), group,
+				   cJSON_Duplicate(g, 1)))
+			goto out;
 		text = cJSON_Print(one);
 	} else {
 		cJSON_Delete(item);
 	}
+out:
 	cJSON_Delete(one);
 	cJSON_Delete(root);
 	free(all);

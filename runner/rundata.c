@@ -548,12 +548,10 @@ static int load_mocks(struct rundata *d, const char *dir, const struct join *j, 
 /* ---- events.jsonl ---- */
 
 /*
- * A line's "event" key: absent (or null) on a breaker change; the kind of
- * anything else the gateway writes there — "contract_violation" is read,
- * other kinds are counted and skipped.
+ * A line's EVENT_KIND_KEY ("event", common/records.h): absent (or null) on
+ * a breaker change; the kind of anything else the gateway writes there —
+ * EVENT_CONTRACT_VIOLATION is read, other kinds are counted and skipped.
  */
-#define EVENT_KIND_KEY "event"
-#define EVENT_CONTRACT_VIOLATION "contract_violation"
 
 static void event_free(struct run_event *e)
 {

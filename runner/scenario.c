@@ -133,6 +133,7 @@ static const struct cfg_key top_keys[] = {
 	{ "duration_s", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "seed", CFG_INT, offsetof(struct top_raw, seed), false, 1, 0, MAX_SAFE_INT, NULL, NULL },
 	{ "providers", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
+	{ "groups", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "actions", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "phases", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	{ "load", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
@@ -257,12 +258,14 @@ static int read_ci(const cJSON *root, const char *file, double *scale, char **wh
 /* ---- providers ---- */
 
 /*
- * Validates the providers with mockprov's own loader, on a copy whose
- * providers without a listen get 127.0.0.1:0, so every message names this
- * file and providers[i].KEY as mockprov words it.
+ * Validates the providers and their groups with mockprov's own loader, on
+ * a copy whose providers without a listen get 127.0.0.1:0, so every
+ * message names this file and providers[i].KEY or groups.NAME.KEY as
+ * mockprov words it.
  */
 static int load_providers(const cJSON *root, const char *file, struct scenario *sc, char *err)
 {
+	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(root, "groups");
 	const cJSON *arr;
 	struct mock_config mc = { 0 };
 	cJSON *top = NULL;
@@ -281,6 +284,11 @@ static int load_providers(const cJSON *root, const char *file, struct scenario *
 	if (!sc->providers || !top || !copy || !cJSON_AddItemToObject(top, "providers", copy)) {
 		cJSON_Delete(copy);
 		rc = scenario__oom(err, file, "providers");
+		goto out;
+	}
+	if (groups && (!(sc->groups = cJSON_Duplicate(groups, 1)) ||
+		       !json_put(top, "groups", cJSON_Duplicate(groups, 1)))) {
+		rc = scenario__oom(err, file, "groups");
 		goto out;
 	}
 	cJSON_ArrayForEach(p, copy) {
@@ -1123,6 +1131,7 @@ void scenario_free(struct scenario *sc)
 	free(sc->description);
 	free(sc->ci_why);
 	free(sc->path);
+	cJSON_Delete(sc->groups);
 	cJSON_Delete(sc->providers);
 	for (i = 0; i < sc->nproviders; i++)
 		free(sc->provider_names[i]);

@@ -218,6 +218,7 @@ struct scenario {
 	double duration_ms;		/* scaled */
 	uint64_t seed;
 	cJSON *providers;		/* the scaled providers array, owned */
+	cJSON *groups;			/* the scaled groups object (mockprov's), owned; NULL: none */
 	char **provider_names;		/* nproviders, in file order */
 	size_t nproviders;
 	struct sc_price *prices;	/* nproviders, in file order; unset: no price */
