@@ -30,9 +30,18 @@
  *     stalls_max               stalls                           its "max"
  *     max_gap_ms_max           max_gap_ms                       its "max"
  *     ttft_p95_ms_max          ttft_ms.p95                      its "max"
+ *     broken_answers_max       contract.reached_clients         its "max"
+ *     contract_violations_min  contract.violations              its "min"
+ *     degraded_min             degraded_answers                 its "min"
+ *     error_latency_ms_max     error_latency_ms.max             its "max"
+ *     transitions_min          transitions                      its "min"
+ *     transitions_max          transitions                      its "max"
+ *     fallback_spend_usd_max   fallback_spend_usd               its "max"
  *
  *   An entry's "class" judges the phase's classes.CLASS figures instead
- *   (failed, "no CLASS request in the run", when the summary has none).
+ *   (failed, "no CLASS request in the run", when the summary has none),
+ *   its "stream" the phase's mix_streams.NAME figures (failed, "no
+ *   request of stream NAME in the run").
  *   window_answered_min judges answered_windows[KEY].worst_share (KEY the
  *   entry's window_s in ms, stats_window_key) on its "min", the note
  *   naming the worst window when every run had the same one; no window
@@ -52,7 +61,10 @@
  *   time_to_open_ms_max), no answer from the primary for
  *   time_to_primary_ms, no streaming request for max_gap_ms (none with a
  *   gap) and no ok stream for ttft_ms.p95. The stream counts
- *   (silent_breaks, stalls) are 0 when there is no stream: they hold. A figure some runs had and others did not fails
+ *   (silent_breaks, stalls) are 0 when there is no stream: they hold; so
+ *   does error_latency_ms_max when no request went unanswered ("no
+ *   unanswered request": nothing waited), and against the runs that had
+ *   one when others had none. A figure some runs had and others did not fails
  *   too ("no value in K of N runs"): the worst run is one without it.
  *
  *   A setup pattern that matches no setup of the summary is one failed

@@ -17,14 +17,20 @@
  *                          (interactive or batch; empty or no column:
  *                          interactive), tokens_in and tokens_out (empty or
  *                          no column: none) are read when present. The stream
+ *                          columns stream_name (the mix stream; empty or no
+ *                          column: none) and degraded ("static", "cache" or
+ *                          empty; no column: none degraded) are read when
+ *                          present. The stream
  *                          columns streaming (0 or 1), ttft_ms, error and
  *                          max_gap_ms are read when "streaming" is in the
  *                          header, and then all four must be; without it
  *                          no request counts as a stream.
  *   RUN_DIR/mock-NAME.csv  optional, any number; NAME is the provider.
  *                          Columns: t_ms, request_id, tokens_out, outcome;
- *                          kind (chat or models; empty or no column: chat)
- *                          when present. A row is a health check when its
+ *                          kind (chat or models; empty or no column: chat),
+ *                          status, dur_ms and fault (the faults applied,
+ *                          '+'-joined: "bad_content" marks a broken
+ *                          contract) when present. A row is a health check when its
  *                          kind is models or its request_id starts with
  *                          "health-check-" (REC_CHECK_ID_PREFIX): checks
  *                          are joined to no request, and count only in
@@ -33,7 +39,11 @@
  *                          (number), provider, from, to (strings), model,
  *                          reason, replica, origin, peer, via (strings, may
  *                          be absent or null). Other keys are ignored;
- *                          blank lines are skipped.
+ *                          blank lines are skipped. A line with an "event"
+ *                          key (EVENT_KIND_KEY) is no breaker change:
+ *                          "contract_violation" lines (provider; model,
+ *                          request_id, why may be absent) are read for
+ *                          "contract", other kinds skipped.
  *   RUN_DIR/events-rK.jsonl  a replicated gateway setup's, K = 1, 2, … while
  *                          they are there: replica K's events, as
  *                          events.jsonl's; all are merged by time, each
@@ -96,16 +106,23 @@
  *                           last; an absent key means 0
  *     "latency_ms":         LATENCY over ok requests' latency_ms
  *     "latency_all_ms":     LATENCY over every request's latency_ms
+ *     "error_latency_ms":   LATENCY over the requests not ok
  *     "throughput_per_s":   ok / ((to_ms − from_ms) / 1000)
  *     "fallback_share":     ok requests answered by a provider other than
  *                           the primary / ok (null: 0 ok). An empty
  *                           provider column counts as the primary (a
- *                           direct setup has none)
+ *                           direct setup has none), but a degraded answer
+ *                           (degraded column static or cache) is no
+ *                           provider's: neither the primary's nor a
+ *                           fallback's
  *     "time_to_primary_ms": end_ms − from_ms of the first ok request
  *                           answered by the primary (same rule as above),
  *                           first by sched_ms (ties: the earlier row of
  *                           requests.csv); one with an empty end_ms is
- *                           passed over (null: none)
+ *                           passed over (null: none); never a degraded one
+ *     "degraded":           {"static": n, "cache": n}: ok requests whose
+ *                           degraded column says so
+ *     "degraded_answers":   static + cache
  *     "cost_usd":           {"total": Σ cost_usd (null: no request in the
  *                            range had one) — a row with an empty cost_usd
  *                            is priced from its tokens (empty: 0), (tokens_in
@@ -114,12 +131,18 @@
  *                            (its provider column, else the caller's
  *                            provider),
  *                            "by_tenant": {TENANT: Σ, …},
- *                            "by_feature": {FEATURE: Σ, …}}
+ *                            "by_feature": {FEATURE: Σ, …},
+ *                            "by_provider": {PROVIDER: Σ, …} — its provider
+ *                            column, else the caller's provider, else ""
+ *                            (a degraded answer: none)}
  *                           — the maps hold the tenants (features) of the
  *                           requests that had a cost, first seen first in
  *                           sched_ms order; an empty one is ""; an absent
  *                           key means 0
  *     "cost_per_answered":  cost_usd.total / ok (null: no cost, or 0 ok)
+ *     "fallback_spend_usd": Σ cost_usd of the ok requests (not degraded)
+ *                           whose provider column names another than the
+ *                           primary (null: no request had a cost)
  *     "upstream_requests":  mock rows (any provider, any time) whose
  *                           request_id is the id of a request of the range
  *     "extra_requests":     upstream_requests / requests − 1 (null: 0
@@ -135,6 +158,7 @@
  *     "time_to_open_ms":    first such event's t_ms − from_ms (null: none)
  *     "time_to_close_ms":   the first event in the range whose "to" is
  *                           "closed": its t_ms − from_ms (null: none)
+ *     "transitions":        events in the range (every kind of change)
  *     "exposed":            {"requests": the distinct requests (of the
  *                            class, under "classes") joined to a chat row
  *                            of the primary's log — not a check — whose
@@ -151,12 +175,21 @@
  *                           a row with no matching request counts too;
  *                           an empty tokens_out adds 0 (health checks
  *                           never count)
+ *     "upstream_by_provider": {NAME: {"attempts": chat rows (not checks)
+ *                           timed in the range — of the class's or stream's
+ *                           requests under "classes" and "mix_streams" —,
+ *                           "faulted": of them with outcome faulted}} for
+ *                           every provider with a log
  *     "checks":             {"requests": check rows (any provider, any
  *                            class) in the range, "per_s": requests /
  *                            ((to_ms − from_ms) / 1000), "by_provider":
  *                            {NAME: n} for every provider with a log}
  *     "check_rate_per_s":   the primary's check rows / the range's seconds
  *                           (0 when it has no log)
+ *     "contract":           runner/contract.h's block: {"violations",
+ *                           "reached_clients", "caught",
+ *                           "gateway_violations", "by_provider"} — broken
+ *                           answers sent, reaching the client, caught
  *     — then the streams' figures, over the range's rows with streaming 1:
  *     "streams":            streaming requests
  *     "ttft_ms":            LATENCY over ok streaming requests' ttft_ms
@@ -186,6 +219,11 @@
  *                           class, so a class's opens are the range's), for
  *                           each class some request of the run has; no
  *                           "classes" inside them
+ *     "mix_streams":        phases and totals only: {NAME: FIGURES} over
+ *                           each mix stream's requests (stream_name), for
+ *                           every name the run's requests have (none: no
+ *                           key), first seen first; no "classes" or
+ *                           "mix_streams" inside them
  *     — then, with in->replicas > 0 (a replicated gateway setup: R
  *     replicas; not under "classes"), runner/replicas.h's figures:
  *     "timeout_paid":       requests of the range that paid the primary's
