@@ -13,7 +13,9 @@
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make suite      the classic suite, stream-stall, three-setups, slow-tail, a detect
-#                   scenario, policy-ab and replicas-hang, then a 3-point timeout-knee sweep, each result through chaos gate
+#                   scenario, policy-ab, replicas-hang and the failover traps (contract-drift,
+#                   flapping, correlated, good-day, all-down-degraded), then a 3-point
+#                   timeout-knee sweep, each result through chaos gate
 #   make study      the detection and timeout studies at time scale 1 (about 50 minutes):
 #                   sweeps, and OUT/study-STAMP/study.md with their tables
 #   make install    PREFIX=/usr/local (DESTDIR honoured): the programs, man pages,
