@@ -249,6 +249,12 @@ char *scenario_mock_config(const struct scenario *sc, const int *ports)
 			goto out;
 		i++;
 	}
+	if (sc->groups) {
+		arr = cJSON_Duplicate(sc->groups, 1);
+		if (!arr || !cJSON_AddItemToObject(top, "groups", arr))
+			goto out;
+		arr = NULL;
+	}
 	out = print_json(top);
 out:
 	cJSON_Delete(arr);
