@@ -107,6 +107,7 @@ struct req {
 	int64_t attempts;
 	int hedged;
 	double cost_usd;
+	char degraded[32];		/* the degraded header's value; "" when absent */
 	double retry_after_ms;
 	char detail[256];		/* error event or error body message */
 	struct buf body;
@@ -241,6 +242,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 		q->attempts = -1;
 		q->hedged = -1;
 		q->cost_usd = NAN;
+		q->degraded[0] = '\0';
 		q->retry_after_ms = -1;
 		q->sse_type = false;
 		return len;
@@ -259,6 +261,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 
 		if (end != v)
 			q->cost_usd = c;
+	} else if (curl_uv_header_is(&h, mix->hdr_degraded)) {
+		snprintf(q->degraded, sizeof(q->degraded), "%.*s", (int)sizeof(q->degraded) - 1, v);
 	} else if (curl_uv_header_is(&h, "retry-after")) {
 		q->retry_after_ms = backoff_parse_retry_after(v, clock_unix_ms());
 	} else if (curl_uv_header_is(&h, "content-type")) {
@@ -517,6 +521,7 @@ static void attempt_start(struct req *q)
 	q->attempts = -1;
 	q->hedged = -1;
 	q->cost_usd = NAN;
+	q->degraded[0] = '\0';
 	q->retry_after_ms = -1;
 	q->detail[0] = '\0';
 	q->errbuf[0] = '\0';
@@ -638,6 +643,7 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 			      q->streaming && q->content_chunks ? q->content_chunks : -1,
 		.max_gap_ms = q->streaming ? q->max_gap_ms : NAN,
 		.cost_usd = q->cost_usd,
+		.degraded = q->degraded[0] ? q->degraded : NULL,
 	};
 	rc = recorder_add(&run->rec, &rec);
 	if (rc && !run->write_failed) {
