@@ -875,7 +875,12 @@ static bool mix_by_rate(const cJSON *mix)
 static int check_mix(const struct scenario *sc, const char *file, char *err)
 {
 	const struct sc_load *l = &sc->load;
-	const struct mix_defaults d = { l->model, l->stream_p, l->prompt_tokens, l->max_tokens };
+	const struct mix_defaults d = {
+		.model = l->model,
+		.stream_p = l->stream_p,
+		.prompt_tokens = l->prompt_tokens,
+		.max_tokens = l->max_tokens,
+	};
 	struct mix m;
 	struct buf msg = { 0 };
 	char merr[CFG_ERR_LEN];

@@ -746,7 +746,7 @@ static const struct bad_case bad_cases[] = {
 	  ": setups[0].response_headers: expected an object of header names" },
 	{ "{" NOSETUP "," EXT(EXT_OK ",\"response_headers\":{\"model\":\"x-model\"}") "}",
 	  ": setups[0].response_headers.model: unknown key; expected one of provider, attempts, "
-	  "hedged, cost_usd" },
+	  "hedged, cost_usd, degraded" },
 	{ "{" NOSETUP "," EXT(EXT_OK ",\"response_headers\":{\"provider\":1}") "}",
 	  ": setups[0].response_headers.provider: expected a header name (a non-empty string), "
 	  "got 1" },
