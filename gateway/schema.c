@@ -1144,11 +1144,11 @@ static bool check_string(struct ck *k, const struct node *n, const char *s)
 	char b[32];
 
 	if ((double)len < n->min_length)
-		return ck_fail(k, "%zu characters, fewer than minLength %s", len,
-			       num_text(b, sizeof(b), n->min_length));
+		return ck_fail(k, "%zu character%s, fewer than minLength %s", len,
+			       len == 1 ? "" : "s", num_text(b, sizeof(b), n->min_length));
 	if ((double)len > n->max_length)
-		return ck_fail(k, "%zu characters, more than maxLength %s", len,
-			       num_text(b, sizeof(b), n->max_length));
+		return ck_fail(k, "%zu character%s, more than maxLength %s", len,
+			       len == 1 ? "" : "s", num_text(b, sizeof(b), n->max_length));
 	return true;
 }
 
@@ -1161,11 +1161,11 @@ static bool check_array(struct ck *k, const struct node *n, const cJSON *v, int 
 	size_t i = 0;
 
 	if ((double)count < n->min_items)
-		return ck_fail(k, "%zu items, fewer than minItems %s", count,
-			       num_text(b, sizeof(b), n->min_items));
+		return ck_fail(k, "%zu item%s, fewer than minItems %s", count,
+			       count == 1 ? "" : "s", num_text(b, sizeof(b), n->min_items));
 	if ((double)count > n->max_items)
-		return ck_fail(k, "%zu items, more than maxItems %s", count,
-			       num_text(b, sizeof(b), n->max_items));
+		return ck_fail(k, "%zu item%s, more than maxItems %s", count,
+			       count == 1 ? "" : "s", num_text(b, sizeof(b), n->max_items));
 	if (!n->items)
 		return true;
 	for (item = v->child; item; item = item->next, i++) {
@@ -1231,6 +1231,8 @@ static bool check_any_of(struct ck *k, const struct node *n, const cJSON *v, int
 		return true;
 	if (k->too_deep)
 		return false;
+	if (n->nany_of == 1)
+		return ck_fail(k, "does not match the one schema of anyOf");
 	return ck_fail(k, "matches none of the %zu schemas of anyOf", n->nany_of);
 }
 
@@ -1267,7 +1269,8 @@ static bool check(struct ck *k, const struct node *n, const cJSON *v, int depth)
 		return ck_fail(k, "expected type %s, got %s", types_text(a, sizeof(a), n->types),
 			       type_name(v));
 	if (n->enum_values && !in_enum(n->enum_values, v))
-		return ck_fail(k, "not one of the %zu values of enum", child_count(n->enum_values));
+		return ck_fail(k, "not one of the %zu value%s of enum", child_count(n->enum_values),
+			       child_count(n->enum_values) == 1 ? "" : "s");
 	if (n->const_value && !json_equal(n->const_value, v))
 		return ck_fail(k, "not the value of const");
 	if (cJSON_IsNumber(v) && !check_number(k, n, v->valuedouble))
