@@ -781,6 +781,7 @@ static const struct keyword keywords[] = {
 };
 
 #define NKEYWORDS (sizeof(keywords) / sizeof(keywords[0]))
+_Static_assert(NKEYWORDS <= 64, "compile() marks the keywords seen in a uint64_t");
 
 bool schema_keyword_supported(const char *kw)
 {
