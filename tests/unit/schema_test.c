@@ -449,6 +449,60 @@ Test(schema, depth_bound_is_a_violation_not_a_crash)
 	}
 }
 
+/* n definitions, each an anyOf of two $refs to the next, the last false: 2^n ways through. */
+static char *anyof_ladder(int n)
+{
+	struct buf b = { 0 };
+	int i;
+
+	cr_assert_eq(buf_puts(&b, "{\"$ref\":\"#/definitions/d0\",\"definitions\":{"), 0);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(buf_printf(&b, "\"d%d\":{\"anyOf\":[{\"$ref\":\"#/definitions/d%d\"},"
+					"{\"$ref\":\"#/definitions/d%d\"}]},", i, i + 1, i + 1), 0);
+	cr_assert_eq(buf_printf(&b, "\"d%d\":false}}", n), 0);
+	return buf_steal(&b);
+}
+
+Test(schema, step_bound_stops_exponential_schemas)
+{
+	char *ladder = anyof_ladder(25);
+	struct schema *s = compiled(ladder);
+	struct buf b = { 0 };
+	cJSON *v;
+	int i;
+
+	cr_assert_not(valid(s, "1"));
+	cr_assert_str_eq(why, "the check took more than 1000000 steps (the checker's bound)");
+	schema_free(s);
+	free(ladder);
+	/* A large enum against many items: each comparison is a step. */
+	cr_assert_eq(buf_puts(&b, "{\"items\":{\"enum\":["), 0);
+	for (i = 0; i < 5000; i++)
+		cr_assert_eq(buf_printf(&b, "%s\"v%d\"", i ? "," : "", i), 0);
+	cr_assert_eq(buf_puts(&b, "]}}"), 0);
+	s = compiled(b.data);
+	buf_reset(&b);
+	cr_assert_eq(buf_puts(&b, "["), 0);
+	for (i = 0; i < 400; i++)
+		cr_assert_eq(buf_printf(&b, "%s\"v4999\"", i ? "," : ""), 0);
+	cr_assert_eq(buf_puts(&b, "]"), 0);
+	cr_assert_not(valid(s, b.data));
+	cr_assert(strstr(why, ": the check took more than 1000000 steps"), "%s", why);
+	schema_free(s);
+	/* A plain schema over a large answer stays well inside it. */
+	s = compiled("{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":0}}");
+	buf_reset(&b);
+	cr_assert_eq(buf_puts(&b, "["), 0);
+	for (i = 0; i < 200000; i++)
+		cr_assert_eq(buf_printf(&b, "%s%d", i ? "," : "", i), 0);
+	cr_assert_eq(buf_puts(&b, "]"), 0);
+	v = cJSON_Parse(b.data);
+	cr_assert(schema_check(s, v, why, sizeof(why)), "%s", why);
+	cJSON_Delete(v);
+	schema_free(s);
+	buf_free(&b);
+}
+
 /* A schema of n properties nested one inside another: {"properties":{"p":{"properties":…{}}}}. */
 static char *nested_schema(int n)
 {
