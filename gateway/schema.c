@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every keyword a compile accepts, for schema_keyword_supported. */
 static const char *const supported[] = { SCHEMA_KEYWORDS, SCHEMA_CONTAINERS, SCHEMA_ANNOTATIONS };
-
-/* ---- compiling ---- */
 
 /* Pointers into the schema's copy mapped to the nodes made from them. */
 struct map {
@@ -29,6 +28,8 @@ struct cc {
 	struct schema *s;
 	struct map map;
 	struct path path;
+	const char *id;			/* the root's $id, or NULL */
+	size_t idlen;			/* its length, less a trailing empty fragment "#" */
 	char *err;
 	size_t errlen;
 	bool failed;
@@ -421,9 +422,10 @@ static bool ann_any(struct cc *c, struct node *n, const cJSON *m, int depth)
 }
 
 /*
- * $id: a string, at the root only. There it names the document, and the
- * "#…" references resolve within it all the same; below the root it would
- * start another base URI, which the subset does not follow.
+ * $id: a string, at the root only. There it names the document: the "#…"
+ * references resolve within it all the same, and so does a $ref that
+ * spells the name out (resolve_refs); below the root it would start
+ * another base URI, which the subset does not follow.
  */
 static bool ann_id(struct cc *c, struct node *n, const cJSON *m, int depth)
 {
@@ -433,6 +435,10 @@ static bool ann_id(struct cc *c, struct node *n, const cJSON *m, int depth)
 	if (n != c->s->nodes[0])
 		return cc_fail(c, "unsupported JSON Schema keyword \"$id\" at %s (only the root "
 			       "may have one: below it, it starts another base URI)", schema__at(&c->path));
+	c->id = m->valuestring;
+	c->idlen = strlen(c->id);
+	if (c->idlen && c->id[c->idlen - 1] == '#')
+		c->idlen--;
 	return true;
 }
 
@@ -629,17 +635,25 @@ static bool resolve_refs(struct cc *c)
 	for (i = 0; i < c->s->nnodes; i++) {
 		struct node *n = c->s->nodes[i];
 		const cJSON *target;
+		const char *frag;
 		struct path saved;
 		char *ptr;
 		bool bad;
 
 		if (!n->ref)
 			continue;
-		if (n->ref[0] != '#' || (n->ref[1] && n->ref[1] != '/'))
+		frag = n->ref;
+		/* The root's own $id, spelled out before the fragment, is this document. */
+		if (c->id && c->idlen && strncmp(frag, c->id, c->idlen) == 0 &&
+		    (frag[c->idlen] == '#' || !frag[c->idlen]))
+			frag += c->idlen;
+		if (!*frag)
+			frag = "#";
+		if (frag[0] != '#' || (frag[1] && frag[1] != '/'))
 			return cc_fail(c, "unsupported JSON Schema keyword \"$ref\" at %s (\"%s\" is "
 				       "not a pointer within this schema: \"#\", \"#/definitions/NAME\", "
 				       "\"#/$defs/NAME\")", n->where, n->ref);
-		ptr = fragment_decode(n->ref + 1, &bad);
+		ptr = fragment_decode(frag + 1, &bad);
 		if (!ptr)
 			return bad ? cc_fail(c, "invalid JSON Schema at %s: \"$ref\" \"%s\" has a bad "
 					     "%%-escape", n->where, n->ref)

@@ -26,7 +26,8 @@
  * definitions and $defs hold schemas for $ref (each compiled, used or not).
  * The annotations of SCHEMA_ANNOTATIONS are accepted (their value's type
  * checked) and never change a result; $id only at the root, where it
- * changes nothing: below it, it would start another base URI.
+ * names the document (a $ref that spells it out before the "#" is within
+ * the schema too): below it, it would start another base URI.
  *
  * Any other keyword, anywhere, fails the compile: nothing is silently
  * ignored. Validation applies at most SCHEMA_MAX_DEPTH schemas one inside

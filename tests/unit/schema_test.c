@@ -624,6 +624,24 @@ Test(schema, annotations_accepted_and_ignored)
 	/* The root's $id does not change where "#…" leads. */
 	pass("{\"$id\":\"http://example.com/root.json\",\"definitions\":{\"s\":{\"type\":\"string\"}},"
 	     "\"items\":{\"$ref\":\"#/definitions/s\"}}", "[\"a\"]");
+	/* A $ref that spells the root's $id out is within the document too. */
+	pass("{\"$id\":\"http://example.com/root.json\",\"definitions\":{\"s\":{\"type\":\"string\"}},"
+	     "\"properties\":{\"a\":{\"$ref\":\"http://example.com/root.json#/definitions/s\"},"
+	     "\"b\":{\"items\":{\"$ref\":\"http://example.com/root.json\"}}}}",
+	     "{\"a\":\"x\",\"b\":[{\"a\":\"y\"}]}");
+	fail("{\"$id\":\"http://example.com/root.json#\",\"definitions\":{\"s\":{\"type\":\"string\"}},"
+	     "\"items\":{\"$ref\":\"http://example.com/root.json#/definitions/s\"}}", "[1]",
+	     "/0: expected type \"string\", got number");
+	cr_assert(strncmp(refused("{\"$id\":\"http://example.com/a\",\"items\":"
+				  "{\"$ref\":\"http://example.com/ab#/definitions/s\"}}"),
+			  "unsupported JSON Schema keyword \"$ref\" at /items", 47) == 0, "%s", err);
+	cr_assert(strncmp(refused("{\"$id\":\"http://example.com/root.json\",\"items\":"
+				  "{\"$ref\":\"http://example.com/other.json#/definitions/s\"}}"),
+			  "unsupported JSON Schema keyword \"$ref\" at /items", 47) == 0, "%s", err);
+	/* An empty $ref is the document itself, as "#" is. */
+	pass("{\"type\":\"array\",\"items\":{\"$ref\":\"\"}}", "[[],[[]]]");
+	fail("{\"type\":\"array\",\"items\":{\"$ref\":\"\"}}", "[[],[1]]",
+	     "/1/0: expected type \"array\", got number");
 	cr_assert_str_eq(refused("{\"definitions\":{\"node\":{\"$id\":\"http://example.com/node\"}}}"),
 			 "unsupported JSON Schema keyword \"$id\" at /definitions/node (only the root may "
 			 "have one: below it, it starts another base URI)");
