@@ -164,8 +164,8 @@ static struct node *compile_item(struct cc *c, const cJSON *v, int depth, const 
 /* The keyword m's value is not what it must be. Returns false. */
 static bool invalid(struct cc *c, const cJSON *m, const char *what)
 {
-	return cc_fail(c, "invalid JSON Schema at %s: \"%s\" must be %s", schema__at(&c->path), m->string,
-		       what);
+	return cc_fail(c, "invalid JSON Schema at %s: \"%s\" must be %s", schema__at(&c->path),
+		       m->string, what);
 }
 
 /* type: a type name, or a non-empty array of distinct ones. */
@@ -434,7 +434,8 @@ static bool ann_id(struct cc *c, struct node *n, const cJSON *m, int depth)
 		return invalid(c, m, "a string");
 	if (n != c->s->nodes[0])
 		return cc_fail(c, "unsupported JSON Schema keyword \"$id\" at %s (only the root "
-			       "may have one: below it, it starts another base URI)", schema__at(&c->path));
+			       "may have one: below it, it starts another base URI)",
+			       schema__at(&c->path));
 	c->id = m->valuestring;
 	c->idlen = strlen(c->id);
 	if (c->idlen && c->id[c->idlen - 1] == '#')

@@ -349,23 +349,24 @@ static void explain_not_json(const char *text, size_t len, char *why, size_t why
 	}
 	if (memchr(text, '\0', len)) {
 		schema__message(why, whylen, "content is not JSON (a NUL byte at byte %zu)",
-			(size_t)((const char *)memchr(text, '\0', len) - text));
+				(size_t)((const char *)memchr(text, '\0', len) - text));
 		return;
 	}
 	v = cJSON_ParseWithLengthOpts(text, len, &end, false);
 	if (!v) {
 		schema__message(why, whylen, "content is not JSON (at byte %zu)",
-			end ? (size_t)(end - text) : (size_t)0);
+				end ? (size_t)(end - text) : (size_t)0);
 		return;
 	}
 	cJSON_Delete(v);
 	for (i = (size_t)(end - text); i < len && json_is_ws(text[i]); i++)
 		;
 	if (i < len)
-		schema__message(why, whylen, "content has more after its JSON value (at byte %zu)", i);
+		schema__message(why, whylen, "content has more after its JSON value (at byte %zu)",
+				i);
 	else
-		schema__message(why, whylen, "content is not strict JSON (a control character outside a "
-			"string, a byte-order mark or a bad \\u escape)");
+		schema__message(why, whylen, "content is not strict JSON (a control character "
+				"outside a string, a byte-order mark or a bad \\u escape)");
 }
 
 bool schema_check_text(const struct schema *s, const char *text, size_t len, char *why,
@@ -383,7 +384,8 @@ bool schema_check_text(const struct schema *s, const char *text, size_t len, cha
 	}
 	if (json_string_has_nul(text, len)) {
 		cJSON_Delete(v);
-		schema__message(why, whylen, "content has a string holding \\u0000, which cannot be checked");
+		schema__message(why, whylen,
+				"content has a string holding \\u0000, which cannot be checked");
 		return false;
 	}
 	if (s) {
@@ -391,7 +393,8 @@ bool schema_check_text(const struct schema *s, const char *text, size_t len, cha
 	} else {
 		ok = cJSON_IsObject(v);
 		if (!ok)
-			schema__message(why, whylen, "content is a JSON %s, not an object", schema__type_name(v));
+			schema__message(why, whylen, "content is a JSON %s, not an object",
+					schema__type_name(v));
 	}
 	cJSON_Delete(v);
 	return ok;
