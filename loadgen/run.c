@@ -71,7 +71,7 @@ struct req {
 	char id[64];
 	size_t stream;
 	bool streaming;
-	bool own_body;			/* sends body, not its stream's shared one */
+	bool own_body;			/* sends body_out, not its stream's shared body */
 	bool body_failed;		/* body could not be built (out of memory) */
 	struct buf body_out;		/* its own body (a stream asking several questions) */
 	const char *url;
