@@ -39,6 +39,7 @@ const char *const req_columns[REQ_NCOLS] = {
 	[REQ_TOKENS_OUT] = "tokens_out",
 	[REQ_MAX_GAP_MS] = "max_gap_ms",
 	[REQ_COST_USD] = "cost_usd",
+	[REQ_DEGRADED] = "degraded",
 };
 
 static const char *const outcome_names[OUT_COUNT] = {
@@ -55,6 +56,11 @@ static const char *const outcome_names[OUT_COUNT] = {
 static const char *const class_names[CLASS_COUNT] = {
 	[CLASS_INTERACTIVE] = "interactive",
 	[CLASS_BATCH] = "batch",
+};
+
+static const char *const degraded_names[DEGRADED_COUNT] = {
+	[DEGRADED_STATIC] = "static",
+	[DEGRADED_CACHE] = "cache",
 };
 
 const char *const mock_columns[MOCK_NCOLS] = {
@@ -138,6 +144,16 @@ const char *req_class_name(enum req_class c)
 int req_class_from_name(const char *s)
 {
 	return index_of(class_names, CLASS_COUNT, s);
+}
+
+const char *req_degraded_name(enum req_degraded d)
+{
+	return name_of(degraded_names, DEGRADED_COUNT, (int)d);
+}
+
+int req_degraded_from_name(const char *s)
+{
+	return index_of(degraded_names, DEGRADED_COUNT, s);
 }
 
 const char *mock_outcome_name(enum mock_outcome o)

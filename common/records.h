@@ -88,6 +88,7 @@ enum req_col {
 	REQ_TOKENS_OUT,
 	REQ_MAX_GAP_MS,
 	REQ_COST_USD,
+	REQ_DEGRADED,		/* added last: readers find columns by name */
 	REQ_NCOLS
 };
 
@@ -125,6 +126,23 @@ const char *req_class_name(enum req_class c);
 
 /* The class named s, or -1 when s names none. */
 int req_class_from_name(const char *s);
+
+/*
+ * The degraded column: how a gateway marked a degraded answer (its
+ * x-faultline-degraded header) — a fixed fallback answer ("static") or
+ * one from its answer cache ("cache"); empty when it did not.
+ */
+enum req_degraded {
+	DEGRADED_STATIC,
+	DEGRADED_CACHE,
+	DEGRADED_COUNT
+};
+
+/* The mark's name: "static" or "cache"; "?" when out of range. */
+const char *req_degraded_name(enum req_degraded d);
+
+/* The mark named s, or -1 when s names none. */
+int req_degraded_from_name(const char *s);
 
 /* How requests.csv's error column starts when the server sent an SSE error event. */
 #define REQ_ERROR_EVENT_PREFIX "error event"

@@ -429,10 +429,10 @@ static int degraded(struct buf *b, const struct gateway *gw)
 			"answer instead of the error, by mode.");
 
 	for (i = 0; i < d->nroutes; i++) {
-		for (k = 0; k < DEGRADED_NKINDS; k++) {
+		for (k = 0; k < DEGRADED_COUNT; k++) {
 			rc |= alias_metric(b, "faultline_degraded_answers_total", &r->routes[i]);
 			rc |= buf_printf(b, ",mode=\"%s\"} %llu\n",
-					 degraded_kind_name((enum degraded_kind)k),
+					 req_degraded_name((enum req_degraded)k),
 					 (unsigned long long)d->routes[i].answers[k]);
 		}
 	}

@@ -52,11 +52,6 @@ void degraded_free(struct degraded *d)
 	d->nroutes = 0;
 }
 
-const char *degraded_kind_name(enum degraded_kind k)
-{
-	return k == DEGRADED_STATIC ? "static" : "cache";
-}
-
 void degraded_store(struct degraded *d, size_t route, const struct buf *key, const char *body,
 		    size_t len, double now)
 {

@@ -17,22 +17,16 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/records.h"
 #include "gateway/answer_cache.h"
 #include "gateway/config.h"
-
-/* Which degraded answer a request got (a metrics label). */
-enum degraded_kind {
-	DEGRADED_STATIC,
-	DEGRADED_CACHE,
-	DEGRADED_NKINDS,
-};
 
 /* One alias's degraded answers: its cache (mode cache) and counts. */
 struct degraded_route {
 	const struct gw_degraded *cfg;
 	bool has_cache;
 	struct answer_cache cache;
-	uint64_t answers[DEGRADED_NKINDS];
+	uint64_t answers[DEGRADED_COUNT];	/* by mark (common/records.h owns the names) */
 	uint64_t cache_misses;		/* nothing healthy, and no fresh answer: the error */
 };
 
@@ -44,9 +38,6 @@ struct degraded {
 /* One per alias (aliases[i] is route i). Returns 0 or -ENOMEM. */
 int degraded_init(struct degraded *d, const struct gw_alias *aliases, size_t naliases);
 void degraded_free(struct degraded *d);
-
-/* "static" or "cache": x-faultline-degraded's value. */
-const char *degraded_kind_name(enum degraded_kind k);
 
 /*
  * A good answer (body, len) to the request with key, on route: stored in

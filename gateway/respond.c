@@ -184,7 +184,7 @@ static bool respond_degraded(struct greq *g)
 	struct degraded_route *dr = &g->gw->degraded.routes[g->route - g->gw->router.routes];
 	const char *model = g->route->alias->name;
 	double unix_s = (double)clock_unix_ms() / 1000;
-	enum degraded_kind kind;
+	enum req_degraded kind;
 	struct buf out = { 0 };
 	const char *cached;
 	size_t len = 0;
@@ -212,9 +212,9 @@ static bool respond_degraded(struct greq *g)
 	}
 	dr->answers[kind]++;
 	log_debug("request %s: nothing healthy answered; a degraded answer (%s)", g->id,
-		  degraded_kind_name(kind));
+		  req_degraded_name(kind));
 	respond_full(g, 200, g->pol.stream ? "text/event-stream" : "application/json", out.data,
-		     out.len, NULL, 0, degraded_kind_name(kind));
+		     out.len, NULL, 0, req_degraded_name(kind));
 	buf_free(&out);
 	return true;
 }

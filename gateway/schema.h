@@ -26,12 +26,14 @@
  * definitions and $defs hold schemas for $ref (each compiled, used or not).
  * The annotations of SCHEMA_ANNOTATIONS are accepted (their value's type
  * checked) and never change a result; $id only at the root, where it
- * changes nothing: below it, it would start another base URI.
+ * names the document (a $ref that spells it out before the "#" is within
+ * the schema too): below it, it would start another base URI.
  *
  * Any other keyword, anywhere, fails the compile: nothing is silently
  * ignored. Validation applies at most SCHEMA_MAX_DEPTH schemas one inside
- * another ($ref hops and anyOf branches count), and a schema nested deeper
- * than that does not compile; a chain of $ref and anyOf that comes back to
+ * another ($ref hops and anyOf branches count) and takes at most
+ * SCHEMA_MAX_STEPS steps; a schema nested deeper than SCHEMA_MAX_DEPTH
+ * does not compile; a chain of $ref and anyOf that comes back to
  * where it started without reading into the instance (e.g. a definition
  * that is {"$ref":"#"} under a root that refers to it) does not compile.
  */
@@ -44,6 +46,14 @@
 
 /* How many schemas one check may apply one inside another. */
 #define SCHEMA_MAX_DEPTH 64
+
+/*
+ * How many steps one check may take — a schema applied, or a value
+ * compared for enum or const — so that a schema whose anyOf branches
+ * refer to one another (2^n ways through n definitions) or a vast enum
+ * cannot hold the gateway: a million, about 10-50 ms.
+ */
+#define SCHEMA_MAX_STEPS 1000000
 
 /* The validation keywords of the subset, as a list of string literals. */
 #define SCHEMA_KEYWORDS \
@@ -93,7 +103,8 @@ struct schema *schema_compile(const cJSON *schema, char *err, size_t errlen);
  *   /answer: expected type "string", got number
  *   missing required property "answer"
  * A check that would apply more than SCHEMA_MAX_DEPTH schemas one inside
- * another stops there and is a violation, not a crash.
+ * another, or take more than SCHEMA_MAX_STEPS steps, stops there and is a
+ * violation (saying which bound), not a crash or a stall.
  */
 bool schema_check(const struct schema *s, const cJSON *instance, char *why, size_t whylen);
 

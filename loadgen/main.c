@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "loadgen/mix.h"
 #include "common/opt.h"
@@ -25,7 +26,8 @@ static const char usage_text[] =
 	"               (--rate R[/s] [--arrival constant|poisson] |\n"
 	"                --concurrency N [--ramp-up D])\n"
 	"               [--mix FILE] [--stream P] [--model NAME] [--prompt-tokens N]\n"
-	"               [--max-tokens N] [--timeout D] [--stall-timeout D] [--max-time D]\n"
+	"               [--max-tokens N] [--response-format JSON|@FILE]\n"
+	"               [--timeout D] [--stall-timeout D] [--max-time D]\n"
 	"               [--retries N] [--retry-backoff D] [--retry-backoff-max D]\n"
 	"               [--connections N] [--requests N] [-H 'Name: value'…]\n"
 	"               [--id-prefix P] [--t0 MS] [--seed N] [--progress|--no-progress]\n"
@@ -46,6 +48,8 @@ static const char usage_text[] =
 	"  --model NAME          model to ask for (default: chat)\n"
 	"  --prompt-tokens N     prompt length in words (default 16)\n"
 	"  --max-tokens N        max_tokens (default 16)\n"
+	"  --response-format J   the body's response_format: JSON, or @FILE holding it,\n"
+	"                        an object with a string \"type\" (default: none)\n"
 	"  --timeout D           answer, or a stream's first token, within D (30s)\n"
 	"  --stall-timeout D     a stream silent longer than D is stalled (--timeout)\n"
 	"  --max-time D          hard cap on a stream's attempt (10 × --timeout)\n"
@@ -187,9 +191,44 @@ static void check_header(const char *val)
 				(int)(colon - val), val);
 }
 
+/*
+ * --response-format: JSON text, or @FILE holding it; an object with a
+ * string "type", as a mix stream's response_format. Returns it as compact
+ * JSON (malloc'ed, kept for the run); exits 2 when it is not one.
+ */
+static char *parse_response_format(const char *val)
+{
+	char err[CFG_ERR_LEN];
+	char got[96];
+	char *out;
+	cJSON *v;
+
+	if (val[0] == '@') {
+		v = json_load_file(val + 1, err, sizeof(err));
+		if (!v)
+			opt_usage_error(PROG, "--response-format: %s", err);
+	} else {
+		v = json_parse_whole(val, strlen(val));
+		if (!v)
+			opt_usage_error(PROG, "--response-format: expected JSON (or @FILE), "
+					"got \"%.60s\"", val);
+	}
+	if (!mix_response_format_ok(v)) {
+		cfg_describe(v, got, sizeof(got));
+		cJSON_Delete(v);
+		opt_usage_error(PROG, "--response-format: expected %s, got %s",
+				MIX_RESPONSE_FORMAT_EXPECTED, got);
+	}
+	out = cJSON_PrintUnformatted(v);
+	cJSON_Delete(v);
+	if (!out)
+		opt_usage_error(PROG, "out of memory");
+	return out;
+}
+
 enum {
 	O_TARGET = 256, O_DURATION, O_RATE, O_ARRIVAL, O_CONCURRENCY, O_RAMP_UP, O_MIX, O_STREAM,
-	O_MODEL, O_PROMPT, O_MAXTOK, O_TIMEOUT, O_STALL, O_MAXTIME, O_RETRIES, O_BACKOFF,
+	O_MODEL, O_PROMPT, O_MAXTOK, O_RESPFMT, O_TIMEOUT, O_STALL, O_MAXTIME, O_RETRIES, O_BACKOFF,
 	O_BACKOFF_MAX, O_CONNECTIONS, O_REQUESTS, O_IDPREFIX, O_T0, O_SEED, O_PROGRESS,
 	O_NO_PROGRESS, O_REMOTE, O_LOGLEVEL, O_OUT, O_HELP,
 };
@@ -205,6 +244,7 @@ struct cli {
 	bool have_ramp_up;
 	bool allow_remote;
 	int progress;		/* -1: when stderr is a terminal */
+	char *response_format;	/* --response-format, compact; NULL: none */
 	struct mix_defaults d;
 };
 
@@ -222,6 +262,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "prompt-tokens", required_argument, NULL, O_PROMPT },
 		{ "max-tokens", required_argument, NULL, O_MAXTOK },
+		{ "response-format", required_argument, NULL, O_RESPFMT },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "stall-timeout", required_argument, NULL, O_STALL },
 		{ "max-time", required_argument, NULL, O_MAXTIME },
@@ -299,6 +340,11 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 			break;
 		case O_MAXTOK:
 			cli->d.max_tokens = parse_int("--max-tokens", val, 1, 1000000);
+			break;
+		case O_RESPFMT:
+			free(cli->response_format);
+			cli->response_format = parse_response_format(val);
+			cli->d.response_format = cli->response_format;
 			break;
 		case O_TIMEOUT:
 			cfg->timeout_ms = parse_duration("--timeout", val, 1);
@@ -464,6 +510,7 @@ int main(int argc, char **argv)
 
 out_free:
 	mix_free(&cfg.mix);
+	free(cli.response_format);
 	for (i = 0; i < cfg.ntargets; i++)
 		curl_free(cfg.targets[i]);
 	free(cfg.targets);

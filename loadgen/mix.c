@@ -24,6 +24,7 @@
 #define HDR_ATTEMPTS "x-faultline-attempts"
 #define HDR_HEDGED "x-faultline-hedged"
 #define HDR_COST "x-faultline-cost-usd"
+#define HDR_DEGRADED "x-faultline-degraded"
 
 static const char *const class_names[] = { "interactive", "batch", NULL };
 
@@ -44,6 +45,7 @@ struct stream_raw {
 	char *feature;
 	char *model;
 	int64_t prompt_tokens;
+	int64_t prompts;
 	int64_t max_tokens;
 	int arrival;
 };
@@ -52,10 +54,11 @@ struct stream_raw {
 	{ name, type, offsetof(struct stream_raw, field), req, def, min, max, defs, choices }
 
 /*
- * rate, share, stream and headers are read by hand: rate and share must be
- * above 0 (not a closed range), stream is a bool or a number, headers an
- * object. model, prompt_tokens and max_tokens default to NULL / 0 here and
- * are filled from the command line's defaults after.
+ * rate, share, stream, response_format and headers are read by hand: rate
+ * and share must be above 0 (not a closed range), stream is a bool or a
+ * number, response_format and headers objects. model, prompt_tokens and
+ * max_tokens default to NULL / 0 here and are filled from the command
+ * line's defaults after.
  */
 static const struct cfg_key stream_keys[] = {
 	SK("name", CFG_STR, name, true, 0, 0, 0, NULL, NULL),
@@ -67,7 +70,9 @@ static const struct cfg_key stream_keys[] = {
 	SK("model", CFG_STR, model, false, 0, 0, 0, NULL, NULL),
 	SK("stream", CFG_SKIP, name, false, 0, 0, 0, NULL, NULL),
 	SK("prompt_tokens", CFG_INT, prompt_tokens, false, 0, 1, 1000000, NULL, NULL),
+	SK("prompts", CFG_INT, prompts, false, 1, 0, MIX_MAX_PROMPTS, NULL, NULL),
 	SK("max_tokens", CFG_INT, max_tokens, false, 0, 1, 1000000, NULL, NULL),
+	SK("response_format", CFG_SKIP, name, false, 0, 0, 0, NULL, NULL),
 	SK("arrival", CFG_ENUM, arrival, false, 0, 0, 0, NULL, arrival_names),
 	SK("headers", CFG_SKIP, name, false, 0, 0, 0, NULL, NULL),
 };
@@ -78,6 +83,7 @@ struct resp_raw {
 	char *attempts;
 	char *hedged;
 	char *cost_usd;
+	char *degraded;
 };
 
 #define RK(name, field, defs) \
@@ -88,6 +94,7 @@ static const struct cfg_key resp_keys[] = {
 	RK("attempts", attempts, HDR_ATTEMPTS),
 	RK("hedged", hedged, HDR_HEDGED),
 	RK("cost_usd", cost_usd, HDR_COST),
+	RK("degraded", degraded, HDR_DEGRADED),
 };
 #define NRESP_KEYS (sizeof(resp_keys) / sizeof(resp_keys[0]))
 
@@ -147,17 +154,32 @@ static char *strdup_lower(const char *s)
 	return out;
 }
 
-/* Sets the four response header names (lowercased). Returns 0 or -ENOMEM. */
-static int set_response_headers(struct mix *m, const char *provider, const char *attempts,
-				const char *hedged, const char *cost)
+/* Sets the five response header names (lowercased). Returns 0 or -ENOMEM. */
+static int set_response_headers(struct mix *m, const struct resp_raw *names)
 {
-	m->hdr_provider = strdup_lower(provider);
-	m->hdr_attempts = strdup_lower(attempts);
-	m->hdr_hedged = strdup_lower(hedged);
-	m->hdr_cost = strdup_lower(cost);
-	if (!m->hdr_provider || !m->hdr_attempts || !m->hdr_hedged || !m->hdr_cost)
+	m->hdr_provider = strdup_lower(names->provider);
+	m->hdr_attempts = strdup_lower(names->attempts);
+	m->hdr_hedged = strdup_lower(names->hedged);
+	m->hdr_cost = strdup_lower(names->cost_usd);
+	m->hdr_degraded = strdup_lower(names->degraded);
+	if (!m->hdr_provider || !m->hdr_attempts || !m->hdr_hedged || !m->hdr_cost ||
+	    !m->hdr_degraded)
 		return -ENOMEM;
 	return 0;
+}
+
+/* The x-faultline-* names, for a mix that does not name its own. */
+static int set_faultline_response_headers(struct mix *m)
+{
+	static const struct resp_raw ours = {
+		.provider = HDR_PROVIDER,
+		.attempts = HDR_ATTEMPTS,
+		.hedged = HDR_HEDGED,
+		.cost_usd = HDR_COST,
+		.degraded = HDR_DEGRADED,
+	};
+
+	return set_response_headers(m, &ours);
 }
 
 /* Reads "rate" or "share" into *out: 0 when absent, else in (0, 1e6]. */
@@ -203,6 +225,36 @@ static int load_stream_p(const cJSON *obj, double def, const char *file, const c
 	cfg_describe(v, got, sizeof(got));
 	return cfg_error(err, file, path, "stream",
 			 "expected true, false or a probability from 0 to 1, got %s", got);
+}
+
+bool mix_response_format_ok(const cJSON *v)
+{
+	return cJSON_IsObject(v) &&
+	       cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "type"));
+}
+
+/*
+ * Reads "response_format" into st as compact JSON (cJSON's printing of it:
+ * members in their order, numbers as cJSON writes them); def when absent.
+ */
+static int load_response_format(const cJSON *obj, const char *def, const char *file,
+				const char *path, struct mix_stream *st, char *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "response_format");
+	char got[96];
+
+	if (!v) {
+		if (def && !(st->response_format = strdup(def)))
+			return -ENOMEM;
+		return 0;
+	}
+	if (!mix_response_format_ok(v)) {
+		cfg_describe(v, got, sizeof(got));
+		return cfg_error(err, file, path, "response_format", "expected %s, got %s",
+				 MIX_RESPONSE_FORMAT_EXPECTED, got);
+	}
+	st->response_format = cJSON_PrintUnformatted(v);
+	return st->response_format ? 0 : -ENOMEM;
 }
 
 /* Checks one extra header and appends "Name: value" to the stream's list. */
@@ -307,6 +359,7 @@ static int take_raw(struct mix_stream *st, struct stream_raw *raw, const struct 
 	if (!st->model)
 		st->model = strdup(d->model ? d->model : "");
 	st->prompt_tokens = raw->prompt_tokens ? raw->prompt_tokens : d->prompt_tokens;
+	st->prompts = raw->prompts;
 	st->max_tokens = raw->max_tokens ? raw->max_tokens : d->max_tokens;
 	return st->class_name && st->model ? 0 : -ENOMEM;
 }
@@ -348,6 +401,9 @@ static int load_stream(const cJSON *obj, const char *file, size_t idx,
 		goto out;
 	}
 	rc = load_stream_p(obj, d->stream_p, file, path, &st->stream_p, err);
+	if (rc)
+		goto out;
+	rc = load_response_format(obj, d->response_format, file, path, st, err);
 	if (rc)
 		goto out;
 	rc = load_headers(obj, file, path, st, err);
@@ -394,7 +450,7 @@ static int load_response_headers(struct mix *m, const cJSON *root, const char *f
 	int rc;
 
 	if (!obj)
-		return set_response_headers(m, HDR_PROVIDER, HDR_ATTEMPTS, HDR_HEDGED, HDR_COST);
+		return set_faultline_response_headers(m);
 	rc = cfg_apply(resp_keys, NRESP_KEYS, obj, &raw, file, "response_headers", err);
 	if (rc)
 		goto out;
@@ -402,6 +458,7 @@ static int load_response_headers(struct mix *m, const cJSON *root, const char *f
 	names[1] = raw.attempts;
 	names[2] = raw.hedged;
 	names[3] = raw.cost_usd;
+	names[4] = raw.degraded;
 	for (i = 0; i < NRESP_KEYS; i++) {
 		if (!mix_header_name_ok(names[i], strlen(names[i]))) {
 			rc = cfg_error(err, file, "response_headers", resp_keys[i].name,
@@ -410,7 +467,7 @@ static int load_response_headers(struct mix *m, const cJSON *root, const char *f
 			goto out;
 		}
 	}
-	rc = set_response_headers(m, raw.provider, raw.attempts, raw.hedged, raw.cost_usd);
+	rc = set_response_headers(m, &raw);
 out:
 	cfg_free(resp_keys, NRESP_KEYS, &raw);
 	return rc;
@@ -505,17 +562,19 @@ int mix_default(struct mix *m, const struct mix_defaults *d)
 	st->model = strdup(d->model ? d->model : "");
 	st->stream_p = d->stream_p;
 	st->prompt_tokens = d->prompt_tokens;
+	st->prompts = 1;
 	st->max_tokens = d->max_tokens;
+	st->response_format = d->response_format ? strdup(d->response_format) : NULL;
 	st->arrival = -1;
-	rc = set_response_headers(m, HDR_PROVIDER, HDR_ATTEMPTS, HDR_HEDGED, HDR_COST);
-	if (rc || !st->name || !st->class_name || !st->tenant || !st->feature || !st->model) {
+	rc = set_faultline_response_headers(m);
+	if (rc || !st->name || !st->class_name || !st->tenant || !st->feature || !st->model ||
+	    (d->response_format && !st->response_format)) {
 		mix_free(m);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-/* Sum of the rates of a by_rate mix; 0 for a mix of shares. */
 /* The words of a generated prompt. */
 static const char *const words[] = {
 	"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while",
@@ -550,6 +609,7 @@ bool mix_draw_stream(const struct mix_stream *s, struct rng *r)
 	return s->stream_p >= 1.0 || (s->stream_p > 0 && rng_uniform(r) < s->stream_p);
 }
 
+/* Sum of the rates of a by_rate mix; 0 for a mix of shares. */
 double mix_total_rate(const struct mix *m)
 {
 	double sum = 0;
@@ -571,6 +631,7 @@ static void stream_free(struct mix_stream *st)
 	free(st->tenant);
 	free(st->feature);
 	free(st->model);
+	free(st->response_format);
 	for (i = 0; i < st->nheaders; i++)
 		free(st->headers[i]);
 	free(st->headers);
@@ -588,6 +649,7 @@ void mix_free(struct mix *m)
 	free(m->hdr_attempts);
 	free(m->hdr_hedged);
 	free(m->hdr_cost);
+	free(m->hdr_degraded);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -2,9 +2,10 @@
  * mix: the request streams a run sends — from a mix file (JSON), or one
  * stream made from the command line. Each stream has a rate or a share, a
  * class, tenant and feature (sent as x-faultline-* headers), a model,
- * whether it streams, a prompt size, max_tokens and extra headers. The file
- * can also name the response headers that carry the provider, attempts,
- * hedged flag and cost, for gateways other than ours.
+ * whether it streams, a prompt size, how many distinct questions it asks,
+ * max_tokens, a response_format and extra headers. The file can also name
+ * the response headers that carry the provider, attempts, hedged flag, cost
+ * and degraded mark, for gateways other than ours.
  */
 #ifndef FAULTLINE_MIX_H
 #define FAULTLINE_MIX_H
@@ -27,7 +28,9 @@ struct mix_stream {
 	char *model;
 	double stream_p;	/* probability that a request streams, 0–1 */
 	int64_t prompt_tokens;
+	int64_t prompts;	/* distinct questions: 1 one for all, 0 one per request */
 	int64_t max_tokens;
+	char *response_format;	/* the body's response_format, compact JSON; NULL: none */
 	int arrival;		/* enum arrival, or -1: the run's --arrival */
 	char **headers;		/* "Name: value" strings */
 	size_t nheaders;
@@ -42,6 +45,7 @@ struct mix {
 	char *hdr_attempts;
 	char *hdr_hedged;
 	char *hdr_cost;
+	char *hdr_degraded;
 };
 
 /* What the command line gives streams that do not say. */
@@ -50,19 +54,23 @@ struct mix_defaults {
 	double stream_p;
 	int64_t prompt_tokens;
 	int64_t max_tokens;
+	const char *response_format;	/* compact JSON (mix_response_format_ok); NULL: none */
 };
 
 /*
  * Loads a mix file:
  *   {"streams": [{"name": "chat", "rate": 5, "class": "interactive",
  *                 "tenant": "acme", "feature": "search", "model": "chat",
- *                 "stream": true, "prompt_tokens": 200, "max_tokens": 64,
+ *                 "stream": true, "prompt_tokens": 200, "prompts": 10,
+ *                 "max_tokens": 64, "response_format": {"type": "json_object"},
  *                 "arrival": "poisson", "headers": {"x-foo": "bar"}}, …],
  *    "response_headers": {"provider": "x-litellm-model-id", …}}
  * Every stream gives either "rate" or "share" (above 0, at most 1e6), and
  * all streams alike; names are unique. "stream" is true, false or a
- * probability. Absent keys: class "interactive", tenant and feature "",
- * model, stream, prompt_tokens and max_tokens from d, arrival -1. Header
+ * probability; "response_format" an object with a string "type" (kept as
+ * compact JSON). Absent keys: class "interactive", tenant and feature "",
+ * prompts 1, model, stream, prompt_tokens, max_tokens and response_format
+ * from d, arrival -1. Header
  * names are HTTP tokens, values have no control characters, and the
  * headers loadgen sets itself (content-type, content-length, host,
  * x-request-id, x-faultline-class/-tenant/-feature) are refused. Response
@@ -82,14 +90,28 @@ int mix_from_json(struct mix *m, const cJSON *root, const char *path,
 
 /*
  * One stream, "default", from the command line's values (share 1, class
- * interactive, no tenant or feature, arrival -1) and the x-faultline-*
- * response header names. Returns 0 or -ENOMEM (m left empty).
+ * interactive, no tenant or feature, prompts 1, arrival -1) and the
+ * x-faultline-* response header names. Returns 0 or -ENOMEM (m left empty).
  */
 int mix_default(struct mix *m, const struct mix_defaults *d);
 
 /* The request headers loadgen sets itself, which no stream or -H may set. */
 #define MIX_RESERVED_HEADERS "content-type, content-length, host, accept, expect, " \
 	"x-request-id, x-faultline-class, x-faultline-tenant, x-faultline-feature"
+
+/*
+ * Whether v can be a request's response_format: an object with a string
+ * "type" ({"type": "json_schema", "json_schema": {…}}, say). The rest is
+ * the server's to judge: loadgen sends it as it is.
+ */
+bool mix_response_format_ok(const cJSON *v);
+
+/* What a response_format must be, for messages (after "expected "). */
+#define MIX_RESPONSE_FORMAT_EXPECTED "an object with a string \"type\" " \
+	"(such as {\"type\": \"json_object\"})"
+
+/* The most distinct questions a stream may ask ("prompts"). */
+#define MIX_MAX_PROMPTS 1000000000
 
 /* True when name (len bytes) is an HTTP header name: letters, digits, !#$%&'*+-.^_`|~. */
 bool mix_header_name_ok(const char *name, size_t len);

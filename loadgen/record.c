@@ -160,6 +160,7 @@ static void build_row(struct row *w, const struct recorder *r, const struct reco
 	row_count(w, c[REQ_TOKENS_OUT], rec->tokens_out);
 	row_num(w, c[REQ_MAX_GAP_MS], rec->max_gap_ms, 3);
 	row_num(w, c[REQ_COST_USD], rec->cost_usd, 6);
+	row_str(w, c[REQ_DEGRADED], rec->degraded && rec->degraded[0] ? rec->degraded : NULL);
 }
 
 static void count(struct recorder *r, const struct record *rec)
@@ -183,6 +184,14 @@ static void count(struct recorder *r, const struct record *rec)
 	if (!isnan(rec->cost_usd)) {
 		r->cost_usd += rec->cost_usd;
 		r->with_cost++;
+	}
+	if (rec->degraded && rec->degraded[0]) {
+		int d = req_degraded_from_name(rec->degraded);
+
+		if (d >= 0)
+			r->degraded[d]++;
+		else
+			r->degraded_other++;
 	}
 	hist_record_ms(r->corrected, rec->end_ms - rec->sched_ms);
 	hist_record_ms(r->uncorrected, rec->end_ms - rec->start_ms);
@@ -356,6 +365,12 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 		cJSON_AddNumberToObject(o, "out", (double)r->tokens_out);
 	}
 	add_num(s, "cost_usd", r->with_cost ? round(r->cost_usd * 1e6) / 1e6 : NAN);
+	o = cJSON_AddObjectToObject(s, "degraded");
+	for (i = 0; o && i < DEGRADED_COUNT; i++)
+		cJSON_AddNumberToObject(o, req_degraded_name((enum req_degraded)i),
+					(double)r->degraded[i]);
+	if (o)
+		cJSON_AddNumberToObject(o, "other", (double)r->degraded_other);
 	return s;
 }
 

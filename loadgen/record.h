@@ -1,7 +1,7 @@
 /*
  * record: loadgen's results — one row per finished request in
  * requests.csv and requests.jsonl (common/records.h's columns, in order), and
- * summary.json: counts by outcome and status, the achieved rate, and
+ * summary.json: counts by outcome, status and degraded mark, the achieved rate, and
  * latency, time-to-first-token and send-lag percentiles from histograms
  * fed by the same records. Every file is written under a temporary name and
  * renamed when the run is complete.
@@ -41,6 +41,7 @@ struct record {
 	int64_t tokens_out;	/* -1: unknown */
 	double max_gap_ms;	/* NaN: not a stream */
 	double cost_usd;	/* NaN: header absent */
+	const char *degraded;	/* NULL: header absent */
 };
 
 struct mix;
@@ -102,6 +103,8 @@ struct recorder {
 	int64_t tokens_out;
 	double cost_usd;
 	uint64_t with_cost;
+	uint64_t degraded[DEGRADED_COUNT];	/* by mark (static, cache) */
+	uint64_t degraded_other;	/* any other value of the header */
 	struct hist *corrected;		/* end - sched */
 	struct hist *uncorrected;	/* end - start */
 	struct hist *ttft;

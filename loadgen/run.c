@@ -25,9 +25,9 @@
 #include "common/clock.h"
 #include "common/curl_uv.h"
 #include "common/hist.h"
-#include "common/json.h"
 #include "common/log.h"
 #include "common/records.h"
+#include "loadgen/body.h"
 #include "loadgen/outcome.h"
 #include "loadgen/record.h"
 #include "common/rng.h"
@@ -71,6 +71,9 @@ struct req {
 	char id[64];
 	size_t stream;
 	bool streaming;
+	bool own_body;			/* sends body_out, not its stream's shared body */
+	bool body_failed;		/* body could not be built (out of memory) */
+	struct buf body_out;		/* its own body (a stream asking several questions) */
 	const char *url;
 	int retries;			/* loadgen's own and libcurl's re-sends */
 	int resends;			/* of them, libcurl's re-sends */
@@ -104,6 +107,7 @@ struct req {
 	int64_t attempts;
 	int hedged;
 	double cost_usd;
+	char degraded[32];		/* the degraded header's value; "" when absent */
 	double retry_after_ms;
 	char detail[256];		/* error event or error body message */
 	struct buf body;
@@ -121,7 +125,7 @@ struct req {
 
 /* What each stream sends, built once. */
 struct stream_tpl {
-	char *body[2];			/* [streaming] */
+	struct body_tpl body[2];	/* [streaming] */
 	struct curl_slist *headers[2];
 };
 
@@ -142,6 +146,7 @@ struct run {
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
 	struct stream_tpl *tpl;
+	uint64_t *stream_sent;		/* requests each stream has begun (its next k) */
 	const char **stream_names;
 	struct req **slots;
 	size_t nslots;			/* allocated */
@@ -237,6 +242,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 		q->attempts = -1;
 		q->hedged = -1;
 		q->cost_usd = NAN;
+		q->degraded[0] = '\0';
 		q->retry_after_ms = -1;
 		q->sse_type = false;
 		return len;
@@ -255,6 +261,8 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 
 		if (end != v)
 			q->cost_usd = c;
+	} else if (curl_uv_header_is(&h, mix->hdr_degraded)) {
+		snprintf(q->degraded, sizeof(q->degraded), "%.*s", (int)sizeof(q->degraded) - 1, v);
 	} else if (curl_uv_header_is(&h, "retry-after")) {
 		q->retry_after_ms = backoff_parse_retry_after(v, clock_unix_ms());
 	} else if (curl_uv_header_is(&h, "content-type")) {
@@ -477,33 +485,15 @@ static void on_retry_due(uv_timer_t *t)
 	attempt_start(q);
 }
 
-static char *make_body(const struct mix_stream *s, bool stream)
-{
-	struct buf b = { 0 };
-	int rc;
-
-	rc = buf_puts(&b, "{\"model\":");
-	rc |= json_escape(&b, s->model);
-	rc |= buf_puts(&b, ",\"messages\":[{\"role\":\"user\",\"content\":\"");
-	rc |= mix_prompt_write(&b, s->prompt_tokens);
-	rc |= buf_printf(&b, "\"}],\"max_tokens\":%lld", (long long)s->max_tokens);
-	if (stream)
-		rc |= buf_puts(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-	rc |= buf_puts(&b, "}");
-	if (rc) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_steal(&b);
-}
-
 /* Sends (again) the request q holds. */
 static void attempt_start(struct req *q)
 {
 	struct run *run = q->run;
 	const struct lg_config *cfg = run->cfg;
 	struct stream_tpl *tpl = &run->tpl[q->stream];
-	char *body = tpl->body[q->streaming];
+	const struct body_tpl *shared = &tpl->body[q->streaming];
+	const char *body = q->own_body ? q->body_out.data : shared->whole;
+	size_t body_len = q->own_body ? q->body_out.len : shared->len;
 
 	q->attempt_ns = clock_mono_ns();
 	if (q->retries == 0)
@@ -531,6 +521,7 @@ static void attempt_start(struct req *q)
 	q->attempts = -1;
 	q->hedged = -1;
 	q->cost_usd = NAN;
+	q->degraded[0] = '\0';
 	q->retry_after_ms = -1;
 	q->detail[0] = '\0';
 	q->errbuf[0] = '\0';
@@ -543,15 +534,17 @@ static void attempt_start(struct req *q)
 		curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
 		q->easy_url = q->url;
 	}
-	if (q->easy_body != body) {
+	/* A body of its own is set every time: the same buffer holds each request's. */
+	if (q->own_body || q->easy_body != body) {
 		curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-		q->easy_body = body;
+		curl_easy_setopt(q->easy, CURLOPT_POSTFIELDSIZE, (long)body_len);
+		q->easy_body = q->own_body ? NULL : body;
 	}
 	curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, &q->id_node);
-	if (curl_uv_add(&run->cu, q->easy)) {
+	if (q->body_failed || curl_uv_add(&run->cu, q->easy)) {
 		/* Ended from the loop, not from here: no recursion through pump(). */
-		snprintf(q->errbuf, sizeof(q->errbuf), "libcurl refused the request");
+		snprintf(q->errbuf, sizeof(q->errbuf), q->body_failed ?
+			 "out of memory building the request body" : "libcurl refused the request");
 		set_state(q, REQ_SENDING);
 		q->add_failed = true;
 		uv_timer_start(&q->timer, on_watchdog, 0, 0);
@@ -650,6 +643,7 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 			      q->streaming && q->content_chunks ? q->content_chunks : -1,
 		.max_gap_ms = q->streaming ? q->max_gap_ms : NAN,
 		.cost_usd = q->cost_usd,
+		.degraded = q->degraded[0] ? q->degraded : NULL,
 	};
 	rc = recorder_add(&run->rec, &rec);
 	if (rc && !run->write_failed) {
@@ -780,12 +774,17 @@ static void release(struct req *q)
 	run->idle[run->nidle++] = q;
 }
 
-/* Starts a new request in slot q, meant to be sent at sched_ns. */
+/*
+ * Starts a new request in slot q, meant to be sent at sched_ns: the
+ * stream's k-th (from 0), which decides its question when the stream asks
+ * several (body.h); its retries send the same body.
+ */
 static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t stream)
 {
 	const struct lg_config *cfg = run->cfg;
 	const struct mix_stream *ms = &cfg->mix.streams[stream];
 	uint64_t n = ++run->next_n;
+	uint64_t k = run->stream_sent[stream]++;
 
 	run->in_flight++;
 	q->stream = stream;
@@ -796,6 +795,9 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 	q->sched_ns = sched_ns;
 	snprintf(q->id, sizeof(q->id), "%s%llu", cfg->id_prefix, (unsigned long long)n);
 	snprintf(q->id_header, sizeof(q->id_header), "x-request-id: %s", q->id);
+	q->own_body = body_varies(ms->prompts);
+	q->body_failed = q->own_body && body_build(&run->tpl[stream].body[q->streaming],
+						   ms->prompts, k, q->id, &q->body_out) != 0;
 	run->sent++;
 	if (timebase_now_ms(&run->tb) < cfg->duration_ms)
 		run->started_in_window++;
@@ -1034,16 +1036,16 @@ static int build_templates(struct run *run)
 	int s;
 
 	run->tpl = calloc(mix->n, sizeof(*run->tpl));
+	run->stream_sent = calloc(mix->n, sizeof(*run->stream_sent));
 	run->stream_names = calloc(mix->n, sizeof(*run->stream_names));
-	if (!run->tpl || !run->stream_names)
+	if (!run->tpl || !run->stream_sent || !run->stream_names)
 		return -ENOMEM;
 	for (i = 0; i < mix->n; i++) {
 		const struct mix_stream *ms = &mix->streams[i];
 
 		run->stream_names[i] = ms->name;
 		for (s = 0; s < 2; s++) {
-			run->tpl[i].body[s] = make_body(ms, s);
-			if (!run->tpl[i].body[s])
+			if (body_tpl_init(&run->tpl[i].body[s], ms, s))
 				return -ENOMEM;
 			h = curl_slist_append(NULL, "Content-Type: application/json");
 			h = h ? curl_slist_append(h, s ? "Accept: text/event-stream" :
@@ -1079,19 +1081,21 @@ static void free_run(struct run *run)
 	for (i = 0; i < run->nslots; i++) {
 		curl_easy_cleanup(run->slots[i]->easy);
 		buf_free(&run->slots[i]->body);
+		buf_free(&run->slots[i]->body_out);
 		sse_free_parser(&run->slots[i]->sse);
 		free(run->slots[i]);
 	}
 	free(run->slots);
 	free(run->idle);
 	for (i = 0; run->tpl && i < run->cfg->mix.n; i++) {
-		free(run->tpl[i].body[0]);
-		free(run->tpl[i].body[1]);
+		body_tpl_free(&run->tpl[i].body[0]);
+		body_tpl_free(&run->tpl[i].body[1]);
 		/* The lists were built with curl_slist_append (their first node, too). */
 		curl_slist_free_all(run->tpl[i].headers[0]);
 		curl_slist_free_all(run->tpl[i].headers[1]);
 	}
 	free(run->tpl);
+	free(run->stream_sent);
 	free(run->stream_names);
 	sched_free(&run->sched);
 	recorder_free(&run->rec);

@@ -175,9 +175,9 @@ bool launch_any_left(const struct chaos *ch)
 /* ---- providers ---- */
 
 /*
- * mockprov's config for provider i alone, on ports[i] when known, with
- * its group's entry of the scenario's groups (mockprov refuses a group
- * none of its providers is in).
+ * mockprov's config for provider i alone, on ports[i] when known, with the
+ * group it is in (its faults are the provider's too; the other groups have
+ * no member in this process, which mockprov would refuse).
  */
 static char *mock_config_of(struct chaos *ch, size_t i)
 {
@@ -187,22 +187,21 @@ static char *mock_config_of(struct chaos *ch, size_t i)
 	cJSON *arr = cJSON_AddArrayToObject(one, "providers");
 	cJSON *item = cJSON_DetachItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "providers"),
 						(int)i);
+	const char *group = json_get_string(item, "group");
+	cJSON *groups = cJSON_GetObjectItemCaseSensitive(root, "groups");
+	cJSON *mine = group ? cJSON_DetachItemFromObjectCaseSensitive(groups, group) : NULL;
+	cJSON *only = mine ? cJSON_AddObjectToObject(one, "groups") : NULL;
 	char *text = NULL;
 
-	if (item && arr) {
-		const char *group = json_get_string(item, "group");
-		const cJSON *g = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(root, "groups"), group ? group : "");
-
+	if (item && arr && (!mine || only)) {
 		cJSON_AddItemToArray(arr, item);
-		if (g && !json_put(cJSON_AddObjectToObject(one, "groups"), group,
-				   cJSON_Duplicate(g, 1)))
-			goto out;
+		if (mine)
+			cJSON_AddItemToObject(only, group, mine);
 		text = cJSON_Print(one);
 	} else {
 		cJSON_Delete(item);
+		cJSON_Delete(mine);
 	}
-out:
 	cJSON_Delete(one);
 	cJSON_Delete(root);
 	free(all);

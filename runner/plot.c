@@ -214,45 +214,69 @@ static void label_rows(struct window *w, size_t n, double duration_s)
 	}
 }
 
-/* Every provider's fault windows and every kill → restart (or → end). */
+/*
+ * Adds the windows of the fault array faults to *w (*n of *cap), each
+ * labelled "WHO: KIND" (and its probability below 1). Returns 0 or -ENOMEM.
+ */
+static int add_fault_windows(const cJSON *faults, const char *who, struct window **w,
+			     size_t *n, size_t *cap)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, faults) {
+		const cJSON *from = cJSON_GetObjectItemCaseSensitive(f, "from_s");
+		const cJSON *to = cJSON_GetObjectItemCaseSensitive(f, "to_s");
+		const cJSON *prob = cJSON_GetObjectItemCaseSensitive(f, "probability");
+		const char *kind = json_get_string(f, "kind");
+		char extra[48] = "";
+
+		if (!cJSON_IsNumber(from) || !cJSON_IsNumber(to))
+			continue;
+		if (*n == *cap) {
+			struct window *nw = realloc(*w, (*cap = *cap ? 2 * *cap : 8) * sizeof(**w));
+
+			if (!nw)
+				return -ENOMEM;
+			*w = nw;
+		}
+		if (cJSON_IsNumber(prob) && prob->valuedouble < 1)
+			snprintf(extra, sizeof(extra), " (p %g)", prob->valuedouble);
+		(*w)[*n].from_s = from->valuedouble;
+		(*w)[*n].to_s = to->valuedouble;
+		(*w)[*n].kill = false;
+		snprintf((*w)[*n].label, sizeof((*w)[*n].label), "%s: %s%s", who,
+			 kind ? kind : "fault", extra);
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * Every provider's fault windows, every group's (once, as "group NAME"),
+ * and every kill → restart (or → end).
+ */
 static int collect_faults(struct plot *pl, struct window **out, size_t *n)
 {
 	struct window *w = NULL;
 	size_t cap = 0;
 	const cJSON *p;
+	char who[96];
 	size_t i;
 	size_t j;
 
 	*n = 0;
 	cJSON_ArrayForEach(p, pl->st->sc->providers) {
 		const char *pname = json_get_string(p, "name");
-		const cJSON *f;
 
-		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(p, "faults")) {
-			const cJSON *from = cJSON_GetObjectItemCaseSensitive(f, "from_s");
-			const cJSON *to = cJSON_GetObjectItemCaseSensitive(f, "to_s");
-			const cJSON *prob = cJSON_GetObjectItemCaseSensitive(f, "probability");
-			const char *kind = json_get_string(f, "kind");
-			char extra[48] = "";
-
-			if (!cJSON_IsNumber(from) || !cJSON_IsNumber(to))
-				continue;
-			if (*n == cap) {
-				struct window *nw = realloc(w, (cap = cap ? 2 * cap : 8) * sizeof(*w));
-
-				if (!nw)
-					goto out_nomem;
-				w = nw;
-			}
-			if (cJSON_IsNumber(prob) && prob->valuedouble < 1)
-				snprintf(extra, sizeof(extra), " (p %g)", prob->valuedouble);
-			w[*n].from_s = from->valuedouble;
-			w[*n].to_s = to->valuedouble;
-			w[*n].kill = false;
-			snprintf(w[*n].label, sizeof(w[*n].label), "%s: %s%s", pname ? pname : "?",
-				 kind ? kind : "fault", extra);
-			(*n)++;
-		}
+		if (add_fault_windows(cJSON_GetObjectItemCaseSensitive(p, "faults"),
+				      pname ? pname : "?", &w, n, &cap))
+			goto out_nomem;
+	}
+	cJSON_ArrayForEach(p, pl->st->sc->groups) {
+		snprintf(who, sizeof(who), "group %.64s", p->string);
+		if (add_fault_windows(cJSON_GetObjectItemCaseSensitive(p, "faults"), who, &w, n,
+				      &cap))
+			goto out_nomem;
 	}
 	for (i = 0; i < pl->st->sc->nactions; i++) {
 		const struct sc_action *a = &pl->st->sc->actions[i];

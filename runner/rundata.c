@@ -88,14 +88,18 @@ static const int req_stream[SCOL_N] = { REQ_STREAMING, REQ_TTFT_MS, REQ_ERROR, R
  * interactive, of no named stream, no tokens, and none degraded.
  */
 enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_STREAM_NAME, OCOL_DEGRADED, OCOL_N };
-static const int req_optional[OCOL_DEGRADED] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_OUT,
-						 REQ_STREAM_NAME };
+static const int req_optional[OCOL_N] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_OUT,
+					   REQ_STREAM_NAME, REQ_DEGRADED };
 
-static const char *const degraded_names[RUN_DEGRADED_COUNT] = { "", "static", "cache" };
+_Static_assert(RUN_DEGRADED_STATIC - 1 == (int)DEGRADED_STATIC &&
+	       RUN_DEGRADED_CACHE - 1 == (int)DEGRADED_CACHE &&
+	       RUN_DEGRADED_COUNT - 1 == (int)DEGRADED_COUNT, "run_degraded is req_degraded, one up");
 
 const char *run_degraded_name(enum run_degraded d)
 {
-	return (unsigned)d < RUN_DEGRADED_COUNT ? degraded_names[d] : "?";
+	if (d == RUN_NOT_DEGRADED)
+		return "";
+	return req_degraded_name((enum req_degraded)(d - 1));
 }
 
 static void req_free(struct run_req *r)
@@ -156,11 +160,11 @@ static int req_parse_optional(struct run_req *r, const struct csv *c, const int 
 	if (csv_whole(tout, 0, 1e15, &r->tokens_out))
 		return value_error(err, c, req_columns[REQ_TOKENS_OUT],
 				   "a whole number >= 0 or nothing", tout);
-	for (d = RUN_DEGRADED_COUNT - 1; d > 0 && strcmp(deg, degraded_names[d]) != 0; d--)
-		;
-	if (d == 0 && *deg)
-		return value_error(err, c, RUN_DEGRADED_COLUMN, "static, cache or nothing", deg);
-	r->degraded = (enum run_degraded)d;
+	d = *deg ? req_degraded_from_name(deg) : -1;
+	if (*deg && d < 0)
+		return value_error(err, c, req_columns[REQ_DEGRADED], "static, cache or nothing",
+				   deg);
+	r->degraded = (enum run_degraded)(d + 1);	/* -1, none: RUN_NOT_DEGRADED */
 	r->stream_name = strdup(optional_field(c, oidx, OCOL_STREAM_NAME));
 	return r->stream_name ? 0 : -ENOMEM;
 }
@@ -290,9 +294,8 @@ static int load_requests(struct rundata *d, const char *path, char *err)
 		rc = stream_header(&c, sidx, &have_streams, err);
 	if (rc)
 		goto out_close_csv;
-	for (i = 0; i < OCOL_DEGRADED; i++)
+	for (i = 0; i < OCOL_N; i++)
 		oidx[i] = csv_column(&c, req_columns[req_optional[i]]);
-	oidx[OCOL_DEGRADED] = csv_column(&c, RUN_DEGRADED_COLUMN);
 	width = c.nf;
 	for (;;) {
 		struct run_req *r;

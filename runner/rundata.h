@@ -17,7 +17,8 @@
 
 /*
  * What a gateway answered with when nothing healthy could answer: the
- * requests.csv column "degraded" (the response's x-faultline-degraded).
+ * requests.csv column degraded (common/records.h's enum req_degraded,
+ * each one up; the response's x-faultline-degraded).
  */
 enum run_degraded {
 	RUN_NOT_DEGRADED,	/* empty, or no such column: a provider's answer (or none) */
@@ -29,8 +30,7 @@ enum run_degraded {
 /* The column's word for d: "static", "cache" ("" for RUN_NOT_DEGRADED). */
 const char *run_degraded_name(enum run_degraded d);
 
-/* The requests.csv column of the degraded answers, and the mock fault of a broken one. */
-#define RUN_DEGRADED_COLUMN "degraded"
+/* The mock fault of an answer that broke its request's response_format. */
 #define RUN_BAD_CONTENT_FAULT "bad_content"
 
 /* One row of requests.csv. Strings are owned; provider is NULL when empty. */

@@ -258,10 +258,9 @@ static int read_ci(const cJSON *root, const char *file, double *scale, char **wh
 /* ---- providers ---- */
 
 /*
- * Validates the providers and their groups with mockprov's own loader, on
- * a copy whose providers without a listen get 127.0.0.1:0, so every
- * message names this file and providers[i].KEY or groups.NAME.KEY as
- * mockprov words it.
+ * Validates the providers and groups with mockprov's own loader, on a copy
+ * whose providers without a listen get 127.0.0.1:0, so every message names
+ * this file and providers[i].KEY or groups.NAME.KEY as mockprov words it.
  */
 static int load_providers(const cJSON *root, const char *file, struct scenario *sc, char *err)
 {
@@ -286,15 +285,19 @@ static int load_providers(const cJSON *root, const char *file, struct scenario *
 		rc = scenario__oom(err, file, "providers");
 		goto out;
 	}
-	if (groups && (!(sc->groups = cJSON_Duplicate(groups, 1)) ||
-		       !json_put(top, "groups", cJSON_Duplicate(groups, 1)))) {
-		rc = scenario__oom(err, file, "groups");
-		goto out;
-	}
 	cJSON_ArrayForEach(p, copy) {
 		if (cJSON_IsObject(p) && !cJSON_GetObjectItemCaseSensitive(p, "listen") &&
 		    !cJSON_AddStringToObject(p, "listen", "127.0.0.1:0")) {
 			rc = scenario__oom(err, file, "providers");
+			goto out;
+		}
+	}
+	if (groups) {
+		sc->groups = cJSON_Duplicate(groups, 1);
+		copy = cJSON_Duplicate(groups, 1);
+		if (!sc->groups || !copy || !cJSON_AddItemToObject(top, "groups", copy)) {
+			cJSON_Delete(copy);
+			rc = scenario__oom(err, file, "groups");
 			goto out;
 		}
 	}
@@ -634,9 +637,39 @@ static int sim_degraded_check(const struct sc_setup *st, const char *path, const
 	return 0;
 }
 
+/*
+ * A bad_content fault in the fault array faults of the object at path
+ * (providers[i], groups.NAME): chaos sim refuses it, naming its kind.
+ */
+static int sim_check_faults(const struct scenario *sc, const cJSON *faults, const char *path,
+			    char *err)
+{
+	const cJSON *f;
+	char fpath[128];
+	size_t j = 0;
+
+	if (!cJSON_IsArray(faults))
+		return 0;
+	cJSON_ArrayForEach(f, faults) {
+		const char *kind = json_get_string(f, "kind");
+
+		if (kind && strcmp(kind, "bad_content") == 0) {
+			snprintf(fpath, sizeof(fpath), "%s.faults[%zu]", path, j);
+			return cfg_error(err, sc->path, fpath, "kind", "chaos sim does not simulate "
+					 "answers' content yet: expected a kind other than "
+					 "\"bad_content\" (chaos run runs it)");
+		}
+		j++;
+	}
+	return 0;
+}
+
 int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *err)
 {
+	const cJSON *p;
+	char where[96];
 	size_t i;
+	int rc;
 
 	for (i = 0; i < sc->nsetups; i++) {
 		const struct sc_setup *st = &sc->setups[i];
@@ -672,6 +705,19 @@ int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *
 						 "(chaos run runs it)", a->at_ms / 1000.0,
 						 sc->setups[s].name);
 		}
+	}
+	i = 0;
+	cJSON_ArrayForEach(p, sc->providers) {
+		snprintf(where, sizeof(where), "providers[%zu]", i++);
+		rc = sim_check_faults(sc, cJSON_GetObjectItemCaseSensitive(p, "faults"), where, err);
+		if (rc)
+			return rc;
+	}
+	cJSON_ArrayForEach(p, sc->groups) {
+		snprintf(where, sizeof(where), "groups.%.64s", p->string);
+		rc = sim_check_faults(sc, cJSON_GetObjectItemCaseSensitive(p, "faults"), where, err);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -829,7 +875,12 @@ static bool mix_by_rate(const cJSON *mix)
 static int check_mix(const struct scenario *sc, const char *file, char *err)
 {
 	const struct sc_load *l = &sc->load;
-	const struct mix_defaults d = { l->model, l->stream_p, l->prompt_tokens, l->max_tokens };
+	const struct mix_defaults d = {
+		.model = l->model,
+		.stream_p = l->stream_p,
+		.prompt_tokens = l->prompt_tokens,
+		.max_tokens = l->max_tokens,
+	};
 	struct mix m;
 	struct buf msg = { 0 };
 	char merr[CFG_ERR_LEN];
@@ -1131,8 +1182,8 @@ void scenario_free(struct scenario *sc)
 	free(sc->description);
 	free(sc->ci_why);
 	free(sc->path);
-	cJSON_Delete(sc->groups);
 	cJSON_Delete(sc->providers);
+	cJSON_Delete(sc->groups);
 	for (i = 0; i < sc->nproviders; i++)
 		free(sc->provider_names[i]);
 	free(sc->provider_names);

@@ -299,14 +299,17 @@ bool scenario_setup_replicated(const struct sc_setup *st);
 /*
  * Refuses what chaos sim cannot simulate yet — a setup with replicas > 1
  * or shared_state redis (of those that would run: only_setup's alone when
- * not NULL), an action on a gateway replica or on Redis. Returns 0, or
+ * not NULL), an action on a gateway replica or on Redis, a bad_content
+ * fault (a provider's or a group's: the simulated gateway and load do not
+ * read content). Returns 0, or
  * -EINVAL with err (CFG_ERR_LEN bytes) naming the file, the key and why.
  */
 int scenario_sim_check(const struct scenario *sc, const char *only_setup, char *err);
 
 /*
- * mockprov's config for the run, {"providers":[…]}, as a malloc'ed JSON
- * string (NULL when out of memory). Each provider's listen is as written,
+ * mockprov's config for the run, {"providers":[…]} and the scenario's
+ * "groups" when it has them, as a malloc'ed JSON string (NULL when out of
+ * memory). Each provider's listen is as written,
  * or 127.0.0.1:0. With ports (may be NULL) and ports[i] > 0, provider i
  * listens on that port instead, on the host of its listen (127.0.0.1 when
  * none): a restart after a kill must come back on the port the setup's

@@ -74,7 +74,7 @@ static const struct {
 
 /* loadgen's response_headers keys (docs/loadgen.md, "The mix file"). */
 static const char *const response_header_keys[] = { "provider", "attempts", "hedged",
-						    "cost_usd", NULL };
+						    "cost_usd", "degraded", NULL };
 
 /* Reads "kind" first: it decides which other keys are allowed. */
 static int setup_kind(const cJSON *obj, const char *file, const char *path,
@@ -317,7 +317,7 @@ static int load_response_headers(const cJSON *obj, const char *file, const char 
 	if (!cJSON_IsObject(rh)) {
 		cfg_describe(rh, got, sizeof(got));
 		return cfg_error(err, file, path, "response_headers", "expected an object of header "
-				 "names (provider, attempts, hedged, cost_usd), got %s", got);
+				 "names (provider, attempts, hedged, cost_usd, degraded), got %s", got);
 	}
 	cJSON_ArrayForEach(c, rh) {
 		for (i = 0; response_header_keys[i]; i++) {
@@ -326,7 +326,7 @@ static int load_response_headers(const cJSON *obj, const char *file, const char 
 		}
 		if (!response_header_keys[i])
 			return cfg_error(err, file, sub, c->string, "unknown key; expected one of "
-					 "provider, attempts, hedged, cost_usd");
+					 "provider, attempts, hedged, cost_usd, degraded");
 		for (prev = rh->child; prev != c; prev = prev->next) {
 			if (strcmp(prev->string, c->string) == 0)
 				return cfg_error(err, file, sub, c->string,

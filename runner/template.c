@@ -230,8 +230,6 @@ char *scenario_mock_config(const struct scenario *sc, const int *ports)
 	if (!top || !arr || !cJSON_AddItemToObject(top, "providers", arr))
 		goto out;
 	arr = NULL;
-	if (sc->groups && !json_put(top, "groups", cJSON_Duplicate(sc->groups, 1)))
-		goto out;
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(top, "providers")) {
 		const char *given = json_get_string(p, "listen");
 		const char *colon = given ? strrchr(given, ':') : NULL;
@@ -250,6 +248,12 @@ char *scenario_mock_config(const struct scenario *sc, const int *ports)
 		if (rc)
 			goto out;
 		i++;
+	}
+	if (sc->groups) {
+		arr = cJSON_Duplicate(sc->groups, 1);
+		if (!arr || !cJSON_AddItemToObject(top, "groups", arr))
+			goto out;
+		arr = NULL;
 	}
 	out = print_json(top);
 out:

@@ -1976,10 +1976,14 @@ Test(gateway_stream, openai_sdk_client, .timeout = 60)
 		   "{'name':'primary','listen':'127.0.0.1:0','ttft_ms':20,'token_ms':5,"
 		   "'output_tokens':12},"
 		   "{'name':'stalls','listen':'127.0.0.1:0','ttft_ms':20,'token_ms':20,"
-		   "'output_tokens':12,'faults':[{'kind':'stall','after_tokens':3," ALWAYS "}]}]}");
-	start_gw("{'providers':{'primary':{'base_url':'@primary@'},'stalls':{'base_url':'@stalls@'}},"
+		   "'output_tokens':12,'faults':[{'kind':'stall','after_tokens':3," ALWAYS "}]},"
+		   "{'name':'dead','listen':'127.0.0.1:0','faults':[{'kind':'down'," ALWAYS "}]}]}");
+	start_gw("{'providers':{'primary':{'base_url':'@primary@'},'stalls':{'base_url':'@stalls@'},"
+		 "'dead':{'base_url':'@dead@'}},"
 		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'}]},"
-		 "'stalls':{'targets':[{'provider':'stalls','model':'mock-small'}]}},"
+		 "'stalls':{'targets':[{'provider':'stalls','model':'mock-small'}]},"
+		 "'degraded':{'targets':[{'provider':'dead','model':'mock-small'}],"
+		 "'degraded':{'mode':'static','content':'Busy, back soon.'}}},"
 		 "'stream':{'stall_timeout_ms':400}}");
 
 	/* mockprov directly. */
@@ -2018,4 +2022,12 @@ Test(gateway_stream, openai_sdk_client, .timeout = 60)
 	cr_assert_str_eq(gw_json_str(doc, "stream"), "Lorem ipsum dolor",
 			 "the content before the error: %s", out);
 	cr_assert_eq(rc, 1, "openai_client.mjs exited %d after a stream error: %s", rc, out);
+
+	/* A degraded answer, both ways: well-formed enough for the SDK, its content the alias's. */
+	rc = run_openai_client(base, "degraded", false, out, sizeof(out), err, sizeof(err), 20000);
+	cr_assert_eq(rc, 0, "openai_client.mjs on a degraded answer exited %d:\n%s\nstderr:\n%s",
+		     rc, out, err);
+	doc = client_doc(out, err);
+	cr_assert_str_eq(gw_json_str(doc, "nonstream"), "Busy, back soon.", "%s", out);
+	cr_assert_str_eq(gw_json_str(doc, "stream"), "Busy, back soon.", "%s", out);
 }

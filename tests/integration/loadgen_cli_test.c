@@ -165,6 +165,43 @@ Test(loadgen_cli, mix_bad_value_names_file_and_key, .timeout = 10)
 		    (const char *[]){ mix, "streams[0].rate", NULL });
 }
 
+Test(loadgen_cli, mix_bad_response_format_names_file_and_key, .timeout = 10)
+{
+	char mix[128];
+
+	mix_file("{\"streams\":[{\"name\":\"a\",\"rate\":5},"
+		 "{\"name\":\"b\",\"rate\":5,\"response_format\":{\"json_schema\":{}}}]}",
+		 mix, sizeof(mix));
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--mix", mix,
+				      NULL },
+		    (const char *[]){ mix, "streams[1].response_format",
+				      "an object with a string \"type\"", NULL });
+}
+
+Test(loadgen_cli, mix_bad_prompts_names_file_and_key, .timeout = 10)
+{
+	char mix[128];
+
+	mix_file("{\"streams\":[{\"name\":\"a\",\"rate\":5,\"prompts\":-3}]}", mix, sizeof(mix));
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--mix", mix,
+				      NULL },
+		    (const char *[]){ mix, "streams[0].prompts", "got -3", NULL });
+}
+
+Test(loadgen_cli, bad_response_format, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate", "5",
+				      "--response-format", "{\"type\":1}", NULL },
+		    (const char *[]){ "--response-format", "an object with a string \"type\"",
+				      NULL });
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate", "5",
+				      "--response-format", "json_object", NULL },
+		    (const char *[]){ "--response-format", "expected JSON (or @FILE)", NULL });
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate", "5",
+				      "--response-format", "@/nonexistent/rf.json", NULL },
+		    (const char *[]){ "--response-format", "/nonexistent/rf.json", NULL });
+}
+
 Test(loadgen_cli, mix_unknown_key_names_file_and_key, .timeout = 10)
 {
 	char mix[128];

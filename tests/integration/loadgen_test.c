@@ -6,7 +6,9 @@
  * coordinated omission, client retries and Retry-After, the closed loop,
  * the x-faultline-* headers both ways (against a stub server in this
  * process), SIGINT, seeded Poisson arrivals, requests.jsonl against
- * requests.csv, and the live progress line on a terminal.
+ * requests.csv, the live progress line on a terminal, and what a stub
+ * server sees of the mix's response_format and questions (prompts), and
+ * the degraded column it makes loadgen write.
  *
  * Faults meant to hold for a whole run use the window -1000 s .. 1000 s;
  * tests that place a window inside the run pass the same --t0, a little in
@@ -37,7 +39,7 @@ static const char *const design_columns[] = {
 	"id", "stream_name", "class", "tenant", "feature", "streaming", "sched_ms",
 	"start_ms", "ttft_ms", "end_ms", "latency_ms", "service_ms", "status", "outcome",
 	"error", "provider", "attempts", "hedged", "retries", "tokens_in", "tokens_out",
-	"max_gap_ms", "cost_usd",
+	"max_gap_ms", "cost_usd", "degraded",
 };
 #define NDESIGN (sizeof(design_columns) / sizeof(design_columns[0]))
 
@@ -1280,6 +1282,7 @@ Test(loadgen, faultline_headers_both_ways, .timeout = 20)
 	all_rows(t, "cost_usd", "0.000123");
 	all_rows(t, "tokens_in", "7");
 	all_rows(t, "tokens_out", "3");
+	all_rows(t, "degraded", "");
 }
 
 Test(loadgen, mix_response_headers_name_other_headers, .timeout = 20)
@@ -1293,17 +1296,19 @@ Test(loadgen, mix_response_headers_name_other_headers, .timeout = 20)
 		{ "x-gw-attempts", "3" },
 		{ "x-gw-hedged", "true" },
 		{ "x-gw-cost", "0.5" },
+		{ "x-faultline-degraded", "cache" },
+		{ "X-Gw-Degraded", "static" },
 	};
 	char out[128];
 	char mix[128];
 	const struct csv_table *t;
 
-	cr_assert_eq(stub_start(&stub, resp, 8), 0);
+	cr_assert_eq(stub_start(&stub, resp, 10), 0);
 	write_text("mix.json",
 		   "{\"streams\":[{\"name\":\"web\",\"share\":1}],"
 		   "\"response_headers\":{\"provider\":\"x-gw-provider\","
 		   "\"attempts\":\"X-GW-Attempts\",\"hedged\":\"x-gw-hedged\","
-		   "\"cost_usd\":\"x-gw-cost\"}}", mix, sizeof(mix));
+		   "\"cost_usd\":\"x-gw-cost\",\"degraded\":\"x-gw-degraded\"}}", mix, sizeof(mix));
 	t = run_stub((const char *[]){ "--mix", mix, "--rate", "10", "--requests", "2",
 				       "--duration", "1s", NULL }, out, sizeof(out));
 	cr_assert_eq(stub_stop(&stub), 0);
@@ -1313,6 +1318,7 @@ Test(loadgen, mix_response_headers_name_other_headers, .timeout = 20)
 	all_rows(t, "attempts", "3");
 	all_rows(t, "hedged", "1");
 	all_rows(t, "cost_usd", "0.500000");
+	all_rows(t, "degraded", "static");
 }
 
 /* The usage offers "-H, --header 'N: V'": the short form works too. */
@@ -2045,4 +2051,211 @@ Test(loadgen, short_records_keep_their_tmp_names, .timeout = 30)
 	snprintf(path, sizeof(path), "%s/requests.csv.tmp", out);
 	cr_assert_eq(stat(path, &st), 0, "no %s", path);
 	cr_assert_gt(st.st_size, 0, "%s is empty", path);
+}
+
+/* ---- 16. what the provider is asked: response_format, questions; degraded answers ---- */
+
+/* The body of request i at the stub, parsed (held until teardown). */
+static const cJSON *stub_body(unsigned i)
+{
+	cJSON *b = cJSON_Parse(stub.bodies[i]);
+
+	cr_assert_not_null(b, "request %u's body is not JSON: %s", i, stub.bodies[i]);
+	cr_assert_lt(ndocs, MAX_HELD);
+	docs[ndocs++] = b;
+	return b;
+}
+
+/* The user message of request i at the stub. */
+static const char *stub_prompt(unsigned i)
+{
+	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(stub_body(i), "messages");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 0), "content");
+
+	cr_assert(cJSON_IsString(c), "request %u: no messages[0].content: %s", i,
+		  stub.bodies[i]);
+	return c->valuestring;
+}
+
+/* The x-request-id request i at the stub carried. */
+static const char *stub_id(unsigned i, char *out, size_t len)
+{
+	cr_assert_not_null(stub_header(&stub, i, "x-request-id", out, len),
+			   "request %u arrived without x-request-id", i);
+	return out;
+}
+
+/* How many of the first n bodies at the stub differ from every one before them. */
+static unsigned distinct_bodies(unsigned n)
+{
+	unsigned d = 0;
+	unsigned i;
+	unsigned j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i && strcmp(stub.bodies[i], stub.bodies[j]) != 0; j++)
+			;
+		d += j == i;
+	}
+	return d;
+}
+
+/*
+ * A stream's response_format arrives in every body as the mix gave it (a
+ * JSON schema, nested); a stream asking one question (prompts 1, the
+ * default) sends the very same bytes every time.
+ */
+Test(loadgen, mix_response_format_reaches_the_provider, .timeout = 20)
+{
+	static const char rf[] =
+		"{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"answer\",\"strict\":true,"
+		"\"schema\":{\"type\":\"object\",\"properties\":{\"total\":{\"type\":\"number\"}},"
+		"\"required\":[\"total\"]}}}";
+	char text[512];
+	char out[128];
+	char mix[128];
+	const struct csv_table *t;
+	cJSON *want;
+	unsigned i;
+
+	cr_assert_eq(stub_start(&stub, NULL, 0), 0);
+	snprintf(text, sizeof(text), "{\"streams\":[{\"name\":\"extract\",\"rate\":20,"
+		 "\"prompt_tokens\":3,\"max_tokens\":5,\"response_format\":%s}]}", rf);
+	write_text("mix.json", text, mix, sizeof(mix));
+	t = run_stub((const char *[]){ "--mix", mix, "--requests", "3", "--duration", "1s",
+				       NULL }, out, sizeof(out));
+	cr_assert_eq(stub_stop(&stub), 0);
+	cr_assert_eq(stub.requests, 3);
+	cr_assert_eq(t->nrows - 1, 3);
+	all_rows(t, "outcome", "ok");
+	want = cJSON_Parse(rf);
+	cr_assert_lt(ndocs, MAX_HELD);
+	docs[ndocs++] = want;
+	for (i = 0; i < 3; i++) {
+		const cJSON *b = stub_body(i);
+
+		cr_assert(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(b, "response_format"),
+					want, true), "request %u: %s", i, stub.bodies[i]);
+		cr_assert_eq(cJSON_GetObjectItemCaseSensitive(b, "max_tokens")->valueint, 5);
+		cr_assert_str_eq(stub_prompt(i), "the quick brown");
+	}
+	cr_assert_eq(distinct_bodies(3), 1, "prompts 1: one body, byte for byte");
+}
+
+/*
+ * --response-format @FILE: read from the file, sent compacted in every
+ * body of the default stream — and of a mix stream that names none.
+ */
+Test(loadgen, response_format_flag_from_a_file, .timeout = 20)
+{
+	char rf[128];
+	char arg[160];
+	char out[128];
+	char mix[128];
+	const struct csv_table *t;
+	unsigned i;
+
+	write_text("rf.json", "{\n  \"type\": \"json_object\"\n}\n", rf, sizeof(rf));
+	snprintf(arg, sizeof(arg), "@%s", rf);
+	write_text("mix.json", "{\"streams\":[{\"name\":\"a\",\"share\":1}]}", mix, sizeof(mix));
+	cr_assert_eq(stub_start(&stub, NULL, 0), 0);
+	t = run_stub((const char *[]){ "--rate", "50", "--requests", "2", "--duration", "1s",
+				       "--response-format", arg, NULL }, out, sizeof(out));
+	cr_assert_eq(t->nrows - 1, 2);
+	t = run_stub((const char *[]){ "--mix", mix, "--rate", "50", "--requests", "2",
+				       "--duration", "1s", "--response-format", arg, NULL },
+		     out, sizeof(out));
+	cr_assert_eq(stub_stop(&stub), 0);
+	cr_assert_eq(stub.requests, 4);
+	for (i = 0; i < 4; i++)
+		cr_assert(strstr(stub.bodies[i], ",\"response_format\":{\"type\":\"json_object\"}"),
+			  "request %u: %s", i, stub.bodies[i]);
+}
+
+/*
+ * prompts 3: the stream's request k (here the one with id k + 1, a single
+ * stream) asks question k mod 3 — three distinct bodies over six requests,
+ * the same question the same bytes.
+ */
+Test(loadgen, prompts_three_asks_three_questions, .timeout = 20)
+{
+	char out[128];
+	char mix[128];
+	char id[32];
+	char want[64];
+	const struct csv_table *t;
+	unsigned i;
+
+	cr_assert_eq(stub_start(&stub, NULL, 0), 0);
+	write_text("mix.json", "{\"streams\":[{\"name\":\"faq\",\"rate\":50,\"prompt_tokens\":2,"
+		   "\"prompts\":3}]}", mix, sizeof(mix));
+	t = run_stub((const char *[]){ "--mix", mix, "--requests", "6", "--duration", "1s",
+				       NULL }, out, sizeof(out));
+	cr_assert_eq(stub_stop(&stub), 0);
+	cr_assert_eq(stub.requests, 6);
+	cr_assert_eq(t->nrows - 1, 6);
+	all_rows(t, "outcome", "ok");
+	for (i = 0; i < 6; i++) {
+		long k = strtol(stub_id(i, id, sizeof(id)), NULL, 10) - 1;
+
+		cr_assert(k >= 0 && k < 6, "x-request-id %s", id);
+		snprintf(want, sizeof(want), "the quick (question %ld)", k % 3);
+		cr_assert_str_eq(stub_prompt(i), want, "request %s", id);
+	}
+	cr_assert_eq(distinct_bodies(6), 3, "prompts 3 over 6 requests: 3 bodies");
+}
+
+/* prompts 0: every request its own question, marked with its x-request-id. */
+Test(loadgen, prompts_zero_asks_each_its_own, .timeout = 20)
+{
+	char out[128];
+	char mix[128];
+	char id[32];
+	char want[64];
+	const struct csv_table *t;
+	unsigned i;
+
+	cr_assert_eq(stub_start(&stub, NULL, 0), 0);
+	write_text("mix.json", "{\"streams\":[{\"name\":\"chat\",\"share\":1,\"prompt_tokens\":1,"
+		   "\"prompts\":0,\"stream\":false}]}", mix, sizeof(mix));
+	t = run_stub((const char *[]){ "--mix", mix, "--rate", "50", "--requests", "5",
+				       "--duration", "1s", "--id-prefix", "q\"-", NULL },
+		     out, sizeof(out));
+	cr_assert_eq(stub_stop(&stub), 0);
+	cr_assert_eq(stub.requests, 5);
+	cr_assert_eq(t->nrows - 1, 5);
+	all_rows(t, "outcome", "ok");
+	for (i = 0; i < 5; i++) {
+		snprintf(want, sizeof(want), "the (request %s)", stub_id(i, id, sizeof(id)));
+		cr_assert_str_eq(stub_prompt(i), want);
+	}
+	cr_assert_eq(distinct_bodies(5), 5, "prompts 0: every body its own");
+}
+
+/*
+ * An answer marked x-faultline-degraded is recorded with its mark in the
+ * degraded column, still ok (a chat completion came), and counted in the
+ * summary by mark.
+ */
+Test(loadgen, degraded_column_from_the_header, .timeout = 20)
+{
+	static const struct http_kv resp[] = { { "x-faultline-degraded", "cache" } };
+	char out[128];
+	char url[128];
+	const struct csv_table *t;
+	const cJSON *s;
+
+	cr_assert_eq(stub_start(&stub, resp, 1), 0);
+	snprintf(url, sizeof(url), "http://%s/v1", stub.addr);
+	t = run_rows(url, (const char *[]){ "--rate", "50", "--requests", "4", "--duration", "1s",
+					    NULL }, out, sizeof(out));
+	cr_assert_eq(stub_stop(&stub), 0);
+	cr_assert_eq(t->nrows - 1, 4);
+	all_rows(t, "outcome", "ok");
+	all_rows(t, "degraded", "cache");
+	s = summary_of(out);
+	cr_assert_eq(lg_json_num(s, "degraded/cache"), 4);
+	cr_assert_eq(lg_json_num(s, "degraded/static"), 0);
+	cr_assert_eq(lg_json_num(s, "degraded/other"), 0);
+	cr_assert_eq(lg_json_num(s, "outcomes/ok"), 4);
 }

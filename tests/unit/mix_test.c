@@ -64,7 +64,9 @@ static void assert_stream_defaults(const struct mix_stream *st)
 	cr_assert_str_eq(st->model, "mock-small");
 	cr_assert_float_eq(st->stream_p, 0.25, 0);
 	cr_assert_eq(st->prompt_tokens, 100);
+	cr_assert_eq(st->prompts, 1);
 	cr_assert_eq(st->max_tokens, 32);
+	cr_assert_null(st->response_format);
 	cr_assert_eq(st->arrival, -1);
 	cr_assert_eq(st->nheaders, 0);
 }
@@ -76,6 +78,7 @@ static void assert_faultline_response_headers(const struct mix *m)
 	cr_assert_str_eq(m->hdr_attempts, "x-faultline-attempts");
 	cr_assert_str_eq(m->hdr_hedged, "x-faultline-hedged");
 	cr_assert_str_eq(m->hdr_cost, "x-faultline-cost-usd");
+	cr_assert_str_eq(m->hdr_degraded, "x-faultline-degraded");
 }
 
 /*
@@ -119,16 +122,20 @@ Test(mix, full_file_round_trips_every_field, .timeout = 10)
 			  "    {\"name\": \"chat\", \"rate\": 5.5, \"class\": \"interactive\",\n"
 			  "     \"tenant\": \"acme\", \"feature\": \"search\", \"model\": \"chat\",\n"
 			  "     \"stream\": true, \"prompt_tokens\": 200, \"max_tokens\": 64,\n"
+			  "     \"prompts\": 12, \"response_format\": {\"type\": \"json_schema\",\n"
+			  "       \"json_schema\": {\"name\": \"answer\", \"schema\": {\"type\": \"object\",\n"
+			  "        \"required\": [\"a\"], \"properties\": {\"a\": {\"type\": \"integer\",\n"
+			  "        \"maximum\": 1e3}}}}},\n"
 			  "     \"arrival\": \"poisson\",\n"
 			  "     \"headers\": {\"x-foo\": \"bar\", \"Authorization\": \"Bearer k\"}},\n"
 			  "    {\"name\": \"nightly\", \"rate\": 1000000, \"class\": \"batch\",\n"
 			  "     \"tenant\": \"globex\", \"feature\": \"summarise\", \"model\": \"big\",\n"
 			  "     \"stream\": false, \"prompt_tokens\": 1000000, \"max_tokens\": 1,\n"
-			  "     \"arrival\": \"constant\"}\n"
+			  "     \"prompts\": 0, \"arrival\": \"constant\"}\n"
 			  "  ],\n"
 			  "  \"response_headers\": {\"provider\": \"x-litellm-model-id\",\n"
 			  "     \"attempts\": \"x-attempts\", \"hedged\": \"x-hedged\",\n"
-			  "     \"cost_usd\": \"x-cost\"}\n"
+			  "     \"cost_usd\": \"x-cost\", \"degraded\": \"X-Fallback\"}\n"
 			  "}\n", &m), 0, "%s", err);
 	cr_assert_eq(m.n, 2);
 	cr_assert_eq(m.by_rate, true);
@@ -144,6 +151,12 @@ Test(mix, full_file_round_trips_every_field, .timeout = 10)
 	cr_assert_float_eq(a->stream_p, 1, 0);
 	cr_assert_eq(a->prompt_tokens, 200);
 	cr_assert_eq(a->max_tokens, 64);
+	cr_assert_eq(a->prompts, 12);
+	/* Compact, members in their order, numbers as cJSON writes them. */
+	cr_assert_str_eq(a->response_format,
+			 "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"answer\","
+			 "\"schema\":{\"type\":\"object\",\"required\":[\"a\"],\"properties\":"
+			 "{\"a\":{\"type\":\"integer\",\"maximum\":1000}}}}}");
 	cr_assert_eq(a->arrival, ARRIVAL_POISSON);
 	cr_assert_eq(a->nheaders, 2);
 	assert_header(a, "x-foo: bar");
@@ -158,6 +171,8 @@ Test(mix, full_file_round_trips_every_field, .timeout = 10)
 	cr_assert_float_eq(b->stream_p, 0, 0);
 	cr_assert_eq(b->prompt_tokens, 1000000);
 	cr_assert_eq(b->max_tokens, 1);
+	cr_assert_eq(b->prompts, 0);
+	cr_assert_null(b->response_format);
 	cr_assert_eq(b->arrival, ARRIVAL_CONSTANT);
 	cr_assert_eq(b->nheaders, 0);
 
@@ -165,6 +180,7 @@ Test(mix, full_file_round_trips_every_field, .timeout = 10)
 	cr_assert_str_eq(m.hdr_attempts, "x-attempts");
 	cr_assert_str_eq(m.hdr_hedged, "x-hedged");
 	cr_assert_str_eq(m.hdr_cost, "x-cost");
+	cr_assert_str_eq(m.hdr_degraded, "x-fallback");
 	cr_assert_float_eq(mix_total_rate(&m), 1000005.5, 1e-9);
 	mix_free(&m);
 	assert_emptied(&m);
@@ -241,6 +257,67 @@ Test(mix, table_keys_refused_with_their_bounds, .timeout = 10)
 		       "streams[0].name: missing (required)", NULL);
 	assert_refused("{\"streams\": [{\"name\": \"\", \"share\": 1}]}",
 		       "streams[0].name: expected a non-empty string", NULL);
+}
+
+Test(mix, prompts_is_a_count_from_zero, .timeout = 10)
+{
+	struct mix m;
+
+	cr_assert_eq(load("{\"streams\": [{\"name\": \"a\", \"share\": 1, \"prompts\": 1000000000},"
+			  "{\"name\": \"b\", \"share\": 1, \"prompts\": 1}]}", &m), 0, "%s", err);
+	cr_assert_eq(m.streams[0].prompts, 1000000000);
+	cr_assert_eq(m.streams[1].prompts, 1);
+	mix_free(&m);
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1, \"prompts\": -1}]}",
+		       "streams[0].prompts: expected a whole number from 0 to 1000000000",
+		       "got -1");
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1}, {\"name\": \"b\","
+		       " \"share\": 1, \"prompts\": 2.5}]}",
+		       "streams[1].prompts: expected a whole number", "got 2.5");
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1, \"prompts\": \"3\"}]}",
+		       "streams[0].prompts: expected a whole number", NULL);
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1,"
+		       " \"prompts\": 1000000001}]}", "streams[0].prompts: expected", NULL);
+}
+
+/* The stream's own response_format, else the command line's, else none. */
+Test(mix, response_format_from_the_stream_or_the_defaults, .timeout = 10)
+{
+	struct mix_defaults d = defs;
+	struct mix m;
+	cJSON *root;
+
+	d.response_format = "{\"type\":\"json_object\"}";
+	root = cJSON_Parse("{\"streams\": [{\"name\": \"a\", \"share\": 1},"
+			   "{\"name\": \"b\", \"share\": 1,"
+			   " \"response_format\": {\"type\": \"text\", \"x\": [1, 2]}}]}");
+	cr_assert_not_null(root);
+	cr_assert_eq(mix_from_json(&m, root, "inline", &d, err), 0, "%s", err);
+	cJSON_Delete(root);
+	cr_assert_str_eq(m.streams[0].response_format, "{\"type\":\"json_object\"}");
+	cr_assert_str_eq(m.streams[1].response_format, "{\"type\":\"text\",\"x\":[1,2]}");
+	mix_free(&m);
+	cr_assert_eq(mix_default(&m, &d), 0);
+	cr_assert_str_eq(m.streams[0].response_format, "{\"type\":\"json_object\"}");
+	cr_assert_eq(m.streams[0].prompts, 1);
+	mix_free(&m);
+}
+
+Test(mix, response_format_must_be_an_object_with_a_type, .timeout = 10)
+{
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1},"
+		       " {\"name\": \"b\", \"share\": 1, \"response_format\": \"json\"}]}",
+		       "streams[1].response_format: expected an object with a string \"type\"",
+		       "got the string \"json\"");
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1,"
+		       " \"response_format\": {\"json_schema\": {}}}]}",
+		       "streams[0].response_format: expected an object with a string", NULL);
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1,"
+		       " \"response_format\": {\"type\": 3}}]}",
+		       "streams[0].response_format: expected", NULL);
+	assert_refused("{\"streams\": [{\"name\": \"a\", \"share\": 1,"
+		       " \"response_format\": [{\"type\": \"text\"}]}]}",
+		       "streams[0].response_format: expected", NULL);
 }
 
 Test(mix, unknown_keys_refused, .timeout = 10)
@@ -348,6 +425,7 @@ Test(mix, response_headers_lowercased_and_partial, .timeout = 10)
 	cr_assert_str_eq(m.hdr_cost, "x-response-cost");
 	cr_assert_str_eq(m.hdr_attempts, "x-faultline-attempts");
 	cr_assert_str_eq(m.hdr_hedged, "x-faultline-hedged");
+	cr_assert_str_eq(m.hdr_degraded, "x-faultline-degraded");
 	cr_assert_float_eq(mix_total_rate(&m), 2, 0);
 	mix_free(&m);
 	assert_refused("{\"streams\": [{\"name\": \"a\", \"rate\": 2}],"

@@ -66,6 +66,7 @@ static const struct record recs[] = {
 		.tokens_out = 5,
 		.max_gap_ms = 300.5,
 		.cost_usd = 0.000125,
+		.degraded = "cache",
 	},
 	{
 		.id = "r-2",
@@ -89,6 +90,7 @@ static const struct record recs[] = {
 		.tokens_out = -1,
 		.max_gap_ms = NAN,
 		.cost_usd = NAN,
+		.degraded = NULL,
 	},
 };
 #define NRECS (sizeof(recs) / sizeof(recs[0]))
@@ -143,6 +145,7 @@ static void expected_field(size_t k, int col, char *out, size_t len)
 	case REQ_RETRIES: snprintf(out, len, "%d", r->retries); break;
 	case REQ_MAX_GAP_MS: num_text(r->max_gap_ms, 3, out, len); break;
 	case REQ_COST_USD: num_text(r->cost_usd, 6, out, len); break;
+	case REQ_DEGRADED: snprintf(out, len, "%s", r->degraded ? r->degraded : ""); break;
 	default: cr_assert_fail("column %d", col);
 	}
 }
@@ -244,6 +247,43 @@ Test(records, requests_jsonl_holds_the_same_fields_in_the_same_order, .timeout =
 	}
 	cr_assert_eq(k, NRECS);
 	buf_free(&text);
+}
+
+/*
+ * summary.json counts the degraded marks by name, zeros included, and any
+ * other value of the header under "other"; requests without one are not
+ * counted.
+ */
+Test(records, summary_counts_degraded_answers_by_mark, .timeout = 10)
+{
+	static const char *const marks[] = { "cache", NULL, "cache", "stale", NULL };
+	struct run_info info = { .arrival = "constant", .duration_ms = 1000, .window_ms = 1000,
+				 .elapsed_ms = 1000 };
+	struct recorder r;
+	struct buf text = { 0 };
+	struct record rec = recs[1];
+	cJSON *sum;
+	const cJSON *d;
+	size_t k;
+
+	cr_assert_eq(recorder_open(&r, dir, stream_names, 2, err, sizeof(err)), 0, "%s", err);
+	for (k = 0; k < sizeof(marks) / sizeof(marks[0]); k++) {
+		rec.degraded = marks[k];
+		cr_assert_eq(recorder_add(&r, &rec), 0);
+	}
+	cr_assert_eq(recorder_finish(&r, &info, err, sizeof(err)), 0, "%s", err);
+	recorder_free(&r);
+	read_file(REC_SUMMARY, &text);
+	sum = cJSON_Parse(text.data);
+	buf_free(&text);
+	cr_assert_not_null(sum);
+	d = cJSON_GetObjectItemCaseSensitive(sum, "degraded");
+	cr_assert(cJSON_IsObject(d));
+	cr_assert_eq(cJSON_GetArraySize(d), 3);
+	cr_assert_eq(cJSON_GetObjectItemCaseSensitive(d, "static")->valueint, 0);
+	cr_assert_eq(cJSON_GetObjectItemCaseSensitive(d, "cache")->valueint, 2);
+	cr_assert_eq(cJSON_GetObjectItemCaseSensitive(d, "other")->valueint, 1);
+	cJSON_Delete(sum);
 }
 
 /* The loaded request of recs[k] (the loader sorts by sched_ms). */
@@ -485,6 +525,11 @@ Test(records_names, outcomes_classes_and_states_there_and_back, .timeout = 5)
 	for (i = 0; i < CLASS_COUNT; i++)
 		cr_assert_eq(req_class_from_name(req_class_name((enum req_class)i)), i);
 	cr_assert_eq(req_class_from_name(""), -1);
+	for (i = 0; i < DEGRADED_COUNT; i++)
+		cr_assert_eq(req_degraded_from_name(req_degraded_name((enum req_degraded)i)), i);
+	cr_assert_str_eq(req_degraded_name(DEGRADED_STATIC), "static");
+	cr_assert_str_eq(req_degraded_name(DEGRADED_CACHE), "cache");
+	cr_assert_eq(req_degraded_from_name("stale"), -1);
 	for (i = 0; i < EVENT_NSTATES; i++)
 		cr_assert_eq(event_state_from_name(event_state_name(
 				     (enum event_state)i)), i);
@@ -529,7 +574,7 @@ Test(records_names, the_files_columns_are_the_documented_ones, .timeout = 5)
 	expect_header(req_columns, REQ_NCOLS,
 		      "id,stream_name,class,tenant,feature,streaming,sched_ms,start_ms,ttft_ms,"
 		      "end_ms,latency_ms,service_ms,status,outcome,error,provider,attempts,hedged,"
-		      "retries,tokens_in,tokens_out,max_gap_ms,cost_usd\n");
+		      "retries,tokens_in,tokens_out,max_gap_ms,cost_usd,degraded\n");
 	expect_header(mock_columns, MOCK_NCOLS,
 		      "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome,"
 		      "kind\n");

@@ -108,9 +108,9 @@ static double jnum(const cJSON *root, const char *path)
 
 #define REQ_HEADER "id,stream_name,class,tenant,feature,streaming,sched_ms,start_ms,ttft_ms," \
 	"end_ms,latency_ms,service_ms,status,outcome,error,provider,attempts,hedged,retries," \
-	"tokens_in,tokens_out,max_gap_ms,cost_usd\n"
+	"tokens_in,tokens_out,max_gap_ms,cost_usd,degraded\n"
 #define REQ(id, sched) id ",default,interactive,,,0," sched "," sched ",," sched ",1,1,200,ok,," \
-	"secondary,2,0,0,16,16,,\n"
+	"secondary,2,0,0,16,16,,,\n"
 #define MOCK_HEADER "t_ms,request_id,streaming,fault,status,ttft_ms,dur_ms,tokens_out,outcome," \
 	"kind\n"
 #define EV(t, from, to, extra) "{\"t_unix_ms\":" t ",\"provider\":\"primary\",\"model\":\"m\"," \

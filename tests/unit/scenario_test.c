@@ -746,7 +746,7 @@ static const struct bad_case bad_cases[] = {
 	  ": setups[0].response_headers: expected an object of header names" },
 	{ "{" NOSETUP "," EXT(EXT_OK ",\"response_headers\":{\"model\":\"x-model\"}") "}",
 	  ": setups[0].response_headers.model: unknown key; expected one of provider, attempts, "
-	  "hedged, cost_usd" },
+	  "hedged, cost_usd, degraded" },
 	{ "{" NOSETUP "," EXT(EXT_OK ",\"response_headers\":{\"provider\":1}") "}",
 	  ": setups[0].response_headers.provider: expected a header name (a non-empty string), "
 	  "got 1" },
@@ -1235,6 +1235,90 @@ Test(scenario_run, mock_config, .timeout = 10)
 	free(s);
 	cr_assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(sc.providers, 0), "listen"),
 		       "the scenario's own copy is untouched");
+	scenario_free(&sc);
+}
+
+/*
+ * A scenario's "groups" are mockprov's: checked by its loader (errors
+ * naming groups.NAME…), scaled with the rest, and handed to mockprov with
+ * the providers.
+ */
+#define GROUPED "\"providers\":[{\"name\":\"a\",\"group\":\"eu\"},{\"name\":\"b\",\"group\":\"eu\"}," \
+	"{\"name\":\"c\"}],\"groups\":{\"eu\":{\"faults\":[{\"kind\":\"down\",\"from_s\":10," \
+	"\"to_s\":20}]}}"
+
+Test(scenario_run, groups_go_to_mockprov_scaled, .timeout = 10)
+{
+	struct mock_config mc;
+	struct scenario sc;
+	cJSON *root;
+	char *s;
+
+	cr_assert_eq(load_scaled("{" DUR "," GROUPED "," LOAD "," SETUP "}", 0.5, &sc), 0, "%s",
+		     err);
+	cr_assert_not_null(sc.groups);
+	s = scenario_mock_config(&sc, NULL);
+	cr_assert_not_null(s);
+	root = cJSON_Parse(s);
+	cr_assert_not_null(cJSON_GetObjectItem(root, "groups"), "%s", s);
+	cr_assert_eq(mock_config_from_json(root, "mock.json", &mc, err), 0, "%s", err);
+	cr_assert_eq(mc.providers[0].nfaults, 1);
+	cr_assert_eq(mc.providers[1].nfaults, 1);
+	cr_assert_eq(mc.providers[2].nfaults, 0);
+	cr_assert_float_eq(mc.providers[1].faults[0].from_ms, 5000, 1e-9, "scaled");
+	cr_assert_float_eq(mc.providers[1].faults[0].to_ms, 10000, 1e-9);
+	mock_config_free(&mc);
+	cJSON_Delete(root);
+	free(s);
+	cr_assert_eq(scenario_sim_check(&sc, NULL, err), 0, "chaos sim takes groups: %s", err);
+	scenario_free(&sc);
+	cr_assert_eq(load("{" BASE "}", &sc), 0, "%s", err);
+	cr_assert_null(sc.groups);
+	s = scenario_mock_config(&sc, NULL);
+	cr_assert_null(strstr(s, "groups"), "none: %s", s);
+	free(s);
+	scenario_free(&sc);
+}
+
+Test(scenario_run, bad_groups_name_the_key, .timeout = 10)
+{
+	struct scenario sc;
+
+	cr_assert_eq(load("{" DUR "," GROUPED ",\"groups\":{\"us\":{\"faults\":[]}}," LOAD ","
+			  SETUP "}", &sc), -EINVAL);
+	cr_assert(strstr(err, "scn.json: groups: given twice"), "%s", err);
+	cr_assert_eq(load("{" DUR "," PROV ",\"groups\":{\"us\":{\"faults\":[]}}," LOAD ","
+			  SETUP "}", &sc), -EINVAL);
+	cr_assert(strstr(err, "scn.json: groups.us: no provider is in this group"), "%s", err);
+	cr_assert_eq(load("{" DUR "," PROV ",\"groups\":{\"us\":{\"faults\":[{\"kind\":\"down\","
+			  "\"from_s\":5}]}}," LOAD "," SETUP "}", &sc), -EINVAL);
+	cr_assert(strstr(err, "scn.json: groups.us.faults[0].to_s: missing (required)"), "%s",
+		  err);
+	cr_assert_eq(load("{" DUR "," PROV ",\"groups\":7," LOAD "," SETUP "}", &sc), -EINVAL);
+	cr_assert(strstr(err, "scn.json: groups: expected an object of groups"), "%s", err);
+}
+
+Test(scenario_run, sim_refuses_bad_content, .timeout = 10)
+{
+	struct scenario sc;
+
+	cr_assert_eq(load("{" DUR ",\"providers\":[{\"name\":\"a\",\"faults\":[{\"kind\":\"hang\","
+			  "\"from_s\":1,\"to_s\":2},{\"kind\":\"bad_content\",\"from_s\":1,\"to_s\":2}]},"
+			  "{\"name\":\"b\"}]," LOAD "," SETUP "}", &sc), 0, "%s", err);
+	cr_assert_eq(scenario_sim_check(&sc, NULL, err), -EINVAL);
+	cr_assert(strstr(err, "scn.json: providers[0].faults[1].kind: chaos sim does not simulate "
+			 "answers' content yet"), "%s", err);
+	scenario_free(&sc);
+	cr_assert_eq(load("{" DUR "," GROUPED ",\"groups\":{\"eu\":{\"faults\":[{\"kind\":"
+			  "\"bad_content\",\"violation\":\"wrong_type\",\"from_s\":1,\"to_s\":2}]}}," LOAD
+			  "," SETUP "}", &sc), -EINVAL, "groups given twice");
+	cr_assert_eq(load("{" DUR ",\"providers\":[{\"name\":\"a\",\"group\":\"eu\"},"
+			  "{\"name\":\"b\"}],\"groups\":{\"eu\":{\"faults\":[{\"kind\":\"bad_content\","
+			  "\"violation\":\"wrong_type\",\"from_s\":1,\"to_s\":2}]}}," LOAD "," SETUP "}",
+			  &sc), 0, "%s", err);
+	cr_assert_eq(scenario_sim_check(&sc, NULL, err), -EINVAL);
+	cr_assert(strstr(err, "scn.json: groups.eu.faults[0].kind: chaos sim does not simulate"),
+		  "%s", err);
 	scenario_free(&sc);
 }
 

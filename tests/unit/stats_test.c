@@ -78,12 +78,12 @@ static void write_requests(const struct rq *rows, size_t n)
 	cr_assert_not_null(fp);
 	fputs("id,stream_name,class,tenant,feature,streaming,sched_ms,start_ms,ttft_ms,end_ms,"
 	      "latency_ms,service_ms,status,outcome,error,provider,attempts,hedged,retries,"
-	      "tokens_in,tokens_out,max_gap_ms,cost_usd\n", fp);
+	      "tokens_in,tokens_out,max_gap_ms,cost_usd,degraded\n", fp);
 	for (i = 0; i < n; i++) {
 		const struct rq *r = &rows[i];
 
 		fprintf(fp, "%s,default,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,\"%s\",%s,1,0,0,"
-			"%s,%s,%s,%s\n",
+			"%s,%s,%s,%s,\n",
 			or_empty(r->id), r->cls ? r->cls : "interactive", or_empty(r->tenant),
 			or_empty(r->feature),
 			r->streaming ? r->streaming : "0", r->sched, r->sched, or_empty(r->ttft),
