@@ -152,8 +152,8 @@ static int check_expect_names(const struct scenario *sc, const struct sc_expect 
 	return 0;
 }
 
-/* The names of the load's mix streams ("a, b"), into out; false when it has none. */
-static bool mix_stream_names(const struct scenario *sc, char *out, size_t len)
+/* The names of the load's mix streams ("a, b"), into out; returns how many. */
+static size_t mix_stream_names(const struct scenario *sc, char *out, size_t len)
 {
 	const cJSON *streams = cJSON_GetObjectItemCaseSensitive(sc->load.mix, "streams");
 	const cJSON *st;
@@ -168,12 +168,14 @@ static bool mix_stream_names(const struct scenario *sc, char *out, size_t len)
 			continue;
 		snprintf(out + used, len - used, "%s%s", n++ ? ", " : "", name);
 	}
-	return n > 0;
+	return n;
 }
 
 /*
  * An entry's stream: a name of the load's mix streams (whose requests
- * requests.csv's stream_name column marks), and not with a class.
+ * requests.csv's stream_name column marks) when it has two or more (the
+ * summary's mix_streams; one stream's figures are the phase's own), and
+ * not with a class.
  */
 static int check_expect_stream(const struct scenario *sc, const struct sc_expect *e,
 			       const char *file, const char *path, char *err)
@@ -187,9 +189,10 @@ static int check_expect_stream(const struct scenario *sc, const struct sc_expect
 	if (e->cls)
 		return cfg_error(err, file, path, "stream", "expected class or stream, not both "
 				 "(the figures are given per class and per stream, not per both)");
-	if (!mix_stream_names(sc, list, sizeof(list)))
-		return cfg_error(err, file, path, "stream", "expected it only when load.mix names "
-				 "its streams, got \"%.64s\" and a load without a mix", e->stream);
+	if (mix_stream_names(sc, list, sizeof(list)) < 2)
+		return cfg_error(err, file, path, "stream", "expected it only when load.mix has two "
+				 "streams or more (one stream's figures are the phase's own), got "
+				 "\"%.64s\"", e->stream);
 	cJSON_ArrayForEach(st, streams) {
 		const char *name = json_get_string(st, "name");
 

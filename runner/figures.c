@@ -685,7 +685,8 @@ static cJSON *figures(struct ctx *x, const struct span *sp);
 /*
  * "mix_streams": the span's figures over each mix stream's requests alone
  * (the stream_name column), for every name the run's requests have, first
- * seen first (by sched_ms); nothing when no request names a stream.
+ * seen first (by sched_ms); nothing when they name fewer than two (one
+ * stream's figures are the span's own).
  */
 static bool stream_figures_by_name(struct ctx *x, const struct span *sp, cJSON *o)
 {
@@ -703,7 +704,7 @@ static bool stream_figures_by_name(struct ctx *x, const struct span *sp, cJSON *
 		ok = json_put(ms, name, figures(x, sp));
 		x->stream = NULL;
 	}
-	if (!ok || !ms->child) {
+	if (!ok || !ms->child || !ms->child->next) {
 		cJSON_Delete(ms);
 		return ok;
 	}

@@ -221,9 +221,9 @@
  *                           "classes" inside them
  *     "mix_streams":        phases and totals only: {NAME: FIGURES} over
  *                           each mix stream's requests (stream_name), for
- *                           every name the run's requests have (none: no
- *                           key), first seen first; no "classes" or
- *                           "mix_streams" inside them
+ *                           every name the run's requests have when they
+ *                           have two or more (else no key), first seen
+ *                           first; no "classes" or "mix_streams" inside
  *     — then, with in->replicas > 0 (a replicated gateway setup: R
  *     replicas; not under "classes"), runner/replicas.h's figures:
  *     "timeout_paid":       requests of the range that paid the primary's

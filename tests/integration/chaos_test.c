@@ -1735,7 +1735,7 @@ Test(chaos, files_too_large_fail_the_run_and_keep_their_tmp_names, .timeout = 60
 
 	/*
 	 * 4 KiB: more than any file of the children (under 2 KB) and the
-	 * scenario's copy, less than the run's summary.json (about 8 KB).
+	 * scenario's copy, less than the run's summary.json (about 15 KB).
 	 */
 	tiny_scenario("tiny4k");
 	run_limited(4096, &p);
@@ -1750,10 +1750,10 @@ Test(chaos, files_too_large_fail_the_run_and_keep_their_tmp_names, .timeout = 60
 	snprintf(path, sizeof(path), "%s/d/run-1", stamp);
 	cr_assert_not(exists(path), "the run was renamed as complete");
 
-	/* 16 KiB: the run's summary fits, the stamp's (about 30 KB) does not. */
-	tiny_scenario("tiny16k");
-	run_limited(16384, &p);
-	stamp_dir("tiny16k", stamp, sizeof(stamp));
+	/* 32 KiB: the run's summary (about 15 KB) fits, the stamp's (about 60 KB) does not. */
+	tiny_scenario("tiny32k");
+	run_limited(32768, &p);
+	stamp_dir("tiny32k", stamp, sizeof(stamp));
 	snprintf(path, sizeof(path), "chaos: cannot write %s/summary.json.tmp: File too large",
 		 stamp);
 	cr_assert(strstr(p.err, path), "no \"%s\" in:\n%s", path, p.err);
@@ -1863,4 +1863,96 @@ Test(chaos, report_gate_and_plot_on_a_full_disk, .timeout = 90)
 		full_disk_at(gate, base, keep);
 		full_disk_at(plot, dat, keep);
 	}
+}
+
+/*
+ * The failover traps from real files, 2 s at 20 req/s asking for JSON
+ * (response_format json_object): provider a answers half its requests
+ * with prose (bad_content), b every one well. "checked" fails a's prose
+ * over to b (the contract is checked); "alone" has a alone and answers a
+ * static text when a's answer breaks the contract and nothing else can.
+ */
+static const char traps[] =
+	"{\"name\":\"traps\",\"duration_s\":2,"
+	"\"providers\":[{\"name\":\"a\",\"ttft_ms\":20,\"token_ms\":0,"
+	"\"faults\":[{\"kind\":\"bad_content\",\"violation\":\"prose\",\"probability\":0.5,"
+	"\"from_s\":0,\"to_s\":2}]},{\"name\":\"b\",\"ttft_ms\":20,\"token_ms\":0}],"
+	"\"load\":{\"timeout_ms\":1500,\"mix\":{\"streams\":[{\"name\":\"ask\",\"rate\":20,"
+	"\"response_format\":{\"type\":\"json_object\"}}]}},"
+	"\"setups\":[{\"name\":\"checked\",\"kind\":\"gateway\",\"config\":{"
+	"\"providers\":{\"a\":{\"base_url\":\"{upstream.a}\"},\"b\":{\"base_url\":\"{upstream.b}\"}},"
+	"\"breaker\":{\"enabled\":false},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"a\",\"model\":\"m\"},"
+	"{\"provider\":\"b\",\"model\":\"m\"}]}}}},"
+	"{\"name\":\"alone\",\"kind\":\"gateway\",\"config\":{"
+	"\"providers\":{\"a\":{\"base_url\":\"{upstream.a}\"}},\"breaker\":{\"enabled\":false},"
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"a\",\"model\":\"m\"}],"
+	"\"degraded\":{\"mode\":\"static\",\"content\":\"{}\"}}}}}],"
+	"\"expect\":[{\"setup\":\"checked\",\"phase\":\"all\",\"broken_answers_max\":0,"
+	"\"contract_violations_min\":5},"
+	"{\"setup\":\"alone\",\"phase\":\"all\",\"degraded_min\":5,\"answered_min\":1}]}";
+
+Test(chaos, the_failover_traps_from_real_files, .timeout = 60)
+{
+	char out[600];
+	char stamp[800];
+	char path[1000];
+	char err[8192];
+	struct lg_proc g;
+	struct buf md = { 0 };
+	const cJSON *ev;
+	cJSON *top;
+	cJSON *run;
+	double violations;
+	int rc;
+
+	write_file(dir, "traps.json", traps, scenario, sizeof(scenario));
+	snprintf(out, sizeof(out), "%s/results", dir);
+	{
+		const char *argv[] = { "chaos", "run", scenario, "--out", out, "--quiet", NULL };
+
+		rc = run_program(argv, err, sizeof(err), 40);
+	}
+	cr_assert_eq(rc, 0, "chaos run exited %d:\n%s", rc, err);
+	stamp_dir("traps", stamp, sizeof(stamp));
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	top = read_json(path);
+
+	/* Every broken answer of a's was caught, and logged by the gateway. */
+	violations = stamp_num(top, "checked", "all", NULL, "contract", "violations");
+	cr_assert_geq(violations, 5, "40 requests, half of a's broken: %g", violations);
+	cr_assert_float_eq(stamp_num(top, "checked", "all", NULL, "contract", "caught"),
+			   violations, 0);
+	cr_assert_float_eq(stamp_num(top, "checked", "all", NULL, "contract",
+				     "gateway_violations"), violations, 0);
+	cr_assert_float_eq(stamp_num(top, "checked", "all", NULL, "contract", "reached_clients"),
+			   0, 0);
+	cr_assert_float_eq(stamp_num(top, "checked", "all", NULL, "answered_share", NULL), 1, 0);
+	/* The violation lines are no breaker changes. */
+	snprintf(path, sizeof(path), "%s/checked/run-1/summary.json", stamp);
+	run = read_json(path);
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(run, "breaker_transitions"))
+		cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(ev, "from"));
+	cJSON_Delete(run);
+	/* Alone, a's broken answers became static ones: answered, no provider's, never billed. */
+	cr_assert_geq(stamp_num(top, "alone", "all", NULL, "degraded", "static"), 5);
+	cr_assert_float_eq(stamp_num(top, "alone", "all", NULL, "answered_share", NULL), 1, 0);
+	cr_assert_float_eq(stamp_num(top, "alone", "all", NULL, "fallback_share", NULL), 0, 0);
+	cr_assert_float_eq(stamp_num(top, "alone", "all", NULL, "contract", "reached_clients"), 0,
+			   0);
+	{
+		const char *argv[] = { "chaos", "gate", stamp, NULL };
+
+		cr_assert_eq(lg_spawn(&g, argv), 0);
+		rc = lg_wait(&g, 30);
+		cr_assert_eq(rc, 0, "chaos gate exited %d:\n%s%s", rc, g.out, g.err);
+		cr_assert(strstr(g.out, "4 checks, 0 failed"), "%s", g.out);
+	}
+	read_report(stamp, &md);
+	cr_assert(strstr(md.data, "## Contracts"), "%s", md.data);
+	cr_assert(strstr(md.data, "## Degraded answers"), "%s", md.data);
+	cr_assert(strstr(md.data, "## Breaker opens"), "%s", md.data);
+	buf_free(&md);
+	assert_report_reproduces(stamp, top);
+	cJSON_Delete(top);
 }

@@ -397,6 +397,7 @@ Test(traps, a_stream_the_run_lacks_fails_its_checks)
 Test(traps, the_stream_filter_and_bounds_are_checked_at_load)
 {
 	struct scenario sc;
+	char path[128];
 
 	cr_assert_eq(load_scenario("{\"setup\":\"gw\",\"phase\":\"drift\",\"stream\":\"nightly\","
 				   "\"degraded_min\":1}", &sc), -EINVAL);
@@ -405,6 +406,15 @@ Test(traps, the_stream_filter_and_bounds_are_checked_at_load)
 	cr_assert_eq(load_scenario("{\"setup\":\"gw\",\"phase\":\"drift\",\"stream\":\"faq\","
 				   "\"class\":\"batch\",\"degraded_min\":1}", &sc), -EINVAL);
 	cr_assert(strstr(err, "expect[0].stream: expected class or stream, not both"), "%s", err);
+	write_file("one.json", "{\"duration_s\":3,\"providers\":[{\"name\":\"p\"}],"
+		   "\"load\":{\"mix\":{\"streams\":[{\"name\":\"faq\",\"rate\":2}]}},"
+		   "\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}],"
+		   "\"expect\":[{\"setup\":\"d\",\"phase\":\"*\",\"stream\":\"faq\","
+		   "\"degraded_min\":1}]}");
+	snprintf(path, sizeof(path), "%s/one.json", dir);
+	cr_assert_eq(scenario_load(path, 1, &sc, err), -EINVAL);
+	cr_assert(strstr(err, "expect[0].stream: expected it only when load.mix has two streams "
+			 "or more"), "%s", err);
 	cr_assert_eq(load_scenario("{\"setup\":\"gw\",\"phase\":\"drift\",\"transitions_min\":3,"
 				   "\"transitions_max\":2}", &sc), -EINVAL);
 	cr_assert(strstr(err, "expect[0].transitions_min: expected at most transitions_max (2), "
