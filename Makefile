@@ -180,7 +180,7 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_FLAGS := -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZERS := http_request sse_relay json_span gw_config mock_config scenario schema
+FUZZERS := http_request sse_relay json_span gw_config mock_config scenario schema contract
 
 $(O)/fuzz/%.o: %.c $(O)/deps.mk | fuzz-cc
 	@mkdir -p $(dir $@)
@@ -201,6 +201,7 @@ $(O)/fuzz/bin/mock_config: $(call FUZZ_OBJ,tests/fuzz/mock_config.c tests/fuzz/f
 $(O)/fuzz/bin/scenario: $(call FUZZ_OBJ,tests/fuzz/scenario.c tests/fuzz/fuzzfile.c \
 	$(RUNNER_ALL_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
 $(O)/fuzz/bin/schema: $(call FUZZ_OBJ,tests/fuzz/schema.c $(wildcard gateway/schema*.c) $(COMMON_SRC))
+$(O)/fuzz/bin/contract: $(call FUZZ_OBJ,tests/fuzz/contract.c mockprov/contract.c $(COMMON_SRC))
 $(O)/fuzz/bin/%:
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(DEP_LIBS) $(CURL_LIBS)

@@ -35,6 +35,14 @@
 #define SHALLOW 4
 /* Properties and required names looked at per object. */
 #define PROPS_MAX 1000
+/* Members of a schema object searched for a keyword; entries of a type list or anyOf. */
+#define SCAN_MAX 64
+/*
+ * Members and entries a document may look at in all (properties, required
+ * names, $ref paths, array indexes): past it the document is closed as it
+ * stands, so no schema, however wide, holds mockprov's loop for long.
+ */
+#define STEPS_MAX 2000000
 
 const char *const contract_violation_names[] = {
 	[VIOLATION_PROSE] = "prose",
@@ -53,6 +61,7 @@ struct gen {
 	bool text_clean;	/* text needs no escaping inside a JSON string */
 	size_t text_at;		/* where the words went, or SIZE_MAX */
 	int values;		/* values written so far */
+	long steps;		/* members and entries looked at so far */
 	int rc;			/* -ENOMEM once a write failed */
 };
 
@@ -90,7 +99,14 @@ static void put_value(struct gen *g, const cJSON *v)
 
 static bool spent(const struct gen *g)
 {
-	return g->rc || g->values >= CONTRACT_MAX_VALUES || g->out->len >= CONTRACT_MAX_BYTES;
+	return g->rc || g->values >= CONTRACT_MAX_VALUES || g->out->len >= CONTRACT_MAX_BYTES ||
+	       g->steps > STEPS_MAX;
+}
+
+/* Counts one member or entry looked at; false once the document's steps are spent. */
+static bool step(struct gen *g)
+{
+	return ++g->steps <= STEPS_MAX;
 }
 
 /* True when the words can sit inside a JSON string as they are. */
@@ -109,9 +125,45 @@ static bool clean(const char *s, size_t len)
 
 /* ---- reading the schema ---- */
 
+/* A keyword of schema object s, looked for among its first SCAN_MAX members. */
 static const cJSON *get(const cJSON *s, const char *key)
 {
-	return cJSON_IsObject(s) ? cJSON_GetObjectItemCaseSensitive(s, key) : NULL;
+	const cJSON *c;
+	int n = 0;
+
+	if (!cJSON_IsObject(s))
+		return NULL;
+	for (c = s->child; c && n < SCAN_MAX; c = c->next, n++) {
+		if (c->string && strcmp(c->string, key) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* Member key of object obj (a property, a definition), the members looked at counted. */
+static const cJSON *child(struct gen *g, const cJSON *obj, const char *key)
+{
+	const cJSON *c;
+
+	if (!cJSON_IsObject(obj))
+		return NULL;
+	for (c = obj->child; c && step(g); c = c->next) {
+		if (c->string && strcmp(c->string, key) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* Entry i of array arr, or NULL past its end; the entries passed counted. */
+static const cJSON *nth(struct gen *g, const cJSON *arr, long i)
+{
+	const cJSON *c;
+
+	if (!cJSON_IsArray(arr) || i < 0)
+		return NULL;
+	for (c = arr->child; c && i > 0 && step(g); c = c->next)
+		i--;
+	return i == 0 ? c : NULL;
 }
 
 /* A number keyword, or def when absent or not a number. */
@@ -136,9 +188,9 @@ static long count(const cJSON *s, const char *key)
  * The node a JSON pointer ("#", "#/$defs/X", "#/definitions/a~1b")
  * names in root, or NULL. Only pointers into this document.
  */
-static const cJSON *pointer(const cJSON *root, const char *ref)
+static const cJSON *pointer(struct gen *g, const char *ref)
 {
-	const cJSON *at = root;
+	const cJSON *at = g->root;
 	char tok[256];
 
 	if (ref[0] != '#')
@@ -163,9 +215,9 @@ static const cJSON *pointer(const cJSON *root, const char *ref)
 			char *end;
 			long i = strtol(tok, &end, 10);
 
-			at = *tok && !*end && i >= 0 ? cJSON_GetArrayItem(at, (int)i) : NULL;
+			at = *tok && !*end ? nth(g, at, i) : NULL;
 		} else {
-			at = get(at, tok);
+			at = child(g, at, tok);
 		}
 	}
 	return *ref ? NULL : at;
@@ -184,7 +236,7 @@ static bool only_null(const cJSON *s)
  * and oneOf that is not only null, allOf's first. NULL: anything goes (an
  * absent schema, a $ref that leads nowhere, a chain too long).
  */
-static const cJSON *resolve(const struct gen *g, const cJSON *s)
+static const cJSON *resolve(struct gen *g, const cJSON *s)
 {
 	int hops;
 
@@ -192,16 +244,17 @@ static const cJSON *resolve(const struct gen *g, const cJSON *s)
 		const cJSON *ref = get(s, "$ref");
 		const cJSON *any = get(s, "anyOf");
 		const cJSON *b;
+		int n = 0;
 
 		if (cJSON_IsString(ref)) {
-			s = pointer(g->root, ref->valuestring);
+			s = pointer(g, ref->valuestring);
 			continue;
 		}
-		if (!cJSON_IsArray(any) || !cJSON_GetArraySize(any))
+		if (!cJSON_IsArray(any) || !any->child)
 			any = get(s, "oneOf");
-		if (cJSON_IsArray(any) && cJSON_GetArraySize(any)) {
+		if (cJSON_IsArray(any) && any->child) {
 			s = any->child;
-			cJSON_ArrayForEach(b, any) {
+			for (b = any->child; b && n < SCAN_MAX; b = b->next, n++) {
 				if (!only_null(b)) {
 					s = b;
 					break;
@@ -210,7 +263,7 @@ static const cJSON *resolve(const struct gen *g, const cJSON *s)
 			continue;
 		}
 		any = get(s, "allOf");
-		if (cJSON_IsArray(any) && cJSON_GetArraySize(any)) {
+		if (cJSON_IsArray(any) && any->child) {
 			s = any->child;
 			continue;
 		}
@@ -281,8 +334,9 @@ static enum vtype type_of(const cJSON *s)
 		return type_named(t->valuestring);
 	if (cJSON_IsArray(t)) {
 		enum vtype first = T_ANY;
+		int n = 0;
 
-		cJSON_ArrayForEach(e, t) {
+		for (e = t->child; e && n < SCAN_MAX; e = e->next, n++) {
 			if (!cJSON_IsString(e))
 				continue;
 			if (strcmp(e->valuestring, "null") != 0)
@@ -306,32 +360,34 @@ static enum vtype type_of(const cJSON *s)
 	return T_ANY;
 }
 
-/* The first name in "required", or NULL. */
+/* The first name among the first PROPS_MAX entries of "required", or NULL. */
 static const char *first_required(const cJSON *s)
 {
 	const cJSON *req = get(s, "required");
 	const cJSON *r;
+	int n = 0;
 
 	if (!cJSON_IsArray(req))
 		return NULL;
-	cJSON_ArrayForEach(r, req) {
+	for (r = req->child; r && n < PROPS_MAX; r = r->next, n++) {
 		if (cJSON_IsString(r))
 			return r->valuestring;
 	}
 	return NULL;
 }
 
-/* True when name is among the first PROPS_MAX entries of list (before stop, when given). */
-static bool listed(const cJSON *list, const char *name, const cJSON *stop)
+/*
+ * True when name is among the first PROPS_MAX entries of list (before
+ * stop, when given); the entries looked at counted.
+ */
+static bool listed(struct gen *g, const cJSON *list, const char *name, const cJSON *stop)
 {
 	const cJSON *r;
 	int n = 0;
 
 	if (!cJSON_IsArray(list))
 		return false;
-	cJSON_ArrayForEach(r, list) {
-		if (r == stop || n++ >= PROPS_MAX)
-			break;
+	for (r = list->child; r && r != stop && n < PROPS_MAX && step(g); r = r->next, n++) {
 		if (cJSON_IsString(r) && strcmp(r->valuestring, name) == 0)
 			return true;
 	}
@@ -478,8 +534,9 @@ static void gen_object(struct gen *g, const cJSON *s, int level, enum contract_v
 	put(g, "{", 1);
 	if (!cJSON_IsObject(props))
 		props = NULL;
-	for (p = props ? props->child : NULL; p && n < PROPS_MAX && !spent(g); p = p->next, n++) {
-		bool required = listed(req, p->string, NULL);
+	for (p = props ? props->child : NULL; p && n < PROPS_MAX && step(g) && !spent(g);
+	     p = p->next, n++) {
+		bool required = listed(g, req, p->string, NULL);
 		bool hit = target && strcmp(p->string, target) == 0;
 
 		if (!required && level >= SHALLOW)
@@ -505,8 +562,8 @@ static void gen_object(struct gen *g, const cJSON *s, int level, enum contract_v
 
 		if (n++ >= PROPS_MAX || spent(g))
 			break;
-		if (!cJSON_IsString(p) || (props && get(props, p->valuestring)) ||
-		    listed(req, p->valuestring, p))
+		if (!cJSON_IsString(p) || (props && child(g, props, p->valuestring)) ||
+		    listed(g, req, p->valuestring, p))
 			continue;	/* described above, or named twice */
 		hit = target && strcmp(p->valuestring, target) == 0;
 		if (hit && v == VIOLATION_MISSING_KEY)
@@ -525,16 +582,14 @@ static void gen_object(struct gen *g, const cJSON *s, int level, enum contract_v
 }
 
 /* The schema of array item i: prefixItems[i], a draft-4 items list's, or items. */
-static const cJSON *item_schema(const cJSON *s, long i)
+static const cJSON *item_schema(struct gen *g, const cJSON *s, long i)
 {
-	const cJSON *prefix = get(s, "prefixItems");
+	const cJSON *prefix = nth(g, get(s, "prefixItems"), i);
 	const cJSON *items = get(s, "items");
 
-	if (cJSON_IsArray(prefix) && i < cJSON_GetArraySize(prefix))
-		return cJSON_GetArrayItem(prefix, (int)i);
-	if (cJSON_IsArray(items))
-		return i < cJSON_GetArraySize(items) ? cJSON_GetArrayItem(items, (int)i) : NULL;
-	return items;
+	if (prefix)
+		return prefix;
+	return cJSON_IsArray(items) ? nth(g, items, i) : items;
 }
 
 /* An array of minItems items (one near the top without minItems; within maxItems). */
@@ -553,7 +608,7 @@ static void gen_array(struct gen *g, const cJSON *s, int level)
 	for (i = 0; i < n && !spent(g); i++) {
 		if (i)
 			put(g, ",", 1);
-		gen(g, item_schema(s, i), level + 1);
+		gen(g, item_schema(g, s, i), level + 1);
 	}
 	put(g, "]", 1);
 }

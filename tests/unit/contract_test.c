@@ -6,6 +6,7 @@
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -432,4 +433,48 @@ Test(contract_bounds, bad_schemas_give_json, .timeout = 10)
 	make_schema(&m, "{\"type\":\"integer\",\"minimum\":1e300}", VIOLATION_NONE);
 	cr_assert_float_eq(m.doc->valuedouble, 9007199254740991.0, 0, "%s", m.out.data);
 	made_free(&m);
+}
+
+/* Wide schemas — a thousand properties and required names at every level — end quickly. */
+Test(contract_bounds, wide_schemas_end_quickly, .timeout = 10)
+{
+	struct buf schema = { 0 };
+	struct buf rf = { 0 };
+	struct timespec a;
+	struct timespec b;
+	struct contract c;
+	struct buf out = { 0 };
+	size_t at;
+	cJSON *root;
+	cJSON *doc;
+	int i;
+
+	buf_puts(&schema, "{\"type\":\"object\",\"properties\":{");
+	for (i = 0; i < 1000; i++)
+		buf_printf(&schema, "%s\"p%d\":{\"$ref\":\"#/$defs/d%d\"}", i ? "," : "", i, i);
+	buf_puts(&schema, "},\"required\":[");
+	for (i = 0; i < 1000; i++)
+		buf_printf(&schema, "%s\"r%d\"", i ? "," : "", i);
+	buf_puts(&schema, "],\"$defs\":{");
+	for (i = 0; i < 1000; i++)
+		buf_printf(&schema, "%s\"d%d\":{\"type\":\"array\",\"minItems\":1000,"
+			   "\"items\":{\"$ref\":\"#\"}}", i ? "," : "", i);
+	buf_puts(&schema, "}}");
+	buf_printf(&rf, "{\"type\":\"json_schema\",\"json_schema\":{\"schema\":%s}}", schema.data);
+	root = cJSON_Parse(rf.data);
+	cr_assert_not_null(root);
+	contract_read(root, &c);
+	cr_assert_eq(c.kind, CONTRACT_JSON_SCHEMA);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	cr_assert_eq(contract_content(&c, VIOLATION_NONE, WORDS, strlen(WORDS), &out, &at), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	cr_assert_lt((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9, 2.0,
+		     "it took too long");
+	doc = json_parse_whole(out.data, out.len);
+	cr_assert(cJSON_IsObject(doc), "one JSON value (%zu bytes)", out.len);
+	cJSON_Delete(doc);
+	cJSON_Delete(root);
+	buf_free(&out);
+	buf_free(&rf);
+	buf_free(&schema);
 }
