@@ -42,7 +42,10 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
  * markdown) with those rows alone: streams, stalls, truncations, silent
  * breaks, error events, TTFT p50/p95 and the largest gap. When the
  * scenario has a detection block, the Detection table follows
- * (runner/detect.h: after "detection:", or a "## Detection" section).
+ * (runner/detect.h: after "detection:", or a "## Detection" section);
+ * then the failover traps' sections, each when it has something to say
+ * (runner/traps.h: correlated failures, contracts, degraded answers, the
+ * cost of failover, breaker opens), then the objective's verdicts.
  */
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown);
 
