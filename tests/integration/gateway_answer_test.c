@@ -443,3 +443,44 @@ Test(gateway_answer, the_cache_keeps_its_entry_bound, .timeout = 30)
 	cr_assert_eq(ask("chat", "q3", "", "b-5")->status, 200);
 	cr_assert_eq(ask("chat", "q2", "", "b-6")->status, 200);
 }
+
+/*
+ * Every breaker open with when_all_open fail_fast: nothing is tried, the
+ * cache still answers the question it knows, and any other question gets
+ * a fast 503 whose Retry-After says when a target goes half-open.
+ */
+Test(gateway_answer, the_cache_answers_while_every_breaker_is_open, .timeout = 30)
+{
+	struct http_result *r;
+	char v[64];
+
+	gw_mock_start_template(&mock, "{'providers':[{'name':'primary','listen':'127.0.0.1:0',"
+			       FAST "}]}");
+	gw_start_template(&gw, "{'breaker':{'consecutive_failures':1,'cooldown_ms':30000,"
+			  "'when_all_open':'fail_fast'},"
+			  "'providers':{'primary':{'base_url':'@primary@'}},"
+			  "'models':{'chat':{" ONE ",'degraded':{'mode':'cache'}}}}",
+			  &mock, NULL);
+	gw_expect_answer(ask("chat", "known", "", "o-1"), "healthy", "primary", 1);
+	cr_assert_eq(gw_mock_inject(&mock, "{\"provider\":\"primary\",\"kind\":\"down\","
+				    "\"duration_s\":60}"), 201);
+	/* The refusal that opens the breaker: this one was tried, so no Retry-After yet. */
+	r = ask("chat", "opens it", "", "o-2");
+	cr_assert_eq(r->status, 503, "%s", r->body);
+	cr_assert_str_eq(gw_json_str(gw_breaker_must(gw_breakers_held(&gw, &held), "primary",
+						     "mock-small"), "state"), "open");
+	r = ask("chat", "known", "", "o-3");
+	cr_assert_eq(r->status, 200, "%s", r->body);
+	cr_assert_str_eq(gw_header_str(r, "x-faultline-degraded", v, sizeof(v)), "cache");
+	cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 0, "nothing was tried");
+	r = ask("chat", "unknown", "", "o-4");
+	gw_expect_error(&held, r, "a miss with every breaker open", 503, "service_unavailable",
+			"all_providers_unavailable");
+	cr_assert_gt(gw_header_num(r, "Retry-After"), 0, "no Retry-After: %s", r->headers);
+	cr_assert_leq(gw_header_num(r, "Retry-After"), 30);
+	cr_assert_lt(r->total_ms, 500, "a fast error: %.1f ms", r->total_ms);
+	/* o-1 alone reached it: o-2's connection was refused, o-3 and o-4 never tried. */
+	cr_assert_eq(gw_mock_state(&mock, "primary", "requests"), 1);
+	cr_assert_eq(gw_metric(gw_metrics_held(&gw, &held), "faultline_attempts_total",
+			       "provider=primary,outcome=refused"), 1);
+}
