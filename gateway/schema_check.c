@@ -40,9 +40,13 @@ static bool members_in(const cJSON *a, const cJSON *b, long *steps)
 	const cJSON *y;
 
 	for (x = a->child; x; x = x->next) {
-		for (y = b->child; y; y = y->next)
+		for (y = b->child; y; y = y->next) {
+			/* Each name compared is a step: two wide objects are quadratic. */
+			if (++*steps > SCHEMA_MAX_STEPS)
+				return false;
 			if (strcmp(x->string, y->string) == 0 && json_equal(x, y, steps))
 				break;
+		}
 		if (!y)
 			return false;
 	}
@@ -231,9 +235,14 @@ static bool check_object(struct ck *k, const struct node *n, const cJSON *v, int
 	const cJSON *m;
 	size_t i;
 
-	for (i = 0; i < n->nrequired; i++)
-		if (!cJSON_GetObjectItemCaseSensitive(v, n->required[i]))
+	for (i = 0; i < n->nrequired; i++) {
+		/* Each member looked at is a step: many required names over a wide object. */
+		for (m = v->child; m && strcmp(m->string, n->required[i]) != 0; m = m->next)
+			if (++k->steps > SCHEMA_MAX_STEPS)
+				return ck_stop(k, STEPS_TEXT, SCHEMA_MAX_STEPS);
+		if (!m)
 			return ck_fail(k, "missing required property \"%s\"", n->required[i]);
+	}
 	for (m = v->child; m; m = m->next) {
 		const struct node *sub = prop_find(n, m->string);
 		size_t old;

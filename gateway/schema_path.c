@@ -106,6 +106,7 @@ void schema__path_set(struct path *p, const char *s)
 		memcpy(p->buf, s, PATH_MAX_LEN);
 		memcpy(p->buf + PATH_MAX_LEN, "/...", 5);
 		p->len = PATH_MAX_LEN + 4;
+		p->cut = 1;	/* full: later pushes only count, as after a push that did not fit */
 		return;
 	}
 	memcpy(p->buf, s, n + 1);

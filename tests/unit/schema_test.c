@@ -773,3 +773,70 @@ Test(schema, text_with_a_nul_escape_cannot_be_checked)
 	cr_assert_not(text_ok(NULL, "{\"a\":\"\\u0000\"}"));
 	schema_free(s);
 }
+
+/* A wide object as a const (or an instance under many required names): names compared are steps. */
+Test(schema, step_bound_stops_wide_objects)
+{
+	struct buf b = { 0 };
+	struct buf inst = { 0 };
+	struct schema *s;
+	int i;
+
+	/* const: every name of one object looked for among the other's. */
+	cr_assert_eq(buf_puts(&b, "{\"const\":{"), 0);
+	cr_assert_eq(buf_puts(&inst, "{"), 0);
+	for (i = 0; i < 5000; i++) {
+		cr_assert_eq(buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i), 0);
+		/* The same members in the opposite order: the worst case of the scan. */
+		cr_assert_eq(buf_printf(&inst, "%s\"k%d\":%d", i ? "," : "", 4999 - i, 4999 - i), 0);
+	}
+	cr_assert_eq(buf_puts(&b, "}}"), 0);
+	cr_assert_eq(buf_puts(&inst, "}"), 0);
+	s = compiled(b.data);
+	cr_assert_not(valid(s, inst.data));
+	cr_assert_str_eq(why, "the check took more than 1000000 steps (the checker's bound)");
+	schema_free(s);
+	/* required: 2,000 names, all there, behind 2,000 other members of the answer. */
+	buf_reset(&b);
+	buf_reset(&inst);
+	cr_assert_eq(buf_puts(&b, "{\"required\":["), 0);
+	cr_assert_eq(buf_puts(&inst, "{"), 0);
+	for (i = 0; i < 2000; i++) {
+		cr_assert_eq(buf_printf(&b, "%s\"r%d\"", i ? "," : "", i), 0);
+		cr_assert_eq(buf_printf(&inst, "\"x%d\":0,", i), 0);
+	}
+	for (i = 1999; i >= 0; i--)
+		cr_assert_eq(buf_printf(&inst, "\"r%d\":0%s", i, i ? "," : ""), 0);
+	cr_assert_eq(buf_puts(&b, "]}"), 0);
+	cr_assert_eq(buf_puts(&inst, "}"), 0);
+	s = compiled(b.data);
+	cr_assert_not(valid(s, inst.data));
+	cr_assert_str_eq(why, "the check took more than 1000000 steps (the checker's bound)");
+	schema_free(s);
+	/* A modest const still compares whole. */
+	s = compiled("{\"const\":{\"a\":1,\"b\":[1,2]}}");
+	cr_assert(valid(s, "{\"b\":[1,2],\"a\":1.0}"), "%s", why);
+	schema_free(s);
+	buf_free(&b);
+	buf_free(&inst);
+}
+
+/* A $ref to a pointer longer than messages show: later pushes must stay in the buffer. */
+Test(schema, a_long_ref_path_is_cut_and_stays_in_bounds)
+{
+	struct buf b = { 0 };
+	char name[260];
+	const char *msg;
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	cr_assert_eq(buf_printf(&b, "{\"$ref\":\"#/definitions/%s\",\"definitions\":{\"%s\":"
+				"{\"properties\":{\"a\":{\"properties\":{\"b\":{\"pattern\":\"x\"}}}}}}}",
+				name, name), 0);
+	msg = refused(b.data);
+	cr_assert(strstr(msg, "unsupported JSON Schema keyword \"pattern\" at /definitions/"),
+		  "%s", msg);
+	cr_assert(strstr(msg, "/..."), "the pointer is cut: %s", msg);
+	cr_assert_lt(strlen(msg), 400);
+	buf_free(&b);
+}
