@@ -90,6 +90,7 @@ struct gw_contract {
 	bool enforce;			/* answers are checked against response_format */
 	bool counts_as_failure;		/* a violation counts against its target's breaker */
 	struct contract *dflt;		/* for requests that state none; NULL: none */
+	char *dflt_json;		/* its response_format as compact JSON, sent upstream */
 };
 
 /* What an alias answers when nothing healthy can (docs/gateway.md: Degraded answers). */

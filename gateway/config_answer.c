@@ -80,6 +80,9 @@ int gw_config__contract(const cJSON *alias, const char *file, const char *path,
 	if (rc)
 		return cfg_error(err, file, sub, "response_format",
 				 "expected a response_format the gateway can check: %s", why);
+	c->dflt_json = cJSON_PrintUnformatted(rf);
+	if (!c->dflt_json)
+		return cfg_error(err, file, sub, "response_format", "out of memory");
 	return 0;
 }
 
@@ -139,6 +142,8 @@ void gw_config__answer_free(struct gw_contract *c, struct gw_degraded *d)
 {
 	contract_free(c->dflt);
 	c->dflt = NULL;
+	free(c->dflt_json);
+	c->dflt_json = NULL;
 	free(d->content);
 	d->content = NULL;
 }

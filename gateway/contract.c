@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "gateway/schema.h"
 
 int contract_from_response_format(const cJSON *rf, struct contract **out, char *err,
@@ -72,6 +73,7 @@ bool contract_check(const struct contract *c, const cJSON *completion, char *why
 {
 	const cJSON *choice;
 	char inner[256];
+	char full[320];
 	int i = 0;
 
 	cJSON_ArrayForEach(choice, cJSON_GetObjectItemCaseSensitive(completion, "choices")) {
@@ -84,7 +86,9 @@ bool contract_check(const struct contract *c, const cJSON *completion, char *why
 		}
 		if (!schema_check_text(c->schema, content->valuestring,
 				       strlen(content->valuestring), inner, sizeof(inner))) {
-			snprintf(why, whylen, "choices[%d].message.content: %s", i, inner);
+			/* Cut whole characters only: the reason goes to the events file. */
+			snprintf(full, sizeof(full), "choices[%d].message.content: %s", i, inner);
+			json_copy_cut(why, whylen, full, whylen ? whylen - 1 : 0);
 			return false;
 		}
 		i++;

@@ -116,6 +116,7 @@ struct greq {
 	struct greq_stream stream;
 	const struct contract *contract;	/* what its answer must honour; NULL: nothing */
 	struct contract *own_contract;	/* the request's own response_format's */
+	const char *add_rf;		/* the alias's default response_format, added upstream */
 	unsigned violations;		/* attempts whose answer broke the contract */
 	struct buf ckey;		/* its answer cache key (degraded mode cache); empty: none */
 	/* One leg, or 1 + hedge.max for an alias that hedges. */

@@ -144,6 +144,11 @@ static int build_body(struct greq *g, struct leg *l)
 	l->up_model = NULL;
 	rc |= buf_append(&l->up_body, g->body.data, g->body.model_at);
 	rc |= json_escape(&l->up_body, t->model);
+	if (g->add_rf) {
+		/* Right after the model's value: valid JSON whatever follows it. */
+		rc |= buf_puts(&l->up_body, ",\"response_format\":");
+		rc |= buf_puts(&l->up_body, g->add_rf);
+	}
 	rc |= buf_append(&l->up_body, g->body.data + g->body.model_end,
 			 g->body.len - g->body.model_end);
 	if (rc)
@@ -322,9 +327,15 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out, bool *bro
 	l->contract_why[0] = '\0';
 	if (ok)
 		relay_usage_tokens(cJSON_GetObjectItemCaseSensitive(root, "usage"), in, out);
-	if (ok && l->g->contract)
+	if (ok && l->g->contract && json_string_has_nul(l->resp.data, l->resp.len)) {
+		/* cJSON would cut a content at its \u0000: what follows could not be checked. */
+		*broken = true;
+		snprintf(l->contract_why, sizeof(l->contract_why),
+			 "the answer holds \\u0000, so its content cannot be checked whole");
+	} else if (ok && l->g->contract) {
 		*broken = !contract_check(l->g->contract, root, l->contract_why,
 					  sizeof(l->contract_why));
+	}
 	cJSON_Delete(root);
 	return ok;
 }

@@ -469,8 +469,16 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	g->own_contract = own;
 	if (route->alias->contract.enforce && !stream)
 		g->contract = stated ? own : route->alias->contract.dflt;
+	/* The providers are told the default contract they are held to (a stream's too). */
+	if (route->alias->contract.enforce &&
+	    !cJSON_GetObjectItemCaseSensitive(root, "response_format"))
+		g->add_rf = route->alias->contract.dflt_json;
+	/*
+	 * The cache key is built from cJSON's reading, which cuts a string at
+	 * \u0000: such a request is not cached (two would share a key).
+	 */
 	if (gw->degraded.routes[route - gw->router.routes].has_cache &&
-	    degraded_key(root, &g->ckey))
+	    !json_string_has_nul(req->body, req->body_len) && degraded_key(root, &g->ckey))
 		buf_free(&g->ckey);	/* no memory for a key: no cache for this one */
 	http_exchange_set_data(ex, g, on_client_abort, stream ? stream_on_client_drain : NULL);
 	a = policy_arrive(&gw->pol, &g->pol, route, g->only[0] ? g->only : NULL,

@@ -5,7 +5,9 @@
 #include "gateway/respond.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/bill.h"
+#include "gateway/contract.h"
 #include "gateway/degraded.h"
 #include "gateway/errmsg.h"
 #include "gateway/gateway.h"
@@ -173,6 +176,24 @@ static void respond_final(struct greq *g, const struct policy_action *a)
 	buf_free(&msg);
 }
 
+/* Whether the static answer in out honours the request's contract (none: yes). */
+static bool static_honours(const struct greq *g, const struct buf *out)
+{
+	char why[192];
+	cJSON *root;
+	bool ok;
+
+	if (!g->contract)
+		return true;
+	root = cJSON_ParseWithLength(out->data, out->len);
+	ok = root && contract_check(g->contract, root, why, sizeof(why));
+	if (!ok)
+		log_debug("request %s: the static degraded answer breaks its contract (%s): the "
+			  "error instead", g->id, why);
+	cJSON_Delete(root);
+	return ok;
+}
+
 /*
  * Nothing healthy could answer: the alias's degraded answer, when it has
  * one — its static content, or its cache's fresh answer to the same
@@ -194,6 +215,8 @@ static bool respond_degraded(struct greq *g)
 		kind = DEGRADED_STATIC;
 		rc = degraded_completion(&out, g->id, model, dr->cfg->content, g->pol.stream,
 					 unix_s);
+		if (!rc && !static_honours(g, &out))
+			rc = -EINVAL;	/* the error, not an answer that breaks the contract */
 	} else if (dr->cfg->mode == GW_DEGRADED_CACHE && g->ckey.len) {
 		kind = DEGRADED_CACHE;
 		cached = answer_cache_get(&dr->cache, g->ckey.data, g->ckey.len, gw_now_ms(), &len);

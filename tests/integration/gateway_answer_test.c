@@ -284,9 +284,10 @@ Test(gateway_answer, an_uncheckable_response_format_is_a_400_naming_it, .timeout
 }
 
 /*
- * The alias's default contract holds requests that state none (mockprov
- * answers those with prose, which breaks it everywhere: 502); a request
- * that says {"type":"text"} asks for nothing and gets the prose.
+ * The alias's default contract holds requests that state none, and the
+ * providers are told it (the gateway adds it to the upstream body): the
+ * healthy primary answers JSON, the broken one's prose fails over. A
+ * request that says {"type":"text"} asks for nothing and gets the prose.
  */
 Test(gateway_answer, the_alias_default_contract_and_text, .timeout = 30)
 {
@@ -297,12 +298,18 @@ Test(gateway_answer, the_alias_default_contract_and_text, .timeout = 30)
 			       "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
 	start_chain(",'contract':{'response_format':{'type':'json_object'}}", "");
 	r = ask("chat", "q", "", "d-1");
-	gw_expect_error(&held, r, "prose under a default json_object contract", 502,
-			"bad_gateway", "upstream_error");
+	gw_expect_answer(r, "the default contract, sent upstream", "primary", 1);
+	content_doc(r);
 	r = ask("chat", "q", ",\"response_format\":{\"type\":\"text\"}", "d-2");
 	gw_expect_answer(r, "text asks for nothing", "primary", 1);
-	r = ask("chat", "q", ",\"response_format\":{\"type\":\"json_object\"}", "d-3");
-	gw_expect_answer(r, "json_object asked: mockprov answers JSON", "primary", 1);
+	cr_assert_null(gw_held_doc(&held, cJSON_Parse(strstr(r->body, "\"content\":\"") + 11)),
+		       "prose: %s", r->body);
+	cr_assert_eq(event_lines("contract_violation", NULL), 0);
+	teardown();
+	start_bad_primary("prose");
+	start_chain(",'contract':{'response_format':{'type':'json_object'}}", "");
+	r = ask("chat", "q", "", "d-3");
+	gw_expect_answer(r, "the broken primary's prose fails over", "secondary", 2);
 	content_doc(r);
 }
 
@@ -359,6 +366,11 @@ Test(gateway_answer, static_answers_when_nothing_can, .timeout = 30)
 	cr_assert_eq(gw_metric_wait(&gw, "faultline_degraded_answers_total",
 				    "alias=chat,mode=static", 2, 2000),
 		     2);
+	/* A request that wants JSON does not get the static prose: it gets the error. */
+	r = ask("chat", "q", ",\"response_format\":{\"type\":\"json_object\"}", "s-3");
+	gw_expect_error(&held, r, "static prose under a contract", 503, "service_unavailable",
+			"all_providers_unavailable");
+	cr_assert_str_eq(gw_header_str(r, "x-faultline-degraded", v, sizeof(v)), "(absent)");
 }
 
 /* Waits ms of wall time: an answer's age, which no event marks. */
