@@ -65,6 +65,7 @@ static const struct cfg_key expect_keys[] = {
 	EK("replica_open_spread_ms_max", replica_open_spread_ms_max, 1e12),
 	EK("probe_overlaps_max", probe_overlaps_max, 1e12),
 	EK("broken_answers_max", broken_answers_max, 1e12),
+	EK("broken_answers_min", broken_answers_min, 1e12),
 	EK("contract_violations_min", contract_violations_min, 1e12),
 	EK("degraded_min", degraded_min, 1e12),
 	EK("error_latency_ms_max", error_latency_ms_max, 1e12),
@@ -246,6 +247,10 @@ static int check_expect_pairs(const struct scenario *sc, const struct sc_expect 
 		return cfg_error(err, file, path, "transitions_min", "expected at most "
 				 "transitions_max (%g), got %g", e->transitions_max,
 				 e->transitions_min);
+	if (e->broken_answers_min > e->broken_answers_max)
+		return cfg_error(err, file, path, "broken_answers_min", "expected at most "
+				 "broken_answers_max (%g), got %g", e->broken_answers_max,
+				 e->broken_answers_min);
 	return check_expect_stream(sc, e, file, path, err);
 }
 

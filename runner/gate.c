@@ -119,6 +119,8 @@ static const struct expect_bound expect_bounds[] = {
 	  "probe_overlaps", GATE_LE, NULL },
 	{ offsetof(struct sc_expect, broken_answers_max), "contract", "reached_clients",
 	  "contract.reached_clients", GATE_LE, NULL },
+	{ offsetof(struct sc_expect, broken_answers_min), "contract", "reached_clients",
+	  "contract.reached_clients", GATE_GE, NULL },
 	{ offsetof(struct sc_expect, contract_violations_min), "contract", "violations",
 	  "contract.violations", GATE_GE, NULL },
 	{ offsetof(struct sc_expect, degraded_min), "degraded_answers", NULL, "degraded_answers",

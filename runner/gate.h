@@ -31,6 +31,7 @@
  *     max_gap_ms_max           max_gap_ms                       its "max"
  *     ttft_p95_ms_max          ttft_ms.p95                      its "max"
  *     broken_answers_max       contract.reached_clients         its "max"
+ *     broken_answers_min       contract.reached_clients         its "min"
  *     contract_violations_min  contract.violations              its "min"
  *     degraded_min             degraded_answers                 its "min"
  *     error_latency_ms_max     error_latency_ms.max             its "max"

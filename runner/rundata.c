@@ -93,12 +93,14 @@ static const int req_optional[OCOL_N] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_O
 
 _Static_assert(RUN_DEGRADED_STATIC - 1 == (int)DEGRADED_STATIC &&
 	       RUN_DEGRADED_CACHE - 1 == (int)DEGRADED_CACHE &&
-	       RUN_DEGRADED_COUNT - 1 == (int)DEGRADED_COUNT, "run_degraded is req_degraded, one up");
+	       RUN_DEGRADED_OTHER - 1 == (int)DEGRADED_COUNT, "run_degraded is req_degraded, one up");
 
 const char *run_degraded_name(enum run_degraded d)
 {
 	if (d == RUN_NOT_DEGRADED)
 		return "";
+	if (d == RUN_DEGRADED_OTHER)
+		return "other";
 	return req_degraded_name((enum req_degraded)(d - 1));
 }
 
@@ -161,10 +163,8 @@ static int req_parse_optional(struct run_req *r, const struct csv *c, const int 
 		return value_error(err, c, req_columns[REQ_TOKENS_OUT],
 				   "a whole number >= 0 or nothing", tout);
 	d = *deg ? req_degraded_from_name(deg) : -1;
-	if (*deg && d < 0)
-		return value_error(err, c, req_columns[REQ_DEGRADED], "static, cache or nothing",
-				   deg);
-	r->degraded = (enum run_degraded)(d + 1);	/* -1, none: RUN_NOT_DEGRADED */
+	/* -1, none: RUN_NOT_DEGRADED; a mark of another gateway's: other, not an error. */
+	r->degraded = *deg && d < 0 ? RUN_DEGRADED_OTHER : (enum run_degraded)(d + 1);
 	r->stream_name = strdup(optional_field(c, oidx, OCOL_STREAM_NAME));
 	return r->stream_name ? 0 : -ENOMEM;
 }
@@ -448,7 +448,9 @@ static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx,
 				   "completed, client_aborted or faulted", outcome);
 	m->outcome = (enum mock_outcome)oc;
 	m->faulted = m->outcome == MOCK_FAULTED;
-	m->bad_content = names_fault(mock_field(c, opt->fault), RUN_BAD_CONTENT_FAULT);
+	/* A broken answer that went out: not one the client left before it was sent. */
+	m->bad_content = m->faulted &&
+			 names_fault(mock_field(c, opt->fault), RUN_BAD_CONTENT_FAULT);
 	k = *kind ? mock_kind_from_name(kind) : MOCK_KIND_CHAT;
 	if (k < 0)
 		return value_error(err, c, mock_columns[MOCK_KIND], "chat, models or nothing", kind);

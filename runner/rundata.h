@@ -24,6 +24,7 @@ enum run_degraded {
 	RUN_NOT_DEGRADED,	/* empty, or no such column: a provider's answer (or none) */
 	RUN_DEGRADED_STATIC,	/* "static": the alias's static completion */
 	RUN_DEGRADED_CACHE,	/* "cache": the last good answer to the same request */
+	RUN_DEGRADED_OTHER,	/* any other mark (another gateway's word), as loadgen counts it */
 	RUN_DEGRADED_COUNT
 };
 

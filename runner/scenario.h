@@ -133,6 +133,7 @@ struct sc_expect {
 	double replica_open_spread_ms_max;	/* last replica's first open − the first's */
 	double probe_overlaps_max;	/* replicas half-open (locally) at once (a count) */
 	double broken_answers_max;	/* answers that broke the contract and reached the client */
+	double broken_answers_min;	/* ... at least (a setup that does not check: the trap shows) */
 	double contract_violations_min;	/* provider answers that broke it (a count) */
 	double degraded_min;		/* degraded answers, static or cache (a count) */
 	double error_latency_ms_max;	/* the slowest request that was not answered */

@@ -1060,6 +1060,13 @@ Test(gateway, health_checks_are_logged_by_the_providers, .timeout = 30)
 		 "{'provider':'secondary','model':'mock-small'}]}}}");
 	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 1, 2000);
 	cr_assert_eq(v, 1, "the primary is not healthy at the start: %g", v);
+	/*
+	 * A provider starts out healthy, before any check: wait for one that
+	 * passed (on a loaded machine the first may come late), then hang it.
+	 */
+	v = gw_metric_wait_min(&gw, "faultline_health_checks_total",
+			       "provider=primary,result=pass", 1, 5000);
+	cr_assert_geq(v, 1, "no check of the primary passed: %g", v);
 	cr_assert_eq(gw_mock_inject(&mock, "{\"provider\":\"primary\",\"kind\":\"hang\","
 				    "\"duration_s\":30}"), 201);
 	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 0, 3000);

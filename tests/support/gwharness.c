@@ -718,6 +718,25 @@ double gw_metric_wait(const struct gw_proc *g, const char *name, const char *lab
 	}
 }
 
+double gw_metric_wait_min(const struct gw_proc *g, const char *name, const char *labels,
+			  double want, double timeout_ms)
+{
+	double end = now_ms() + timeout_ms;
+	double v;
+
+	for (;;) {
+		struct http_result r;
+
+		v = NAN;
+		if (gw_get(g, "/metrics", &r) == 0 && r.status == 200)
+			v = gw_metric(r.body, name, labels);
+		http_result_free(&r);
+		if (v >= want || now_ms() > end)
+			return v;
+		usleep(5000);	/* polling /metrics for the event */
+	}
+}
+
 long gw_rss_kb(const struct gw_proc *g)
 {
 	char path[64];

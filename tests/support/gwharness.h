@@ -161,6 +161,10 @@ size_t gw_metric_series(const char *text, const char *name, const char *labels,
 double gw_metric_wait(const struct gw_proc *g, const char *name, const char *labels,
 		      double want, double timeout_ms);
 
+/* gw_metric_wait, for a sample that only grows: until it is at least want. */
+double gw_metric_wait_min(const struct gw_proc *g, const char *name, const char *labels,
+			  double want, double timeout_ms);
+
 /* The gateway's resident set (VmRSS of /proc/PID/status) in KiB, or -1. */
 long gw_rss_kb(const struct gw_proc *g);
 
