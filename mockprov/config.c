@@ -208,6 +208,7 @@ static int add_group_faults(struct provider_cfg *p, const struct fault *gf, size
 static int load_group(const cJSON *obj, const char *file, struct mock_config *cfg, char *err)
 {
 	const char *name = obj->string;
+	char none;		/* the table's target: it has only the faults, read below */
 	struct fault *gf = NULL;
 	size_t members = 0;
 	size_t n = 0;
@@ -221,7 +222,7 @@ static int load_group(const cJSON *obj, const char *file, struct mock_config *cf
 				 "slash, backslash, comma or quote, got \"%.80s\"", GROUP_NAME_MAX,
 				 name);
 	snprintf(path, sizeof(path), "groups.%s", name);
-	rc = cfg_apply(group_keys, NGROUP_KEYS, obj, NULL, file, path, err);
+	rc = cfg_apply(group_keys, NGROUP_KEYS, obj, &none, file, path, err);
 	if (!rc)
 		rc = load_faults(cJSON_GetObjectItemCaseSensitive(obj, "faults"), file, path, &gf,
 				 &n, err);

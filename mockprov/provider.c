@@ -3,9 +3,11 @@
  *
  * A chat completion's life: on_completion (parse, decide faults, plan the
  * timing) → either an immediate answer (status, 429, reset, down), nothing
- * at all (hang), or timer steps: on_token for streams (one SSE event per
- * token, at ttft + k × token_ms after arrival), on_whole for plain JSON (at
- * the last token's time). A model listing (GET …/models) is answered
+ * at all (hang), or the content (make_content: the words, or a document
+ * for the request's response_format, or a bad_content's) and timer steps:
+ * on_token for streams (one SSE event per token, at ttft + k × token_ms
+ * after arrival), on_whole for plain JSON (at the last token's time). A
+ * model listing (GET …/models) is answered
  * like a one-token plain answer with no body to parse. Every request ends
  * in req_finish, which writes its log row — whether it completed, the
  * client left (on_abort) or the server closed it.

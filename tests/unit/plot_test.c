@@ -384,6 +384,34 @@ Test(plot, near_fault_labels_on_rows_of_their_own, .timeout = 30)
 	assert_png("answered");
 }
 
+/* A group's fault windows are drawn once, labelled with the group. */
+Test(plot, a_groups_fault_windows, .timeout = 30)
+{
+	static const char grouped[] =
+		"{\"name\": \"plot-t\", \"duration_s\": 20,\n"
+		" \"providers\": [{\"name\": \"primary\", \"group\": \"eu\", \"faults\": ["
+		"   {\"kind\": \"hang\", \"from_s\": 2, \"to_s\": 4}]},\n"
+		"   {\"name\": \"secondary\", \"group\": \"eu\"}],\n"
+		" \"groups\": {\"eu\": {\"faults\": [{\"kind\": \"down\", \"from_s\": 12,"
+		" \"to_s\": 16}, {\"kind\": \"status\", \"from_s\": 17, \"to_s\": 18,"
+		" \"probability\": 0.5}]}},\n"
+		" \"phases\": [{\"name\": \"healthy\", \"from_s\": 0, \"to_s\": 5},\n"
+		"            {\"name\": \"outage\", \"from_s\": 5, \"to_s\": 10},\n"
+		"            {\"name\": \"recovered\", \"from_s\": 10, \"to_s\": 20}],\n"
+		" \"load\": {\"concurrency\": 1},\n"
+		" \"setups\": [{\"name\": \"direct\", \"kind\": \"direct\", \"provider\": \"primary\"},\n"
+		"   {\"name\": \"gw\", \"kind\": \"direct\", \"provider\": \"secondary\"}]}\n";
+
+	make_stamp();
+	write_file("scenario.json", grouped);
+	cr_assert_eq(plot_stamp(dir, plots_dir(), err, NULL), 0, "plot_stamp: %s", err);
+	assert_has("plots/data/meta.gp", "nfaults = 3\n");
+	assert_has("plots/data/meta.gp", "array fault_from[3] = [2, 12, 17]\n");
+	assert_has("plots/data/meta.gp",
+		   "array fault_label[3] = ['primary: hang', 'group eu: down', "
+		   "'group eu: status (p 0.5)']\n");
+}
+
 Test(plot, requests_coloured_by_provider, .timeout = 30)
 {
 	make_stamp();
