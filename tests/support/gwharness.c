@@ -699,8 +699,9 @@ cJSON *gw_events(const struct gw_proc *g)
 	return arr;
 }
 
-double gw_metric_wait(const struct gw_proc *g, const char *name, const char *labels,
-		      double want, double timeout_ms)
+/* Polls /metrics until the sample equals want (at_least: is at least want), or timeout_ms. */
+static double metric_poll(const struct gw_proc *g, const char *name, const char *labels,
+			  double want, bool at_least, double timeout_ms)
 {
 	double end = now_ms() + timeout_ms;
 	double v;
@@ -712,29 +713,22 @@ double gw_metric_wait(const struct gw_proc *g, const char *name, const char *lab
 		if (gw_get(g, "/metrics", &r) == 0 && r.status == 200)
 			v = gw_metric(r.body, name, labels);
 		http_result_free(&r);
-		if (v == want || now_ms() > end)
+		if (v == want || (at_least && v >= want) || now_ms() > end)
 			return v;
 		usleep(5000);	/* polling /metrics for the event */
 	}
 }
 
+double gw_metric_wait(const struct gw_proc *g, const char *name, const char *labels,
+		      double want, double timeout_ms)
+{
+	return metric_poll(g, name, labels, want, false, timeout_ms);
+}
+
 double gw_metric_wait_min(const struct gw_proc *g, const char *name, const char *labels,
 			  double want, double timeout_ms)
 {
-	double end = now_ms() + timeout_ms;
-	double v;
-
-	for (;;) {
-		struct http_result r;
-
-		v = NAN;
-		if (gw_get(g, "/metrics", &r) == 0 && r.status == 200)
-			v = gw_metric(r.body, name, labels);
-		http_result_free(&r);
-		if (v >= want || now_ms() > end)
-			return v;
-		usleep(5000);	/* polling /metrics for the event */
-	}
+	return metric_poll(g, name, labels, want, true, timeout_ms);
 }
 
 long gw_rss_kb(const struct gw_proc *g)

@@ -14,6 +14,7 @@
 
 #include "common/cfg.h"
 #include "runner/gate.h"
+#include "runner/jpath.h"
 #include "runner/replicas.h"
 #include "runner/stats.h"
 #include "tests/support/tmpdir.h"
@@ -84,18 +85,13 @@ Test(replicas, a_row_pays_the_timeout_when_it_waited_it_out_unanswered)
 	cr_assert_not(replicas_row_paid_timeout(&m, NAN), "no timeout known");
 }
 
-/* The value at a dotted path ("phases.outage.replicas.r1.timeout_paid"). */
+/* The value at a dotted path ("phases.drift.contract.violations"), asserted there. */
 static const cJSON *jget(const cJSON *root, const char *path)
 {
-	char buf[256];
-	char *save = NULL;
-	char *tok;
-	const cJSON *v = root;
+	const cJSON *v = NULL;
+	char e[256];
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
-		v = cJSON_GetObjectItemCaseSensitive(v, tok);
-	cr_assert_not_null(v, "no %s", path);
+	cr_assert_eq(jpath_get(root, path, &v, e, sizeof(e)), 0, "%s", e);
 	return v;
 }
 

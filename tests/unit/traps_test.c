@@ -20,6 +20,7 @@
 #include "common/cfg.h"
 #include "runner/correlated.h"
 #include "runner/gate.h"
+#include "runner/jpath.h"
 #include "runner/scenario.h"
 #include "runner/stats.h"
 #include "runner/traps.h"
@@ -48,18 +49,13 @@ static void write_file(const char *name, const char *text)
 		     name);
 }
 
-/* The value at a dotted path ("phases.drift.contract.violations"). */
+/* The value at a dotted path ("phases.drift.contract.violations"), asserted there. */
 static const cJSON *jget(const cJSON *root, const char *path)
 {
-	char buf[256];
-	char *save = NULL;
-	char *tok;
-	const cJSON *v = root;
+	const cJSON *v = NULL;
+	char e[256];
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && v; tok = strtok_r(NULL, ".", &save))
-		v = cJSON_GetObjectItemCaseSensitive(v, tok);
-	cr_assert_not_null(v, "no %s", path);
+	cr_assert_eq(jpath_get(root, path, &v, e, sizeof(e)), 0, "%s", e);
 	return v;
 }
 
