@@ -61,6 +61,7 @@ struct gateway {
 	uv_timer_t qtimer;		/* the batch queues' next expiry or drain */
 	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
 	struct router_listener queue_wake;	/* drains the batch queues after one */
+	struct router_listener probe_pace;	/* checks at the fast cadence while a breaker is not closed */
 	struct shared *shared;		/* shared_state redis: the fleet's breakers; else NULL */
 	struct degraded degraded;	/* each alias's degraded answers and answer cache */
 	double checks_from_ms;		/* the first health checks' time (gw_now_ms's clock) */

@@ -30,7 +30,19 @@ enum health_change health_result(struct health *h, const struct health_config *c
 
 double health_next_ms(const struct health *h, const struct health_config *c)
 {
-	return h->healthy ? c->interval_ms : c->unhealthy_interval_ms;
+	if (!h->healthy)
+		return c->unhealthy_interval_ms;
+	if (h->suspect && c->unhealthy_interval_ms < c->interval_ms)
+		return c->unhealthy_interval_ms;
+	return c->interval_ms;
+}
+
+double health_suspect(struct health *h, bool suspect, double due_ms, double now)
+{
+	bool was = h->suspect;
+
+	h->suspect = suspect;
+	return suspect && !was && due_ms > now ? now : due_ms;
 }
 
 double health_next_due(const struct health *h, const struct health_config *c, double due_ms,

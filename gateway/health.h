@@ -27,6 +27,7 @@ struct health_config {
 
 struct health {
 	bool healthy;			/* it starts healthy */
+	bool suspect;			/* a breaker of the provider is not closed */
 	unsigned fails;			/* failed checks in a row */
 	unsigned passes;		/* passed checks in a row */
 };
@@ -44,8 +45,23 @@ void health_init(struct health *h);
 /* Takes one check's result (ok: it passed). */
 enum health_change health_result(struct health *h, const struct health_config *c, bool ok);
 
-/* The wait before the next check: interval_ms, or unhealthy_interval_ms while unhealthy. */
+/*
+ * The wait before the next check: interval_ms; unhealthy_interval_ms
+ * while unhealthy, and while suspect when it is the shorter.
+ */
 double health_next_ms(const struct health *h, const struct health_config *c);
+
+/*
+ * Whether a breaker of the provider is open or half-open (suspect) — on
+ * traffic's evidence or the checks' own. While it is, the checks run at
+ * unhealthy_interval_ms when that is the shorter (HAProxy's "on-error
+ * fastinter"): a provider that
+ * failed requests is confirmed down, and seen back, at the fast cadence,
+ * not at interval_ms. Returns when the next check is due, the one due at
+ * due_ms given: now, when it has just become suspect and that check is
+ * later; due_ms otherwise (a check in flight is the caller's to wait for).
+ */
+double health_suspect(struct health *h, bool suspect, double due_ms, double now);
 
 /*
  * When the check after one due at due_ms is due, at now: its interval

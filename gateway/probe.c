@@ -6,7 +6,10 @@
  * timeout_ms. health.c counts the results; when a provider turns
  * unhealthy its targets' breakers are opened, while it stays unhealthy
  * they are kept open, and when it is healthy again the open ones go
- * half-open, so neither waits for traffic to find out. Every check carries
+ * half-open, so neither waits for traffic to find out. While a breaker of
+ * the provider is open or half-open — traffic found it failing — its
+ * checks run at the fast cadence (health_suspect), so the checks confirm
+ * the outage, and see its end, without waiting out interval_ms. Every check carries
  * x-request-id: health-check-PROVIDER-N (common/records.h's
  * REC_CHECK_ID_PREFIX), so a provider's log can tell it from a user's
  * request.
@@ -165,6 +168,35 @@ static const char *first_model(const struct gateway *gw, size_t provider)
 	return NULL;
 }
 
+/*
+ * The router's listener: a breaker of a checked provider changed, so the
+ * provider may have become suspect (its next check pulled in, unless one
+ * is in flight: its end schedules the next at the fast cadence) or
+ * settled again.
+ */
+static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			      const struct change_origin *origin)
+{
+	struct gateway *gw = arg;
+	size_t i;
+
+	(void)chg;
+	(void)origin;
+	for (i = 0; i < gw->nprobes; i++) {
+		struct probe *p = gw->probes[i];
+		double due;
+
+		if (p->provider != t->provider)
+			continue;
+		due = health_suspect(&p->st, router_provider_suspect(&gw->router, p->provider),
+				     p->due_ms, gw_now_ms());
+		if (due != p->due_ms && !p->busy) {
+			p->due_ms = due;
+			probe_arm(p);
+		}
+	}
+}
+
 static struct probe *probe_new(struct gateway *gw, size_t provider)
 {
 	const struct gw_provider *prov = &gw->cfg->providers[provider];
@@ -224,6 +256,11 @@ int probe_start_all(struct gateway *gw)
 		if (gw->checks_phased)		/* --t0: t0 + a phase drawn from the seed */
 			p->due_ms += rng_uniform(&gw->rng_health) * p->cfg->interval_ms;
 		probe_arm(p);
+	}
+	if (gw->nprobes) {
+		gw->probe_pace.on_change = on_breaker_change;
+		gw->probe_pace.arg = gw;
+		router_listen(&gw->router, &gw->probe_pace);
 	}
 	return 0;
 }

@@ -200,6 +200,16 @@ enum event_state router_event_state(enum breaker_state s)
 	}
 }
 
+bool router_provider_suspect(const struct router *r, size_t provider)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntargets; i++)
+		if (r->targets[i].provider == provider && r->targets[i].br.state != BREAKER_CLOSED)
+			return true;
+	return false;
+}
+
 void router_apply_health(struct router *r, size_t provider, enum health_change ch, bool ok,
 			 unsigned n, bool healthy, double now, struct rng *rng)
 {

@@ -132,6 +132,13 @@ void router_breaker_changed_from(struct router *r, struct gw_target *t,
 void router_apply_health(struct router *r, size_t provider, enum health_change ch, bool ok,
 			 unsigned n, bool healthy, double now, struct rng *rng);
 
+/*
+ * Whether some target of provider has a breaker that is not closed (open
+ * or half-open): its health checks then run at the fast cadence
+ * (health_suspect).
+ */
+bool router_provider_suspect(const struct router *r, size_t provider);
+
 /* A breaker state as events.jsonl names it (common/records.h). */
 enum event_state router_event_state(enum breaker_state s);
 

@@ -675,6 +675,27 @@ static void on_probe_timer(struct sim_timer *tm)
 		gw->err = ENOMEM;
 }
 
+/* The router's listener: probe.c's on_breaker_change — suspect, the next check pulled in. */
+static void on_breaker_pace(void *arg, struct gw_target *t, const struct breaker_change *chg,
+			    const struct change_origin *origin)
+{
+	struct sim_gw *gw = arg;
+	struct sim_probe *p = &gw->probes[t->provider];
+	double due;
+
+	(void)chg;
+	(void)origin;
+	if (!p->gw)
+		return;		/* no health_check */
+	due = health_suspect(&p->st, router_provider_suspect(&gw->router, p->provider), p->due_ms,
+			     gw->q->now);
+	if (due != p->due_ms && p->timer.fn != on_probe_timeout) {
+		p->due_ms = due;
+		if (evq_at(gw->q, &p->timer, p->due_ms))
+			gw->err = ENOMEM;
+	}
+}
+
 /* Every provider with a health_check: its first check at once (probe_start_all). */
 static int probes_start(struct sim_gw *gw)
 {
@@ -703,6 +724,9 @@ static int probes_start(struct sim_gw *gw)
 		if (evq_at(gw->q, &p->timer, p->due_ms))
 			return -ENOMEM;
 	}
+	gw->probe_pace.on_change = on_breaker_pace;
+	gw->probe_pace.arg = gw;
+	router_listen(&gw->router, &gw->probe_pace);
 	return 0;
 }
 

@@ -51,6 +51,7 @@ struct sim_gw {
 	struct sim_timer qtimer;	/* the batch queues' (gateway/queue.c's) */
 	double qfired_ms;		/* when it last ran; -1: never */
 	struct router_listener queue_wake;
+	struct router_listener probe_pace;	/* probe.c's: the fast cadence while suspect */
 	struct sim_probe *probes;	/* by provider; NULL entries: no health check */
 	size_t nprobes;
 };

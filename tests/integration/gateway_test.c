@@ -1033,6 +1033,54 @@ Test(gateway, health_checks_open_and_wake_the_breaker, .timeout = 30)
 }
 
 /*
+ * Checks speed up while traffic holds a breaker open (HAProxy's "on-error
+ * fastinter"): the primary is checked every 60 s while all is well, so a
+ * 503 storm that begins between checks is found by requests alone — the
+ * first opens the breaker (one failure in a row) for 30 s. The checks then
+ * run every 100 ms: the next one, due at once, fails and makes the
+ * provider unhealthy (fall 1), and the first to pass after the storm
+ * (rise 1) sends the breaker half-open, long before its cooldown, and the
+ * next request is the primary's. Without the faster checks the primary
+ * would be out for the whole 30 s (the test's timeout is 20).
+ */
+Test(gateway, checks_speed_up_while_a_breaker_is_open, .timeout = 20)
+{
+	static const char *const open_st = "provider=primary,model=mock-small";
+	struct http_result *r;
+	double v;
+
+	start_mock("{'providers':["
+		   "{'name':'primary','listen':'127.0.0.1:0'," FAST "},"
+		   "{'name':'secondary','listen':'127.0.0.1:0'," FAST "}]}");
+	start_gw("{'breaker':{'cooldown_ms':30000,'cooldown_jitter':0,'consecutive_failures':1,"
+		 "'half_open_probes':1},"
+		 "'providers':{'primary':{'base_url':'@primary@',"
+		 "'health_check':{'interval_ms':60000,'unhealthy_interval_ms':100,"
+		 "'timeout_ms':300,'fall':1,'rise':1}},"
+		 "'secondary':{'base_url':'@secondary@'}},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'mock-small'},"
+		 "{'provider':'secondary','model':'mock-small'}]}}}");
+	v = gw_metric_wait_min(&gw, "faultline_health_checks_total",
+			       "provider=primary,result=pass", 1, 5000);
+	cr_assert_geq(v, 1, "the first check of the primary did not pass: %g", v);
+	cr_assert_eq(gw_mock_inject(&mock, "{\"provider\":\"primary\",\"kind\":\"status\","
+				    "\"status\":503,\"duration_s\":1.5}"), 201);
+	r = chat("chat", "in-the-storm", NULL, 5000);
+	gw_expect_answer(r, "the request that found the storm", "secondary", 2);
+	cr_assert_eq(gw_metric(metrics(), "faultline_breaker_state", open_st), 1,
+		     "one 503 did not open the breaker");
+	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 0, 2000);
+	cr_assert_eq(v, 0, "no check came at once to confirm the storm: healthy %g", v);
+	v = gw_metric_wait(&gw, "faultline_breaker_state", open_st, 2, 5000);
+	cr_assert_eq(v, 2, "the checks did not see the primary back before the cooldown: state %g",
+		     v);
+	r = chat("chat", "after-the-storm", NULL, 5000);
+	gw_expect_answer(r, "the probe after the checks saw it back", "primary", 1);
+	cr_assert_eq(gw_metric(metrics(), "faultline_breaker_state", open_st), 0,
+		     "the probe's success did not close the breaker");
+}
+
+/*
  * A gateway's health checks reach the providers' logs (what a detection
  * study counts its check overhead by): the primary's GET /models checks
  * as rows of kind "models", and while a hang fault holds them, rows of

@@ -64,3 +64,36 @@ Test(health, the_next_check_keeps_to_the_grid, .timeout = 10)
 	health_result(&h, &c, false);
 	cr_assert_float_eq(health_next_due(&h, &c, 2000, 2001), 2010, 1e-9);
 }
+
+Test(health, a_suspect_provider_is_checked_at_once_then_faster, .timeout = 10)
+{
+	struct health h;
+	double due;
+
+	health_init(&h);
+	/* A breaker opened at 1200 with the next check due at 5000: at once. */
+	due = health_suspect(&h, true, 5000, 1200);
+	cr_assert_float_eq(due, 1200, 1e-9);
+	cr_assert(h.healthy, "suspect is not unhealthy");
+	cr_assert_eq(health_next_ms(&h, &cfg), 1000, "checked at the fast cadence while suspect");
+	cr_assert_float_eq(health_next_due(&h, &cfg, 1200, 1210), 2200, 1e-9);
+	/* Still suspect (another breaker's change): the due time stays. */
+	due = health_suspect(&h, true, 2200, 1500);
+	cr_assert_float_eq(due, 2200, 1e-9);
+	/* A check already due earlier keeps its time. */
+	health_suspect(&h, false, 0, 0);
+	due = health_suspect(&h, true, 900, 1000);
+	cr_assert_float_eq(due, 900, 1e-9);
+	/* Every breaker closed again: the due time stays, the next interval is the slow one. */
+	due = health_suspect(&h, false, 2200, 2000);
+	cr_assert_float_eq(due, 2200, 1e-9);
+	cr_assert_eq(health_next_ms(&h, &cfg), 5000);
+	/* An unhealthy_interval_ms longer than interval_ms does not slow a suspect one down. */
+	{
+		struct health_config slow = cfg;
+
+		slow.unhealthy_interval_ms = 9000;
+		health_suspect(&h, true, 0, 0);
+		cr_assert_eq(health_next_ms(&h, &slow), 5000);
+	}
+}
