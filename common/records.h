@@ -144,6 +144,14 @@ const char *req_degraded_name(enum req_degraded d);
 /* The mark named s, or -1 when s names none. */
 int req_degraded_from_name(const char *s);
 
+/*
+ * An instant error: a request not ok whose latency_ms (end_ms − sched_ms)
+ * is under this many ms — a refused connection or a 5xx that came back at
+ * once, what makes a closed loop spin. Counted as instant_errors by
+ * loadgen's summary and the runner's figures; measured, never scaled.
+ */
+#define REQ_INSTANT_ERROR_MS 1.0
+
 /* How requests.csv's error column starts when the server sent an SSE error event. */
 #define REQ_ERROR_EVENT_PREFIX "error event"
 

@@ -24,7 +24,7 @@
 static const char usage_text[] =
 	"usage: loadgen --target URL [--target URL…] --duration D\n"
 	"               (--rate R[/s] [--arrival constant|poisson] |\n"
-	"                --concurrency N [--ramp-up D])\n"
+	"                --concurrency N [--ramp-up D] [--error-think D])\n"
 	"               [--mix FILE] [--stream P] [--model NAME] [--prompt-tokens N]\n"
 	"               [--max-tokens N] [--response-format JSON|@FILE]\n"
 	"               [--timeout D] [--stall-timeout D] [--max-time D]\n"
@@ -43,6 +43,8 @@ static const char usage_text[] =
 	"  --arrival KIND        constant (default) or poisson (seeded)\n"
 	"  --concurrency N       closed loop: N clients, each sending when answered\n"
 	"  --ramp-up D           closed loop: client k of N begins k*D/N in (0)\n"
+	"  --error-think D       closed loop: a client waits D after a request that\n"
+	"                        was not ok before its next one (0: no wait)\n"
 	"  --mix FILE            request streams (JSON; see docs/loadgen.md)\n"
 	"  --stream P            share of requests that stream, 0–1 (default 0)\n"
 	"  --model NAME          model to ask for (default: chat)\n"
@@ -227,7 +229,7 @@ static char *parse_response_format(const char *val)
 }
 
 enum {
-	O_TARGET = 256, O_DURATION, O_RATE, O_ARRIVAL, O_CONCURRENCY, O_RAMP_UP, O_MIX, O_STREAM,
+	O_TARGET = 256, O_DURATION, O_RATE, O_ARRIVAL, O_CONCURRENCY, O_RAMP_UP, O_ERROR_THINK, O_MIX, O_STREAM,
 	O_MODEL, O_PROMPT, O_MAXTOK, O_RESPFMT, O_TIMEOUT, O_STALL, O_MAXTIME, O_RETRIES, O_BACKOFF,
 	O_BACKOFF_MAX, O_CONNECTIONS, O_REQUESTS, O_IDPREFIX, O_T0, O_SEED, O_PROGRESS,
 	O_NO_PROGRESS, O_REMOTE, O_LOGLEVEL, O_OUT, O_HELP,
@@ -242,6 +244,7 @@ struct cli {
 	bool have_timeout;
 	bool have_connections;
 	bool have_ramp_up;
+	bool have_error_think;
 	bool allow_remote;
 	int progress;		/* -1: when stderr is a terminal */
 	char *response_format;	/* --response-format, compact; NULL: none */
@@ -257,6 +260,7 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 		{ "arrival", required_argument, NULL, O_ARRIVAL },
 		{ "concurrency", required_argument, NULL, O_CONCURRENCY },
 		{ "ramp-up", required_argument, NULL, O_RAMP_UP },
+		{ "error-think", required_argument, NULL, O_ERROR_THINK },
 		{ "mix", required_argument, NULL, O_MIX },
 		{ "stream", required_argument, NULL, O_STREAM },
 		{ "model", required_argument, NULL, O_MODEL },
@@ -321,6 +325,10 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 		case O_RAMP_UP:
 			cfg->ramp_up_ms = parse_duration("--ramp-up", val, 0);
 			cli->have_ramp_up = true;
+			break;
+		case O_ERROR_THINK:
+			cfg->error_think_ms = parse_duration("--error-think", val, 0);
+			cli->have_error_think = true;
 			break;
 		case O_MIX:
 			cli->mix_file = val;
@@ -434,6 +442,9 @@ static void parse_args(int argc, char **argv, struct lg_config *cfg, struct cli 
 	if (cli->have_ramp_up && !cfg->concurrency)
 		opt_usage_error(PROG, "--ramp-up is for a closed loop (--concurrency N): it "
 				"staggers the clients' first requests");
+	if (cli->have_error_think && !cfg->concurrency)
+		opt_usage_error(PROG, "--error-think is for a closed loop (--concurrency N): an "
+				"open loop sends on its schedule whatever the answers");
 	if (cfg->concurrency && cfg->ramp_up_ms >= cfg->duration_ms)
 		opt_usage_error(PROG, "--ramp-up (%g ms) must be shorter than --duration (%g ms): "
 				"the clients begin within the run", cfg->ramp_up_ms, cfg->duration_ms);

@@ -193,6 +193,8 @@ static void count(struct recorder *r, const struct record *rec)
 		else
 			r->degraded_other++;
 	}
+	if (rec->outcome != OUT_OK && rec->end_ms - rec->sched_ms < REQ_INSTANT_ERROR_MS)
+		r->instant_errors++;
 	hist_record_ms(r->corrected, rec->end_ms - rec->sched_ms);
 	hist_record_ms(r->uncorrected, rec->end_ms - rec->start_ms);
 	hist_record_ms(r->send_lag, rec->start_ms - rec->sched_ms);
@@ -298,6 +300,7 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 	if (in->closed_loop) {
 		cJSON_AddNumberToObject(s, "concurrency", (double)in->concurrency);
 		cJSON_AddNumberToObject(s, "ramp_up_ms", in->ramp_up_ms);
+		cJSON_AddNumberToObject(s, "error_think_ms", in->error_think_ms);
 	} else {
 		cJSON_AddStringToObject(s, "arrival", in->arrival);
 		add_num(s, "rate_target_per_s", in->rate_per_s);
@@ -328,6 +331,7 @@ static cJSON *build_summary(const struct recorder *r, const struct run_info *in)
 	errors = r->requests - r->outcomes[OUT_OK];
 	cJSON_AddNumberToObject(s, "errors", (double)errors);
 	add_num(s, "error_rate", r->requests ? (double)errors / (double)r->requests : NAN);
+	cJSON_AddNumberToObject(s, "instant_errors", (double)r->instant_errors);
 	o = cJSON_AddObjectToObject(s, "status");
 	for (i = 0; o && i < 600; i++) {
 		if (!r->status[i])
@@ -471,6 +475,7 @@ void run_info_of(const struct lg_config *cfg, struct run_info *info)
 		.rate_per_s = cfg->rate,
 		.concurrency = cfg->concurrency,
 		.ramp_up_ms = cfg->ramp_up_ms,
+		.error_think_ms = cfg->concurrency > 0 ? cfg->error_think_ms : 0,
 		.duration_ms = cfg->duration_ms,
 		.targets = (const char *const *)cfg->targets,
 		.ntargets = cfg->ntargets,

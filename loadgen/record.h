@@ -56,6 +56,7 @@ struct run_info {
 	double rate_per_s;		/* open loop: total target rate */
 	int64_t concurrency;		/* closed loop */
 	double ramp_up_ms;		/* closed loop: over which the clients begin */
+	double error_think_ms;		/* closed loop: a client's wait after a request not ok */
 	double duration_ms;
 	const char *const *targets;
 	size_t ntargets;
@@ -105,6 +106,7 @@ struct recorder {
 	uint64_t with_cost;
 	uint64_t degraded[DEGRADED_COUNT];	/* by mark (static, cache) */
 	uint64_t degraded_other;	/* any other value of the header */
+	uint64_t instant_errors;	/* not ok within REQ_INSTANT_ERROR_MS of sched */
 	struct hist *corrected;		/* end - sched */
 	struct hist *uncorrected;	/* end - start */
 	struct hist *ttft;

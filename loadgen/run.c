@@ -6,7 +6,9 @@
  * than once when it re-sends it by itself) → on_header / on_body (SSE
  * events for streams) → attempt_end (curl finished, or the watchdog cut it)
  * → a retry after a backoff, or finish → the slot goes back and the
- * schedule is pumped for the next arrival.
+ * schedule is pumped for the next arrival. In a closed loop a client whose
+ * request was not ok first thinks for --error-think (think_start →
+ * on_think_due) before its slot goes back.
  */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -56,13 +58,14 @@ enum req_state {
 	REQ_SENDING,		/* an attempt is with libcurl */
 	REQ_BACKOFF,		/* waiting to retry */
 	REQ_DONE,		/* finished, being recorded */
+	REQ_THINK,		/* closed loop: its client waits --error-think after an error */
 };
 
-static const char *const state_names[] = { "free", "sending", "backoff", "done" };
+static const char *const state_names[] = { "free", "sending", "backoff", "done", "think" };
 
 /* A request in progress (one per slot; reused). */
 struct req {
-	uv_timer_t timer;		/* watchdog, or the wait before a retry */
+	uv_timer_t timer;		/* watchdog, the wait before a retry, or a think */
 	CURL *easy;
 	struct run *run;
 	enum req_state state;
@@ -79,6 +82,8 @@ struct req {
 	int resends;			/* of them, libcurl's re-sends */
 	uint64_t sched_ns;
 	uint64_t start_ns;		/* first attempt sent */
+	uint64_t free_ns;		/* closed loop, free: when its client's think ended
+					 * (its next request's sched_ns); 0: free now */
 
 	/* The current attempt. */
 	uint64_t attempt_ns;
@@ -154,6 +159,7 @@ struct run {
 	struct req **idle;		/* free slots, a stack */
 	size_t nidle;
 	size_t in_flight;
+	size_t thinking;		/* closed loop: clients in --error-think (not in flight) */
 	int64_t clients;		/* closed loop: clients begun (--ramp-up) */
 	uint64_t next_n;
 	size_t next_target;
@@ -600,6 +606,51 @@ static void describe(struct req *q, enum outcome o, CURLcode code, char *out, si
 
 static void release(struct req *q);
 
+static void on_think_due(uv_timer_t *t)
+{
+	struct req *q = t->data;
+	struct run *run = q->run;
+	uint64_t now = clock_mono_ns();
+
+	if (now < q->free_ns) {
+		/* As for the watchdog: libuv's timer may fire a little early. */
+		uv_timer_start(&q->timer, on_think_due, (q->free_ns - now + 999999) / 1000000, 0);
+		return;
+	}
+	/* The client is free: its next request is meant for free_ns (dispatch). */
+	run->thinking--;
+	set_state(q, REQ_FREE);
+	run->idle[run->nidle++] = q;
+	pump(run);
+}
+
+/*
+ * Closed loop: the client of q, whose request ended at end_ns (ok or not),
+ * thinks before its next request when sched_closed_free_at says so — q
+ * leaves the requests in flight and holds its slot until the think is
+ * over. Returns whether it thinks (when not, the caller releases q).
+ */
+static bool think_start(struct req *q, bool ok, uint64_t end_ns)
+{
+	struct run *run = q->run;
+	const struct lg_config *cfg = run->cfg;
+	uint64_t now = clock_mono_ns();
+	double free_ms;
+
+	if (cfg->concurrency <= 0 || run->signal)
+		return false;
+	free_ms = sched_closed_free_at(cfg->error_think_ms, ok, rel_ms(run, end_ns),
+				       cfg->duration_ms);
+	q->free_ns = timebase_mono_at(&run->tb, free_ms);
+	if (q->free_ns <= now)
+		return false;
+	set_state(q, REQ_THINK);
+	run->in_flight--;
+	run->thinking++;
+	uv_timer_start(&q->timer, on_think_due, (q->free_ns - now + 999999) / 1000000, 0);
+	return true;
+}
+
 /* Records the request q held and frees its slot. */
 static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns)
 {
@@ -651,7 +702,8 @@ static void finish(struct req *q, enum outcome o, CURLcode code, uint64_t end_ns
 		snprintf(run->write_err, sizeof(run->write_err), "cannot write a record: %s",
 			 strerror(-rc));
 	}
-	release(q);
+	if (!think_start(q, o == OUT_OK, end_ns))
+		release(q);
 	pump(run);
 }
 
@@ -770,6 +822,7 @@ static void release(struct req *q)
 	struct run *run = q->run;
 
 	set_state(q, REQ_FREE);
+	q->free_ns = 0;
 	run->in_flight--;
 	run->idle[run->nidle++] = q;
 }
@@ -793,6 +846,7 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 	q->retries = 0;
 	q->resends = 0;
 	q->sched_ns = sched_ns;
+	q->free_ns = 0;
 	snprintf(q->id, sizeof(q->id), "%s%llu", cfg->id_prefix, (unsigned long long)n);
 	snprintf(q->id_header, sizeof(q->id_header), "x-request-id: %s", q->id);
 	q->own_body = body_varies(ms->prompts);
@@ -873,7 +927,7 @@ static void pump(struct run *run)
 				break;
 			}
 			at = sched_closed_next(cfg->concurrency, cfg->ramp_up_ms, &run->clients,
-					       run->in_flight, now_ms);
+					       run->in_flight + run->thinking, now_ms);
 			if (at > now_ms) {
 				if (!isinf(at))
 					arm_sched(run, timebase_mono_at(&run->tb, at));
@@ -882,7 +936,9 @@ static void pump(struct run *run)
 			q = get_slot(run);
 			if (!q)
 				break;
-			dispatch(run, q, clock_mono_ns(), (size_t)sched_pick(&run->sched));
+			/* When the client was free: now, or when its think ended. */
+			dispatch(run, q, q->free_ns ? q->free_ns : clock_mono_ns(),
+				 (size_t)sched_pick(&run->sched));
 			continue;
 		}
 		at = sched_peek(&run->sched);
@@ -968,6 +1024,14 @@ static void cancel_all(struct run *run)
 		q = run->slots[i];
 		if (q->state == REQ_FREE)
 			continue;
+		if (q->state == REQ_THINK) {
+			/* No request: nothing unfinished. */
+			uv_timer_stop(&q->timer);
+			run->thinking--;
+			set_state(q, REQ_FREE);
+			run->idle[run->nidle++] = q;
+			continue;
+		}
 		if (q->state == REQ_SENDING && !q->add_failed)
 			curl_uv_remove(&run->cu, q->easy);
 		uv_timer_stop(&q->timer);

@@ -27,6 +27,7 @@ struct lg_config {
 	enum arrival arrival;
 	int64_t concurrency;		/* > 0: closed loop with that many clients */
 	double ramp_up_ms;		/* closed loop: client k begins k * this / concurrency in */
+	double error_think_ms;		/* closed loop: a client waits this after a request not ok */
 	struct mix mix;
 	double timeout_ms;		/* answer (or first token) within this */
 	double stall_timeout_ms;	/* a stream's longest silence */

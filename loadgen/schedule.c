@@ -227,6 +227,13 @@ double sched_closed_next(int64_t n, double ramp_up_ms, int64_t *started, uint64_
 	return now_ms;
 }
 
+double sched_closed_free_at(double think_ms, bool ok, double now_ms, double duration_ms)
+{
+	if (ok || !(think_ms > 0) || now_ms >= duration_ms)
+		return now_ms;
+	return fmin(now_ms + think_ms, duration_ms);
+}
+
 /* A stream drawn by weight; never one whose weight is 0. */
 int sched_pick(struct sched *s)
 {

@@ -106,6 +106,21 @@ int sched_pick(struct sched *s);
 double sched_closed_next(int64_t n, double ramp_up_ms, int64_t *started, uint64_t busy,
 			 double now_ms);
 
+/*
+ * Closed loop, --error-think: when a client whose request ended at now_ms
+ * may send its next one. After a request that was not ok (any outcome but
+ * ok, judged once its retries are spent: a retried attempt waits its
+ * backoff instead), the client thinks think_ms first — so a target that
+ * fails at once (a refused connection, an instant 503) is not asked again
+ * in a tight loop — but never past the end of the sending window
+ * (duration_ms), after which it sends nothing anyway. Returns now_ms after
+ * an ok request, with think_ms 0, or when now_ms is at or past the end.
+ * The end of the think is the client's next request's intended send time:
+ * the think is the client's choice, not the server's delay, so it is in
+ * no latency.
+ */
+double sched_closed_free_at(double think_ms, bool ok, double now_ms, double duration_ms);
+
 /* Frees the schedule's memory. */
 void sched_free(struct sched *s);
 

@@ -291,6 +291,7 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	size_t degraded[RUN_DEGRADED_COUNT] = { 0 };
 	size_t nok = 0, nlat_ok = 0, nlat_all = 0, nlat_err = 0, fallback = 0, none = 0;
 	size_t upstream = 0, duplicates = 0;
+	size_t instant = 0;
 	size_t n = 0;
 	double to_primary = NAN;
 	double cost = 0;
@@ -324,6 +325,8 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 			x->lat_all[nlat_all++] = r->latency_ms;
 		if (r->outcome != OUT_OK && !isnan(r->latency_ms))
 			x->lat_err[nlat_err++] = r->latency_ms;
+		if (r->outcome != OUT_OK && r->latency_ms < REQ_INSTANT_ERROR_MS)
+			instant++;
 		if (r->outcome == OUT_OK) {
 			nok++;
 			degraded[r->degraded]++;
@@ -356,6 +359,7 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "latency_ms", latency_block(x->lat_ok, nlat_ok));
 	ok &= json_put(o, "latency_all_ms", latency_block(x->lat_all, nlat_all));
 	ok &= json_put(o, "error_latency_ms", latency_block(x->lat_err, nlat_err));
+	ok &= json_put(o, "instant_errors", cJSON_CreateNumber((double)instant));
 	ok &= json_put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
 	ok &= json_put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
 	ok &= json_put(o, "time_to_primary_ms", num(to_primary));

@@ -845,6 +845,7 @@ static void load_start(struct chaos *ch)
 	char rate[48];
 	char conc[32];
 	char ramp[48];
+	char think[48];
 	char stream[32];
 	char ptok[32];
 	char mtok[32];
@@ -923,6 +924,9 @@ static void load_start(struct chaos *ch)
 			argv[n++] = "--ramp-up";
 			argv[n++] = ramp;
 		}
+		snprintf(think, sizeof(think), "%.6fms", cfg.error_think_ms);
+		argv[n++] = "--error-think";
+		argv[n++] = think;
 	} else {
 		if (!cfg.mix.by_rate) {
 			snprintf(rate, sizeof(rate), "%.6f", cfg.rate);

@@ -33,6 +33,7 @@ int loadcfg_of(const struct scenario *sc, const struct sc_setup *st, unsigned k,
 	if (l->concurrency) {
 		cfg->concurrency = l->concurrency;
 		cfg->ramp_up_ms = l->ramp_up_ms;
+		cfg->error_think_ms = l->error_think_ms;
 	} else {
 		cfg->rate = l->rate;	/* 0 when the mix's streams give rates */
 		cfg->arrival = l->arrival == SC_ARRIVAL_POISSON ? ARRIVAL_POISSON : ARRIVAL_CONSTANT;

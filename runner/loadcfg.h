@@ -13,7 +13,7 @@
 
 /*
  * Fills cfg for run k (from 1) of setup st: duration, timeouts, rate or
- * concurrency, arrival, retries and backoff (client_retry), seed (the
+ * concurrency (with its ramp-up and error think time), arrival, retries and backoff (client_retry), seed (the
  * scenario's + k − 1), id prefix "SETUP-K-" (in idbuf, idlen bytes), the
  * mix (the scenario's, or one stream from the load's model, stream share
  * and token counts), then lg_config_derive. Targets, t0 and out_dir are

@@ -821,6 +821,7 @@ static int load_phases(const cJSON *root, const char *file, struct scenario *sc,
 struct load_raw {
 	int64_t concurrency;
 	double ramp_up_ms;
+	double error_think_ms;
 	int arrival;
 	double stream;
 	double timeout_ms;
@@ -839,6 +840,7 @@ static const struct cfg_key load_keys[] = {
 	{ "rate", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
 	LK("concurrency", CFG_INT, concurrency, 0, 1, 10000, NULL, NULL),
 	LK("ramp_up_ms", CFG_NUM, ramp_up_ms, 0, 0, 3600000, NULL, NULL),
+	LK("error_think_ms", CFG_NUM, error_think_ms, NAN, 0, 60000, NULL, NULL),
 	LK("arrival", CFG_ENUM, arrival, 0, 0, 0, "constant", arrival_names),
 	LK("stream", CFG_NUM, stream, 0, 0, 1, NULL, NULL),
 	LK("timeout_ms", CFG_NUM, timeout_ms, 30000, 1, 3600000, NULL, NULL),
@@ -964,6 +966,11 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 			       "closed loop (concurrency), got it with an open loop");
 		goto out;
 	}
+	if (!conc && cJSON_GetObjectItemCaseSensitive(obj, "error_think_ms")) {
+		rc = cfg_error(err, file, "load", "error_think_ms", "expected error_think_ms only "
+			       "with a closed loop (concurrency), got it with an open loop");
+		goto out;
+	}
 	if (raw.ramp_up_ms > 0 && raw.ramp_up_ms >= sc->duration_ms) {
 		rc = cfg_error(err, file, "load", "ramp_up_ms", "expected less than the duration "
 			       "(%g ms): the clients begin within the run, got %g", sc->duration_ms,
@@ -972,6 +979,9 @@ static int load_load(const cJSON *root, const char *file, struct scenario *sc, c
 	}
 	l->concurrency = (unsigned)raw.concurrency;
 	l->ramp_up_ms = raw.ramp_up_ms;
+	/* Absent: the default, scaled as the key would have been. */
+	l->error_think_ms = !conc ? 0 : isnan(raw.error_think_ms) ?
+			    SC_ERROR_THINK_MS * sc->scale : raw.error_think_ms;
 	l->arrival = raw.arrival == 0 ? SC_ARRIVAL_CONSTANT : SC_ARRIVAL_POISSON;
 	l->stream_p = raw.stream;
 	l->timeout_ms = raw.timeout_ms;

@@ -49,6 +49,13 @@
 /* The most gateway replicas a setup may ask for. */
 #define SC_REPLICAS_MAX 16
 
+/*
+ * load.error_think_ms when a closed loop gives none (before scaling): a
+ * client waits 10 ms after a request that was not ok, so one whose
+ * requests fail at once sends about a hundred a second, not thousands.
+ */
+#define SC_ERROR_THINK_MS 10.0
+
 enum sc_action_kind { SC_KILL, SC_RESTART };
 
 /* What an action kills or restarts. */
@@ -168,6 +175,8 @@ struct sc_load {
 	double rate;			/* scaled */
 	unsigned concurrency;
 	double ramp_up_ms;		/* scaled; closed loop: the clients begin over it */
+	double error_think_ms;		/* scaled; closed loop: a client's wait after a
+					 * request not ok (loadgen's --error-think); 0: none */
 	enum sc_arrival arrival;
 	double stream_p;
 	double timeout_ms;		/* scaled */

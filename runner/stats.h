@@ -107,6 +107,11 @@
  *     "latency_ms":         LATENCY over ok requests' latency_ms
  *     "latency_all_ms":     LATENCY over every request's latency_ms
  *     "error_latency_ms":   LATENCY over the requests not ok
+ *     "instant_errors":     requests not ok whose latency_ms is under
+ *                           REQ_INSTANT_ERROR_MS (1 ms): errors that came
+ *                           back at once (refused, an instant 5xx) — what
+ *                           makes a closed loop spin (loadgen's summary
+ *                           counts the same)
  *     "throughput_per_s":   ok / ((to_ms − from_ms) / 1000)
  *     "fallback_share":     ok requests answered by a provider other than
  *                           the primary / ok (null: 0 ok). An empty

@@ -2,7 +2,8 @@
  * load: loadgen in virtual time (load.h). The life of a request follows
  * loadgen/run.c's: dispatch (id, stream, whether it streams), attempt
  * (the call and its watchdog), the attempt's end (facts → outcome →
- * retry after a backoff, or the record), and the slot back to the pump.
+ * retry after a backoff, or the record), a closed loop's client's think
+ * after an error, and the slot back to the pump.
  */
 #include "sim/load.h"
 
@@ -19,12 +20,14 @@
 struct sim_lreq {
 	struct sim_load *l;
 	struct sim_call call;
-	struct sim_timer timer;		/* the watchdog, or the retry's wait */
+	struct sim_timer timer;		/* the watchdog, the retry's wait, or a think */
 	char id[96];
 	size_t stream;
 	bool streaming;
 	double sched_ms;
 	double start_ms;
+	double free_ms;			/* closed loop, free: when its client's think
+					 * ended (its next sched_ms); NAN: free now */
 	double attempt_ms;
 	double first_token_ms;		/* NAN: none yet */
 	double last_event_ms;
@@ -53,6 +56,17 @@ static void arm(struct sim_lreq *r, double delay)
 {
 	if (evq_after(r->l->q, &r->timer, delay))
 		r->l->write_err = ENOMEM;
+}
+
+/* The client's think is over (loadgen's on_think_due): its slot is free. */
+static void on_think_due(struct sim_timer *t)
+{
+	struct sim_lreq *r = lreq_of_timer(t);
+	struct sim_load *l = r->l;
+
+	l->thinking--;
+	l->idle[l->nidle++] = r;
+	pump(l);
 }
 
 /* Records r and frees its slot (loadgen's finish). */
@@ -109,7 +123,19 @@ static void finish(struct sim_lreq *r, enum outcome o)
 	if (rc && !l->write_err)
 		l->write_err = -rc;
 	l->in_flight--;
-	l->idle[l->nidle++] = r;
+	/* loadgen's think_start: the same rule, on the virtual clock. */
+	r->free_ms = cfg->concurrency > 0 ?
+		     sched_closed_free_at(cfg->error_think_ms, o == OUT_OK, now, cfg->duration_ms) :
+		     now;
+	if (r->free_ms > now) {
+		l->thinking++;
+		r->timer.fn = on_think_due;
+		if (evq_at(l->q, &r->timer, r->free_ms))
+			l->write_err = ENOMEM;
+	} else {
+		r->free_ms = NAN;
+		l->idle[l->nidle++] = r;
+	}
 	pump(l);
 }
 
@@ -316,6 +342,7 @@ static struct sim_lreq *get_slot(struct sim_load *l)
 		return NULL;
 	}
 	r->l = l;
+	r->free_ms = NAN;
 	l->slots[l->nslots++] = r;
 	return r;
 }
@@ -330,6 +357,7 @@ static void dispatch(struct sim_load *l, struct sim_lreq *r, double sched_ms, si
 	r->streaming = mix_draw_stream(&cfg->mix.streams[stream], &l->rng_stream);
 	r->retries = 0;
 	r->sched_ms = sched_ms;
+	r->free_ms = NAN;
 	snprintf(r->id, sizeof(r->id), "%s%llu", cfg->id_prefix ? cfg->id_prefix : "",
 		 (unsigned long long)n);
 	if (l->q->now < cfg->duration_ms)
@@ -360,7 +388,7 @@ static void pump(struct sim_load *l)
 				break;
 			}
 			at = sched_closed_next(cfg->concurrency, cfg->ramp_up_ms, &l->clients,
-					       l->in_flight, now);
+					       l->in_flight + l->thinking, now);
 			if (at > now) {
 				if (!isinf(at) && evq_at(l->q, &l->next, at))
 					l->write_err = ENOMEM;
@@ -369,7 +397,9 @@ static void pump(struct sim_load *l)
 			r = get_slot(l);
 			if (!r)
 				break;
-			dispatch(l, r, now, (size_t)sched_pick(&l->sched));
+			/* When the client was free: now, or when its think ended. */
+			dispatch(l, r, isnan(r->free_ms) ? now : r->free_ms,
+				 (size_t)sched_pick(&l->sched));
 			continue;
 		}
 		at = sched_peek(&l->sched);

@@ -3,7 +3,8 @@
  * its streams and their draws (loadgen/mix.c), its per-attempt watchdog
  * (--timeout to the first token or answer, --stall-timeout after it,
  * --max-time in all), its outcomes and retries (loadgen/outcome.c,
- * common/backoff.c) and its records (loadgen/record.c: requests.csv,
+ * common/backoff.c), a closed loop's think after an error
+ * (sched_closed_free_at) and its records (loadgen/record.c: requests.csv,
  * requests.jsonl and summary.json), sending modelled calls to one server.
  */
 #ifndef FAULTLINE_SIM_LOAD_H
@@ -39,6 +40,7 @@ struct sim_load {
 	size_t nslots;
 	size_t maxslots;
 	size_t in_flight;
+	size_t thinking;		/* closed loop: clients in --error-think (not in flight) */
 	int64_t clients;		/* closed loop: clients begun (ramp-up) */
 	uint64_t next_n;
 	uint64_t started_in_window;

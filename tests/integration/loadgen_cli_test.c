@@ -278,6 +278,24 @@ Test(loadgen_cli, bad_ramp_up, .timeout = 10)
 		    (const char *[]){ "--ramp-up", "soon", NULL });
 }
 
+/* An error's think time paces a closed loop's clients: with --rate it is refused. */
+Test(loadgen_cli, error_think_with_an_open_loop, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s", "--rate",
+				      "5", "--error-think", "10ms", NULL },
+		    (const char *[]){ "--error-think", "--concurrency", NULL });
+}
+
+Test(loadgen_cli, bad_error_think, .timeout = 10)
+{
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s",
+				      "--concurrency", "2", "--error-think", "soon", NULL },
+		    (const char *[]){ "--error-think", "soon", NULL });
+	usage_error((const char *[]){ "--target", OK_TARGET, "--duration", "1s",
+				      "--concurrency", "2", "--error-think", "-5ms", NULL },
+		    (const char *[]){ "--error-think", "-5ms", NULL });
+}
+
 /* A stream with a share follows --arrival: "arrival" on it is refused. */
 Test(loadgen_cli, mix_share_stream_with_arrival, .timeout = 10)
 {

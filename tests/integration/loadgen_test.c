@@ -1214,6 +1214,77 @@ Test(loadgen, closed_loop_ramp_up_staggers_the_clients, .timeout = 20)
 	cr_assert_eq(lg_json_num(s, "ramp_up_ms"), 300);
 }
 
+/*
+ * --error-think: a closed loop against a provider whose requests fail at
+ * once (fault, every request's outcome want). C clients for T, each
+ * waiting D after every error, send at most about C·T/D + C requests —
+ * without the think, tens of thousands a second (issue 21: 677,203 in
+ * 30 s from 10 clients). Each request after the first round is meant for
+ * when its client was free: an error's end plus D, so the think is in no
+ * latency; none is sent after the window, and the run ends with it (a
+ * think never outlasts the window).
+ */
+static void check_error_think(const char *fault, const char *want)
+{
+	enum { C = 10, T_MS = 1000, D_MS = 50 };
+	const double bound = (double)C * T_MS / D_MS + C;
+	char out[128];
+	const struct csv_table *t;
+	double *sched;
+	double *end;
+	size_t instant = 0;
+	size_t n;
+	size_t i;
+	size_t j;
+	const cJSON *s;
+
+	start_mock("\"ttft_ms\":2,\"output_tokens\":4", fault, 0, 0);
+	t = run_mock((const char *[]){ "--concurrency", "10", "--duration", "1s",
+				       "--error-think", "50ms", NULL }, out, sizeof(out));
+	n = t->nrows - 1;
+	cr_assert(n >= 2 * C && n <= bound, "%zu requests from %d clients in %d ms, each waiting "
+		  "%d ms after an error: expected %d to %.0f", n, C, T_MS, D_MS, 2 * C, bound);
+	all_rows(t, "outcome", want);
+	sched = held_calloc(n, sizeof(*sched));
+	end = held_calloc(n, sizeof(*end));
+	for (i = 0; i < n; i++) {
+		sched[i] = lg_num(t, i + 1, "sched_ms");
+		end[i] = lg_num(t, i + 1, "end_ms");
+		cr_assert_lt(lg_num(t, i + 1, "start_ms"), (double)T_MS,
+			     "id %s was sent after the window", field(t, i + 1, "id"));
+		cr_assert_lt(lg_num(t, i + 1, "latency_ms") - lg_num(t, i + 1, "service_ms"),
+			     D_MS / 2.0, "id %s: the think counted in its latency",
+			     field(t, i + 1, "id"));
+		instant += lg_num(t, i + 1, "latency_ms") < 1.0;
+	}
+	/* The first round is sent at once; every later request at an error's end + D. */
+	lg_percentile(sched, n, 50);	/* sorts */
+	for (i = C; i < n; i++) {
+		for (j = 0; j < n; j++) {
+			if (fabs(end[j] + D_MS - sched[i]) < 0.005)
+				break;
+		}
+		cr_assert_lt(j, n, "a request meant for %.3f ms: no error ended %d ms before it",
+			     sched[i], D_MS);
+	}
+	s = summary_of(out);
+	cr_assert_eq(lg_json_num(s, "requests"), (double)n);
+	cr_assert_eq(lg_json_num(s, "error_think_ms"), D_MS);
+	cr_assert_eq(lg_json_num(s, "instant_errors"), (double)instant);
+	cr_assert_lt(lg_json_num(s, "elapsed_s"), T_MS / 1000.0 + 0.5,
+		     "a think held the run past its window");
+}
+
+Test(loadgen, closed_loop_thinks_after_an_instant_503, .timeout = 20)
+{
+	check_error_think("{\"kind\":\"status\",\"status\":503," ALWAYS "}", "http_error");
+}
+
+Test(loadgen, closed_loop_thinks_after_a_refused_connection, .timeout = 20)
+{
+	check_error_think("{\"kind\":\"down\"," ALWAYS "}", "refused");
+}
+
 /* ---- 8. x-faultline-* headers, both ways ---- */
 
 static const char *write_text(const char *name, const char *text, char *out, size_t len)

@@ -710,6 +710,66 @@ Test(sim, a_ramp_up_and_the_loads_arrival, .timeout = 60)
 }
 
 /*
+ * A closed loop's think after an error, in virtual time: 4 clients for 1 s
+ * at a primary answering 503 throughout, each waiting load.error_think_ms
+ * (50) after every error — as loadgen does (sched_closed_free_at), so at
+ * most C·T/D + C = 84 requests, each after the first round meant for an
+ * error's end + 50 ms exactly. Without the key the 10 ms default applies
+ * (at most 404); 0 turns it off (the clients spin).
+ */
+Test(sim, a_closed_loop_thinks_after_an_error, .timeout = 60)
+{
+	static const struct {
+		const char *name;
+		const char *think;	/* the load's key, or "" */
+		double think_ms;
+		double lo, hi;		/* requests */
+	} cases[] = {
+		{ "think50", ",\"error_think_ms\":50", 50, 40, 84 },
+		{ "think10", "", 10, 200, 404 },
+		{ "think0", ",\"error_think_ms\":0", 0, 1000, INFINITY },
+	};
+	char json[1024];
+	struct csv_table t;
+	double *sched;
+	size_t c;
+	size_t n;
+	size_t i;
+	size_t j;
+
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		snprintf(json, sizeof(json),
+			 "{\"name\":\"%s\",\"duration_s\":1,\"seed\":3,"
+			 "\"sim\":{\"latency_ms\":0.5,\"answer_ms\":1,\"jitter_ms\":0},"
+			 "\"providers\":[{\"name\":\"primary\",\"ttft_ms\":20,\"jitter_ms\":0,"
+			 "\"token_ms\":0,\"faults\":[{\"kind\":\"status\",\"status\":503,"
+			 "\"from_s\":0,\"to_s\":1}]}],"
+			 "\"load\":{\"concurrency\":4,\"timeout_ms\":1000%s},"
+			 "\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\","
+			 "\"provider\":\"primary\"}]}", cases[c].name, cases[c].think);
+		sim_table(cases[c].name, json, NULL, NULL, "direct/run-1/requests.csv", &t, NULL);
+		n = t.nrows - 1;
+		cr_assert(n >= cases[c].lo && n <= cases[c].hi, "%s: %zu requests, expected %g to %g",
+			  cases[c].name, n, cases[c].lo, cases[c].hi);
+		sched = calloc(n, sizeof(*sched));
+		cr_assert_not_null(sched);
+		for (i = 0; i < n; i++)
+			sched[i] = lg_num(&t, i + 1, "sched_ms");
+		lg_percentile(sched, n, 50);	/* sorts */
+		for (i = 4; cases[c].think_ms > 0 && i < n; i++) {
+			for (j = 1; j < t.nrows; j++) {
+				if (fabs(lg_num(&t, j, "end_ms") + cases[c].think_ms - sched[i]) < 1e-3)
+					break;
+			}
+			cr_assert_lt(j, t.nrows, "%s: a request meant for %.3f ms: no error ended "
+				     "%g ms before it", cases[c].name, sched[i], cases[c].think_ms);
+		}
+		free(sched);
+		csv_free(&t);
+	}
+}
+
+/*
  * --repeat 2 of a closed loop: each run draws the machine's noise from its
  * own seed (the scenario's + k − 1, as loadgen's), so the two runs'
  * latencies differ; without noise (jitter_ms 0) nothing else differs and

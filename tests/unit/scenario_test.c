@@ -414,6 +414,41 @@ Test(scenario, closed_loop_and_rate_mix, .timeout = 10)
 	scenario_free(&sc);
 }
 
+/*
+ * load.error_think_ms reaches loadgen's --error-think, scaled: 10 ms when
+ * absent (scaled too), 0 to turn it off, none for an open loop.
+ */
+Test(scenario, error_think_reaches_loadgen, .timeout = 10)
+{
+	static const struct {
+		const char *load;
+		double scale;
+		double want;
+	} cases[] = {
+		{ "{\"concurrency\":10}", 1, 10 },
+		{ "{\"concurrency\":10}", 0.2, 2 },
+		{ "{\"concurrency\":10,\"error_think_ms\":250}", 0.2, 50 },
+		{ "{\"concurrency\":10,\"error_think_ms\":0}", 1, 0 },
+		{ "{\"rate\":10}", 1, 0 },
+	};
+	struct scenario sc;
+	struct lg_config cfg;
+	char doc[512];
+	char id[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(doc, sizeof(doc), "{" DUR "," PROV ",\"load\":%s," SETUP "}", cases[i].load);
+		cr_assert_eq(load_scaled(doc, cases[i].scale, &sc), 0, "%s", err);
+		cr_assert_float_eq(sc.load.error_think_ms, cases[i].want, 1e-9, "case %zu", i);
+		cr_assert_eq(loadcfg_of(&sc, &sc.setups[0], 1, &cfg, id, sizeof(id), err), 0, "%s",
+			     err);
+		cr_assert_float_eq(cfg.error_think_ms, cases[i].want, 1e-9, "case %zu", i);
+		mix_free(&cfg.mix);
+		scenario_free(&sc);
+	}
+}
+
 /* loadgen's settings of run k: the ramp-up (scaled) and, for a mix's rate streams, the arrival. */
 Test(scenario, ramp_up_and_arrival_reach_loadgen, .timeout = 10)
 {
@@ -604,6 +639,16 @@ static const struct bad_case bad_cases[] = {
 	  "within the run, got 60000" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2,\"ramp_up_ms\":-1}," SETUP "}",
 	  ": load.ramp_up_ms: expected a number from 0 to 3600000, got -1" },
+	{ "{" DUR "," PROV ",\"load\":{\"rate\":5,\"error_think_ms\":10}," SETUP "}",
+	  ": load.error_think_ms: expected error_think_ms only with a closed loop (concurrency), "
+	  "got it with an open loop" },
+	{ "{" DUR "," PROV ",\"load\":{\"mix\":{\"streams\":[{\"name\":\"s\",\"rate\":4}]},"
+	  "\"error_think_ms\":0}," SETUP "}",
+	  ": load.error_think_ms: expected error_think_ms only with a closed loop" },
+	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2,\"error_think_ms\":60001}," SETUP "}",
+	  ": load.error_think_ms: expected a number from 0 to 60000, got 60001" },
+	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2,\"error_think_ms\":\"10ms\"}," SETUP "}",
+	  ": load.error_think_ms: expected a number from 0 to 60000, got the string \"10ms\"" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":0}," SETUP "}",
 	  ": load.concurrency: expected a whole number from 1 to 10000, got 0" },
 	{ "{" DUR "," PROV ",\"load\":{\"concurrency\":2.5}," SETUP "}",

@@ -439,6 +439,31 @@ Test(schedule, closed_loop_ramp_up_begins_client_k_at_k_over_n, .timeout = 10)
 	}
 }
 
+/* --error-think: after an error the client is free think_ms later, never past the window. */
+Test(schedule, closed_loop_thinks_after_an_error_within_the_window, .timeout = 10)
+{
+	static const struct {
+		double think, now, want;
+		bool ok;
+		const char *why;
+	} cases[] = {
+		{ 10, 100, 110, false, "an error: free 10 ms after it ended" },
+		{ 10, 100, 100, true, "an ok answer: free at once" },
+		{ 0, 100, 100, false, "no think time: free at once" },
+		{ 10, 995, 1000, false, "a think past the window ends with it" },
+		{ 10, 1000, 1000, false, "at the window's end: nothing follows anyway" },
+		{ 10, 1200, 1200, false, "after it (a request the window let finish)" },
+		{ 0.25, 3.5, 3.75, false, "fractions of a millisecond (a scaled think)" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double got = sched_closed_free_at(cases[i].think, cases[i].ok, cases[i].now, 1000);
+
+		cr_assert_eq(got, cases[i].want, "case %zu (%s): %g", i, cases[i].why, got);
+	}
+}
+
 Test(schedule, closed_loop_without_ramp_up_begins_every_client_at_once, .timeout = 10)
 {
 	int64_t started = 0;
