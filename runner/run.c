@@ -1,10 +1,11 @@
 /*
- * run: one scenario through its setups. A run's life: run_begin (dir, t0,
- * one mockprov per provider) → their "ready" lines → the providers'
- * /healthz → the setup (gateway or external, or none) → its readiness →
- * loadgen on t0 and the action timer → loadgen's exit → run__stop (every
- * child SIGTERMed, SIGKILLed after STOP_GRACE_MS) → run_end (the summary,
- * the rename) → the next run. The processes and their readiness are
+ * run: one scenario through its setups. A run's life: run_begin (dir, t0
+ * a lead ahead — an external setup's ready_ms more —, one mockprov per
+ * provider) → their "ready" lines → the providers' /healthz → the setup
+ * (gateway or external, or none; an external one's files, then its
+ * command) → its readiness → loadgen on t0 and the action timer →
+ * loadgen's exit → run__stop (every child SIGTERMed, SIGKILLed after
+ * STOP_GRACE_MS) → run_end (the summary, the rename) → the next run. The processes and their readiness are
  * launch.c's; their sequence, the stop, the run's folder and its results
  * are here. Anything unexpected — a child exiting early, a setup not ready
  * in time, a signal — goes through run__fail, which stops the run the
@@ -44,6 +45,13 @@
 #define STOP_POLL_MS 20			/* how often a stop looks for processes left */
 
 static void run_begin(struct chaos *ch);
+static void timeline_begin(struct chaos *ch);
+
+/* From a run's start to its t0: CHAOS_LEAD_MS, and an external setup's ready_ms. */
+static double run_lead_ms(const struct sc_setup *st)
+{
+	return CHAOS_LEAD_MS + (st->kind == SC_EXTERNAL ? round(st->ready_ms) : 0);
+}
 
 /* ---- files ---- */
 
@@ -200,31 +208,29 @@ static void on_signal(uv_signal_t *s, int signum)
 							      : "SIGTERM");
 }
 
-/* At t0 the load must have started: whoever is not ready fails the run, with its log. */
+/*
+ * At t0 the load must have started: the run fails naming the step still
+ * pending, with the log of the process it waits for.
+ */
 static void on_start_deadline(uv_timer_t *t)
 {
 	struct chaos *ch = t->data;
-	size_t i;
+	const struct child *c;
+	struct buf step = { 0 };
+	char *what;
 
 	if (ch->load.p || ch->stopping)
 		return;
-	for (i = 0; i < ch->sc->nproviders; i++) {
-		if (ch->mocks[i].p && !ch->mocks[i].ready) {
-			launch_fail_with_tail(ch, &ch->mocks[i], "was not ready by t0");
-			return;
-		}
-	}
-	if (ch->redis.p && !ch->redis.ready) {
-		launch_fail_with_tail(ch, &ch->redis, "was not ready by t0");
-		return;
-	}
-	for (i = 0; i < ch->nsetup; i++) {
-		if (ch->setup[i].p && !ch->setup[i].ready) {
-			launch_fail_with_tail(ch, &ch->setup[i], "was not ready by t0");
-			return;
-		}
-	}
-	run__fail(ch, "the run could not start by t0 (%d ms after it began)", CHAOS_LEAD_MS);
+	c = launch_pending_step(ch, &step);
+	what = buf_aprintf("was not ready by t0 (%.0f ms after the run began): loadgen not "
+			   "started, %s", ch->lead_ms, step.len ? step.data : "");
+	if (c && c->p && what)
+		launch_fail_with_tail(ch, c, what);
+	else
+		run__fail(ch, "the run could not start by t0 (%.0f ms after it began): loadgen not "
+			  "started: %s", ch->lead_ms, step.len ? step.data : "out of memory");
+	free(what);
+	buf_free(&step);
 }
 
 /* ---- the end of a run, and the next ---- */
@@ -504,6 +510,7 @@ static void run_begin(struct chaos *ch)
 		     ch->st->kind == SC_EXTERNAL ? 1 : 0;
 	ch->setup_lines = 0;
 	ch->setup_next = 0;
+	ch->ext_port = 0;
 	memset(&ch->redis, 0, sizeof(ch->redis));
 	ch->redis_port = 0;
 	free(ch->redis_url);
@@ -536,44 +543,24 @@ static void run_begin(struct chaos *ch)
 		return;
 	}
 	/* The last request may take loadgen's max time, and each retry a timeout and a wait. */
-	budget = CHAOS_LEAD_MS + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
+	budget = run_lead_ms(ch->st) + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
 	if (ch->st->kind == SC_CLIENT_RETRY)
 		budget += ch->st->retries * (sc->load.timeout_ms +
 					     fmax(5000 * sc->scale, ch->st->retry_backoff_ms));
-	if (ch->st->kind == SC_EXTERNAL)
-		budget += READY_TIMEOUT_MS;
-	uv_update_time(ch->loop);	/* after the last run's summaries (run__timeline_begin) */
+	uv_update_time(ch->loop);	/* after the last run's summaries (timeline_begin) */
 	uv_timer_start(&ch->watchdog, on_watchdog, (uint64_t)budget, 0);
-	if (ch->st->kind != SC_EXTERNAL) {
-		run__timeline_begin(ch);
-		return;
-	}
-	/*
-	 * Another gateway may take a while to start (an interpreter, its
-	 * imports): it gets READY_TIMEOUT_MS, before t0 is chosen, with the
-	 * providers' ports picked now for its {upstream.NAME}; the providers
-	 * start on them once it is ready.
-	 */
-	for (i = 0; i < sc->nproviders; i++) {
-		char url[64];
-
-		ch->ports[i] = launch_free_port();
-		if (ch->ports[i] < 0) {
-			run__fail(ch, "no free port for provider %s", sc->provider_names[i]);
-			return;
-		}
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", ch->ports[i]);
-		ch->urls[i] = strdup(url);
-		if (!ch->urls[i]) {
-			run__fail(ch, "out of memory");
-			return;
-		}
-	}
-	launch_external(ch);
+	timeline_begin(ch);
 }
 
-/* t0, a lead ahead; the providers on it; the setup (if not already up) and the load follow. */
-void run__timeline_begin(struct chaos *ch)
+/*
+ * t0, the run's lead ahead; the providers on it at once (mockprov waits
+ * for a t0 in the future, healthy: the faults are windows after it); the
+ * setup once they answer, and the load at t0. An external setup's lead
+ * holds its ready_ms too: its command starts once the providers answer,
+ * so another gateway's first health checks find them up, and it must
+ * answer its ready_url by t0.
+ */
+static void timeline_begin(struct chaos *ch)
 {
 	size_t i;
 
@@ -584,9 +571,10 @@ void run__timeline_begin(struct chaos *ch)
 	 * next run failed at once, "not ready by t0".
 	 */
 	uv_update_time(ch->loop);
-	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
+	ch->lead_ms = run_lead_ms(ch->st);
+	ch->t0 = clock_unix_ms() + (int64_t)ch->lead_ms;
 	timebase_init(&ch->tb, ch->t0);
-	uv_timer_start(&ch->start_deadline, on_start_deadline, CHAOS_LEAD_MS, 0);
+	uv_timer_start(&ch->start_deadline, on_start_deadline, (uint64_t)ch->lead_ms, 0);
 	for (i = 0; i < ch->sc->nproviders && !ch->stopping; i++)
 		launch_mock(ch, i, -1);
 }
