@@ -36,6 +36,7 @@
 #include "runner/outfile.h"
 #include "runner/plot.h"
 #include "runner/report.h"
+#include "runner/restamp.h"
 #include "runner/run_int.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
@@ -292,8 +293,8 @@ static int summarise(struct chaos *ch)
 		goto out;
 	/* The setup's first completed run keeps its requests for the plots. */
 	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum,
-				  ch->o->plots_dir && !ch->first_k[ch->setup_index] ? &ch->rows :
-				  NULL, err);
+				  ch->o->plots_dir && !ch->o->into_stamp &&
+				  !ch->first_k[ch->setup_index] ? &ch->rows : NULL, err);
 	if (rc) {
 		set_why(ch, "summary: %s", err);
 		goto out;
@@ -337,6 +338,48 @@ static void combine_setup(struct chaos *ch)
 	if (c)
 		cJSON_AddItemToObject(ch->combined, ch->st->name, c);
 	free_runs(ch);
+}
+
+/*
+ * Into an existing stamp, after a setup's last run: its new folder takes
+ * the old one's place when every run of it completed (and scenario.json
+ * then says how they were made); otherwise the old one stays, and the new
+ * runs stay in SETUP.new~ for a look.
+ */
+static void replace_setup(struct chaos *ch)
+{
+	const char *name = ch->st->name;
+	char err[CFG_ERR_LEN];
+	const char **more;
+
+	if (ch->setup_completed < ch->o->repeat) {
+		fprintf(stderr, "chaos: %s / %s: %u of %u runs completed: %s/%s kept as it was "
+			"(the new runs are in %s/%s" RESTAMP_NEW_SUFFIX ")\n", ch->sc->name, name,
+			ch->setup_completed, ch->o->repeat, ch->stamp_dir, name, ch->stamp_dir, name);
+		return;
+	}
+	more = realloc(ch->swapped, (ch->nswapped + 1) * sizeof(*more));
+	if (!more) {
+		fprintf(stderr, "chaos: %s / %s: out of memory\n", ch->sc->name, name);
+		ch->exit_code = 1;
+		return;
+	}
+	ch->swapped = more;
+	if (restamp_swap(ch->stamp_dir, name, err, sizeof(err))) {
+		fprintf(stderr, "chaos: %s / %s: %s\n", ch->sc->name, name, err);
+		ch->exit_code = 1;
+		return;
+	}
+	ch->swapped[ch->nswapped++] = name;
+	if (restamp_write_scenario(ch->stamp_dir, ch->sc, true, ch->swapped, ch->nswapped, err,
+				   sizeof(err))) {
+		fprintf(stderr, "chaos: %s\n", err);
+		ch->exit_code = 1;
+		return;
+	}
+	if (ch->o->verbose)
+		fprintf(stderr, "chaos: %s / %s: replaced %s/%s\n", ch->sc->name, name,
+			ch->stamp_dir, name);
 }
 
 /*
@@ -394,6 +437,7 @@ static void run_end(struct chaos *ch)
 		ch->exit_code = 1;
 	} else {
 		ch->completed++;
+		ch->setup_completed++;
 		keep_first_rows(ch);
 		if (ch->o->verbose)
 			fprintf(stderr, "chaos: %s / %s / run %u done: %s\n", ch->sc->name,
@@ -405,8 +449,11 @@ static void run_end(struct chaos *ch)
 		free_runs(ch);
 		return;		/* the loop runs out of work */
 	}
-	if (ch->k == ch->o->repeat)
+	if (ch->k == ch->o->repeat) {
 		combine_setup(ch);
+		if (ch->o->into_stamp)
+			replace_setup(ch);
+	}
 	run_next(ch);
 }
 
@@ -440,8 +487,9 @@ static void run_next(struct chaos *ch)
 					sc->name, ch->st->name);
 			continue;
 		}
-		if (!ch->o->only_setup || strcmp(ch->o->only_setup, ch->st->name) == 0) {
+		if (chaos_setup_selected(sc, ch->o, ch->setup_index)) {
 			ch->k = 1;
+			ch->setup_completed = 0;
 			run_begin(ch);
 			return;
 		}
@@ -487,9 +535,20 @@ static void run_simulated(struct chaos *ch)
 	end_soon(ch);
 }
 
+/* Removes STAMP/SETUP.new~ before a setup's new runs go there. Returns 0 or -errno. */
+static int remove_leftover(struct chaos *ch)
+{
+	char *path = buf_aprintf("%s/%s" RESTAMP_NEW_SUFFIX, ch->stamp_dir, ch->st->name);
+	int rc = path ? restamp_remove_tree(path) : -ENOMEM;
+
+	free(path);
+	return rc;
+}
+
 static void run_begin(struct chaos *ch)
 {
 	const struct scenario *sc = ch->sc;
+	const char *suffix;
 	double budget;
 	size_t i;
 	int rc;
@@ -524,13 +583,19 @@ static void run_begin(struct chaos *ch)
 	}
 	free(ch->final_dir);
 	free(ch->dir);
-	ch->final_dir = buf_aprintf("%s/%s/run-%u", ch->stamp_dir, ch->st->name, ch->k);
-	ch->dir = buf_aprintf("%s/%s/run-%u.tmp", ch->stamp_dir, ch->st->name, ch->k);
-	rc = ch->dir && ch->final_dir ? stamp_mkdir_p(ch->dir) : -ENOMEM;
+	/* Into an existing stamp, a setup's new runs go aside until they are all whole. */
+	suffix = ch->o->into_stamp ? RESTAMP_NEW_SUFFIX : "";
+	ch->final_dir = buf_aprintf("%s/%s%s/run-%u", ch->stamp_dir, ch->st->name, suffix, ch->k);
+	ch->dir = buf_aprintf("%s/%s%s/run-%u.tmp", ch->stamp_dir, ch->st->name, suffix, ch->k);
+	rc = ch->dir && ch->final_dir ? 0 : -ENOMEM;
+	if (!rc && ch->o->into_stamp && ch->k == 1)
+		rc = remove_leftover(ch);	/* an earlier attempt's, failed or stopped */
+	if (!rc)
+		rc = stamp_mkdir_p(ch->dir);
 	if (rc) {
 		ch->failed = true;
-		set_why(ch, "cannot make %s/%s/run-%u.tmp: %s", ch->stamp_dir, ch->st->name, ch->k,
-			strerror(-rc));
+		set_why(ch, "cannot make %s/%s%s/run-%u.tmp: %s", ch->stamp_dir, ch->st->name,
+			suffix, ch->k, strerror(-rc));
 		ch->stopping = true;
 		end_soon(ch);
 		return;
@@ -614,6 +679,8 @@ static size_t longest_path(const struct scenario *sc, const struct chaos_opts *o
 			file = n;
 	}
 	snprintf(k, sizeof(k), "%u", o->repeat);
+	if (o->into_stamp)
+		setup += sizeof(RESTAMP_NEW_SUFFIX) - 1;
 	return (o->stamp_dir ? strlen(o->stamp_dir) :
 		strlen(o->out_dir) + 1 + strlen(sc->name) + 1 + STAMP_NAME_MAX) + 1 + setup +
 	       sizeof("/run-.tmp/") - 1 + strlen(k) + file;
@@ -635,26 +702,13 @@ static int make_stamp_dir(struct chaos *ch)
 /*
  * Keeps the scenario file in the stamp dir, so the results say what ran:
  * as written (unscaled), with its name stated, since the copy's file name
- * no longer gives it.
+ * no longer gives it, and the setups of --add-setup files; into an
+ * existing stamp, with the stamp's setups too (restamp_write_scenario).
  */
 static int copy_scenario(const struct chaos *ch, char *err, size_t errlen)
 {
-	char *path = buf_aprintf("%s/scenario.json", ch->stamp_dir);
-	cJSON *root = json_load_file(ch->sc->path, err, errlen);
-	int rc = -EIO;
-
-	if (!root)
-		goto out;
-	if (!cJSON_GetObjectItemCaseSensitive(root, "name"))
-		cJSON_AddStringToObject(root, "name", ch->sc->name);
-	rc = -ENOMEM;
-	snprintf(err, errlen, "out of memory");
-	if (path)
-		rc = outfile_write_json(path, root, err, errlen);
-out:
-	cJSON_Delete(root);
-	free(path);
-	return rc;
+	return restamp_write_scenario(ch->stamp_dir, ch->sc, ch->o->into_stamp, NULL, 0, err,
+				      errlen);
 }
 
 /*
@@ -717,7 +771,7 @@ static int check_programs(const struct scenario *sc, const struct chaos_opts *o,
 	for (i = 0; i < sc->nsetups; i++) {
 		const struct sc_setup *st = &sc->setups[i];
 
-		if (o->only_setup && strcmp(o->only_setup, st->name) != 0)
+		if (!chaos_setup_selected(sc, o, i))
 			continue;
 		if (st->shared_redis && !on_path("redis-server")) {
 			snprintf(err, CFG_ERR_LEN, "%.160s: setups[%zu] \"%.64s\": shared_state "
@@ -727,6 +781,40 @@ static int check_programs(const struct scenario *sc, const struct chaos_opts *o,
 		}
 	}
 	return 0;
+}
+
+bool chaos_setup_selected(const struct scenario *sc, const struct chaos_opts *o, size_t i)
+{
+	if (o->only_setup)
+		return strcmp(o->only_setup, sc->setups[i].name) == 0;
+	if (o->into_stamp && sc->nadded)
+		return i >= sc->nsetups - sc->nadded;
+	return true;
+}
+
+/*
+ * Into an existing stamp, once the runs are over: summary.json and
+ * report.md made again from every setup's per-request files (chaos
+ * report's way), the table printed, the plots drawn again. Returns the
+ * exit status it adds: 0, or 1 when a file could not be written.
+ */
+static int remake_stamp(struct chaos *ch)
+{
+	char err[CFG_ERR_LEN];
+	bool write_failed = false;
+	FILE *out = ch->o->no_table ? fopen("/dev/null", "w") : stdout;
+	int rc;
+
+	rc = report_command(ch->stamp_dir, out ? out : stdout);
+	if (out && out != stdout)
+		fclose(out);
+	if (rc)
+		return 1;
+	if (ch->o->plots_dir && plot_stamp(ch->stamp_dir, ch->o->plots_dir, err, &write_failed))
+		fprintf(stderr, "chaos: no plots: %s\n", err);
+	if (!ch->o->no_table)
+		printf("results: %s (report.md, summary.json, plots/)\n", ch->stamp_dir);
+	return write_failed ? 1 : 0;
 }
 
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
@@ -817,7 +905,10 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	run_next(&ch);
 	uv_run(ch.loop, UV_RUN_DEFAULT);
 
-	if (!ch.signal && ch.completed) {
+	if (!ch.signal && ch.completed && o->into_stamp) {
+		if (remake_stamp(&ch))
+			ch.exit_code = 1;
+	} else if (!ch.signal && ch.completed) {
 		cJSON *top = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(top, "scenario", sc->name);
@@ -913,6 +1004,7 @@ out_free:
 		rundata_free(&ch.first_rows[i]);
 	free(ch.first_rows);
 	free(ch.first_k);
+	free(ch.swapped);
 	if (ch.over && ch.late_signal && o->hold_signals)
 		raise(ch.late_signal);	/* pending, blocked: the caller's */
 	else if (ch.over && ch.late_signal && ch.exit_code == 0)

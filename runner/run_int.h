@@ -91,6 +91,9 @@ struct chaos {
 	uint64_t stop_ns;		/* when the stop began */
 	bool sent_sigkill;
 	unsigned completed;		/* runs that completed */
+	unsigned setup_completed;	/* ...of the setup in progress */
+	const char **swapped;		/* into a stamp: the setups whose folders were replaced */
+	size_t nswapped;
 	uv_timer_t watchdog;		/* the whole run's deadline */
 	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
 	uv_timer_t ender;		/* runs run_end from the loop, never from a caller */
@@ -104,7 +107,7 @@ struct chaos {
 	const struct sc_setup *st;
 	size_t setup_index;
 	unsigned k;			/* repeat, from 1 */
-	char *dir;			/* STAMP/SETUP/run-K.tmp */
+	char *dir;			/* STAMP/SETUP/run-K.tmp (into a stamp: SETUP.new~) */
 	char *final_dir;		/* STAMP/SETUP/run-K */
 	int64_t t0;
 	double lead_ms;			/* from the run's start to t0 */

@@ -224,3 +224,221 @@ Test(chaos_ext, not_ready_by_t0_names_ready_url_and_ready_ms, .timeout = 40)
 	snprintf(path, sizeof(path), "%s/ext/run-1.tmp/requests.csv.tmp", stamp);
 	cr_assert_not(exists(path), "loadgen started without the setup");
 }
+
+/* ---- --add-setup, and --stamp: one setup run again into a stamp ---- */
+
+/* Two direct setups a and b on one provider, 10 req/s for 1 s. */
+static const char two[] =
+	"{\"name\":\"two\",\"duration_s\":1,\"providers\":[{\"name\":\"p\",\"ttft_ms\":10}],"
+	"\"load\":{\"rate\":10},"
+	"\"setups\":[{\"name\":\"a\",\"kind\":\"direct\",\"provider\":\"p\"},"
+	"{\"name\":\"b\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
+
+/* STAMP/REL's whole text (the test fails when it cannot be read); the caller frees it. */
+static char *stamp_file(const char *stamp, const char *rel)
+{
+	char *text = tmpdir_read(stamp, rel);
+
+	cr_assert_not_null(text, "no %s/%s", stamp, rel);
+	return text;
+}
+
+/* The names of STAMP/scenario.json's setups, joined with ',', into out. */
+static void scenario_setups(const char *stamp, char *out, size_t len)
+{
+	char path[1000];
+	cJSON *root;
+	const cJSON *st;
+	size_t used = 0;
+
+	snprintf(path, sizeof(path), "%s/scenario.json", stamp);
+	root = read_json(path);
+	out[0] = '\0';
+	cJSON_ArrayForEach(st, cJSON_GetObjectItem(root, "setups")) {
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "",
+					 cJSON_GetObjectItem(st, "name")->valuestring);
+	}
+	cJSON_Delete(root);
+}
+
+/* The names of STAMP/summary.json's setups, joined with ',', into out. */
+static void summary_setups(const char *stamp, char *out, size_t len)
+{
+	char path[1000];
+	cJSON *root;
+	const cJSON *st;
+	size_t used = 0;
+
+	snprintf(path, sizeof(path), "%s/summary.json", stamp);
+	root = read_json(path);
+	out[0] = '\0';
+	cJSON_ArrayForEach(st, cJSON_GetObjectItem(root, "setups"))
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "", st->string);
+	cJSON_Delete(root);
+}
+
+Test(chaos_ext, add_setups_and_run_one_again_into_the_stamp, .timeout = 150)
+{
+	char scen[400];
+	char add_c[400];
+	char add_d[400];
+	char broken[400];
+	char out[600];
+	char err[16384];
+	char stamp[800];
+	char path[1000];
+	char names[256];
+	char *a_before;
+	char *b_before;
+	char *text;
+	int rc;
+
+	write_file(dir, "two.json", two, scen, sizeof(scen));
+	write_file(dir, "c.json", "[{\"name\":\"c\",\"kind\":\"client_retry\",\"provider\":\"p\","
+		   "\"retries\":1,\"headers\":{\"x-who\":\"c at {hostport.p}\"}}]",
+		   add_c, sizeof(add_c));
+	write_file(dir, "d.json", "{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"p\"}", add_d,
+		   sizeof(add_d));
+	/* A "c" that cannot start: its runs fail, and the stamp's c must stay. */
+	write_file(dir, "c-broken.json", "{\"name\":\"c\",\"kind\":\"external\",\"command\":"
+		   "[\"/bin/sh\",\"-c\",\"echo no-such-gateway >&2; exit 3\"],"
+		   "\"ready_url\":\"http://{listen}/\",\"target\":\"http://{listen}/v1\"}",
+		   broken, sizeof(broken));
+	snprintf(out, sizeof(out), "%s/results", dir);
+
+	/* A new stamp with a setup added from a file: run, kept in scenario.json, summarised. */
+	{
+		const char *args[] = { "run", scen, "--out", out, "--add-setup", add_c, "--quiet",
+				       NULL };
+
+		rc = chaos(args, err, sizeof(err), 60);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	stamp_dir("two", stamp, sizeof(stamp));
+	scenario_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c");
+	summary_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c");
+	a_before = stamp_file(stamp, "a/run-1/loadgen-summary.json");
+	b_before = stamp_file(stamp, "b/run-1/loadgen-summary.json");
+
+	/* a again: its folder replaced; b's and c's results stay, and the report has all three. */
+	{
+		const char *args[] = { "run", scen, "--stamp", stamp, "--setup", "a", "--quiet", NULL };
+
+		rc = chaos(args, err, sizeof(err), 60);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	text = stamp_file(stamp, "a/run-1/loadgen-summary.json");
+	cr_assert_str_neq(text, a_before, "a was not run again");
+	free(text);
+	text = stamp_file(stamp, "b/run-1/loadgen-summary.json");
+	cr_assert_str_eq(text, b_before, "b's results changed");
+	free(text);
+	snprintf(path, sizeof(path), "%s/a.new~", stamp);
+	cr_assert_not(exists(path), "the new runs' folder is left");
+	scenario_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c", "the stamp's added setup was dropped");
+	summary_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c");
+	text = stamp_file(stamp, "report.md");
+	cr_assert(strstr(text, "| c "), "%s", text);
+	free(text);
+
+	/* A setup that fails leaves the stamp's as it was, its attempt aside. */
+	{
+		const char *args[] = { "run", scen, "--stamp", stamp, "--add-setup", broken,
+				       "--quiet", NULL };
+
+		rc = chaos(args, err, sizeof(err), 60);
+	}
+	cr_assert_eq(rc, 1, "exit %d:\n%s", rc, err);
+	cr_assert(strstr(err, "no-such-gateway"), "%s", err);
+	cr_assert(strstr(err, "0 of 1 runs completed"), "%s", err);
+	snprintf(path, sizeof(path), "%s/c/run-1/requests.csv", stamp);
+	cr_assert(exists(path), "the old c is gone");
+	snprintf(path, sizeof(path), "%s/c.new~/run-1.tmp", stamp);
+	cr_assert(exists(path), "the failed attempt is not kept aside");
+	text = stamp_file(stamp, "scenario.json");
+	cr_assert(strstr(text, "client_retry") && !strstr(text, "no-such-gateway"),
+		  "scenario.json says c is what did not run:\n%s", text);
+	free(text);
+
+	/* A setup added to the stamp: only it runs; the others stay. */
+	{
+		const char *args[] = { "run", scen, "--stamp", stamp, "--add-setup", add_d,
+				       "--quiet", NULL };
+
+		rc = chaos(args, err, sizeof(err), 60);
+	}
+	cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+	cr_assert_null(strstr(err, "/ a /"), "a ran again: %s", err);
+	snprintf(path, sizeof(path), "%s/d/run-1/requests.csv", stamp);
+	cr_assert(exists(path));
+	snprintf(path, sizeof(path), "%s/c.new~", stamp);
+	cr_assert(exists(path), "another setup's leftover was touched");
+	scenario_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c,d");
+	summary_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c,d");
+	text = stamp_file(stamp, "b/run-1/loadgen-summary.json");
+	cr_assert_str_eq(text, b_before, "b's results changed");
+	free(text);
+	free(a_before);
+	free(b_before);
+
+	/* What --stamp and --add-setup refuse: exit 2, before any process starts. */
+	{
+		static const char other[] =
+			"{\"name\":\"other\",\"duration_s\":1,\"providers\":[{\"name\":\"p\"}],"
+			"\"load\":{\"rate\":10},"
+			"\"setups\":[{\"name\":\"a\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
+		char other_path[400];
+		char bad[400];
+		char dup[400];
+		char files[400];
+		char nothing[700];
+		const struct {
+			const char *args[10];
+			const char *says;
+		} refused[] = {
+			{ { "run", scen, "--stamp", stamp, "--setup", "a", "--time-scale", "0.5" },
+			  "ran at time scale 1, this run's is 0.5" },
+			{ { "run", other_path, "--stamp", stamp },
+			  "holds the results of scenario \"two\", not \"other\"" },
+			{ { "run", scen, "--stamp", out }, "is not a results stamp" },
+			{ { "run", scen, "--stamp", nothing }, "No such file or directory" },
+			{ { "run", scen, "--stamp", stamp, "--out", out },
+			  "--stamp and --out" },
+			{ { "run", scen, "--add-setup", bad }, "bad.json: setups[1].headers.x-request-id: "
+			  "expected a header loadgen does not set itself" },
+			{ { "run", scen, "--add-setup", dup }, "dup.json: setups[0].name: expected a name "
+			  "no other setup has, got \"b\" (also setups[1] of " },
+			{ { "run", scen, "--add-setup", files }, "files.json: setups[0].files.summary.json: "
+			  "expected a plain file name" },
+			{ { "run", scen, "--stamp", stamp, "--add-setup", add_d, "--add-setup", add_d },
+			  "d.json: setups[0].name: expected a name no other setup has, got \"d\" (also "
+			  "setups[0] of an earlier --add-setup file)" },
+		};
+		size_t i;
+
+		write_file(dir, "other.json", other, other_path, sizeof(other_path));
+		write_file(dir, "bad.json", "[{\"name\":\"e\",\"kind\":\"direct\",\"provider\":\"p\"},"
+			   "{\"name\":\"f\",\"kind\":\"direct\",\"provider\":\"p\",\"headers\":"
+			   "{\"x-request-id\":\"1\"}}]", bad, sizeof(bad));
+		write_file(dir, "dup.json", "{\"name\":\"b\",\"kind\":\"direct\",\"provider\":\"p\"}",
+			   dup, sizeof(dup));
+		write_file(dir, "files.json", "{\"name\":\"x\",\"kind\":\"external\",\"command\":"
+			   "[\"gw\"],\"ready_url\":\"http://{listen}/\",\"target\":\"http://{listen}/v1\","
+			   "\"files\":{\"summary.json\":\"{}\"}}", files, sizeof(files));
+		snprintf(nothing, sizeof(nothing), "%s/nothing", dir);
+		for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+			rc = chaos(refused[i].args, err, sizeof(err), 20);
+			cr_assert_eq(rc, 2, "case %zu: exit %d:\n%s", i, rc, err);
+			cr_assert(strstr(err, refused[i].says), "case %zu: expected \"%s\" in:\n%s", i,
+				  refused[i].says, err);
+		}
+	}
+	summary_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c,d", "a refused run touched the stamp");
+}
