@@ -5,9 +5,11 @@
  * (gateway or external, or none; an external one's files, then its
  * command) → its readiness → loadgen on t0 and the action timer →
  * loadgen's exit → run__stop (every child SIGTERMed, SIGKILLed after
- * STOP_GRACE_MS) → run_end (the summary, the rename) → the next run. The processes and their readiness are
- * launch.c's; their sequence, the stop, the run's folder and its results
- * are here. Anything unexpected — a child exiting early, a setup not ready
+ * STOP_GRACE_MS) → run_end (the summary, the rename) → the next run; into
+ * an existing stamp (--stamp), a setup's folder replaced once its runs
+ * are whole and the stamp's summary made again. The processes and their
+ * readiness are launch.c's; their sequence, the stop, the run's folder
+ * and its results are here. Anything unexpected — a child exiting early, a setup not ready
  * in time, a signal — goes through run__fail, which stops the run the
  * same way.
  */
