@@ -324,9 +324,12 @@ void launch_on_poll_done(struct curl_uv *cu, CURL *easy, CURLcode code)
 	uv_timer_start(&pl->timer, on_poll_timer, POLL_EVERY_MS, 0);
 }
 
-/* Polls url until it answers 2xx (done(ch, true)) or READY_TIMEOUT_MS pass. */
-static void poll_until_ready(struct chaos *ch, const char *url,
-			     void (*done)(struct chaos *ch, bool ok))
+/*
+ * Polls url until it answers 2xx (done(ch, true)) or the monotonic clock
+ * passes deadline_ns (done(ch, false)).
+ */
+static void poll_until(struct chaos *ch, const char *url, uint64_t deadline_ns,
+		       void (*done)(struct chaos *ch, bool ok))
 {
 	struct poller *pl = &ch->poll;
 
@@ -337,8 +340,15 @@ static void poll_until_ready(struct chaos *ch, const char *url,
 		return;
 	}
 	pl->done = done;
-	pl->deadline_ns = clock_mono_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
+	pl->deadline_ns = deadline_ns;
 	poll_send(ch);
+}
+
+/* Polls url until it answers 2xx (done(ch, true)) or READY_TIMEOUT_MS pass. */
+static void poll_until_ready(struct chaos *ch, const char *url,
+			     void (*done)(struct chaos *ch, bool ok))
+{
+	poll_until(ch, url, clock_mono_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000, done);
 }
 
 static void on_healthz(struct chaos *ch, bool ok)
@@ -400,13 +410,17 @@ static void on_setup_ready(struct chaos *ch, bool ok)
 {
 	struct child *c = &ch->setup[ch->setup_next];
 
+	if (!ok && ch->st->kind == SC_EXTERNAL) {
+		launch_external_late(ch);
+		return;
+	}
 	if (!ok) {
 		run__fail(ch, "setup %s never answered %s", ch->st->name, ch->poll.url);
 		return;
 	}
 	c->ready = true;
 	if (ch->st->kind == SC_EXTERNAL) {
-		run__timeline_begin(ch);	/* the providers now, then the load */
+		load_start(ch);		/* at t0, as for every setup */
 		return;
 	}
 	/* A gateway's replicas answer /healthz one after another; then the load. */
@@ -555,38 +569,129 @@ out:
 	free(dir);
 }
 
-/* Starts an external setup and polls its ready_url (run_int.h). */
-void launch_external(struct chaos *ch)
+/*
+ * The values of the run's placeholders: the providers' URLs and addresses
+ * (as they printed them), the external setup's port, the run's folder as
+ * an absolute path. hostports and dir are allocated for v (run_vals_free).
+ */
+struct run_vals {
+	struct sc_expand_vals v;
+	const char **hostports;
+	char *dir;
+};
+
+static int run_vals_init(struct chaos *ch, struct run_vals *rv)
+{
+	size_t i;
+
+	memset(rv, 0, sizeof(*rv));
+	rv->hostports = calloc(ch->sc->nproviders ? ch->sc->nproviders : 1,
+			       sizeof(*rv->hostports));
+	rv->dir = realpath(ch->dir, NULL);
+	if (!rv->hostports || !rv->dir)
+		return -errno;
+	for (i = 0; i < ch->sc->nproviders; i++)
+		rv->hostports[i] = ch->mocks[i].addr[0] ? ch->mocks[i].addr : NULL;
+	rv->v.port = ch->ext_port;
+	rv->v.urls = (const char *const *)ch->urls;
+	rv->v.hostports = rv->hostports;
+	rv->v.dir = rv->dir;
+	return 0;
+}
+
+static void run_vals_free(struct run_vals *rv)
+{
+	free(rv->hostports);
+	free(rv->dir);
+	memset(rv, 0, sizeof(*rv));
+}
+
+/*
+ * Writes an external setup's files (setups[].files) into the run's
+ * folder, placeholders filled, each whole through NAME.tmp. Returns 0, or
+ * -1 with the run failed.
+ */
+static int write_setup_files(struct chaos *ch, const struct sc_expand_vals *v)
 {
 	const struct sc_setup *st = ch->st;
-	const char *const *urls = (const char *const *)ch->urls;
-	int port = launch_free_port();
+	char err[CFG_ERR_LEN];
+	char *path = NULL;
+	char *text = NULL;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < st->nfiles && !rc; i++) {
+		path = buf_aprintf("%s/%s", ch->dir, st->file_names[i]);
+		text = scenario_expand(ch->sc, st->file_texts[i], v);
+		if (!path || !text) {
+			run__fail(ch, "setup %s: cannot write its file %s: %s", st->name,
+				  st->file_names[i], strerror(errno));
+			rc = -1;
+		} else if (outfile_write_text(path, text, err, sizeof(err))) {
+			run__fail(ch, "setup %s: %s", st->name, err);
+			rc = -1;
+		}
+		free(path);
+		free(text);
+	}
+	return rc;
+}
+
+/* Fails the run: the external setup did not answer its ready_url by t0 (run_int.h). */
+void launch_external_late(struct chaos *ch)
+{
+	char what[1024];
+
+	snprintf(what, sizeof(what), "did not answer 2xx at its ready_url %s by t0: it had "
+		 "ready_ms (%.0f ms) and what the providers left of the %d ms lead (a larger "
+		 "setups[].ready_ms gives it longer)",
+		 ch->poll.url ? ch->poll.url : ch->st->ready_url, ch->st->ready_ms, CHAOS_LEAD_MS);
+	if (ch->setup[0].p)
+		launch_fail_with_tail(ch, &ch->setup[0], what);
+	else
+		run__fail(ch, "setup %s %s", ch->st->name, what);
+}
+
+/*
+ * Starts an external setup once every provider answers: its files
+ * written, then its command, then its ready_url polled until t0 (less the
+ * margin loadgen needs to start).
+ */
+static void external_start(struct chaos *ch)
+{
+	const struct sc_setup *st = ch->st;
+	struct run_vals rv = { 0 };
 	char **argv = calloc(st->ncommand + 1, sizeof(*argv));
 	char *ready = NULL;
 	char *target = NULL;
 	size_t i;
 
-	if (!argv || port < 0)
+	ch->ext_port = launch_free_port();
+	if (!argv || ch->ext_port < 0 || run_vals_init(ch, &rv))
 		goto out_fail;
 	for (i = 0; i < st->ncommand; i++) {
-		argv[i] = scenario_expand(ch->sc, st->command[i], port, urls);
+		argv[i] = scenario_expand(ch->sc, st->command[i], &rv.v);
 		if (!argv[i])
 			goto out_fail;
 	}
-	ready = scenario_expand(ch->sc, st->ready_url, port, urls);
-	target = scenario_expand(ch->sc, st->target, port, urls);
+	ready = scenario_expand(ch->sc, st->ready_url, &rv.v);
+	target = scenario_expand(ch->sc, st->target, &rv.v);
 	if (!ready || !target)
 		goto out_fail;
+	if (write_setup_files(ch, &rv.v))
+		goto out_free;
 	free(ch->target);
 	ch->target = target;
 	target = NULL;
 	ch->setup[0].role = ROLE_SETUP;
 	if (child_start(ch, &ch->setup[0], (const char *const *)argv, "external.log") == 0)
-		poll_until_ready(ch, ready, on_setup_ready);
+		poll_until(ch, ready, timebase_mono_at(&ch->tb, -LOAD_MARGIN_MS), on_setup_ready);
 	goto out_free;
 out_fail:
-	run__fail(ch, "setup %s: cannot prepare its command", st->name);
+	run__fail(ch, "setup %s: cannot prepare its command%s", st->name,
+		  ch->ext_port < 0 ? ": no free port" : "");
 out_free:
+	run_vals_free(&rv);
 	for (i = 0; argv && i < st->ncommand; i++)
 		free(argv[i]);
 	free(argv);
@@ -620,9 +725,66 @@ static void setup_start(struct chaos *ch)
 			gateway_start_all(ch);	/* their "ready" lines, then each /healthz */
 		break;
 	case SC_EXTERNAL:
-		load_start(ch);		/* it was started, and became ready, before t0 was chosen */
+		external_start(ch);	/* its ready_url, then the load */
 		break;
 	}
+}
+
+/* What a replica or the gateway is called in launch_pending_step's text. */
+static void replica_text(const struct chaos *ch, size_t r, char *out, size_t len)
+{
+	if (scenario_setup_replicated(ch->st))
+		snprintf(out, len, "replica r%zu", r + 1);
+	else
+		snprintf(out, len, "the gateway");
+}
+
+/* What the run still waits for before loadgen can start (run_int.h). */
+const struct child *launch_pending_step(struct chaos *ch, struct buf *out)
+{
+	const struct scenario *sc = ch->sc;
+	char name[64];
+	size_t i;
+
+	for (i = 0; i < sc->nproviders; i++) {
+		if (ch->mocks[i].p && !ch->mocks[i].ready) {
+			buf_printf(out, "waiting for provider %s's mockprov to say \"ready\"",
+				   sc->provider_names[i]);
+			return &ch->mocks[i];
+		}
+	}
+	if (ch->mocks_ready == sc->nproviders && ch->healthz_next < sc->nproviders) {
+		buf_printf(out, "waiting for provider %s's /healthz (%s)",
+			   sc->provider_names[ch->healthz_next], ch->poll.url ? ch->poll.url : "");
+		return &ch->mocks[ch->healthz_next];
+	}
+	if (ch->redis.p && !ch->redis.ready) {
+		buf_printf(out, "waiting for redis-server to say \"Ready to accept connections\"");
+		return &ch->redis;
+	}
+	for (i = 0; i < ch->nsetup; i++) {
+		const struct child *c = &ch->setup[i];
+
+		if (!c->p || c->ready)
+			continue;
+		if (ch->st->kind == SC_EXTERNAL) {
+			buf_printf(out, "waiting for the setup's ready_url %s to answer 2xx "
+				   "(ready_ms %.0f ms)", ch->poll.url ? ch->poll.url : ch->st->ready_url,
+				   ch->st->ready_ms);
+			return c;
+		}
+		replica_text(ch, i, name, sizeof(name));
+		if (c->said_ready)
+			buf_printf(out, "waiting for %s's /healthz (http://%s/healthz)", name, c->addr);
+		else
+			buf_printf(out, "waiting for %s to say \"ready\"", name);
+		return c;
+	}
+	if (ch->nsetup && !ch->setup[0].p)
+		buf_printf(out, "the setup not started: waiting for the providers");
+	else
+		buf_printf(out, "every process ready, loadgen not yet started");
+	return NULL;
 }
 
 /* ---- the load and the actions ---- */
@@ -829,6 +991,40 @@ static void on_progress(uv_timer_t *t)
 	ch->progress_drawn = true;
 }
 
+/*
+ * The setup's request headers (setups[].headers) as loadgen's -H takes
+ * them, "Name: value", placeholders filled, into out (st->nheaders of
+ * them, malloc'ed). Returns 0, or -1 with the run failed.
+ */
+static int setup_headers(struct chaos *ch, char **out)
+{
+	const struct sc_setup *st = ch->st;
+	struct run_vals rv;
+	char *value;
+	size_t i;
+	int rc = 0;
+
+	if (!st->nheaders)
+		return 0;
+	if (run_vals_init(ch, &rv)) {
+		run_vals_free(&rv);
+		run__fail(ch, "cannot start loadgen: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < st->nheaders && !rc; i++) {
+		value = scenario_expand(ch->sc, st->header_values[i], &rv.v);
+		out[i] = value ? buf_aprintf("%s: %s", st->header_names[i], value) : NULL;
+		if (!out[i]) {
+			run__fail(ch, "cannot start loadgen: setup %s's header %s: %s", st->name,
+				  st->header_names[i], strerror(errno));
+			rc = -1;
+		}
+		free(value);
+	}
+	run_vals_free(&rv);
+	return rc;
+}
+
 static void load_start(struct chaos *ch)
 {
 	const struct sc_setup *st = ch->st;
@@ -855,12 +1051,13 @@ static void load_start(struct chaos *ch)
 	char prefix[96];
 	char err[CFG_ERR_LEN];
 	char targets[SC_REPLICAS_MAX][160];
-	const char *argv[48 + 2 * SC_REPLICAS_MAX];
+	char *headers[SC_SETUP_HEADERS_MAX] = { NULL };
+	const char *argv[48 + 2 * SC_REPLICAS_MAX + 2 * SC_SETUP_HEADERS_MAX];
 	size_t n = 0;
 	size_t i;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (clock_unix_ms() > ch->t0 - 50) {
+	if (clock_unix_ms() > ch->t0 - LOAD_MARGIN_MS) {
 		run__fail(ch, "the processes took longer than %d ms to start: t0 has passed",
 			 CHAOS_LEAD_MS);
 		goto out;
@@ -965,6 +1162,12 @@ static void load_start(struct chaos *ch)
 		argv[n++] = "--retry-backoff-max";
 		argv[n++] = backoff_max;
 	}
+	if (setup_headers(ch, headers))
+		goto out;
+	for (i = 0; i < st->nheaders; i++) {
+		argv[n++] = "-H";
+		argv[n++] = headers[i];
+	}
 	argv[n++] = "--no-progress";
 	argv[n++] = "--out";
 	argv[n++] = ch->dir;
@@ -981,6 +1184,8 @@ static void load_start(struct chaos *ch)
 		uv_timer_start(&ch->progress, on_progress, PROGRESS_MS, PROGRESS_MS);
 	}
 out:
+	for (i = 0; i < SC_SETUP_HEADERS_MAX; i++)
+		free(headers[i]);
 	mix_free(&cfg.mix);
 	free(mix);
 	free(prog);

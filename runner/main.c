@@ -25,15 +25,16 @@
 #include "common/opt.h"
 #include "runner/plot.h"
 #include "runner/report.h"
+#include "runner/restamp.h"
 #include "runner/run.h"
 #include "runner/scenario.h"
 #include "runner/sweep.h"
 
 static const char usage_text[] =
 	"usage: chaos run SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
-	"                          [--seed N] [--quiet]\n"
+	"                          [--add-setup FILE…] [--stamp STAMP_DIR] [--seed N] [--quiet]\n"
 	"       chaos sim SCENARIO [--out DIR] [--time-scale S|ci] [--repeat N] [--setup NAME]\n"
-	"                          [--seed N] [--quiet]\n"
+	"                          [--add-setup FILE…] [--stamp STAMP_DIR] [--seed N] [--quiet]\n"
 	"       chaos sweep SCENARIO --vary PATH=SPEC [--vary PATH=SPEC …] [--out DIR]\n"
 	"                          [--time-scale S|ci] [--repeat N] [--setup NAME] [--jobs 1]\n"
 	"                          [--sim] [--quiet]\n"
@@ -53,6 +54,11 @@ static const char usage_text[] =
 	"  --time-scale ci   the scale the scenario gives CI, its ci.time_scale (1 if none)\n"
 	"  --repeat N        runs per setup (1-100; default 1)\n"
 	"  --setup NAME      run this setup alone\n"
+	"  --add-setup FILE  add the setups of FILE (a setup object or an array of them)\n"
+	"                    to the scenario's for this run and its stamp (repeatable)\n"
+	"  --stamp DIR       run into an existing stamp of the same scenario and time scale:\n"
+	"                    the setups run (--setup's, else --add-setup's, else all) replace\n"
+	"                    theirs, the others' results stay; the report covers them all\n"
 	"  --seed N          the scenario's seed instead of its own (0 or more)\n"
 	"  --quiet           no line per run on stderr\n"
 	"sim   the same runs in virtual time, through the gateway's own decision code,\n"
@@ -189,6 +195,33 @@ static int cmd_list(int argc, char **argv)
 	return bad ? 2 : 0;
 }
 
+/* The most --add-setup files a run takes. */
+#define MAX_ADD_SETUP 16
+
+/*
+ * --stamp: whether this run can go into the stamp o->stamp_dir, replacing
+ * the setups it runs (restamp_check). Returns 0, or -EINVAL with err.
+ */
+static int check_stamp(const struct scenario *sc, const struct chaos_opts *o, char *err)
+{
+	const char **names = calloc(sc->nsetups, sizeof(*names));
+	size_t n = 0;
+	size_t i;
+	int rc;
+
+	if (!names) {
+		snprintf(err, CFG_ERR_LEN, "--stamp: out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < sc->nsetups; i++) {
+		if (chaos_setup_selected(sc, o, i) && !(o->sim && sc->setups[i].kind == SC_EXTERNAL))
+			names[n++] = sc->setups[i].name;
+	}
+	rc = restamp_check(o->stamp_dir, sc, o->sim, names, n, err);
+	free(names);
+	return rc;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -198,10 +231,15 @@ static int cmd_run(int argc, char **argv)
 		{ "setup", required_argument, NULL, 'S' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "seed", required_argument, NULL, 'e' },
+		{ "add-setup", required_argument, NULL, 'A' },
+		{ "stamp", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct chaos_opts o = { .out_dir = "results", .repeat = 1, .verbose = true };
+	const char *added[MAX_ADD_SETUP];
+	size_t nadded = 0;
+	bool have_out = false;
 	const char *cmd = argv[1];
 	bool have_seed = false;
 	uint64_t seed = 0;
@@ -232,6 +270,7 @@ static int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			o.out_dir = val;
+			have_out = true;
 			break;
 		case 's':
 			ci_scale = strcmp(val, "ci") == 0;
@@ -251,6 +290,15 @@ static int cmd_run(int argc, char **argv)
 		case 'q':
 			o.verbose = false;
 			break;
+		case 'A':
+			if (nadded == MAX_ADD_SETUP)
+				opt_usage_error("chaos", "--add-setup: at most %d files", MAX_ADD_SETUP);
+			added[nadded++] = val;
+			break;
+		case 'T':
+			o.stamp_dir = val;
+			o.into_stamp = true;
+			break;
 		case 'e':
 			if (opt_parse_i64(val, 0, INT64_MAX, &v))
 				opt_usage_error("chaos", "--seed: expected a whole number of at least 0, "
@@ -263,6 +311,8 @@ static int cmd_run(int argc, char **argv)
 			return 0;
 		}
 	}
+	if (have_out && o.into_stamp)
+		opt_usage_error("chaos", "--stamp and --out: the stamp is where the results go");
 	if (ci_scale && scenario_ci_scale(path, &scale, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
 		return 2;
@@ -271,14 +321,21 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "chaos: %s\n", err);
 		return 2;
 	}
+	for (i = 0; i < nadded; i++) {
+		if (scenario_add_setups(&sc, added[i], err)) {
+			fprintf(stderr, "chaos: --add-setup: %s\n", err);
+			scenario_free(&sc);
+			return 2;
+		}
+	}
 	if (have_seed)
 		sc.seed = seed;
 	if (o.only_setup) {
 		for (i = 0; i < sc.nsetups && strcmp(sc.setups[i].name, o.only_setup); i++)
 			;
 		if (i == sc.nsetups) {
-			fprintf(stderr, "chaos: --setup: %s has no setup called \"%s\"\n", path,
-				o.only_setup);
+			fprintf(stderr, "chaos: --setup: %s has no setup called \"%s\"%s\n", path,
+				o.only_setup, nadded ? ", nor do the --add-setup files" : "");
 			scenario_free(&sc);
 			return 2;
 		}
@@ -291,6 +348,11 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	if (o.sim && scenario_sim_check(&sc, o.only_setup, err)) {
+		fprintf(stderr, "chaos: %s\n", err);
+		scenario_free(&sc);
+		return 2;
+	}
+	if (o.into_stamp && check_stamp(&sc, &o, err)) {
 		fprintf(stderr, "chaos: %s\n", err);
 		scenario_free(&sc);
 		return 2;

@@ -1,12 +1,15 @@
 /*
- * run: one scenario through its setups. A run's life: run_begin (dir, t0,
- * one mockprov per provider) → their "ready" lines → the providers'
- * /healthz → the setup (gateway or external, or none) → its readiness →
- * loadgen on t0 and the action timer → loadgen's exit → run__stop (every
- * child SIGTERMed, SIGKILLed after STOP_GRACE_MS) → run_end (the summary,
- * the rename) → the next run. The processes and their readiness are
- * launch.c's; their sequence, the stop, the run's folder and its results
- * are here. Anything unexpected — a child exiting early, a setup not ready
+ * run: one scenario through its setups. A run's life: run_begin (dir, t0
+ * a lead ahead — an external setup's ready_ms more —, one mockprov per
+ * provider) → their "ready" lines → the providers' /healthz → the setup
+ * (gateway or external, or none; an external one's files, then its
+ * command) → its readiness → loadgen on t0 and the action timer →
+ * loadgen's exit → run__stop (every child SIGTERMed, SIGKILLed after
+ * STOP_GRACE_MS) → run_end (the summary, the rename) → the next run; into
+ * an existing stamp (--stamp), a setup's folder replaced once its runs
+ * are whole and the stamp's summary made again. The processes and their
+ * readiness are launch.c's; their sequence, the stop, the run's folder
+ * and its results are here. Anything unexpected — a child exiting early, a setup not ready
  * in time, a signal — goes through run__fail, which stops the run the
  * same way.
  */
@@ -35,6 +38,7 @@
 #include "runner/outfile.h"
 #include "runner/plot.h"
 #include "runner/report.h"
+#include "runner/restamp.h"
 #include "runner/run_int.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
@@ -44,6 +48,13 @@
 #define STOP_POLL_MS 20			/* how often a stop looks for processes left */
 
 static void run_begin(struct chaos *ch);
+static void timeline_begin(struct chaos *ch);
+
+/* From a run's start to its t0: CHAOS_LEAD_MS, and an external setup's ready_ms. */
+static double run_lead_ms(const struct sc_setup *st)
+{
+	return CHAOS_LEAD_MS + (st->kind == SC_EXTERNAL ? round(st->ready_ms) : 0);
+}
 
 /* ---- files ---- */
 
@@ -200,31 +211,29 @@ static void on_signal(uv_signal_t *s, int signum)
 							      : "SIGTERM");
 }
 
-/* At t0 the load must have started: whoever is not ready fails the run, with its log. */
+/*
+ * At t0 the load must have started: the run fails naming the step still
+ * pending, with the log of the process it waits for.
+ */
 static void on_start_deadline(uv_timer_t *t)
 {
 	struct chaos *ch = t->data;
-	size_t i;
+	const struct child *c;
+	struct buf step = { 0 };
+	char *what;
 
 	if (ch->load.p || ch->stopping)
 		return;
-	for (i = 0; i < ch->sc->nproviders; i++) {
-		if (ch->mocks[i].p && !ch->mocks[i].ready) {
-			launch_fail_with_tail(ch, &ch->mocks[i], "was not ready by t0");
-			return;
-		}
-	}
-	if (ch->redis.p && !ch->redis.ready) {
-		launch_fail_with_tail(ch, &ch->redis, "was not ready by t0");
-		return;
-	}
-	for (i = 0; i < ch->nsetup; i++) {
-		if (ch->setup[i].p && !ch->setup[i].ready) {
-			launch_fail_with_tail(ch, &ch->setup[i], "was not ready by t0");
-			return;
-		}
-	}
-	run__fail(ch, "the run could not start by t0 (%d ms after it began)", CHAOS_LEAD_MS);
+	c = launch_pending_step(ch, &step);
+	what = buf_aprintf("was not ready by t0 (%.0f ms after the run began): loadgen not "
+			   "started, %s", ch->lead_ms, step.len ? step.data : "");
+	if (c && c->p && what)
+		launch_fail_with_tail(ch, c, what);
+	else
+		run__fail(ch, "the run could not start by t0 (%.0f ms after it began): loadgen not "
+			  "started: %s", ch->lead_ms, step.len ? step.data : "out of memory");
+	free(what);
+	buf_free(&step);
 }
 
 /* ---- the end of a run, and the next ---- */
@@ -286,8 +295,8 @@ static int summarise(struct chaos *ch)
 		goto out;
 	/* The setup's first completed run keeps its requests for the plots. */
 	rc = report_summarise_run(ch->sc, ch->st, ch->dir, ch->k, ch->t0, &sum,
-				  ch->o->plots_dir && !ch->first_k[ch->setup_index] ? &ch->rows :
-				  NULL, err);
+				  ch->o->plots_dir && !ch->o->into_stamp &&
+				  !ch->first_k[ch->setup_index] ? &ch->rows : NULL, err);
 	if (rc) {
 		set_why(ch, "summary: %s", err);
 		goto out;
@@ -331,6 +340,48 @@ static void combine_setup(struct chaos *ch)
 	if (c)
 		cJSON_AddItemToObject(ch->combined, ch->st->name, c);
 	free_runs(ch);
+}
+
+/*
+ * Into an existing stamp, after a setup's last run: its new folder takes
+ * the old one's place when every run of it completed (and scenario.json
+ * then says how they were made); otherwise the old one stays, and the new
+ * runs stay in SETUP.new~ for a look.
+ */
+static void replace_setup(struct chaos *ch)
+{
+	const char *name = ch->st->name;
+	char err[CFG_ERR_LEN];
+	const char **more;
+
+	if (ch->setup_completed < ch->o->repeat) {
+		fprintf(stderr, "chaos: %s / %s: %u of %u runs completed: %s/%s kept as it was "
+			"(the new runs are in %s/%s" RESTAMP_NEW_SUFFIX ")\n", ch->sc->name, name,
+			ch->setup_completed, ch->o->repeat, ch->stamp_dir, name, ch->stamp_dir, name);
+		return;
+	}
+	more = realloc(ch->swapped, (ch->nswapped + 1) * sizeof(*more));
+	if (!more) {
+		fprintf(stderr, "chaos: %s / %s: out of memory\n", ch->sc->name, name);
+		ch->exit_code = 1;
+		return;
+	}
+	ch->swapped = more;
+	if (restamp_swap(ch->stamp_dir, name, err, sizeof(err))) {
+		fprintf(stderr, "chaos: %s / %s: %s\n", ch->sc->name, name, err);
+		ch->exit_code = 1;
+		return;
+	}
+	ch->swapped[ch->nswapped++] = name;
+	if (restamp_write_scenario(ch->stamp_dir, ch->sc, true, ch->swapped, ch->nswapped, err,
+				   sizeof(err))) {
+		fprintf(stderr, "chaos: %s\n", err);
+		ch->exit_code = 1;
+		return;
+	}
+	if (ch->o->verbose)
+		fprintf(stderr, "chaos: %s / %s: replaced %s/%s\n", ch->sc->name, name,
+			ch->stamp_dir, name);
 }
 
 /*
@@ -388,6 +439,7 @@ static void run_end(struct chaos *ch)
 		ch->exit_code = 1;
 	} else {
 		ch->completed++;
+		ch->setup_completed++;
 		keep_first_rows(ch);
 		if (ch->o->verbose)
 			fprintf(stderr, "chaos: %s / %s / run %u done: %s\n", ch->sc->name,
@@ -399,8 +451,11 @@ static void run_end(struct chaos *ch)
 		free_runs(ch);
 		return;		/* the loop runs out of work */
 	}
-	if (ch->k == ch->o->repeat)
+	if (ch->k == ch->o->repeat) {
 		combine_setup(ch);
+		if (ch->o->into_stamp)
+			replace_setup(ch);
+	}
 	run_next(ch);
 }
 
@@ -434,8 +489,9 @@ static void run_next(struct chaos *ch)
 					sc->name, ch->st->name);
 			continue;
 		}
-		if (!ch->o->only_setup || strcmp(ch->o->only_setup, ch->st->name) == 0) {
+		if (chaos_setup_selected(sc, ch->o, ch->setup_index)) {
 			ch->k = 1;
+			ch->setup_completed = 0;
 			run_begin(ch);
 			return;
 		}
@@ -481,9 +537,20 @@ static void run_simulated(struct chaos *ch)
 	end_soon(ch);
 }
 
+/* Removes STAMP/SETUP.new~ before a setup's new runs go there. Returns 0 or -errno. */
+static int remove_leftover(struct chaos *ch)
+{
+	char *path = buf_aprintf("%s/%s" RESTAMP_NEW_SUFFIX, ch->stamp_dir, ch->st->name);
+	int rc = path ? restamp_remove_tree(path) : -ENOMEM;
+
+	free(path);
+	return rc;
+}
+
 static void run_begin(struct chaos *ch)
 {
 	const struct scenario *sc = ch->sc;
+	const char *suffix;
 	double budget;
 	size_t i;
 	int rc;
@@ -504,6 +571,7 @@ static void run_begin(struct chaos *ch)
 		     ch->st->kind == SC_EXTERNAL ? 1 : 0;
 	ch->setup_lines = 0;
 	ch->setup_next = 0;
+	ch->ext_port = 0;
 	memset(&ch->redis, 0, sizeof(ch->redis));
 	ch->redis_port = 0;
 	free(ch->redis_url);
@@ -517,13 +585,19 @@ static void run_begin(struct chaos *ch)
 	}
 	free(ch->final_dir);
 	free(ch->dir);
-	ch->final_dir = buf_aprintf("%s/%s/run-%u", ch->stamp_dir, ch->st->name, ch->k);
-	ch->dir = buf_aprintf("%s/%s/run-%u.tmp", ch->stamp_dir, ch->st->name, ch->k);
-	rc = ch->dir && ch->final_dir ? stamp_mkdir_p(ch->dir) : -ENOMEM;
+	/* Into an existing stamp, a setup's new runs go aside until they are all whole. */
+	suffix = ch->o->into_stamp ? RESTAMP_NEW_SUFFIX : "";
+	ch->final_dir = buf_aprintf("%s/%s%s/run-%u", ch->stamp_dir, ch->st->name, suffix, ch->k);
+	ch->dir = buf_aprintf("%s/%s%s/run-%u.tmp", ch->stamp_dir, ch->st->name, suffix, ch->k);
+	rc = ch->dir && ch->final_dir ? 0 : -ENOMEM;
+	if (!rc && ch->o->into_stamp && ch->k == 1)
+		rc = remove_leftover(ch);	/* an earlier attempt's, failed or stopped */
+	if (!rc)
+		rc = stamp_mkdir_p(ch->dir);
 	if (rc) {
 		ch->failed = true;
-		set_why(ch, "cannot make %s/%s/run-%u.tmp: %s", ch->stamp_dir, ch->st->name, ch->k,
-			strerror(-rc));
+		set_why(ch, "cannot make %s/%s%s/run-%u.tmp: %s", ch->stamp_dir, ch->st->name,
+			suffix, ch->k, strerror(-rc));
 		ch->stopping = true;
 		end_soon(ch);
 		return;
@@ -536,44 +610,24 @@ static void run_begin(struct chaos *ch)
 		return;
 	}
 	/* The last request may take loadgen's max time, and each retry a timeout and a wait. */
-	budget = CHAOS_LEAD_MS + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
+	budget = run_lead_ms(ch->st) + sc->duration_ms + sc->load.timeout_ms * 11 + 30000;
 	if (ch->st->kind == SC_CLIENT_RETRY)
 		budget += ch->st->retries * (sc->load.timeout_ms +
 					     fmax(5000 * sc->scale, ch->st->retry_backoff_ms));
-	if (ch->st->kind == SC_EXTERNAL)
-		budget += READY_TIMEOUT_MS;
-	uv_update_time(ch->loop);	/* after the last run's summaries (run__timeline_begin) */
+	uv_update_time(ch->loop);	/* after the last run's summaries (timeline_begin) */
 	uv_timer_start(&ch->watchdog, on_watchdog, (uint64_t)budget, 0);
-	if (ch->st->kind != SC_EXTERNAL) {
-		run__timeline_begin(ch);
-		return;
-	}
-	/*
-	 * Another gateway may take a while to start (an interpreter, its
-	 * imports): it gets READY_TIMEOUT_MS, before t0 is chosen, with the
-	 * providers' ports picked now for its {upstream.NAME}; the providers
-	 * start on them once it is ready.
-	 */
-	for (i = 0; i < sc->nproviders; i++) {
-		char url[64];
-
-		ch->ports[i] = launch_free_port();
-		if (ch->ports[i] < 0) {
-			run__fail(ch, "no free port for provider %s", sc->provider_names[i]);
-			return;
-		}
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1", ch->ports[i]);
-		ch->urls[i] = strdup(url);
-		if (!ch->urls[i]) {
-			run__fail(ch, "out of memory");
-			return;
-		}
-	}
-	launch_external(ch);
+	timeline_begin(ch);
 }
 
-/* t0, a lead ahead; the providers on it; the setup (if not already up) and the load follow. */
-void run__timeline_begin(struct chaos *ch)
+/*
+ * t0, the run's lead ahead; the providers on it at once (mockprov waits
+ * for a t0 in the future, healthy: the faults are windows after it); the
+ * setup once they answer, and the load at t0. An external setup's lead
+ * holds its ready_ms too: its command starts once the providers answer,
+ * so another gateway's first health checks find them up, and it must
+ * answer its ready_url by t0.
+ */
+static void timeline_begin(struct chaos *ch)
 {
 	size_t i;
 
@@ -584,9 +638,10 @@ void run__timeline_begin(struct chaos *ch)
 	 * next run failed at once, "not ready by t0".
 	 */
 	uv_update_time(ch->loop);
-	ch->t0 = clock_unix_ms() + CHAOS_LEAD_MS;
+	ch->lead_ms = run_lead_ms(ch->st);
+	ch->t0 = clock_unix_ms() + (int64_t)ch->lead_ms;
 	timebase_init(&ch->tb, ch->t0);
-	uv_timer_start(&ch->start_deadline, on_start_deadline, CHAOS_LEAD_MS, 0);
+	uv_timer_start(&ch->start_deadline, on_start_deadline, (uint64_t)ch->lead_ms, 0);
 	for (i = 0; i < ch->sc->nproviders && !ch->stopping; i++)
 		launch_mock(ch, i, -1);
 }
@@ -626,6 +681,8 @@ static size_t longest_path(const struct scenario *sc, const struct chaos_opts *o
 			file = n;
 	}
 	snprintf(k, sizeof(k), "%u", o->repeat);
+	if (o->into_stamp)
+		setup += sizeof(RESTAMP_NEW_SUFFIX) - 1;
 	return (o->stamp_dir ? strlen(o->stamp_dir) :
 		strlen(o->out_dir) + 1 + strlen(sc->name) + 1 + STAMP_NAME_MAX) + 1 + setup +
 	       sizeof("/run-.tmp/") - 1 + strlen(k) + file;
@@ -647,26 +704,13 @@ static int make_stamp_dir(struct chaos *ch)
 /*
  * Keeps the scenario file in the stamp dir, so the results say what ran:
  * as written (unscaled), with its name stated, since the copy's file name
- * no longer gives it.
+ * no longer gives it, and the setups of --add-setup files; into an
+ * existing stamp, with the stamp's setups too (restamp_write_scenario).
  */
 static int copy_scenario(const struct chaos *ch, char *err, size_t errlen)
 {
-	char *path = buf_aprintf("%s/scenario.json", ch->stamp_dir);
-	cJSON *root = json_load_file(ch->sc->path, err, errlen);
-	int rc = -EIO;
-
-	if (!root)
-		goto out;
-	if (!cJSON_GetObjectItemCaseSensitive(root, "name"))
-		cJSON_AddStringToObject(root, "name", ch->sc->name);
-	rc = -ENOMEM;
-	snprintf(err, errlen, "out of memory");
-	if (path)
-		rc = outfile_write_json(path, root, err, errlen);
-out:
-	cJSON_Delete(root);
-	free(path);
-	return rc;
+	return restamp_write_scenario(ch->stamp_dir, ch->sc, ch->o->into_stamp, NULL, 0, err,
+				      errlen);
 }
 
 /*
@@ -729,7 +773,7 @@ static int check_programs(const struct scenario *sc, const struct chaos_opts *o,
 	for (i = 0; i < sc->nsetups; i++) {
 		const struct sc_setup *st = &sc->setups[i];
 
-		if (o->only_setup && strcmp(o->only_setup, st->name) != 0)
+		if (!chaos_setup_selected(sc, o, i))
 			continue;
 		if (st->shared_redis && !on_path("redis-server")) {
 			snprintf(err, CFG_ERR_LEN, "%.160s: setups[%zu] \"%.64s\": shared_state "
@@ -739,6 +783,40 @@ static int check_programs(const struct scenario *sc, const struct chaos_opts *o,
 		}
 	}
 	return 0;
+}
+
+bool chaos_setup_selected(const struct scenario *sc, const struct chaos_opts *o, size_t i)
+{
+	if (o->only_setup)
+		return strcmp(o->only_setup, sc->setups[i].name) == 0;
+	if (o->into_stamp && sc->nadded)
+		return i >= sc->nsetups - sc->nadded;
+	return true;
+}
+
+/*
+ * Into an existing stamp, once the runs are over: summary.json and
+ * report.md made again from every setup's per-request files (chaos
+ * report's way), the table printed, the plots drawn again. Returns the
+ * exit status it adds: 0, or 1 when a file could not be written.
+ */
+static int remake_stamp(struct chaos *ch)
+{
+	char err[CFG_ERR_LEN];
+	bool write_failed = false;
+	FILE *out = ch->o->no_table ? fopen("/dev/null", "w") : stdout;
+	int rc;
+
+	rc = report_command(ch->stamp_dir, out ? out : stdout);
+	if (out && out != stdout)
+		fclose(out);
+	if (rc)
+		return 1;
+	if (ch->o->plots_dir && plot_stamp(ch->stamp_dir, ch->o->plots_dir, err, &write_failed))
+		fprintf(stderr, "chaos: no plots: %s\n", err);
+	if (!ch->o->no_table)
+		printf("results: %s (report.md, summary.json, plots/)\n", ch->stamp_dir);
+	return write_failed ? 1 : 0;
 }
 
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
@@ -829,7 +907,10 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	run_next(&ch);
 	uv_run(ch.loop, UV_RUN_DEFAULT);
 
-	if (!ch.signal && ch.completed) {
+	if (!ch.signal && ch.completed && o->into_stamp) {
+		if (remake_stamp(&ch))
+			ch.exit_code = 1;
+	} else if (!ch.signal && ch.completed) {
 		cJSON *top = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(top, "scenario", sc->name);
@@ -925,6 +1006,7 @@ out_free:
 		rundata_free(&ch.first_rows[i]);
 	free(ch.first_rows);
 	free(ch.first_k);
+	free(ch.swapped);
 	if (ch.over && ch.late_signal && o->hold_signals)
 		raise(ch.late_signal);	/* pending, blocked: the caller's */
 	else if (ch.over && ch.late_signal && ch.exit_code == 0)

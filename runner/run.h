@@ -26,6 +26,11 @@ struct chaos_opts {
 	bool verbose;			/* a line per run on stderr */
 	const char *stamp_dir;		/* the stamp's folder (made when missing); NULL: a
 					 * new OUT/NAME/STAMP (a sweep's points give theirs) */
+	bool into_stamp;		/* stamp_dir is an existing stamp (--stamp, checked with
+					 * restamp_check): each setup run replaces its folder
+					 * once its runs are whole, scenario.json becomes the
+					 * union of setups, and summary.json, report.md and
+					 * plots/ are made again from every setup's files */
 	bool no_table;			/* the table and "results:" line not printed on stdout */
 	bool sim;			/* simulate each run (sim/world.h) instead of running it */
 	bool hold_signals;		/* SIGINT, SIGTERM and SIGHUP left blocked on return,
@@ -37,7 +42,8 @@ struct chaos_opts {
  * Runs the scenario. Writes OUT/NAME/STAMP/SETUP/run-K/ for each run and
  * OUT/NAME/STAMP/summary.json (every setup's runs combined), and prints
  * the table and where they are (not with o->no_table); with o->stamp_dir,
- * that folder is the stamp instead of a new OUT/NAME/STAMP. Returns the exit status: 0 when every run completed, 1
+ * that folder is the stamp instead of a new OUT/NAME/STAMP, and with
+ * o->into_stamp its other setups' results stay (see the field). Returns the exit status: 0 when every run completed, 1
  * when one failed (a child crashed, a setup never became ready, a file of
  * it could not be written…: said on stderr with the child's last stderr
  * lines; that run's directory stays run-K.tmp) or a file of the stamp
@@ -49,5 +55,12 @@ struct chaos_opts {
  * or with o->hold_signals, left pending and blocked for the caller.
  */
 int chaos_run(const struct scenario *sc, const struct chaos_opts *o);
+
+/*
+ * Whether chaos_run runs setup i of sc: --setup's alone when given; into
+ * an existing stamp with setups added from files, those alone; else every
+ * one (chaos sim then leaves out external setups).
+ */
+bool chaos_setup_selected(const struct scenario *sc, const struct chaos_opts *o, size_t i);
 
 #endif

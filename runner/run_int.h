@@ -27,6 +27,7 @@
 #include "sim/world.h"
 
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
+#define LOAD_MARGIN_MS 50		/* loadgen starts at least this long before t0 */
 
 enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD, ROLE_REDIS };
 
@@ -90,6 +91,9 @@ struct chaos {
 	uint64_t stop_ns;		/* when the stop began */
 	bool sent_sigkill;
 	unsigned completed;		/* runs that completed */
+	unsigned setup_completed;	/* ...of the setup in progress */
+	const char **swapped;		/* into a stamp: the setups whose folders were replaced */
+	size_t nswapped;
 	uv_timer_t watchdog;		/* the whole run's deadline */
 	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
 	uv_timer_t ender;		/* runs run_end from the loop, never from a caller */
@@ -103,9 +107,10 @@ struct chaos {
 	const struct sc_setup *st;
 	size_t setup_index;
 	unsigned k;			/* repeat, from 1 */
-	char *dir;			/* STAMP/SETUP/run-K.tmp */
+	char *dir;			/* STAMP/SETUP/run-K.tmp (into a stamp: SETUP.new~) */
 	char *final_dir;		/* STAMP/SETUP/run-K */
 	int64_t t0;
+	double lead_ms;			/* from the run's start to t0 */
 	struct timebase tb;		/* t0's, for the actions' timer */
 	struct sim_stats sim;		/* the simulated runs', added up */
 	uint64_t sim_ns;		/* the wall time they took (sim_run alone) */
@@ -122,6 +127,7 @@ struct chaos {
 	size_t nsetup;			/* of setup[] in use this run */
 	size_t setup_lines;		/* replicas whose "ready" line came (they boot at once) */
 	size_t setup_next;		/* the replica whose /healthz is polled (one by one) */
+	int ext_port;			/* an external setup's {port}; 0: none yet */
 	struct child redis;		/* shared_state redis: the run's redis-server */
 	int redis_port;			/* its port, kept for a restart; 0: none */
 	char *redis_url;		/* redis://127.0.0.1:PORT/0 */
@@ -161,8 +167,6 @@ void run__fail(struct chaos *ch, const char *fmt, ...) __attribute__((format(pri
 /* Every child's group gets SIGTERM; the run ends once they are gone. */
 void run__stop(struct chaos *ch);
 
-/* t0, CHAOS_LEAD_MS ahead; the providers start on it, the setup and load follow. */
-void run__timeline_begin(struct chaos *ch);
 
 /* ---- launch.c ---- */
 
@@ -203,11 +207,19 @@ void launch_mock(struct chaos *ch, size_t i, double listen_at_ms);
 void launch_plan_actions(const struct scenario *sc, size_t *order);
 
 /*
- * Starts an external setup on a free port, with the providers' URLs
- * already chosen, and polls its ready_url; the timeline begins once it
- * answers.
+ * Fails the run because the external setup has not answered its
+ * ready_url by t0: the message names the URL and ready_ms, with the
+ * setup's last stderr lines.
  */
-void launch_external(struct chaos *ch);
+void launch_external_late(struct chaos *ch);
+
+/*
+ * What the run still waits for before loadgen can start (the step a
+ * missed t0 is stuck at), said onto out: "waiting for provider p's
+ * /healthz (http://…)", "waiting for the setup's ready_url …". Returns the
+ * child waited for (its stderr tail says why), or NULL.
+ */
+const struct child *launch_pending_step(struct chaos *ch, struct buf *out);
 
 /* A port free on 127.0.0.1 now, for an external gateway's {port}; -1 when none. */
 int launch_free_port(void);

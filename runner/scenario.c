@@ -1186,7 +1186,6 @@ out:
 void scenario_free(struct scenario *sc)
 {
 	size_t i;
-	size_t j;
 
 	free(sc->name);
 	free(sc->description);
@@ -1204,19 +1203,10 @@ void scenario_free(struct scenario *sc)
 	free(sc->phases);
 	free(sc->load.model);
 	cJSON_Delete(sc->load.mix);
-	for (i = 0; i < sc->nsetups; i++) {
-		struct sc_setup *st = &sc->setups[i];
-
-		free(st->name);
-		cJSON_Delete(st->config);
-		for (j = 0; j < st->ncommand; j++)
-			free(st->command[j]);
-		free(st->command);
-		free(st->ready_url);
-		free(st->target);
-		cJSON_Delete(st->response_headers);
-	}
+	for (i = 0; i < sc->nsetups; i++)
+		setup_free(&sc->setups[i]);
 	free(sc->setups);
+	cJSON_Delete(sc->added);
 	for (i = 0; i < sc->nexpects; i++) {
 		free(sc->expects[i].setup);
 		free(sc->expects[i].phase);

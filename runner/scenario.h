@@ -26,7 +26,8 @@
  *     max_body_bytes, shares…).
  * Numbers directly inside an array are judged by the array's key; object
  * keys are never renamed; the top-level "sim" object (the simulator's
- * model of the machine) is left as written. Results stay doubles (no rounding), wherever
+ * model of the machine) and each setup's "ready_ms" (how long another
+ * gateway may take to start) are left as written. Results stay doubles (no rounding), wherever
  * they are: providers, faults, actions, phases, load, the mix, gateway
  * configs, expect bounds.
  */
@@ -97,7 +98,22 @@ struct sc_setup {
 	char *ready_url;		/* external: template */
 	char *target;			/* external: template, loadgen's base URL */
 	cJSON *response_headers;	/* external: owned copy, or NULL */
+	double ready_ms;		/* external: its ready_url answers by t0, which is
+					 * CHAOS_LEAD_MS + ready_ms after the run begins (unscaled) */
+	char **file_names;		/* external: files written into the run's folder */
+	char **file_texts;		/* ...their text: templates */
+	size_t nfiles;
+	char **header_names;		/* any kind: request headers loadgen sends (-H) */
+	char **header_values;		/* ...their values: templates */
+	size_t nheaders;
 };
+
+/* The setups[].ready_ms an external setup gets when it gives none. */
+#define SC_READY_MS_DEFAULT 5000
+
+/* The most setups[].headers and setups[].files a setup may have. */
+#define SC_SETUP_HEADERS_MAX 64
+#define SC_SETUP_FILES_MAX 64
 
 /*
  * One expectation; every bound is NAN when not given (at least one is).
@@ -239,6 +255,8 @@ struct scenario {
 	struct sc_load load;
 	struct sc_setup *setups;
 	size_t nsetups;
+	size_t nadded;			/* the last nadded setups came from scenario_add_setups */
+	cJSON *added;			/* ...as written (unscaled): an array, owned; NULL: none */
 	struct sc_expect *expects;
 	size_t nexpects;
 	struct sc_objective objective;
@@ -343,27 +361,50 @@ char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *
 /*
  * The mix loadgen gets for setup st (NULL: the scenario's own, for
  * checking it): load.mix, with the one stream "load" (share 1) when it
- * names none, and an external setup's response_headers in place of the
- * mix's. A new cJSON object the caller deletes; NULL when the run needs
+ * names none, an external setup's response_headers in place of the
+ * mix's, and no stream header st's headers name (any case): the setup's
+ * value, sent with loadgen's -H, wins. A new cJSON object the caller deletes; NULL when the run needs
  * no mix file (no load.mix and no response_headers) or memory runs out
  * (*oom then true).
  */
 cJSON *scenario_loadgen_mix(const struct scenario *sc, const struct sc_setup *st, bool *oom);
 
+/* What a run's placeholders stand for (scenario_expand). */
+struct sc_expand_vals {
+	int port;			/* {port}, {listen}: an external setup's own port */
+	const char *const *urls;	/* {upstream.NAME}: per provider, http://HOST:PORT/v1 */
+	const char *const *hostports;	/* {hostport.NAME}: per provider, HOST:PORT */
+	const char *dir;		/* {dir}: the run's folder, an absolute path; NULL: none */
+};
+
 /*
- * Expands an external setup's template (a command argument, ready_url or
- * target): {port} → port, {listen} → 127.0.0.1:port, {upstream.NAME} →
- * urls[i] of the provider i called NAME (NAME runs to the next '}').
- * Any other {word} of lower-case letters, '_' and '.' is taken for a
- * misspelt placeholder (there is no escape for one meant literally);
- * other text, braces included ({"a":1}, {X}), is kept as it is.
- * scenario_load refuses templates (and gateway config strings) this
- * would refuse, so for a loaded scenario's own templates only memory can
- * fail. Returns a malloc'ed string; NULL with errno EINVAL (an unknown
- * placeholder or provider, or urls NULL where one is needed) or ENOMEM.
+ * Expands a setup's template (an external setup's command argument,
+ * ready_url, target or file, any setup's header value): {port} → v->port,
+ * {listen} → 127.0.0.1:port, {upstream.NAME} → v->urls[i] and
+ * {hostport.NAME} → v->hostports[i] of the provider i called NAME (NAME
+ * runs to the next '}'), {dir} → v->dir, {ms:N} → N × the scenario's time
+ * scale, rounded to a whole number, at least 1 when N is above 0. Any
+ * other {word} of lower-case letters, '_' and '.' is taken for a misspelt
+ * placeholder (there is no escape for one meant literally); other text,
+ * braces included ({"a":1}, {X}, "{ "), is kept as it is. scenario_load
+ * refuses templates (and gateway config strings) this would refuse, so
+ * for a loaded scenario's own templates only memory can fail. Returns a
+ * malloc'ed string; NULL with errno EINVAL (an unknown placeholder or
+ * provider, or a value v lacks) or ENOMEM.
  */
-char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
-		      const char *const *urls);
+char *scenario_expand(const struct scenario *sc, const char *tmpl, const struct sc_expand_vals *v);
+
+/*
+ * Adds the setups of the JSON file at path — one setup object, or an
+ * array of them — to sc's (loaded, at its time scale: the file is scaled
+ * alike), checked as the scenario's own are: every error names path and
+ * the setup's place in it ("FILE: setups[1].headers.x-request-id: …"; a
+ * file of one object: "setups[0]"), a name the scenario (or an earlier
+ * file) has included. The setups added keep their JSON as written in
+ * sc->added, for the stamp's scenario.json. Returns 0, or -EINVAL
+ * (-ENOMEM) with a message in err (CFG_ERR_LEN bytes) and sc as it was.
+ */
+int scenario_add_setups(struct scenario *sc, const char *path, char *err);
 
 /*
  * The provider a setup counts as its primary (for fallback share and time

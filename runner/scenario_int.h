@@ -23,13 +23,17 @@
 /* What scenario__name_ok accepts, for messages. */
 #define NAME_RULE "a name of 1-64 letters, digits, '_', '-' or '.' (not \".\" or \"..\")"
 
-/* Where a template is used: which placeholders it may hold, and their values. */
+/*
+ * Where a template is used: which placeholders it may hold, and their
+ * values (v NULL: only check it).
+ */
 struct subst_ctx {
 	char *const *names;		/* provider names */
 	size_t nnames;
 	bool allow_port;		/* {port} and {listen} (external setups) */
-	int port;
-	const char *const *urls;	/* per provider; NULL: only check */
+	bool allow_run;			/* {dir}, {ms:N}, {hostport.NAME} (a setup's own strings) */
+	double scale;			/* the time scale, for {ms:N} */
+	const struct sc_expand_vals *v;	/* the run's values; NULL: only check */
 };
 
 /* ---- scenario.c ---- */
@@ -95,6 +99,9 @@ int template_set_listen(cJSON *obj, const char *value);
  * scenario_free.
  */
 int setup_load_all(const cJSON *root, const char *file, struct scenario *sc, char *err);
+
+/* Frees what a setup holds; st is left empty. */
+void setup_free(struct sc_setup *st);
 
 /*
  * The setups' tables (the keys every setup takes, then each kind's), as

@@ -1,18 +1,24 @@
 /*
  * setup: a scenario's setups — their kinds and each kind's keys, a
  * gateway setup's config checked with the gateway's own loader, an
- * external setup's command, ready URL, target and response headers.
+ * external setup's command, ready URL, target, response headers, files
+ * and ready time, any setup's request headers — and the setups a
+ * --add-setup file adds to a loaded scenario.
  */
 #include "runner/scenario.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/buf.h"
+#include "common/json.h"
 #include "gateway/config.h"
+#include "loadgen/mix.h"
 #include "runner/scenario_int.h"
 
 struct setup_raw {
@@ -25,6 +31,7 @@ struct setup_raw {
 	char *target;
 	int64_t replicas;
 	int shared_state;
+	double ready_ms;
 };
 
 static const char *const setup_kind_names[] = { "direct", "client_retry", "gateway", "external",
@@ -38,6 +45,7 @@ static const struct cfg_key setup_common_keys[] = {
 	SK("name", CFG_STR, name, true, 0, 0, 0),
 	{ "kind", CFG_ENUM, offsetof(struct setup_raw, kind), true, 0, 0, 0, NULL,
 	  setup_kind_names },
+	SK("headers", CFG_SKIP, name, false, 0, 0, 0),
 };
 static const struct cfg_key direct_keys[] = {
 	SK("provider", CFG_STR, provider, true, 0, 0, 0),
@@ -58,6 +66,9 @@ static const struct cfg_key external_keys[] = {
 	SK("ready_url", CFG_STR, ready_url, true, 0, 0, 0),
 	SK("target", CFG_STR, target, true, 0, 0, 0),
 	SK("response_headers", CFG_SKIP, name, false, 0, 0, 0),
+	SK("files", CFG_SKIP, name, false, 0, 0, 0),
+	/* Unscaled (runner/timescale.c): a program's start does not shrink with the timeline. */
+	SK("ready_ms", CFG_NUM, ready_ms, false, SC_READY_MS_DEFAULT, 1, 120000),
 };
 
 static const struct {
@@ -70,7 +81,7 @@ static const struct {
 	[SC_EXTERNAL] = { external_keys, NELEM(external_keys) },
 };
 
-#define MAX_SETUP_KEYS 8
+#define MAX_SETUP_KEYS 12
 
 /* loadgen's response_headers keys (docs/loadgen.md, "The mix file"). */
 static const char *const response_header_keys[] = { "provider", "attempts", "hedged",
@@ -145,7 +156,9 @@ static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, con
 				const char *path, const struct sc_setup *st, char *err)
 {
 	const char **urls = NULL;
-	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, NULL };
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, false, sc->scale,
+				      NULL };
+	struct sc_expand_vals vals = { 0 };
 	struct subst_ctx stand_in = cx;
 	struct buf msg = { 0 };
 	char gerr[CFG_ERR_LEN];
@@ -162,7 +175,8 @@ static int check_gateway_config(const cJSON *cfg, const struct scenario *sc, con
 	}
 	for (i = 0; i < sc->nproviders; i++)
 		urls[i] = STAND_IN_URL;
-	stand_in.urls = urls;
+	vals.urls = urls;
+	stand_in.v = &vals;
 	rc = template_expand_strings(&stand_in, copy, gerr, sizeof(gerr));
 	if (!rc)
 		rc = template_set_listen(copy, "127.0.0.1:0");
@@ -236,7 +250,8 @@ static int load_gateway(const cJSON *obj, const struct scenario *sc, const char 
 			const char *path, struct sc_setup *st, char *err)
 {
 	const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(obj, "config");
-	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, NULL };
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, false, sc->scale,
+				      NULL };
 	const cJSON *listen;
 	char sub[96];
 	char got[96];
@@ -342,10 +357,183 @@ static int load_response_headers(const cJSON *obj, const char *file, const char 
 	return st->response_headers ? 0 : scenario__oom(err, file, sub);
 }
 
+/*
+ * Checks that obj's key is an object of at most max string members, each
+ * name given once (case ignored when nocase). Returns 0 with *out the
+ * object (NULL when absent), or -EINVAL naming the key.
+ */
+static int string_object(const cJSON *obj, const char *key, size_t max, bool nocase,
+			 const char *what, const char *file, const char *path, const cJSON **out,
+			 char *err)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *c;
+	const cJSON *prev;
+	char sub[96];
+	char got[96];
+
+	*out = NULL;
+	if (!o)
+		return 0;
+	snprintf(sub, sizeof(sub), "%s.%s", path, key);
+	cfg_describe(o, got, sizeof(got));
+	if (!cJSON_IsObject(o) || (size_t)cJSON_GetArraySize(o) > max)
+		return cfg_error(err, file, path, key, "expected an object of at most %zu %s, got "
+				 "%s%s", max, what, got, cJSON_IsObject(o) ? " with more" : "");
+	cJSON_ArrayForEach(c, o) {
+		for (prev = o->child; prev != c; prev = prev->next) {
+			if (nocase ? strcasecmp(prev->string, c->string) == 0 :
+			    strcmp(prev->string, c->string) == 0)
+				return cfg_error(err, file, sub, c->string, "given twice%s; expected "
+						 "each once", nocase ? " (header names ignore case)" :
+						 "");
+		}
+		if (!cJSON_IsString(c)) {
+			cfg_describe(c, got, sizeof(got));
+			return cfg_error(err, file, sub, c->string, "expected a string, got %s", got);
+		}
+	}
+	*out = o;
+	return 0;
+}
+
+/* Copies an object's names and string values into names[] and values[] (n of them). */
+static int copy_pairs(const cJSON *o, char ***names, char ***values, size_t *n, const char *file,
+		      const char *path, char *err)
+{
+	size_t len = (size_t)cJSON_GetArraySize(o);
+	const cJSON *c;
+
+	*names = calloc(len + 1, sizeof(**names));
+	*values = calloc(len + 1, sizeof(**values));
+	if (!*names || !*values)
+		return scenario__oom(err, file, path);
+	cJSON_ArrayForEach(c, o) {
+		(*names)[*n] = strdup(c->string);
+		(*values)[*n] = strdup(c->valuestring);
+		if (!(*names)[*n] || !(*values)[*n]) {
+			(*n)++;		/* freed with the rest */
+			return scenario__oom(err, file, path);
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
+/* A header value: no control characters but tab (as loadgen takes one). */
+static bool header_value_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++) {
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * "headers": request headers loadgen sends on every request of the setup
+ * (its -H), names as loadgen takes them (not one it sets itself), values
+ * templates: {upstream.NAME}, {hostport.NAME}, {dir}, {ms:N}, and an
+ * external setup's {port} and {listen}.
+ */
+static int load_headers(const cJSON *obj, const struct scenario *sc, const char *file,
+			const char *path, struct sc_setup *st, char *err)
+{
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, st->kind == SC_EXTERNAL,
+				      true, sc->scale, NULL };
+	const cJSON *h;
+	const cJSON *c;
+	char sub[96];
+	char key[192];
+	int rc;
+
+	rc = string_object(obj, "headers", SC_SETUP_HEADERS_MAX, true, "request headers (name: "
+			   "value)", file, path, &h, err);
+	if (rc || !h)
+		return rc;
+	snprintf(sub, sizeof(sub), "%s.headers", path);
+	cJSON_ArrayForEach(c, h) {
+		if (!mix_header_name_ok(c->string, strlen(c->string)))
+			return cfg_error(err, file, sub, c->string, "expected a header name made of "
+					 "letters, digits and !#$%%&'*+-.^_`|~");
+		if (mix_header_reserved(c->string, strlen(c->string)))
+			return cfg_error(err, file, sub, c->string, "expected a header loadgen does "
+					 "not set itself (%s)", MIX_RESERVED_HEADERS);
+		if (!header_value_ok(c->valuestring))
+			return cfg_error(err, file, sub, c->string, "expected a header value without "
+					 "control characters (no CR or LF)");
+		snprintf(key, sizeof(key), "%s.%s", sub, c->string);
+		rc = template_check(&cx, c->valuestring, file, key, err);
+		if (rc)
+			return rc;
+	}
+	return copy_pairs(h, &st->header_names, &st->header_values, &st->nheaders, file, sub, err);
+}
+
+/*
+ * The names the runner or its programs write in a run's folder (fnmatch
+ * patterns): a setup's "files" may not take them, nor a NAME.tmp, the
+ * name a file has while it is written.
+ */
+static const char *const run_file_patterns[] = {
+	"requests.csv", "requests.jsonl", "summary.json", "loadgen-summary.json", "sim.json",
+	"mix.json", "external.log", "loadgen.log", "redis.log", "redis", "mock-*.csv",
+	"mockprov-*.json", "mockprov-*.log", "gateway*.json", "gateway*.log", "events*.jsonl",
+	"*.tmp", NULL,
+};
+
+/* Whether name is a plain file name a setup may write into the run's folder. */
+static bool file_name_ok(const char *name)
+{
+	size_t i;
+
+	if (!name[0] || strlen(name) > 128 || strchr(name, '/') || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0)
+		return false;
+	for (i = 0; run_file_patterns[i]; i++) {
+		if (fnmatch(run_file_patterns[i], name, 0) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* "files": NAME → text, written into the run's folder, placeholders filled. */
+static int load_files(const cJSON *obj, const struct subst_ctx *cx, const char *file,
+		      const char *path, struct sc_setup *st, char *err)
+{
+	const cJSON *f;
+	const cJSON *c;
+	char sub[96];
+	char key[256];
+	int rc;
+
+	rc = string_object(obj, "files", SC_SETUP_FILES_MAX, false, "files (name: text)", file,
+			   path, &f, err);
+	if (rc || !f)
+		return rc;
+	snprintf(sub, sizeof(sub), "%s.files", path);
+	cJSON_ArrayForEach(c, f) {
+		if (!file_name_ok(c->string))
+			return cfg_error(err, file, sub, c->string, "expected a plain file name of "
+					 "1-128 bytes (no '/', not \".\" or \"..\", not *.tmp) that "
+					 "is none of the run's own (requests.csv, requests.jsonl, "
+					 "summary.json, loadgen-summary.json, mock-*.csv, "
+					 "mockprov-*, external.log, loadgen.log, mix.json…)");
+		snprintf(key, sizeof(key), "%s.%.100s", sub, c->string);
+		rc = template_check(cx, c->valuestring, file, key, err);
+		if (rc)
+			return rc;
+	}
+	return copy_pairs(f, &st->file_names, &st->file_texts, &st->nfiles, file, sub, err);
+}
+
 static int load_external(const cJSON *obj, const struct scenario *sc, struct setup_raw *raw,
 			 const char *file, const char *path, struct sc_setup *st, char *err)
 {
-	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, true, 0, NULL };
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, true, true, sc->scale,
+				      NULL };
 	char sub[96];
 	int rc;
 
@@ -363,11 +551,20 @@ static int load_external(const cJSON *obj, const struct scenario *sc, struct set
 	st->ready_url = raw->ready_url;
 	st->target = raw->target;
 	raw->ready_url = raw->target = NULL;
+	st->ready_ms = raw->ready_ms;
+	rc = load_files(obj, &cx, file, path, st, err);
+	if (rc)
+		return rc;
 	return load_response_headers(obj, file, path, st, err);
 }
 
-static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const char *file,
-		      char *err)
+/*
+ * Loads setup obj into sc->setups[idx], said to be "setups[shown]" of
+ * file in messages; its name must differ from every setup before it
+ * (those from first on are file's own, the others another file's).
+ */
+static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, size_t shown,
+		      size_t first, const char *file, char *err)
 {
 	struct cfg_key keys[MAX_SETUP_KEYS];
 	struct setup_raw raw = { 0 };
@@ -378,7 +575,7 @@ static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const c
 	size_t i;
 	int rc;
 
-	snprintf(path, sizeof(path), "setups[%zu]", idx);
+	snprintf(path, sizeof(path), "setups[%zu]", shown);
 	rc = setup_kind(obj, file, path, &kind, err);
 	if (rc)
 		return rc;
@@ -397,11 +594,17 @@ static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const c
 		goto out;
 	}
 	for (i = 0; i < idx; i++) {
-		if (strcmp(sc->setups[i].name, raw.name) == 0) {
+		if (strcmp(sc->setups[i].name, raw.name) != 0)
+			continue;
+		if (i >= first)
 			rc = cfg_error(err, file, path, "name", "expected a name no other setup has, "
-				       "got \"%s\" (also setups[%zu])", raw.name, i);
-			goto out;
-		}
+				       "got \"%s\" (also setups[%zu])", raw.name, i - first);
+		else
+			rc = cfg_error(err, file, path, "name", "expected a name no other setup has, "
+				       "got \"%s\" (also setups[%zu] of %.160s)", raw.name,
+				       i < sc->nsetups - sc->nadded ? i : i - (sc->nsetups - sc->nadded),
+				       i < sc->nsetups - sc->nadded ? sc->path : "an earlier --add-setup file");
+		goto out;
 	}
 	st->name = raw.name;
 	raw.name = NULL;
@@ -423,6 +626,8 @@ static int load_setup(const cJSON *obj, struct scenario *sc, size_t idx, const c
 		rc = load_external(obj, sc, &raw, file, path, st, err);
 		break;
 	}
+	if (!rc)
+		rc = load_headers(obj, sc, file, path, st, err);
 out:
 	cfg_free(keys, n, &raw);
 	return rc;
@@ -443,12 +648,135 @@ int setup_load_all(const cJSON *root, const char *file, struct scenario *sc, cha
 		return scenario__oom(err, file, "setups");
 	cJSON_ArrayForEach(item, arr) {
 		sc->nsetups = i + 1;
-		rc = load_setup(item, sc, i, file, err);
+		rc = load_setup(item, sc, i, i, 0, file, err);
 		if (rc)
 			return rc;
 		i++;
 	}
 	return 0;
+}
+
+void setup_free(struct sc_setup *st)
+{
+	size_t j;
+
+	free(st->name);
+	cJSON_Delete(st->config);
+	for (j = 0; j < st->ncommand; j++)
+		free(st->command[j]);
+	free(st->command);
+	free(st->ready_url);
+	free(st->target);
+	cJSON_Delete(st->response_headers);
+	for (j = 0; j < st->nfiles; j++) {
+		free(st->file_names[j]);
+		free(st->file_texts[j]);
+	}
+	free(st->file_names);
+	free(st->file_texts);
+	for (j = 0; j < st->nheaders; j++) {
+		free(st->header_names[j]);
+		free(st->header_values[j]);
+	}
+	free(st->header_names);
+	free(st->header_values);
+	memset(st, 0, sizeof(*st));
+}
+
+/*
+ * The setups of an --add-setup file's document (doc: one setup object or
+ * an array of them) as an array as written; NULL with err said when it is
+ * neither (or memory runs out).
+ */
+static cJSON *added_array(const cJSON *doc, const char *path, char *err)
+{
+	cJSON *arr;
+	char got[96];
+
+	if (cJSON_IsObject(doc)) {
+		arr = cJSON_CreateArray();
+		if (!arr || !cJSON_AddItemToArray(arr, cJSON_Duplicate(doc, true))) {
+			cJSON_Delete(arr);
+			scenario__oom(err, path, NULL);
+			return NULL;
+		}
+		return arr;
+	}
+	if (cJSON_IsArray(doc) && cJSON_GetArraySize(doc) > 0) {
+		arr = cJSON_Duplicate(doc, true);
+		if (!arr)
+			scenario__oom(err, path, NULL);
+		return arr;
+	}
+	cfg_describe(doc, got, sizeof(got));
+	cfg_error(err, path, NULL, NULL, "expected a setup object or a non-empty array of setups, "
+		  "got %s", got);
+	return NULL;
+}
+
+int scenario_add_setups(struct scenario *sc, const char *path, char *err)
+{
+	size_t before = sc->nsetups;
+	size_t nadded = sc->nadded;
+	struct sc_setup *more;
+	cJSON *doc = NULL;
+	cJSON *arr = NULL;
+	cJSON *scaled = NULL;
+	cJSON *item;
+	size_t n;
+	size_t i = 0;
+	int rc = -EINVAL;
+
+	doc = json_load_file(path, err, CFG_ERR_LEN);
+	if (!doc)
+		return -EINVAL;
+	arr = added_array(doc, path, err);
+	if (!arr)
+		goto out;
+	n = (size_t)cJSON_GetArraySize(arr);
+	scaled = cJSON_CreateObject();
+	if (!scaled || !cJSON_AddItemToObject(scaled, "setups", cJSON_Duplicate(arr, true))) {
+		rc = scenario__oom(err, path, NULL);
+		goto out;
+	}
+	/* As the scenario's own: {"setups": […]} takes the same rule. */
+	scenario_scale(scaled, sc->scale);
+	more = realloc(sc->setups, (before + n) * sizeof(*more));
+	if (!more) {
+		rc = scenario__oom(err, path, NULL);
+		goto out;
+	}
+	sc->setups = more;
+	memset(sc->setups + before, 0, n * sizeof(*more));
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(scaled, "setups")) {
+		rc = load_setup(item, sc, before + i, i, before, path, err);
+		if (rc)
+			break;
+		i++;
+	}
+	if (!rc && !sc->added) {
+		sc->added = cJSON_CreateArray();
+		if (!sc->added)
+			rc = scenario__oom(err, path, NULL);
+	}
+	while (!rc && arr->child) {
+		if (!cJSON_AddItemToArray(sc->added, cJSON_DetachItemViaPointer(arr, arr->child)))
+			rc = scenario__oom(err, path, NULL);	/* cannot happen: a detached item */
+	}
+	if (rc) {
+		for (i = before; i < before + n; i++)
+			setup_free(&sc->setups[i]);
+		sc->nsetups = before;
+		sc->nadded = nadded;
+		goto out;
+	}
+	sc->nsetups = before + n;
+	sc->nadded = nadded + n;
+out:
+	cJSON_Delete(scaled);
+	cJSON_Delete(arr);
+	cJSON_Delete(doc);
+	return rc;
 }
 
 size_t setup_sections(struct cfg_section *out, size_t max)

@@ -1,16 +1,19 @@
 /*
  * template: the placeholders of a scenario's setups ({port}, {listen},
- * {upstream.NAME}) — checked at load, expanded for a run — and the
+ * {upstream.NAME}, {hostport.NAME}, {dir}, {ms:N}) — checked at load,
+ * expanded for a run — and the
  * configs the runner hands to the programs (mockprov's, a gateway
  * setup's) built from the loaded scenario.
  */
 #include "runner/scenario.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/buf.h"
 #include "common/json.h"
@@ -18,28 +21,91 @@
 
 /* ---- placeholders ---- */
 
-enum ph_kind { PH_NONE, PH_PORT, PH_LISTEN, PH_UPSTREAM, PH_UNKNOWN, PH_UNCLOSED };
+enum ph_kind {
+	PH_NONE, PH_PORT, PH_LISTEN, PH_UPSTREAM, PH_HOSTPORT, PH_MS, PH_DIR, PH_UNKNOWN,
+	PH_UNCLOSED, PH_BAD_MS,
+};
+
+/* The largest N of {ms:N}: a day and more, far past any timeout. */
+#define PH_MS_MAX 1e9
 
 /*
- * What s (at a '{') starts: {port}, {listen}, {upstream.NAME} (NAME runs
- * to the next '}'), another {word} of lower-case letters, '_' and '.' (a
- * misspelt placeholder), or plain text. *len is the placeholder's length.
+ * {PREFIX NAME}: a placeholder naming a provider ({upstream.NAME},
+ * {hostport.NAME}), NAME running to the next '}'. Returns kind, or
+ * PH_UNCLOSED when no '}' closes it; PH_NONE when s does not start with
+ * prefix.
  */
-static enum ph_kind placeholder(const char *s, size_t *len, const char **name, size_t *namelen)
+static enum ph_kind named_placeholder(const char *s, const char *prefix, enum ph_kind kind,
+				      size_t *len, const char **name, size_t *namelen)
 {
-	static const char up[] = "{upstream.";
+	size_t n = strlen(prefix);
 	const char *end;
+
+	if (strncmp(s, prefix, n) != 0)
+		return PH_NONE;
+	end = strchr(s + n, '}');
+	if (!end)
+		return PH_UNCLOSED;
+	*name = s + n;
+	*namelen = (size_t)(end - *name);
+	*len = (size_t)(end - s) + 1;
+	return kind;
+}
+
+/*
+ * {ms:N}: N digits, maybe with a fraction ("1500", "0.5"), at most
+ * PH_MS_MAX; *ms set to it. Anything else up to the '}' is PH_BAD_MS (no
+ * '}' at all: PH_UNCLOSED).
+ */
+static enum ph_kind ms_placeholder(const char *s, size_t *len, double *ms)
+{
+	const char *p = s + 4;		/* after "{ms:" */
+	const char *end = strchr(p, '}');
+	const char *q = p;
+	char num[40];
+
+	if (!end)
+		return PH_UNCLOSED;
+	*len = (size_t)(end - s) + 1;
+	while (q < end && *q >= '0' && *q <= '9')
+		q++;
+	if (q == p)
+		return PH_BAD_MS;
+	if (q < end && *q == '.') {
+		const char *frac = ++q;
+
+		while (q < end && *q >= '0' && *q <= '9')
+			q++;
+		if (q == frac)
+			return PH_BAD_MS;
+	}
+	if (q != end || (size_t)(end - p) >= sizeof(num))
+		return PH_BAD_MS;
+	memcpy(num, p, (size_t)(end - p));
+	num[end - p] = '\0';
+	*ms = strtod(num, NULL);
+	return *ms <= PH_MS_MAX ? PH_MS : PH_BAD_MS;
+}
+
+/*
+ * What s (at a '{') starts: {port}, {listen}, {dir}, {ms:N},
+ * {upstream.NAME} or {hostport.NAME} (NAME runs to the next '}'), another
+ * {word} of lower-case letters, '_' and '.' (a misspelt placeholder), or
+ * plain text. *len is the placeholder's length.
+ */
+static enum ph_kind placeholder(const char *s, size_t *len, const char **name, size_t *namelen,
+				double *ms)
+{
+	enum ph_kind kind;
 	size_t i = 1;
 
-	if (strncmp(s, up, sizeof(up) - 1) == 0) {
-		end = strchr(s + sizeof(up) - 1, '}');
-		if (!end)
-			return PH_UNCLOSED;
-		*name = s + sizeof(up) - 1;
-		*namelen = (size_t)(end - *name);
-		*len = (size_t)(end - s) + 1;
-		return PH_UPSTREAM;
-	}
+	kind = named_placeholder(s, "{upstream.", PH_UPSTREAM, len, name, namelen);
+	if (kind == PH_NONE)
+		kind = named_placeholder(s, "{hostport.", PH_HOSTPORT, len, name, namelen);
+	if (kind != PH_NONE)
+		return kind;
+	if (strncmp(s, "{ms:", 4) == 0)
+		return ms_placeholder(s, len, ms);
 	while ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_' || s[i] == '.')
 		i++;
 	if (i == 1 || s[i] != '}')
@@ -49,24 +115,76 @@ static enum ph_kind placeholder(const char *s, size_t *len, const char **name, s
 		return PH_PORT;
 	if (i - 1 == 6 && strncmp(s + 1, "listen", 6) == 0)
 		return PH_LISTEN;
+	if (i - 1 == 3 && strncmp(s + 1, "dir", 3) == 0)
+		return PH_DIR;
 	return PH_UNKNOWN;
 }
 
+/* The placeholders cx allows, for messages. */
+static const char *allowed_text(const struct subst_ctx *cx)
+{
+	if (cx->allow_port)
+		return "{port}, {listen}, {dir}, {ms:N}, {upstream.NAME} and {hostport.NAME}";
+	if (cx->allow_run)
+		return "{dir}, {ms:N}, {upstream.NAME} and {hostport.NAME} ({port} and {listen} "
+		       "only in an external setup)";
+	return "{upstream.NAME} (the runner sets the gateway's listen)";
+}
+
+/* {ms:N}'s expansion: N × the time scale, rounded, at least 1 unless N is 0. */
+static long long scaled_ms(double ms, double scale)
+{
+	double v = round(ms * scale);
+
+	if (ms > 0 && v < 1)
+		v = 1;
+	return (long long)v;
+}
+
 /*
- * Expands tmpl into out (NULL: only checks it). Returns 0, -ENOMEM, or
- * -EINVAL with why ("expected …, got …") saying what is wrong.
+ * A provider placeholder's value, or -EINVAL with why when NAME is no
+ * provider (or, expanding, the run has no value for it).
+ */
+static int provider_value(const struct subst_ctx *cx, enum ph_kind kind, const char *name,
+			  size_t namelen, const char *ph, size_t len, const char **value,
+			  char *why, size_t whylen)
+{
+	const char *const *vals = NULL;
+	char list[256];
+	int idx = scenario__find_name(cx->names, cx->nnames, name, namelen);
+
+	if (cx->v)
+		vals = kind == PH_UPSTREAM ? cx->v->urls : cx->v->hostports;
+	*value = NULL;
+	if (idx >= 0 && vals)
+		*value = vals[idx];
+	if (idx < 0 || (cx->v && !*value)) {
+		scenario__names_text(cx->names, cx->nnames, list, sizeof(list));
+		snprintf(why, whylen, "expected %s with NAME a provider of the scenario (%.160s), "
+			 "got \"%.*s\"", kind == PH_UPSTREAM ? "{upstream.NAME}" : "{hostport.NAME}",
+			 list, (int)len, ph);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Expands tmpl into out (NULL, or cx->v NULL: only checks it). Returns 0,
+ * -ENOMEM, or -EINVAL with why ("expected …, got …") saying what is wrong.
  */
 static int subst(const struct subst_ctx *cx, const char *tmpl, struct buf *out, char *why,
 		 size_t whylen)
 {
-	char list[256];
 	const char *p = tmpl;
 	const char *name = NULL;
+	const char *value;
 	size_t namelen = 0;
 	size_t len = 0;
+	double ms = 0;
 	int rc = 0;
-	int idx;
 
+	if (!cx->v)
+		out = NULL;
 	while (!rc && *p) {
 		const char *brace = strchr(p, '{');
 		enum ph_kind kind;
@@ -80,7 +198,7 @@ static int subst(const struct subst_ctx *cx, const char *tmpl, struct buf *out, 
 			rc = buf_append(out, p, (size_t)(brace - p));
 		if (rc)
 			break;
-		kind = placeholder(brace, &len, &name, &namelen);
+		kind = placeholder(brace, &len, &name, &namelen, &ms);
 		switch (kind) {
 		case PH_NONE:
 			if (out)
@@ -88,39 +206,58 @@ static int subst(const struct subst_ctx *cx, const char *tmpl, struct buf *out, 
 			p = brace + 1;
 			continue;
 		case PH_UNCLOSED:
-			snprintf(why, whylen, "expected {upstream.NAME} closed by '}', got \"%.100s\"",
-				 tmpl);
+			snprintf(why, whylen, "expected %s closed by '}', got \"%.100s\"",
+				 strncmp(brace, "{ms:", 4) == 0 ? "{ms:N}" :
+				 strncmp(brace, "{hostport.", 10) == 0 ? "{hostport.NAME}" :
+				 "{upstream.NAME}", tmpl);
+			return -EINVAL;
+		case PH_BAD_MS:
+			snprintf(why, whylen, "expected {ms:N} with N a number of milliseconds from 0 "
+				 "to %.0f (digits, maybe a fraction: {ms:1500}), got \"%.*s\"",
+				 PH_MS_MAX, (int)(len < 100 ? len : 100), brace);
 			return -EINVAL;
 		case PH_UNKNOWN:
 			snprintf(why, whylen, "expected only the placeholders %s, got \"%.*s\"",
-				 cx->allow_port ? "{port}, {listen} and {upstream.NAME}" :
-				 "{upstream.NAME} (the runner sets the gateway's listen)",
-				 (int)len, brace);
+				 allowed_text(cx), (int)len, brace);
 			return -EINVAL;
 		case PH_PORT:
 		case PH_LISTEN:
-			if (!cx->allow_port) {
+		case PH_DIR:
+		case PH_MS:
+		case PH_HOSTPORT:
+			if ((kind == PH_PORT || kind == PH_LISTEN) && !cx->allow_run) {
 				snprintf(why, whylen, "expected only {upstream.NAME} placeholders in a "
 					 "gateway config (the runner sets its listen), got \"%.*s\"",
 					 (int)len, brace);
 				return -EINVAL;
 			}
-			if (out && kind == PH_PORT)
-				rc = buf_printf(out, "%d", cx->port);
-			else if (out)
-				rc = buf_printf(out, "127.0.0.1:%d", cx->port);
-			break;
-		case PH_UPSTREAM:
-			idx = scenario__find_name(cx->names, cx->nnames, name, namelen);
-			if (idx < 0 || (out && (!cx->urls || !cx->urls[idx]))) {
-				scenario__names_text(cx->names, cx->nnames, list, sizeof(list));
-				snprintf(why, whylen, "expected {upstream.NAME} with NAME a provider of "
-					 "the scenario (%.160s), got \"%.*s\"", list, (int)len, brace);
+			if ((kind == PH_PORT || kind == PH_LISTEN) ? !cx->allow_port : !cx->allow_run) {
+				snprintf(why, whylen, "expected only the placeholders %s, got \"%.*s\"",
+					 allowed_text(cx), (int)len, brace);
 				return -EINVAL;
 			}
-			if (out)
-				rc = buf_puts(out, cx->urls[idx]);
 			break;
+		case PH_UPSTREAM:
+			break;
+		}
+		if (kind == PH_UPSTREAM || kind == PH_HOSTPORT) {
+			rc = provider_value(cx, kind, name, namelen, brace, len, &value, why, whylen);
+			if (rc)
+				return rc;
+			if (out)
+				rc = buf_puts(out, value);
+		} else if (out && kind == PH_PORT) {
+			rc = buf_printf(out, "%d", cx->v->port);
+		} else if (out && kind == PH_LISTEN) {
+			rc = buf_printf(out, "127.0.0.1:%d", cx->v->port);
+		} else if (out && kind == PH_MS) {
+			rc = buf_printf(out, "%lld", scaled_ms(ms, cx->scale));
+		} else if (out && kind == PH_DIR) {
+			if (!cx->v->dir) {
+				snprintf(why, whylen, "expected {dir} only where the run's folder is known");
+				return -EINVAL;
+			}
+			rc = buf_puts(out, cx->v->dir);
 		}
 		p = brace + len;
 	}
@@ -267,7 +404,9 @@ char *scenario_gateway_config(const struct scenario *sc, const struct sc_setup *
 			      const char *key_prefix, char *err)
 {
 	cJSON *shared;
-	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, 0, urls };
+	const struct sc_expand_vals v = { 0, urls, NULL, NULL };
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, false, false, sc->scale,
+				      &v };
 	char why[CFG_ERR_LEN];
 	char path[96];
 	cJSON *cfg = NULL;
@@ -316,14 +455,18 @@ out:
 	return out;
 }
 
-char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
-		      const char *const *urls)
+char *scenario_expand(const struct scenario *sc, const char *tmpl, const struct sc_expand_vals *v)
 {
-	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, true, port, urls };
+	const struct subst_ctx cx = { sc->provider_names, sc->nproviders, true, true, sc->scale,
+				      v };
 	struct buf b = { 0 };
 	char why[CFG_ERR_LEN];
 	int rc;
 
+	if (!v) {
+		errno = EINVAL;
+		return NULL;
+	}
 	rc = subst(&cx, tmpl, &b, why, sizeof(why));
 	if (!rc && buf_puts(&b, ""))
 		rc = -ENOMEM;
@@ -333,6 +476,38 @@ char *scenario_expand(const struct scenario *sc, const char *tmpl, int port,
 		return NULL;
 	}
 	return buf_steal(&b);
+}
+
+/* Whether st sets a header called name (any case): its value wins over the mix's. */
+static bool setup_sets_header(const struct sc_setup *st, const char *name)
+{
+	size_t i;
+
+	for (i = 0; st && i < st->nheaders; i++) {
+		if (strcasecmp(st->header_names[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Takes the headers st sets (its -H) out of every stream of the mix m. */
+static void drop_setup_headers(cJSON *m, const struct sc_setup *st)
+{
+	cJSON *streams = cJSON_GetObjectItemCaseSensitive(m, "streams");
+	cJSON *one;
+
+	cJSON_ArrayForEach(one, streams) {
+		cJSON *h = cJSON_GetObjectItemCaseSensitive(one, "headers");
+		cJSON *c = h ? h->child : NULL;
+
+		while (c) {
+			cJSON *next = c->next;
+
+			if (c->string && setup_sets_header(st, c->string))
+				cJSON_Delete(cJSON_DetachItemViaPointer(h, c));
+			c = next;
+		}
+	}
 }
 
 cJSON *scenario_loadgen_mix(const struct scenario *sc, const struct sc_setup *st, bool *oom)
@@ -359,6 +534,8 @@ cJSON *scenario_loadgen_mix(const struct scenario *sc, const struct sc_setup *st
 		    !cJSON_AddNumberToObject(one, "share", 1))
 			goto out_oom;
 	}
+	if (st && st->nheaders)
+		drop_setup_headers(m, st);
 	if (headers) {
 		cJSON_DeleteItemFromObjectCaseSensitive(m, "response_headers");
 		if (!json_put(m, "response_headers", cJSON_Duplicate(headers, true)))

@@ -45,6 +45,10 @@ static void scale_node(cJSON *node, const char *key, double s)
 		/* The simulator's constants are the machine's, not the timeline's. */
 		if (!key && k && strcmp(k, "sim") == 0 && cJSON_IsObject(c))
 			continue;
+		/* So is the time another gateway takes to start (setups[].ready_ms). */
+		if (key && strcmp(key, "setups") == 0 && cJSON_IsObject(node) && k &&
+		    strcmp(k, "ready_ms") == 0)
+			continue;
 		if (cJSON_IsNumber(c) && k) {
 			if (key_is_time(k))
 				cJSON_SetNumberHelper(c, c->valuedouble * s);

@@ -710,7 +710,7 @@ static const struct bad_case bad_cases[] = {
 	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
 	  "\"retries\":2}]}",
 	  ": setups[0].retries: unknown key for a setup of kind \"direct\", which takes: name, kind, "
-	  "provider" },
+	  "headers, provider" },
 	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
 	  "\"provider\":\"b\"}]}", ": setups[0].provider: given twice" },
 	{ "{" NOSETUP ",\"setups\":[{\"name\":\"r\",\"kind\":\"client_retry\",\"provider\":\"a\","
@@ -727,7 +727,7 @@ static const struct bad_case bad_cases[] = {
 	{ "{" NOSETUP ",\"setups\":[{\"name\":\"g\",\"kind\":\"gateway\",\"config\":{},"
 	  "\"provider\":\"a\"}]}",
 	  ": setups[0].provider: unknown key for a setup of kind \"gateway\", which takes: name, kind, "
-	  "config" },
+	  "headers, config" },
 	{ "{" NOSETUP "," GW("{\"listen\":\"127.0.0.1:8080\"," GW_PROVIDERS "," GW_MODELS "}") "}",
 	  ": setups[0].config.listen: expected no listen (the runner picks the gateway's port), "
 	  "got the string \"127.0.0.1:8080\"" },
@@ -775,8 +775,8 @@ static const struct bad_case bad_cases[] = {
 	  ": setups[0].command[1]: expected a string, got 2" },
 	{ "{" NOSETUP "," EXT(",\"command\":[\"gw\",\"--listen={lisen}\"],\"ready_url\":\"u\","
 			      "\"target\":\"t\"") "}",
-	  ": setups[0].command[1]: expected only the placeholders {port}, {listen} and "
-	  "{upstream.NAME}, got \"{lisen}\"" },
+	  ": setups[0].command[1]: expected only the placeholders {port}, {listen}, {dir}, "
+	  "{ms:N}, {upstream.NAME} and {hostport.NAME}, got \"{lisen}\"" },
 	{ "{" NOSETUP "," EXT(",\"command\":[\"gw\"],\"target\":\"t\"") "}",
 	  ": setups[0].ready_url: missing (required)" },
 	{ "{" NOSETUP "," EXT(",\"command\":[\"gw\"],\"ready_url\":\"u\"") "}",
@@ -799,7 +799,75 @@ static const struct bad_case bad_cases[] = {
 	  "}", ": setups[0].response_headers.hedged: given twice" },
 	{ "{" NOSETUP "," EXT(EXT_OK ",\"provider\":\"a\"") "}",
 	  ": setups[0].provider: unknown key for a setup of kind \"external\", which takes: name, kind, "
-	  "command, ready_url, target, response_headers" },
+	  "headers, command, ready_url, target, response_headers, files, ready_ms" },
+	/* an external setup's files and ready time, any setup's headers, the placeholders */
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"requests.csv\":\"x\"}") "}",
+	  ": setups[0].files.requests.csv: expected a plain file name of 1-128 bytes" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"mock-a.csv\":\"x\"}") "}",
+	  ": setups[0].files.mock-a.csv: expected a plain file name" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"external.log\":\"x\"}") "}",
+	  ": setups[0].files.external.log: expected a plain file name" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"summary.json\":\"x\"}") "}",
+	  ": setups[0].files.summary.json: expected a plain file name" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"conf/a.cfg\":\"x\"}") "}",
+	  ": setups[0].files.conf/a.cfg: expected a plain file name" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"..\":\"x\"}") "}",
+	  ": setups[0].files...: expected a plain file name" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"a.cfg.tmp\":\"x\"}") "}",
+	  ": setups[0].files.a.cfg.tmp: expected a plain file name" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"a.cfg\":1}") "}",
+	  ": setups[0].files.a.cfg: expected a string, got 1" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":[\"a.cfg\"]") "}",
+	  ": setups[0].files: expected an object of at most 64 files (name: text), got an array" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"a.cfg\":\"timeout {ms:1s}\"}") "}",
+	  ": setups[0].files.a.cfg: expected {ms:N} with N a number of milliseconds from 0 to "
+	  "1000000000 (digits, maybe a fraction: {ms:1500}), got \"{ms:1s}\"" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"a.cfg\":\"server {hostport.q}\"}") "}",
+	  ": setups[0].files.a.cfg: expected {hostport.NAME} with NAME a provider of the scenario "
+	  "(a, b), got \"{hostport.q}\"" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"files\":{\"a.cfg\":\"{folder}\"}") "}",
+	  ": setups[0].files.a.cfg: expected only the placeholders {port}, {listen}, {dir}, "
+	  "{ms:N}, {upstream.NAME} and {hostport.NAME}, got \"{folder}\"" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"x\",\"kind\":\"external\","
+	  "\"command\":[\"gw\",\"--timeout={ms:-5}\"],\"ready_url\":\"u\",\"target\":\"t\"}]}",
+	  ": setups[0].command[1]: expected {ms:N} with N a number of milliseconds" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"x\",\"kind\":\"external\","
+	  "\"command\":[\"gw\"],\"ready_url\":\"http://{listen}/{ms:x}\",\"target\":\"t\"}]}",
+	  ": setups[0].ready_url: expected {ms:N} with N a number of milliseconds" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"ready_ms\":0") "}",
+	  ": setups[0].ready_ms: expected a number from 1 to 120000, got 0" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"ready_ms\":120001") "}",
+	  ": setups[0].ready_ms: expected a number from 1 to 120000, got 120001" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
+	  "\"ready_ms\":100}]}", ": setups[0].ready_ms: unknown key for a setup of kind \"direct\"" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
+	  "\"files\":{\"a\":\"b\"}}]}", ": setups[0].files: unknown key for a setup of kind \"direct\"" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
+	  "\"headers\":{\"x-request-id\":\"b\"}}]}",
+	  ": setups[0].headers.x-request-id: expected a header loadgen does not set itself "
+	  "(content-type, content-length, host, accept, expect, x-request-id, x-faultline-class, "
+	  "x-faultline-tenant, x-faultline-feature)" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"headers\":{\"Content-Type\":\"text/plain\"}") "}",
+	  ": setups[0].headers.Content-Type: expected a header loadgen does not set itself" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"headers\":{\"x team\":\"a\"}") "}",
+	  ": setups[0].headers.x team: expected a header name made of letters, digits" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"headers\":{\"x-a\":\"1\",\"X-A\":\"2\"}") "}",
+	  ": setups[0].headers.X-A: given twice (header names ignore case); expected each once" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"headers\":{\"x-a\":\"a\\nb\"}") "}",
+	  ": setups[0].headers.x-a: expected a header value without control characters" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"headers\":{\"x-a\":true}") "}",
+	  ": setups[0].headers.x-a: expected a string, got true" },
+	{ "{" NOSETUP "," EXT(EXT_OK ",\"headers\":{\"x-a\":\"{ms:1.5.2}\"}") "}",
+	  ": setups[0].headers.x-a: expected {ms:N} with N a number of milliseconds" },
+	{ "{" NOSETUP ",\"setups\":[{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
+	  "\"headers\":{\"x-port\":\"{port}\"}}]}",
+	  ": setups[0].headers.x-port: expected only the placeholders {dir}, {ms:N}, "
+	  "{upstream.NAME} and {hostport.NAME} ({port} and {listen} only in an external setup), "
+	  "got \"{port}\"" },
+	{ "{" NOSETUP "," GW("{\"providers\":{\"p\":{\"base_url\":\"{upstream.a}\","
+	  "\"timeout_ms\":\"{ms:100}\"}}," GW_MODELS "}") "}",
+	  ": setups[0].config.providers.p.timeout_ms: expected only the placeholders "
+	  "{upstream.NAME} (the runner sets the gateway's listen), got \"{ms:100}\"" },
 	/* expectations */
 	{ "{" BASE ",\"expect\":{}}", ": expect: expected an array of expectations" },
 	{ EXPECT("{\"phase\":\"*\",\"error_rate_max\":0}"), ": expect[0].setup: missing (required)" },
@@ -1368,6 +1436,8 @@ Test(scenario_run, sim_refuses_bad_content, .timeout = 10)
 }
 
 static const char *const urls[] = { "http://127.0.0.1:40001/v1", "http://127.0.0.1:40002/v1" };
+static const char *const hostports[] = { "127.0.0.1:40001", "127.0.0.1:40002" };
+static const struct sc_expand_vals vals = { 45001, urls, hostports, "/r/run-1.tmp" };
 
 Test(scenario_run, gateway_config, .timeout = 10)
 {
@@ -1464,6 +1534,24 @@ Test(scenario_run, expand_templates, .timeout = 10)
 		{ "{upstream.nope}", NULL },
 		{ "{upstream.primary", NULL },
 		{ "{lisen}", NULL },
+		{ "server p {hostport.secondary} check", "server p 127.0.0.1:40002 check" },
+		{ "{hostport.nope}", NULL },
+		{ "{hostport.primary", NULL },
+		{ "-f {dir}/haproxy.cfg", "-f /r/run-1.tmp/haproxy.cfg" },
+		{ "timeout {ms:1000}ms", "timeout 1000ms" },
+		{ "{ms:0}", "0" },
+		{ "{ms:0.4}", "1" },
+		{ "{ms:2.5}", "3" },
+		{ "{ms:1000000000}", "1000000000" },
+		{ "{ms:}", NULL },
+		{ "{ms:-1}", NULL },
+		{ "{ms:1e3}", NULL },
+		{ "{ms:1.}", NULL },
+		{ "{ms:.5}", NULL },
+		{ "{ms:10 }", NULL },
+		{ "{ms:1000000001}", NULL },
+		{ "{ms:5", NULL },
+		{ "{ms}", NULL },
 	};
 	struct scenario sc;
 	size_t i;
@@ -1473,7 +1561,7 @@ Test(scenario_run, expand_templates, .timeout = 10)
 		char *s;
 
 		errno = 0;
-		s = scenario_expand(&sc, cases[i].tmpl, 45001, urls);
+		s = scenario_expand(&sc, cases[i].tmpl, &vals);
 		if (cases[i].want) {
 			cr_assert_not_null(s, "%s", cases[i].tmpl);
 			cr_assert_str_eq(s, cases[i].want, "%s", cases[i].tmpl);
@@ -1484,11 +1572,21 @@ Test(scenario_run, expand_templates, .timeout = 10)
 		free(s);
 	}
 	errno = 0;
-	cr_assert_null(scenario_expand(&sc, "{upstream.primary}", 1, NULL), "no URLs given");
-	cr_assert_eq(errno, EINVAL);
+	{
+		const struct sc_expand_vals none = { 1, NULL, NULL, NULL };
+
+		cr_assert_null(scenario_expand(&sc, "{upstream.primary}", &none), "no URLs given");
+		cr_assert_eq(errno, EINVAL);
+		errno = 0;
+		cr_assert_null(scenario_expand(&sc, "{hostport.primary}", &none), "no addresses");
+		cr_assert_eq(errno, EINVAL);
+		errno = 0;
+		cr_assert_null(scenario_expand(&sc, "{dir}", &none), "no folder given");
+		cr_assert_eq(errno, EINVAL);
+	}
 	/* The external setup's own templates, as the runner will expand them. */
 	for (i = 0; i < sc.setups[3].ncommand; i++) {
-		char *s = scenario_expand(&sc, sc.setups[3].command[i], 45001, urls);
+		char *s = scenario_expand(&sc, sc.setups[3].command[i], &vals);
 
 		cr_assert_not_null(s);
 		if (i == 2)
@@ -1498,6 +1596,177 @@ Test(scenario_run, expand_templates, .timeout = 10)
 		free(s);
 	}
 	scenario_free(&sc);
+}
+
+/* ---- headers, files, ready_ms and --add-setup files ---- */
+
+/*
+ * An external setup with a config file, headers and ready_ms; a direct
+ * setup with a header of its own; a mix whose stream sets a header the
+ * direct setup sets too.
+ */
+static const char ext_full[] =
+	"{" DUR "," PROV ","
+	" \"load\":{\"rate\":10,\"mix\":{\"streams\":[{\"name\":\"s\",\"share\":1,"
+	"  \"headers\":{\"x-team\":\"data\",\"Authorization\":\"Bearer mix\"}}]}},"
+	" \"setups\":["
+	"  {\"name\":\"hap\",\"kind\":\"external\","
+	"   \"command\":[\"haproxy\",\"-f\",\"{dir}/haproxy.cfg\",\"-db\"],"
+	"   \"ready_url\":\"http://{listen}/health\",\"target\":\"http://{listen}/v1\","
+	"   \"ready_ms\":8000,"
+	"   \"headers\":{\"x-timeout\":\"{ms:1000}\",\"x-up\":\"{hostport.b}\"},"
+	"   \"files\":{\"haproxy.cfg\":\"listen l\\n  bind {listen}\\n  timeout server {ms:1000}\\n"
+	"  server a {hostport.a}\\n\",\"notes.txt\":\"{\\\"a\\\": 1}\"}},"
+	"  {\"name\":\"plain\",\"kind\":\"external\",\"command\":[\"gw\"],"
+	"   \"ready_url\":\"http://{listen}/\",\"target\":\"http://{listen}/v1\"},"
+	"  {\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"a\","
+	"   \"headers\":{\"authorization\":\"Bearer {upstream.a}\"}}]}";
+
+Test(scenario_run, headers_files_and_ready_ms, .timeout = 10)
+{
+	struct scenario sc;
+	const struct sc_setup *hap;
+	char *s;
+	cJSON *mix;
+	const cJSON *h;
+	bool oom;
+
+	cr_assert_eq(load_scaled(ext_full, 0.1, &sc), 0, "%s", err);
+	hap = &sc.setups[0];
+	cr_assert_float_eq(hap->ready_ms, 8000, 0, "ready_ms is not scaled: %g", hap->ready_ms);
+	cr_assert_float_eq(sc.setups[1].ready_ms, SC_READY_MS_DEFAULT, 0);
+	cr_assert_eq(hap->nfiles, 2);
+	cr_assert_str_eq(hap->file_names[0], "haproxy.cfg");
+	cr_assert_str_eq(hap->file_names[1], "notes.txt");
+	cr_assert_eq(hap->nheaders, 2);
+	cr_assert_str_eq(hap->header_names[0], "x-timeout");
+	cr_assert_eq(sc.setups[2].nheaders, 1, "any kind takes headers");
+
+	/* {ms:N} shrinks with the timeline; the other placeholders are the run's. */
+	s = scenario_expand(&sc, hap->file_texts[0], &vals);
+	cr_assert_not_null(s);
+	cr_assert_str_eq(s, "listen l\n  bind 127.0.0.1:45001\n  timeout server 100\n"
+			 "  server a 127.0.0.1:40001\n");
+	free(s);
+	s = scenario_expand(&sc, hap->file_texts[1], &vals);
+	cr_assert_str_eq(s, "{\"a\": 1}", "JSON braces are text");
+	free(s);
+	s = scenario_expand(&sc, "{ms:4}", &vals);
+	cr_assert_str_eq(s, "1", "0.4 ms rounds up to 1: %s", s);
+	free(s);
+	s = scenario_expand(&sc, hap->command[2], &vals);
+	cr_assert_str_eq(s, "/r/run-1.tmp/haproxy.cfg");
+	free(s);
+	s = scenario_expand(&sc, hap->header_values[1], &vals);
+	cr_assert_str_eq(s, "127.0.0.1:40002");
+	free(s);
+
+	/* The setup's header wins over the mix stream's (any case); the others stay. */
+	mix = scenario_loadgen_mix(&sc, &sc.setups[2], &oom);
+	cr_assert_not_null(mix);
+	h = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(mix, "streams"), 0),
+				"headers");
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(h, "Authorization"));
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(h, "x-team")->valuestring, "data");
+	cJSON_Delete(mix);
+	mix = scenario_loadgen_mix(&sc, &sc.setups[1], &oom);
+	h = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(mix, "streams"), 0),
+				"headers");
+	cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(h, "Authorization")->valuestring,
+			 "Bearer mix", "a setup without the header keeps the mix's");
+	cJSON_Delete(mix);
+	scenario_free(&sc);
+}
+
+/* Writes text to a new file in dir (made by the caller); its path into out. */
+static void put_file(const char *d, const char *name, const char *text, char *out, size_t len)
+{
+	FILE *fp;
+
+	snprintf(out, len, "%s/%s", d, name);
+	fp = fopen(out, "w");
+	cr_assert_not_null(fp);
+	cr_assert(fputs(text, fp) >= 0);
+	cr_assert_eq(fclose(fp), 0);
+}
+
+Test(scenario_run, add_setups_from_a_file, .timeout = 10)
+{
+	static const char gw[] =
+		"[{\"name\":\"gw\",\"kind\":\"gateway\",\"config\":{"
+		"\"providers\":{\"p\":{\"base_url\":\"{upstream.a}\",\"timeout_ms\":1000}},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}}},"
+		" {\"name\":\"ext\",\"kind\":\"external\",\"command\":[\"x\",\"{ms:500}\"],"
+		"  \"ready_url\":\"http://{listen}/\",\"target\":\"http://{listen}/v1\"}]";
+	static const struct {
+		const char *text;
+		const char *says;
+	} bad[] = {
+		{ "{\"name\":\"d\",\"kind\":\"direct\",\"provider\":\"b\"}",
+		  "add.json: setups[0].name: expected a name no other setup has, got \"d\" (also "
+		  "setups[0] of " },
+		{ "[{\"name\":\"e\",\"kind\":\"direct\",\"provider\":\"b\"},"
+		  "{\"name\":\"e\",\"kind\":\"direct\",\"provider\":\"b\"}]",
+		  "add.json: setups[1].name: expected a name no other setup has, got \"e\" (also "
+		  "setups[0])" },
+		{ "{\"name\":\"gw\",\"kind\":\"direct\",\"provider\":\"b\"}",
+		  "add.json: setups[0].name: expected a name no other setup has, got \"gw\" (also "
+		  "setups[0] of an earlier --add-setup file)" },
+		{ "[{\"name\":\"e\",\"kind\":\"direct\",\"provider\":\"b\"},"
+		  "{\"name\":\"f\",\"kind\":\"direct\",\"provider\":\"b\","
+		  "\"headers\":{\"x-request-id\":\"1\"}}]",
+		  "add.json: setups[1].headers.x-request-id: expected a header loadgen does not set" },
+		{ "{\"name\":\"e\",\"kind\":\"direct\",\"provider\":\"zz\"}",
+		  "add.json: setups[0].provider: " },
+		{ "[]", "add.json: (top level): expected a setup object or a non-empty array of "
+		  "setups, got an array" },
+		{ "\"x\"", "add.json: (top level): expected a setup object or a non-empty array" },
+		{ "{\"name\":", "add.json" },
+	};
+	char d[64];
+	char scen[128];
+	char add[128];
+	struct scenario sc;
+	const cJSON *cfg;
+	size_t i;
+
+	snprintf(d, sizeof(d), "/tmp/fl-scn-add-XXXXXX");
+	cr_assert_not_null(mkdtemp(d));
+	put_file(d, "scn.json", "{" BASE "}", scen, sizeof(scen));
+	put_file(d, "gw.json", gw, add, sizeof(add));
+	cr_assert_eq(scenario_load(scen, 0.5, &sc, err), 0, "%s", err);
+	cr_assert_eq(scenario_add_setups(&sc, add, err), 0, "%s", err);
+	cr_assert_eq(sc.nsetups, 3);
+	cr_assert_eq(sc.nadded, 2);
+	cr_assert_str_eq(sc.setups[1].name, "gw");
+	cr_assert_str_eq(sc.setups[2].name, "ext");
+	cfg = cJSON_GetObjectItem(cJSON_GetObjectItem(sc.setups[1].config, "providers"), "p");
+	cr_assert_float_eq(cJSON_GetObjectItem(cfg, "timeout_ms")->valuedouble, 500, 1e-9,
+			   "the file is scaled as the scenario is");
+	cr_assert_eq(cJSON_GetArraySize(sc.added), 2);
+	cfg = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(sc.added, 0), "config"), "providers"), "p");
+	cr_assert_float_eq(cJSON_GetObjectItem(cfg, "timeout_ms")->valuedouble, 1000, 0,
+			   "kept as written for scenario.json");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *want = malloc(strlen(d) + strlen(bad[i].says) + 2);
+
+		put_file(d, "add.json", bad[i].text, add, sizeof(add));
+		err[0] = '\0';
+		cr_assert_neq(scenario_add_setups(&sc, add, err), 0, "case %zu was taken", i);
+		sprintf(want, "%s/%s", d, bad[i].says);
+		cr_assert(strstr(err, want), "case %zu: expected \"%s\" in \"%s\"", i, want, err);
+		free(want);
+		cr_assert_eq(sc.nsetups, 3, "case %zu left setups behind", i);
+		cr_assert_eq(sc.nadded, 2);
+		cr_assert_eq(cJSON_GetArraySize(sc.added), 2);
+	}
+	scenario_free(&sc);
+	unlink(add);
+	snprintf(add, sizeof(add), "%s/gw.json", d);
+	unlink(add);
+	unlink(scen);
+	rmdir(d);
 }
 
 Test(scenario_run, phase_at_edges, .timeout = 10)
