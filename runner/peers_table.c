@@ -24,7 +24,7 @@
 #define DASH "—"
 
 static const char usage_text[] =
-	"usage: chaos peers-table [--out FILE] [--title TEXT] STAMP_DIR...\n"
+	"usage: chaos peers-table [--out FILE] [--title TEXT] [--note TEXT] STAMP_DIR...\n"
 	"\n"
 	"One markdown comparison of the stamps' setups (faultline's own and other\n"
 	"gateways'), per scenario, phase and setup, from each STAMP_DIR/summary.json:\n"
@@ -33,6 +33,7 @@ static const char usage_text[] =
 	"merged. A figure a summary lacks prints as a dash.\n"
 	"  --out FILE     write it to FILE (through FILE.tmp and a rename), not stdout\n"
 	"  --title TEXT   the first heading (default: Peer comparison)\n"
+	"  --note TEXT    markdown put under the heading (how and where it was measured)\n"
 	"\n"
 	"Exit status: 0; 1 FILE could not be written; 2 a bad command line or a stamp\n"
 	"without a readable summary.json.\n";
@@ -423,12 +424,14 @@ int peers_table_main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "out", required_argument, NULL, 'o' },
 		{ "title", required_argument, NULL, 't' },
+		{ "note", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[PT_ERR_LEN] = "";
 	const char *out = NULL;
 	const char *title = "Peer comparison";
+	const char *note = NULL;
 	struct stamp *sts = NULL;
 	struct buf b = { 0 };
 	size_t n = 0;
@@ -445,6 +448,8 @@ int peers_table_main(int argc, char **argv)
 			out = optarg;
 		} else if (c == 't') {
 			title = optarg;
+		} else if (c == 'n') {
+			note = optarg;
 		} else if (c == 'h') {
 			fputs(usage_text, stdout);
 			return 0;
@@ -472,6 +477,8 @@ int peers_table_main(int argc, char **argv)
 		}
 	}
 	buf_printf(&b, "# %s\n", title);
+	if (note)
+		buf_printf(&b, "\n%s\n", note);
 	buf_puts(&b, legend);
 	for (i = 0; i < n; i++) {
 		if (!sts[i].done)

@@ -8,8 +8,8 @@
 #define FAULTLINE_RUNNER_PEERS_TABLE_H
 
 /*
- * `chaos peers-table [--out FILE] [--title TEXT] STAMP_DIR…` (argv[1] is
- * "peers-table"): per scenario, phase and setup, the answered share,
+ * `chaos peers-table [--out FILE] [--title TEXT] [--note TEXT] STAMP_DIR…`
+ * (argv[1] is "peers-table"): per scenario, phase and setup, the answered share,
  * latency percentiles, upstream requests per answer, fallback share and
  * the setup's stop time, and for streams what the client got. Stamps of
  * one scenario are merged into one table, in the order given. Writes the
