@@ -70,7 +70,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream bench-sim demo demo-walkthrough suite study clean deps install uninstall
+.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream bench-sim demo demo-walkthrough suite study peers clean deps install uninstall
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -253,6 +253,12 @@ suite: all
 
 study: all
 	FAULTLINE_BIN=$(BIN_DIR) scripts/study.sh
+
+# Other gateways (HAProxy, nginx, Portkey: peers/) through the same outages
+# as faultline's own setups, one report (docs/peers.md). Installs what is
+# missing (apt, npm into build/peers/); PEERS_SCALE (0.5), PEERS_SCENARIOS, PEERS.
+peers: all
+	FAULTLINE_BIN=$(BIN_DIR) scripts/peers.sh
 
 clean:
 	rm -rf $(O) $(if $(filter build,$(O)),bin)

@@ -21,6 +21,7 @@
 
 #include "runner/compare.h"
 #include "runner/gate.h"
+#include "runner/peers_table.h"
 #include "runner/guard.h"
 #include "common/opt.h"
 #include "runner/plot.h"
@@ -566,6 +567,8 @@ int main(int argc, char **argv)
 		return cmd_compare(argc, argv);
 	if (strcmp(argv[1], "plot") == 0)
 		return cmd_plot(argc, argv);
+	if (strcmp(argv[1], "peers-table") == 0)
+		return peers_table_main(argc, argv);
 	if (strcmp(argv[1], "report") == 0) {
 		if (argc != 3 || argv[2][0] == '-')
 			opt_usage_error("chaos", "report takes one results directory (DIR/NAME/STAMP)");
