@@ -70,8 +70,13 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 								 sc->prices[i].output };
 	}
 	in.prices = pr;
-	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
+	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY) {
 		in.provider = sc->provider_names[st->provider];
+		in.attempts = STATS_ATTEMPTS_LOADGEN;
+	} else {
+		in.attempts = STATS_ATTEMPTS_COLUMN;
+	}
+	in.stop_gap_ms = 1000 * sc->scale;
 	in.windows = win;
 	in.nwindows = scenario_windows(sc, win, sc->nexpects);
 	in.run_dir = run_dir;

@@ -290,6 +290,16 @@ struct stats_price {
 	double output;
 };
 
+/*
+ * How a setup's attempts are known, for the refused ones (upstream_refused):
+ * a refused connection sends nothing, so no provider logs it.
+ */
+enum stats_attempts {
+	STATS_ATTEMPTS_NONE,	/* not known: the upstream figures are the logs' rows */
+	STATS_ATTEMPTS_LOADGEN,	/* a direct or client-retry setup: 1 + retries a request */
+	STATS_ATTEMPTS_COLUMN,	/* a gateway: the attempts column (x-faultline-attempts) */
+};
+
 struct stats_input {
 	const char *run_dir;		/* requests.csv, mock-*.csv, events.jsonl */
 	const struct stats_phase *phases;	/* names unique, from < to */
@@ -309,6 +319,10 @@ struct stats_input {
 					 * figures (runner/replicas.h) are added */
 	double primary_timeout_ms;	/* the primary's per-attempt timeout, for
 					 * timeout_paid; NAN: unknown */
+	enum stats_attempts attempts;	/* how the requests' attempts are known */
+	double stop_gap_ms;		/* the silence at the primary that is a stop
+					 * (stop_ms); ≤ 0: 1000 (the runner passes
+					 * 1000 × its time scale) */
 };
 
 /*

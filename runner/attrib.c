@@ -1,0 +1,306 @@
+/*
+ * attrib: the timing join of mock rows to client requests, each answer's
+ * answering row, and when the primary stopped getting traffic; see
+ * attrib.h.
+ */
+#include "runner/attrib.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A request's start for the join: start_ms, else sched_ms. */
+static double req_start(const struct run_req *r)
+{
+	return isnan(r->start_ms) ? r->sched_ms : r->start_ms;
+}
+
+/* When a row ended: t_ms + dur_ms (t_ms when dur_ms is unknown). */
+static double row_end(const struct run_mrow *m)
+{
+	return isnan(m->dur_ms) ? m->t_ms : m->t_ms + m->dur_ms;
+}
+
+/* A user's chat row: what the join and the upstream figures take. */
+static bool user_row(const struct run_mrow *m)
+{
+	return !m->check && m->kind == MOCK_KIND_CHAT;
+}
+
+/* Whether m could be an answer the client got: a 2xx that went out whole. */
+static bool answer_like(const struct run_mrow *m)
+{
+	if (!user_row(m) || m->outcome == MOCK_CLIENT_ABORTED)
+		return false;
+	if (m->status < 0)
+		return m->outcome != MOCK_FAULTED;
+	return m->status >= 200 && m->status <= 299;
+}
+
+/* Whether r is an ok answer of some provider (not the gateway's degraded one). */
+static bool provider_answer(const struct run_req *r)
+{
+	return r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED;
+}
+
+/* Whether m is at the provider r's provider column names (any when it names none). */
+static bool at_named(const struct rundata *d, const struct run_req *r, const struct run_mrow *m)
+{
+	return !r->provider || strcmp(r->provider, d->mock_providers[m->file]) == 0;
+}
+
+/*
+ * Whether m is a better answering row for r than the one it has: ending
+ * by r's end beats ending after it; then the later end.
+ */
+static bool better_answer(const struct run_req *r, const struct run_mrow *m)
+{
+	const struct run_mrow *a = r->answer;
+	double lim = isnan(r->end_ms) ? INFINITY : r->end_ms + ATTRIB_SLACK_MS;
+	bool m_in = row_end(m) <= lim;
+	bool a_in;
+
+	if (!a)
+		return true;
+	a_in = row_end(a) <= lim;
+	if (m_in != a_in)
+		return m_in;
+	return row_end(m) >= row_end(a);
+}
+
+/* Undoes an earlier call's timing joins and answers. */
+static void unjoin(struct rundata *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nmrows; i++) {
+		if (d->mrows[i].join == RUN_JOIN_TIMING) {
+			d->mrows[i].req = NULL;
+			d->mrows[i].join = RUN_JOIN_NONE;
+		}
+	}
+	for (i = 0; i < d->nreqs; i++)
+		d->reqs[i].answer = NULL;
+}
+
+/* Step 1: each ok answer's answering row among the rows joined by id. */
+static void answers_by_id(struct rundata *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nmrows; i++) {
+		struct run_mrow *m = &d->mrows[i];
+		struct run_req *r = m->req;
+
+		if (!r || !answer_like(m) || !provider_answer(r) || !at_named(d, r, m))
+			continue;
+		if (better_answer(r, m))
+			r->answer = m;
+	}
+}
+
+/* Whether a row is free for the timing join. */
+static bool joinable(const struct run_mrow *m)
+{
+	return user_row(m) && !m->req && !m->unrecorded;
+}
+
+static int ptr_end_cmp(const void *a, const void *b)
+{
+	const struct run_mrow *x = *(const struct run_mrow *const *)a;
+	const struct run_mrow *y = *(const struct run_mrow *const *)b;
+	double ex = row_end(x);
+	double ey = row_end(y);
+
+	if (ex != ey)
+		return ex < ey ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int req_end_cmp(const void *a, const void *b)
+{
+	const struct run_req *x = *(const struct run_req *const *)a;
+	const struct run_req *y = *(const struct run_req *const *)b;
+
+	if (x->end_ms != y->end_ms)
+		return x->end_ms < y->end_ms ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int req_start_cmp(const void *a, const void *b)
+{
+	const struct run_req *x = *(const struct run_req *const *)a;
+	const struct run_req *y = *(const struct run_req *const *)b;
+	double sx = req_start(x);
+	double sy = req_start(y);
+
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+/*
+ * Step 2: the ok answers without an answering row, by end_ms, each take
+ * the free answer-like row ending last by their end and arriving after
+ * their start. rows[0..n) are the free answer-like rows by end.
+ */
+static void answers_by_timing(struct rundata *d, struct run_mrow **rows, size_t n,
+			      struct run_req **reqs)
+{
+	size_t nr = 0;
+	size_t i;
+
+	for (i = 0; i < d->nreqs; i++) {
+		struct run_req *r = &d->reqs[i];
+
+		if (provider_answer(r) && !r->answer && !isnan(r->end_ms))
+			reqs[nr++] = r;
+	}
+	sort(reqs, nr, sizeof(*reqs), req_end_cmp);
+	for (i = 0; i < nr; i++) {
+		struct run_req *r = reqs[i];
+		double lim = r->end_ms + ATTRIB_SLACK_MS;
+		double start = req_start(r) - ATTRIB_SLACK_MS;
+		size_t lo = 0, hi = n;
+
+		/* The first row ending after lim; then back from it. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (row_end(rows[mid]) <= lim)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		while (lo-- > 0) {
+			struct run_mrow *m = rows[lo];
+
+			if (row_end(m) < start)
+				break;	/* it and every earlier one arrived before the start */
+			if (m->req || m->t_ms < start || !at_named(d, r, m))
+				continue;
+			m->req = r;
+			m->join = RUN_JOIN_TIMING;
+			r->answer = m;
+			break;
+		}
+	}
+}
+
+/*
+ * Step 3: every free row, by arrival, to the open request with the fewest
+ * rows so far, then the earliest start. count[i] is reqs[i]'s rows.
+ */
+static int rest_by_timing(struct rundata *d, struct run_req **reqs, size_t *count)
+{
+	struct run_req **open = malloc((d->nreqs ? d->nreqs : 1) * sizeof(*open));
+	size_t nr = 0, nopen = 0, next = 0;
+	size_t i, k;
+
+	if (!open)
+		return -ENOMEM;
+	for (i = 0; i < d->nreqs; i++) {
+		if (!isnan(d->reqs[i].end_ms))
+			reqs[nr++] = &d->reqs[i];
+	}
+	sort(reqs, nr, sizeof(*reqs), req_start_cmp);
+	for (i = 0; i < d->nmrows; i++) {
+		struct run_mrow *m = &d->mrows[i];
+		struct run_req *best = NULL;
+		size_t kept = 0;
+
+		if (!joinable(m))
+			continue;
+		while (next < nr && req_start(reqs[next]) - ATTRIB_SLACK_MS <= m->t_ms)
+			open[nopen++] = reqs[next++];
+		for (k = 0; k < nopen; k++) {
+			struct run_req *r = open[k];
+
+			if (r->end_ms + ATTRIB_SLACK_MS < m->t_ms)
+				continue;	/* ended before it: closed for good (rows go by t_ms) */
+			open[kept++] = r;
+			if (!best || count[r - d->reqs] < count[best - d->reqs] ||
+			    (count[r - d->reqs] == count[best - d->reqs] &&
+			     req_start_cmp(&r, &best) < 0))
+				best = r;
+		}
+		nopen = kept;
+		if (!best)
+			continue;
+		m->req = best;
+		m->join = RUN_JOIN_TIMING;
+		count[best - d->reqs]++;
+	}
+	free(open);
+	return 0;
+}
+
+int attrib_join(struct rundata *d)
+{
+	struct run_mrow **rows = malloc((d->nmrows ? d->nmrows : 1) * sizeof(*rows));
+	struct run_req **reqs = malloc((d->nreqs ? d->nreqs : 1) * sizeof(*reqs));
+	size_t *count = calloc(d->nreqs ? d->nreqs : 1, sizeof(*count));
+	size_t n = 0;
+	size_t i;
+	int rc = -ENOMEM;
+
+	if (!rows || !reqs || !count)
+		goto out_free;
+	unjoin(d);
+	answers_by_id(d);
+	for (i = 0; i < d->nmrows; i++) {
+		if (joinable(&d->mrows[i]) && answer_like(&d->mrows[i]))
+			rows[n++] = &d->mrows[i];
+	}
+	sort(rows, n, sizeof(*rows), ptr_end_cmp);
+	answers_by_timing(d, rows, n, reqs);
+	for (i = 0; i < d->nmrows; i++) {
+		if (d->mrows[i].req && user_row(&d->mrows[i]))
+			count[d->mrows[i].req - d->reqs]++;
+	}
+	rc = rest_by_timing(d, reqs, count);
+out_free:
+	free(rows);
+	free(reqs);
+	free(count);
+	return rc;
+}
+
+void attrib_stop(const struct rundata *d, int pf, double from, double to, double end_ms,
+		 double gap_ms, double *stop_ms, size_t *requests)
+{
+	double prev = from;
+	double next = isinf(to) || end_ms > to ? end_ms : to;
+	size_t n = 0;
+	size_t i;
+
+	*stop_ms = NAN;
+	*requests = 0;
+	if (pf < 0)
+		return;
+	for (i = 0; i < d->nmrows; i++) {
+		const struct run_mrow *m = &d->mrows[i];
+
+		if (m->file != (size_t)pf || !user_row(m) || m->t_ms < from)
+			continue;
+		if (m->t_ms >= to) {
+			next = m->t_ms;
+			break;
+		}
+		n++;
+		if (isnan(*stop_ms) && m->t_ms - prev >= gap_ms)
+			*stop_ms = prev - from;
+		prev = m->t_ms;
+	}
+	if (isnan(*stop_ms) && next - prev >= gap_ms)
+		*stop_ms = prev - from;
+	*requests = n;
+}
