@@ -195,11 +195,50 @@ static void answers_by_timing(struct rundata *d, struct run_mrow **rows, size_t 
 	}
 }
 
+/* Per request, what step 3 weighs: its rows so far and when its last one ended. */
+struct tally {
+	size_t rows;
+	double busy_until;	/* the latest end of its rows joined in step 3; -INF: none */
+};
+
 /*
- * Step 3: every free row, by arrival, to the open request with the fewest
- * rows so far, then the earliest start. count[i] is reqs[i]'s rows.
+ * Whether m overlaps a row r already has — its answer, or the last row
+ * step 3 gave it (rows come by arrival, so that one arrived before m): a
+ * gateway tries a request's targets one after the other, so an attempt
+ * overlapping another of the request's is a hedge, the rarer case.
  */
-static int rest_by_timing(struct rundata *d, struct run_req **reqs, size_t *count)
+static bool overlaps(const struct run_req *r, const struct tally *t, const struct run_mrow *m)
+{
+	const struct run_mrow *a = r->answer;
+
+	if (a && a->t_ms < row_end(m) && m->t_ms < row_end(a))
+		return true;
+	return t->busy_until > m->t_ms;
+}
+
+/*
+ * Whether request r (tally tr) takes row m before best (tb): not
+ * overlapping before overlapping, then fewer rows, then the earlier start.
+ */
+static bool takes_before(const struct run_req *r, const struct tally *tr,
+			 const struct run_req *best, const struct tally *tb,
+			 const struct run_mrow *m)
+{
+	bool ro = overlaps(r, tr, m);
+	bool bo = overlaps(best, tb, m);
+
+	if (ro != bo)
+		return !ro;
+	if (tr->rows != tb->rows)
+		return tr->rows < tb->rows;
+	return req_start_cmp(&r, &best) < 0;
+}
+
+/*
+ * Step 3: every free row, by arrival, to the open request that takes it
+ * first (takes_before). t[i] is d->reqs[i]'s tally.
+ */
+static int rest_by_timing(struct rundata *d, struct run_req **reqs, struct tally *t)
 {
 	struct run_req **open = malloc((d->nreqs ? d->nreqs : 1) * sizeof(*open));
 	size_t nr = 0, nopen = 0, next = 0;
@@ -227,9 +266,7 @@ static int rest_by_timing(struct rundata *d, struct run_req **reqs, size_t *coun
 			if (r->end_ms + ATTRIB_SLACK_MS < m->t_ms)
 				continue;	/* ended before it: closed for good (rows go by t_ms) */
 			open[kept++] = r;
-			if (!best || count[r - d->reqs] < count[best - d->reqs] ||
-			    (count[r - d->reqs] == count[best - d->reqs] &&
-			     req_start_cmp(&r, &best) < 0))
+			if (!best || takes_before(r, &t[r - d->reqs], best, &t[best - d->reqs], m))
 				best = r;
 		}
 		nopen = kept;
@@ -237,7 +274,9 @@ static int rest_by_timing(struct rundata *d, struct run_req **reqs, size_t *coun
 			continue;
 		m->req = best;
 		m->join = RUN_JOIN_TIMING;
-		count[best - d->reqs]++;
+		t[best - d->reqs].rows++;
+		if (row_end(m) > t[best - d->reqs].busy_until)
+			t[best - d->reqs].busy_until = row_end(m);
 	}
 	free(open);
 	return 0;
@@ -247,13 +286,15 @@ int attrib_join(struct rundata *d)
 {
 	struct run_mrow **rows = malloc((d->nmrows ? d->nmrows : 1) * sizeof(*rows));
 	struct run_req **reqs = malloc((d->nreqs ? d->nreqs : 1) * sizeof(*reqs));
-	size_t *count = calloc(d->nreqs ? d->nreqs : 1, sizeof(*count));
+	struct tally *t = calloc(d->nreqs ? d->nreqs : 1, sizeof(*t));
 	size_t n = 0;
 	size_t i;
 	int rc = -ENOMEM;
 
-	if (!rows || !reqs || !count)
+	if (!rows || !reqs || !t)
 		goto out_free;
+	for (i = 0; i < d->nreqs; i++)
+		t[i].busy_until = -INFINITY;
 	unjoin(d);
 	answers_by_id(d);
 	for (i = 0; i < d->nmrows; i++) {
@@ -264,20 +305,21 @@ int attrib_join(struct rundata *d)
 	answers_by_timing(d, rows, n, reqs);
 	for (i = 0; i < d->nmrows; i++) {
 		if (d->mrows[i].req && user_row(&d->mrows[i]))
-			count[d->mrows[i].req - d->reqs]++;
+			t[d->mrows[i].req - d->reqs].rows++;
 	}
-	rc = rest_by_timing(d, reqs, count);
+	rc = rest_by_timing(d, reqs, t);
 out_free:
 	free(rows);
 	free(reqs);
-	free(count);
+	free(t);
 	return rc;
 }
 
 void attrib_stop(const struct rundata *d, int pf, double from, double to, double end_ms,
 		 double gap_ms, double *stop_ms, size_t *requests)
 {
-	double prev = from;
+	double prev = from;	/* the last arrival so far (from: none yet) */
+	double busy = from;	/* when the requests so far had all ended */
 	double next = isinf(to) || end_ms > to ? end_ms : to;
 	size_t n = 0;
 	size_t i;
@@ -289,18 +331,23 @@ void attrib_stop(const struct rundata *d, int pf, double from, double to, double
 	for (i = 0; i < d->nmrows; i++) {
 		const struct run_mrow *m = &d->mrows[i];
 
-		if (m->file != (size_t)pf || !user_row(m) || m->t_ms < from)
+		if (m->file != (size_t)pf || !user_row(m))
 			continue;
+		if (m->t_ms < from) {	/* still in progress at from: traffic too */
+			busy = fmax(busy, row_end(m));
+			continue;
+		}
 		if (m->t_ms >= to) {
 			next = m->t_ms;
 			break;
 		}
 		n++;
-		if (isnan(*stop_ms) && m->t_ms - prev >= gap_ms)
+		if (isnan(*stop_ms) && m->t_ms - fmax(prev, busy) >= gap_ms)
 			*stop_ms = prev - from;
 		prev = m->t_ms;
+		busy = fmax(busy, row_end(m));
 	}
-	if (isnan(*stop_ms) && next - prev >= gap_ms)
+	if (isnan(*stop_ms) && next - fmax(prev, busy) >= gap_ms)
 		*stop_ms = prev - from;
 	*requests = n;
 }

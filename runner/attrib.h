@@ -38,8 +38,11 @@
  *     provider their provider column names, when it names one;
  *  3. the other rows by timing: each chat row still unjoined, by t_ms,
  *     goes to a request open when it arrived (start_ms − slack ≤ t_ms ≤
- *     end_ms + slack): of them, the one with the fewest rows so far, then
- *     the earliest start (each request that reached a provider sent it at
+ *     end_ms + slack): of them, one none of whose rows so far it overlaps
+ *     in time (its answering row, or the last row this step gave it: a
+ *     gateway tries a request's targets one after the other, a hedge
+ *     being the exception), then the one with the fewest rows, then the
+ *     earliest start (each request that reached a provider sent it at
  *     least one; the oldest waits first).
  * Health checks, rows of a request loadgen did not record (unrecorded)
  * and rows no open request can take stay unjoined. A row joined by
@@ -53,12 +56,18 @@ int attrib_join(struct rundata *d);
 /*
  * When the primary (its log's index pf in d's mock files; < 0: none)
  * stopped getting traffic in [from, to) (to INFINITY: every row from
- * from on): its chat rows (not health checks) there, t_1 ≤ … ≤ t_n by
- * t_ms, t_0 = from and t_(n+1) the first such row at or after to — or,
- * when there is none, the later of to and end_ms (the run's end; end_ms
- * alone for an infinite to): the first i ≥ 0 with t_(i+1) − t_i ≥ gap_ms
- * gives *stop_ms = t_i − from (0: nothing came within gap_ms of from);
- * NAN when there is none (it never stopped). *requests is n.
+ * from on). Its chat rows (not health checks) there arrive at t_1 ≤ … ≤
+ * t_n (t_ms); t_0 = from; b_i is when every row arrived by t_i had ended
+ * (t_ms + dur_ms; rows that arrived before from count, from at least);
+ * t_(n+1) is the first such row at or after to — or, when there is none,
+ * the later of to and end_ms (the run's end; end_ms alone for an infinite
+ * to). The first i ≥ 0 with t_(i+1) − max(t_i, b_i) ≥ gap_ms — a silence
+ * of gap_ms with no request arriving and none in progress — gives
+ * *stop_ms = t_i − from: the arrival of the last request before it (0:
+ * none came, or none but those already in progress); NAN when there is
+ * none (it never stopped). A request held in progress is traffic: closed-
+ * loop clients all stuck on a hung primary arrive in bursts, one timeout
+ * apart, and must not read as stops. *requests is n.
  */
 void attrib_stop(const struct rundata *d, int pf, double from, double to, double end_ms,
 		 double gap_ms, double *stop_ms, size_t *requests);
