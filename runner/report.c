@@ -914,8 +914,11 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	fputs(".\n\nEvery figure comes from the runs' per-request files (`SETUP/run-K/`); with "
 	      "several runs, the mean (`summary.json` has the spread). Latency is over answered "
 	      "requests, from the intended send time; *fallback* is the share of answers that "
-	      "came from a provider other than the setup's primary; *open after* and *primary "
-	      "after* are measured from the phase's start.\n\n## Phases\n\n", fp);
+	      "came from a provider other than the setup's primary (named by the gateway's header, "
+	      "else found in the providers' logs: *Attribution*); *open after* (the breaker's "
+	      "first opening), *stop* (the primary's last request before it got none for 1 s, "
+	      "scaled: every setup's) and *primary after* are measured from the phase's "
+	      "start.\n\n## Phases\n\n", fp);
 	report_table(fp, sc, summary, true);
 	attribution_md(fp, sc, setups);
 	cost_md(fp, sc, setups);
