@@ -4,7 +4,8 @@
  * the provider of each answer by the id join and by the timing join when
  * the gateway forwards no request id, the rows no request can take
  * counted, the primary's stop_ms with and without a gap, and refused
- * attempts added to the upstream figures with their source.
+ * attempts added to the upstream figures with their source, and what
+ * report.md says of them.
  */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -16,7 +17,9 @@
 #include "common/cfg.h"
 #include "runner/figures.h"
 #include "runner/jpath.h"
+#include "runner/report.h"
 #include "runner/rundata.h"
+#include "runner/scenario.h"
 #include "runner/stats.h"
 #include "tests/support/tmpdir.h"
 
@@ -467,4 +470,68 @@ Test(attrib, stop_ms_counts_requests_in_progress)
 	/* 1950's request is in progress until 2950: 2900 came during it */
 	expect_num(s, "phases.after.stop_ms", NAN);
 	cJSON_Delete(s);
+}
+
+/*
+ * report.md from a combined summary: under the phase table, a note for
+ * the setup × phase joined by timing that says a join was impossible for
+ * some rows (none for the one joined by id); the Attribution row with
+ * each figure's source in words; the stop ms column.
+ */
+Test(attrib, the_report_says_how_rows_were_joined)
+{
+	static const char scn[] =
+		"{\"name\":\"at\",\"duration_s\":20,"
+		"\"providers\":[{\"name\":\"primary\"},{\"name\":\"secondary\"}],"
+		"\"phases\":[{\"name\":\"outage\",\"from_s\":0,\"to_s\":20}],"
+		"\"load\":{\"concurrency\":2},"
+		"\"setups\":[{\"name\":\"ext\",\"kind\":\"direct\",\"provider\":\"primary\"},"
+		"{\"name\":\"own\",\"kind\":\"direct\",\"provider\":\"primary\"}]}";
+	static const char *const runs[] = {
+		"{\"phases\":{\"outage\":{\"requests\":40,\"fallback_share\":0.75,"
+		"\"fallback_source\":\"mock_log\",\"attempts_per_request\":1.25,"
+		"\"upstream_refused\":3,\"upstream_source\":\"mock_log+loadgen_refused\","
+		"\"duplicate_share\":0.2,\"primary_requests\":12,\"stop_ms\":150.4,"
+		"\"time_to_open_ms\":null,"
+		"\"join\":{\"by_id\":0,\"by_timing\":48,\"unrecorded\":0,\"unjoined\":2}}}}",
+		"{\"phases\":{\"outage\":{\"requests\":40,\"fallback_share\":0.5,"
+		"\"fallback_source\":\"provider_header\",\"attempts_per_request\":1,"
+		"\"upstream_refused\":0,\"upstream_source\":\"mock_log+gateway_attempts\","
+		"\"duplicate_share\":0,\"primary_requests\":20,\"stop_ms\":null,"
+		"\"time_to_open_ms\":90,"
+		"\"join\":{\"by_id\":40,\"by_timing\":0,\"unrecorded\":1,\"unjoined\":0}}}}",
+	};
+	static const char *const names[] = { "ext", "own" };
+	struct scenario sc;
+	cJSON *sum = cJSON_CreateObject();
+	cJSON *setups = cJSON_AddObjectToObject(sum, "setups");
+	char path[128];
+	char *md;
+	size_t k;
+
+	write_file("at.json", scn);
+	snprintf(path, sizeof(path), "%s/at.json", dir);
+	cr_assert_eq(scenario_load(path, 1, &sc, err), 0, "%s", err);
+	for (k = 0; k < 2; k++) {
+		cJSON *run = cJSON_Parse(runs[k]);
+
+		cr_assert_not_null(run, "%s", runs[k]);
+		cJSON_AddItemToObject(setups, names[k], stats_combine(&run, 1));
+		cJSON_Delete(run);
+	}
+	cJSON_AddNumberToObject(sum, "repeat", 1);
+	cr_assert_eq(report_write(dir, &sc, sum, err), 0, "%s", err);
+	md = tmpdir_read(dir, "report.md");
+	cr_assert_not_null(md);
+	cr_expect(strstr(md, "- **ext**, outage: 0 by id, 48 by timing, 2 not at all (a join "
+			 "was impossible") != NULL, "%s", md);
+	cr_expect(strstr(md, "- **own**, outage:") == NULL, "a note for a join by id: %s", md);
+	cr_expect(strstr(md, "| ext | outage | 75.0% | mock log | 1.250 | 3 | mock log + loadgen "
+			 "refused | 20.0% | 12 | 150 | — | 0 / 48 / 2 |\n") != NULL, "%s", md);
+	cr_expect(strstr(md, "| own | outage | 50.0% | provider header | 1.000 | 0 | mock log + "
+			 "gateway attempts | 0.0% | 20 | — | 90 | 40 / 0 / 0 |\n") != NULL, "%s", md);
+	cr_expect(strstr(md, "| stop ms |") != NULL, "%s", md);
+	free(md);
+	cJSON_Delete(sum);
+	scenario_free(&sc);
 }
