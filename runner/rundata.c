@@ -972,7 +972,14 @@ void rundata_free(struct rundata *d)
 void rundata_keep_requests(struct rundata *d)
 {
 	struct rundata reqs = { 0 };
+	size_t i;
 
+	/* What pointed into the mock rows and their providers' names goes with them. */
+	for (i = 0; i < d->nreqs; i++) {
+		d->reqs[i].answer = NULL;
+		d->reqs[i].answered_by = NULL;
+		d->reqs[i].attrib = RUN_ATTRIB_NONE;
+	}
 	reqs.reqs = d->reqs;
 	reqs.nreqs = d->nreqs;
 	memcpy(reqs.have_class, d->have_class, sizeof(reqs.have_class));

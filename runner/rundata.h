@@ -195,6 +195,8 @@ int rundata_load_requests(struct rundata *d, const char *run_dir, char *err);
 /*
  * Frees d's mock rows, events and mock file names, keeping its requests
  * (what the plots read): chaos run keeps a run's requests until it plots.
+ * The requests' answer and answered_by, which pointed into what is
+ * freed, are cleared.
  */
 void rundata_keep_requests(struct rundata *d);
 
