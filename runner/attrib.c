@@ -147,16 +147,40 @@ static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 		qsort(base, n, size, cmp);
 }
 
+/* The first of rows[0..n) (sorted by end) whose end is above t (≥ t when inclusive is false). */
+static size_t first_end_after(struct run_mrow *const *rows, size_t n, double t, bool inclusive)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		double e = row_end(rows[mid]);
+
+		if (inclusive ? e <= t : e < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * Step 2: the ok answers without an answering row, by end_ms, each take
- * the free answer-like row ending last by their end and arriving after
- * their start. rows[0..n) are the free answer-like rows by end.
+ * the free answer-like row inside their time — arrived at start − slack
+ * or later, ended by end_ms + slack — that arrived first. rows[0..n) are
+ * the free answer-like rows by end. Going by the requests' ends, the rows
+ * inside a request's time end before every later request's end, so what
+ * tells them apart for the requests to come is their arrival: the
+ * earliest-arriving one is of use to the fewest of them. That makes the
+ * matching as large as any (an exchange argument, as for interval
+ * scheduling): when every answer-like row is an ok request's answer,
+ * every ok request gets one.
  */
 static void answers_by_timing(struct rundata *d, struct run_mrow **rows, size_t n,
 			      struct run_req **reqs)
 {
 	size_t nr = 0;
-	size_t i;
+	size_t i, k;
 
 	for (i = 0; i < d->nreqs; i++) {
 		struct run_req *r = &d->reqs[i];
@@ -167,31 +191,26 @@ static void answers_by_timing(struct rundata *d, struct run_mrow **rows, size_t 
 	sort(reqs, nr, sizeof(*reqs), req_end_cmp);
 	for (i = 0; i < nr; i++) {
 		struct run_req *r = reqs[i];
-		double lim = r->end_ms + ATTRIB_SLACK_MS;
 		double start = req_start(r) - ATTRIB_SLACK_MS;
-		size_t lo = 0, hi = n;
+		size_t lo = first_end_after(rows, n, start, false);
+		size_t hi = first_end_after(rows, n, r->end_ms + ATTRIB_SLACK_MS, true);
+		struct run_mrow *best = NULL;
 
-		/* The first row ending after lim; then back from it. */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
+		/* A row that arrived at start or later ended at start or later. */
+		for (k = lo; k < hi; k++) {
+			struct run_mrow *m = rows[k];
 
-			if (row_end(rows[mid]) <= lim)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		while (lo-- > 0) {
-			struct run_mrow *m = rows[lo];
-
-			if (row_end(m) < start)
-				break;	/* it and every earlier one arrived before the start */
 			if (m->req || m->t_ms < start || !at_named(d, r, m))
 				continue;
-			m->req = r;
-			m->join = RUN_JOIN_TIMING;
-			r->answer = m;
-			break;
+			if (!best || m->t_ms < best->t_ms ||
+			    (m->t_ms == best->t_ms && m->seq < best->seq))
+				best = m;
 		}
+		if (!best)
+			continue;
+		best->req = r;
+		best->join = RUN_JOIN_TIMING;
+		r->answer = best;
 	}
 }
 

@@ -33,9 +33,11 @@
  *     later than the request's end_ms (+ slack), else the last to end;
  *  2. the answers by timing: the ok requests (not degraded) still without
  *     one, by end_ms ascending, each take the answer-like row, not yet
- *     joined, that ends last no later than their end_ms (+ slack) and
- *     arrived (t_ms) no earlier than their start_ms (− slack) — at the
- *     provider their provider column names, when it names one;
+ *     joined, inside their time — arrived (t_ms) no earlier than their
+ *     start (− slack), ended no later than their end_ms (+ slack) — that
+ *     arrived first (at the provider their provider column names, when
+ *     it names one): a matching as large as any, so when every
+ *     answer-like row is some ok request's answer, each gets one;
  *  3. the other rows by timing: each chat row still unjoined, by t_ms,
  *     goes to a request open when it arrived (start_ms − slack ≤ t_ms ≤
  *     end_ms + slack): of them, one none of whose rows so far it overlaps

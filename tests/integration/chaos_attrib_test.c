@@ -260,6 +260,8 @@ Test(chaos_attrib, an_external_gateway_without_our_headers, .timeout = 120)
 		  "%g rows not joined by timing",
 		  fig(top, "ext", "outage", "join", "unjoined"));
 	cr_assert_str_eq(fig_str(top, "ext", "outage", "fallback_source"), "mock_log");
+	/* every answer's row lies inside its request's time: each ok request finds one */
+	cr_assert_float_eq(fig(top, "ext", "outage", "attribution", "none"), 0, 0);
 	cr_assert(fabs(fig(top, "ext", "outage", "fallback_share", NULL) - ext_fallback) <= 0.1,
 		  "fallback by timing %g, by id %g",
 		  fig(top, "ext", "outage", "fallback_share", NULL), ext_fallback);

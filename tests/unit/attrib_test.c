@@ -246,6 +246,32 @@ Test(attrib, the_timing_join_when_no_id_is_forwarded)
 }
 
 /*
+ * Answers by timing take the row inside the request that arrived first:
+ * g-1 (0–100 ms) could take either answer, g-2 (98–101 ms) only the
+ * secondary's, which arrived after g-2 was sent. Taking the row ending
+ * last would give g-1 the secondary's and leave g-2 with none.
+ */
+Test(attrib, the_timing_join_answers_every_request_it_can)
+{
+	static const struct rq rows[] = {
+		{ .id = "g-1", .sched = "0", .end = "100", .outcome = "ok" },
+		{ .id = "g-2", .sched = "98", .end = "101", .outcome = "ok" },
+	};
+	cJSON *s;
+
+	write_requests(rows, 2);
+	write_file("mock-primary.csv", MOCK_HEADER "1,,0,,200,20,96,16,completed,chat\n");
+	write_file("mock-secondary.csv", MOCK_HEADER "98.5,,0,,200,0.2,0.5,16,completed,chat\n");
+	s = compute_with(whole, 1, 5000, STATS_ATTEMPTS_NONE, 0);
+	expect_num(s, "phases.all.attribution.mock_log", 2);
+	expect_num(s, "phases.all.attribution.none", 0);
+	expect_num(s, "phases.all.fallback_share", 0.5);
+	expect_num(s, "phases.all.time_to_primary_ms", 100);	/* g-1's, the first by sched */
+	expect_num(s, "phases.all.duplicate_share", 0);
+	cJSON_Delete(s);
+}
+
+/*
  * Rows no request can take: one arriving when no request was open, one
  * carrying an id of loadgen's form that requests.csv lacks (a request
  * unfinished when loadgen stopped: unrecorded, never joined by timing),
