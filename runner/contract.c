@@ -9,10 +9,13 @@
 
 #include "common/json.h"
 
-/* The provider an ok request's answer came from: its column, else the primary. */
+/*
+ * The provider an ok request's answer came from: its column, else the
+ * answering row's (runner/attrib.h), else the primary.
+ */
 static const char *answered_by(const struct run_req *r, const char *primary)
 {
-	return r->provider ? r->provider : primary;
+	return r->answered_by ? r->answered_by : primary;
 }
 
 void contract_mark_broken(struct rundata *d, const char *primary)

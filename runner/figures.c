@@ -4,6 +4,7 @@
  * range is a slice found by binary search.
  */
 #include "runner/figures.h"
+#include "runner/attrib.h"
 #include "runner/contract.h"
 #include "runner/replicas.h"
 
@@ -33,13 +34,26 @@ static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, con
 /* ---- what the figures judge each record by ---- */
 
 /*
+ * Where a request went, for its price and cost_usd.by_provider: its
+ * provider column, else the provider whose answer it got by the mock logs
+ * (answered_by), else the caller's provider (a direct setup's); NULL:
+ * none known.
+ */
+static const char *went_to(const struct run_req *r, const struct stats_input *in)
+{
+	if (r->provider)
+		return r->provider;
+	return r->answered_by ? r->answered_by : in->provider;
+}
+
+/*
  * A row with no cost_usd is priced from its tokens (none counts as 0) at
- * the price of the provider it went to — its provider column, else the
- * caller's provider — when the caller has a price for that provider.
+ * the price of the provider it went to (went_to), when the caller has a
+ * price for that provider.
  */
 static double req_price(const struct run_req *r, const struct stats_input *in)
 {
-	const char *to = r->provider ? r->provider : in->provider;
+	const char *to = went_to(r, in);
 	size_t i;
 
 	if (!isnan(r->cost_read) || !to)
@@ -56,26 +70,70 @@ static double req_price(const struct run_req *r, const struct stats_input *in)
 }
 
 /*
- * Fills d's derived fields: each request's cost, whether the primary
- * answered it (an empty provider column meaning the primary; a degraded
- * answer is no provider's), whether its answer broke the contract, and
- * how many mock rows carry its id; each mock row's duplicate — its
- * outcome is client_aborted, or its request is not an ok one answered by
- * that row's provider (no request at all, or a degraded answer, counts
- * too) — health checks never.
+ * Who answered r, an ok answer not degraded: its provider column
+ * (authoritative: the gateway said so), else its answering mock row's
+ * provider (attrib_join), else none known (then counted as the primary's).
  */
-static void prepare(struct rundata *d, const struct stats_input *in)
+static void attribute(struct rundata *d, struct run_req *r)
+{
+	r->answered_by = NULL;
+	r->attrib = RUN_ATTRIB_NONE;
+	if (r->outcome != OUT_OK || r->degraded != RUN_NOT_DEGRADED)
+		return;
+	if (r->provider) {
+		r->answered_by = r->provider;
+		r->attrib = RUN_ATTRIB_HEADER;
+	} else if (r->answer) {
+		r->answered_by = d->mock_providers[r->answer->file];
+		r->attrib = RUN_ATTRIB_MOCK_LOG;
+	}
+}
+
+/*
+ * The attempts r made that reached no mock log — refused connections,
+ * which send nothing: the attempts it made (in->attempts: loadgen's 1 +
+ * retries, or the attempts column) less its rows joined in the logs, or 0
+ * when that is not known or not above them.
+ */
+static size_t refused_attempts(const struct run_req *r, const struct stats_input *in)
+{
+	double made = NAN;
+
+	if (in->attempts == STATS_ATTEMPTS_LOADGEN)
+		made = 1 + (isnan(r->retries) ? 0 : r->retries);
+	else if (in->attempts == STATS_ATTEMPTS_COLUMN)
+		made = r->attempts;
+	if (isnan(made) || made <= (double)r->upstream)
+		return 0;
+	return (size_t)(made - (double)r->upstream);
+}
+
+/*
+ * Fills d's derived fields: the timing join (attrib_join), then each
+ * request's provider (attribute), cost, whether the primary answered it
+ * (none known meaning the primary; a degraded answer is no provider's),
+ * whether its answer broke the contract, how many mock rows are joined
+ * to it and how many of its attempts were refused; each mock row's
+ * duplicate — its outcome is client_aborted, or its request is not an ok
+ * one answered by that row's provider (no request at all, or a degraded
+ * answer, counts too) — health checks never. Returns 0 or -ENOMEM.
+ */
+static int prepare(struct rundata *d, const struct stats_input *in)
 {
 	size_t i;
+	int rc = attrib_join(d);
 
+	if (rc)
+		return rc;
 	for (i = 0; i < d->nreqs; i++) {
 		struct run_req *r = &d->reqs[i];
 
+		attribute(d, r);
 		r->cost_usd = req_price(r, in);
 		r->upstream = 0;
 		r->duplicates = 0;
 		r->by_primary = r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED &&
-				(!r->provider || strcmp(r->provider, in->primary) == 0);
+				(!r->answered_by || strcmp(r->answered_by, in->primary) == 0);
 	}
 	contract_mark_broken(d, in->primary);
 	if (in->replicas)
@@ -90,7 +148,7 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 		if (m->check)
 			continue;
 		answered = r && r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED &&
-				strcmp(r->provider ? r->provider : in->primary,
+				strcmp(r->answered_by ? r->answered_by : in->primary,
 				       d->mock_providers[m->file]) == 0;
 
 		m->duplicate = m->outcome == MOCK_CLIENT_ABORTED || !answered;
@@ -99,6 +157,9 @@ static void prepare(struct rundata *d, const struct stats_input *in)
 			m->req->duplicates += m->duplicate;
 		}
 	}
+	for (i = 0; i < d->nreqs; i++)
+		d->reqs[i].refused = refused_attempts(&d->reqs[i], in);
+	return 0;
 }
 
 /* ---- figures ---- */
@@ -266,21 +327,62 @@ static bool counted_cb(const void *arg, const struct run_req *r)
 
 /*
  * Where a request's cost went, for cost_usd.by_provider: its provider
- * column, else the caller's provider (a direct setup's), else "" (none
- * known: a degraded answer, or an error no provider answered).
+ * column, else the provider the mock logs say answered it, else the
+ * caller's provider (a direct setup's), else "" (none known: a degraded
+ * answer, or an error no provider answered).
  */
 static const char *cost_provider(const struct ctx *x, const struct run_req *r)
 {
 	if (r->provider)
 		return r->provider;
+	if (r->answered_by)
+		return r->answered_by;
 	return x->in->provider && r->degraded == RUN_NOT_DEGRADED ? x->in->provider : "";
 }
 
 /* Whether r was answered by a provider other than the primary (not degraded). */
 static bool fallback_answer(const struct ctx *x, const struct run_req *r)
 {
-	return r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED && r->provider &&
-	       strcmp(r->provider, x->in->primary) != 0;
+	return r->outcome == OUT_OK && r->degraded == RUN_NOT_DEGRADED && r->answered_by &&
+	       strcmp(r->answered_by, x->in->primary) != 0;
+}
+
+/* The words of upstream_source: the mock logs' rows, and where refusals were counted. */
+static const char *upstream_source(const struct stats_input *in, bool column_seen)
+{
+	if (in->attempts == STATS_ATTEMPTS_LOADGEN)
+		return "mock_log+loadgen_refused";
+	if (in->attempts == STATS_ATTEMPTS_COLUMN && column_seen)
+		return "mock_log+gateway_attempts";
+	return "mock_log";
+}
+
+/* The words of fallback_source: where the answers' providers came from. */
+static cJSON *fallback_source(const size_t *by)
+{
+	if (by[RUN_ATTRIB_HEADER] && by[RUN_ATTRIB_MOCK_LOG])
+		return cJSON_CreateString("provider_header+mock_log");
+	if (by[RUN_ATTRIB_HEADER])
+		return cJSON_CreateString("provider_header");
+	if (by[RUN_ATTRIB_MOCK_LOG])
+		return cJSON_CreateString("mock_log");
+	return cJSON_CreateNull();
+}
+
+/* "attribution": the ok answers (not degraded) by where their provider came from. */
+static cJSON *attribution_block(const size_t *by)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+
+	ok &= json_put(o, "provider_header", cJSON_CreateNumber((double)by[RUN_ATTRIB_HEADER]));
+	ok &= json_put(o, "mock_log", cJSON_CreateNumber((double)by[RUN_ATTRIB_MOCK_LOG]));
+	ok &= json_put(o, "none", cJSON_CreateNumber((double)by[RUN_ATTRIB_NONE]));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* The request-based figures of a span, added to o. */
@@ -290,8 +392,10 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	size_t outcomes[OUT_COUNT] = { 0 };
 	size_t degraded[RUN_DEGRADED_COUNT] = { 0 };
 	size_t nok = 0, nlat_ok = 0, nlat_all = 0, nlat_err = 0, fallback = 0, none = 0;
-	size_t upstream = 0, duplicates = 0;
+	size_t upstream = 0, duplicates = 0, refused = 0;
 	size_t instant = 0;
+	size_t by[RUN_ATTRIB_COUNT] = { 0 };	/* ok answers by where their provider came from */
+	bool column_seen = false;
 	size_t n = 0;
 	double to_primary = NAN;
 	double cost = 0;
@@ -316,6 +420,8 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 		n++;
 		upstream += r->upstream;
 		duplicates += r->duplicates;
+		refused += r->refused;
+		column_seen = column_seen || !isnan(r->attempts);
 		outcomes[r->outcome]++;
 		if (r->status < 0)
 			none++;
@@ -332,6 +438,8 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 			degraded[r->degraded]++;
 			if (!isnan(r->latency_ms))
 				x->lat_ok[nlat_ok++] = r->latency_ms;
+			if (r->degraded == RUN_NOT_DEGRADED)
+				by[r->attrib]++;
 			if (!r->by_primary && r->degraded == RUN_NOT_DEGRADED)
 				fallback++;
 			else if (r->by_primary && isnan(to_primary) && !isnan(r->end_ms))
@@ -362,6 +470,8 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "instant_errors", cJSON_CreateNumber((double)instant));
 	ok &= json_put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
 	ok &= json_put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
+	ok &= json_put(o, "fallback_source", fallback_source(by));
+	ok &= json_put(o, "attribution", attribution_block(by));
 	ok &= json_put(o, "time_to_primary_ms", num(to_primary));
 	for (k = RUN_DEGRADED_STATIC; k < RUN_DEGRADED_COUNT; k++)
 		ok &= json_put(deg, run_degraded_name((enum run_degraded)k),
@@ -380,9 +490,15 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "cost_usd", cost_o);
 	ok &= json_put(o, "cost_per_answered", num(have_cost && nok ? cost / (double)nok : NAN));
 	ok &= json_put(o, "fallback_spend_usd", num(have_cost ? fallback_spend : NAN));
-	ok &= json_put(o, "upstream_requests", cJSON_CreateNumber((double)upstream));
-	ok &= json_put(o, "extra_requests", num(n ? (double)upstream / (double)n - 1 : NAN));
-	ok &= json_put(o, "attempts_per_request", num(n ? (double)upstream / (double)n : NAN));
+	ok &= json_put(o, "upstream_requests", cJSON_CreateNumber((double)(upstream + refused)));
+	ok &= json_put(o, "upstream_logged", cJSON_CreateNumber((double)upstream));
+	ok &= json_put(o, "upstream_refused", cJSON_CreateNumber((double)refused));
+	ok &= json_put(o, "upstream_source",
+		       cJSON_CreateString(upstream_source(x->in, column_seen)));
+	ok &= json_put(o, "extra_requests",
+		       num(n ? (double)(upstream + refused) / (double)n - 1 : NAN));
+	ok &= json_put(o, "attempts_per_request",
+		       num(n ? (double)(upstream + refused) / (double)n : NAN));
 	ok &= json_put(o, "duplicate_share",
 		       num(upstream ? (double)duplicates / (double)upstream : NAN));
 	return ok;
@@ -528,6 +644,63 @@ static cJSON *upstream_block(const struct ctx *x, const struct span *sp)
 	return o;
 }
 
+/*
+ * "join": the users' chat rows (not health checks) timed in the span, by
+ * how they were joined to a request: by id, by timing, not at all —
+ * unrecorded (an id of loadgen's that requests.csv lacks) or unjoined.
+ */
+static cJSON *join_block(const struct ctx *x, const struct span *sp)
+{
+	const struct rundata *d = x->d;
+	size_t by_id = 0, by_timing = 0, unrecorded = 0, unjoined = 0;
+	cJSON *o = cJSON_CreateObject();
+	bool ok = o != NULL;
+	size_t i;
+
+	for (i = sp->m0; i < sp->m1; i++) {
+		const struct run_mrow *m = &d->mrows[i];
+
+		if (m->check || m->kind != MOCK_KIND_CHAT)
+			continue;
+		if (m->join == RUN_JOIN_ID)
+			by_id++;
+		else if (m->join == RUN_JOIN_TIMING)
+			by_timing++;
+		else if (m->unrecorded)
+			unrecorded++;
+		else
+			unjoined++;
+	}
+	ok &= json_put(o, "by_id", cJSON_CreateNumber((double)by_id));
+	ok &= json_put(o, "by_timing", cJSON_CreateNumber((double)by_timing));
+	ok &= json_put(o, "unrecorded", cJSON_CreateNumber((double)unrecorded));
+	ok &= json_put(o, "unjoined", cJSON_CreateNumber((double)unjoined));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * "primary_requests" and "stop_ms" of a phase or the totals: the
+ * primary's chat rows in the span and when they stopped (attrib_stop,
+ * with a gap of in->stop_gap_ms); from t0 for the totals.
+ */
+static bool stop_figures(const struct ctx *x, const struct span *sp, cJSON *o)
+{
+	double gap = x->in->stop_gap_ms > 0 ? x->in->stop_gap_ms : ATTRIB_STOP_GAP_MS;
+	double stop;
+	size_t n;
+	bool ok = true;
+
+	attrib_stop(x->d, primary_file(x), sp->origin, sp->all ? INFINITY : sp->to,
+		    x->in->duration_ms, gap, &stop, &n);
+	ok &= json_put(o, "primary_requests", cJSON_CreateNumber((double)n));
+	ok &= json_put(o, "stop_ms", num(stop));
+	return ok;
+}
+
 /* The event and mock figures of a span, added to o. */
 static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 {
@@ -573,6 +746,10 @@ static bool other_figures(const struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(dup, "tokens", cJSON_CreateNumber(tokens));
 	ok &= json_put(o, "duplicate_work", dup);
 	ok &= json_put(o, "upstream_by_provider", upstream_block(x, sp));
+	if (!filtered(x))
+		ok &= json_put(o, "join", join_block(x, sp));
+	if (!filtered(x) && sp->summary)
+		ok = ok && stop_figures(x, sp, o);
 	ok = ok && check_figures(x, sp, o);
 	ok = ok && contract_figures(d, &cr, o);
 	return ok;
@@ -962,7 +1139,12 @@ int figures_summary(struct rundata *d, const struct stats_input *in, cJSON **out
 	*out = NULL;
 	if (!x)
 		return -ENOMEM;
-	prepare(d, in);
+	rc = prepare(d, in);
+	if (rc) {
+		free(x);
+		return rc;
+	}
+	rc = -ENOMEM;
 	x->d = d;
 	x->in = in;
 	x->cls = -1;

@@ -70,8 +70,13 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
 								 sc->prices[i].output };
 	}
 	in.prices = pr;
-	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY)
+	if (st->kind == SC_DIRECT || st->kind == SC_CLIENT_RETRY) {
 		in.provider = sc->provider_names[st->provider];
+		in.attempts = STATS_ATTEMPTS_LOADGEN;
+	} else {
+		in.attempts = STATS_ATTEMPTS_COLUMN;
+	}
+	in.stop_gap_ms = 1000 * sc->scale;
 	in.windows = win;
 	in.nwindows = scenario_windows(sc, win, sc->nexpects);
 	in.run_dir = run_dir;
@@ -134,6 +139,7 @@ static const struct column phase_cols[] = {
 	{ "ok/s", "throughput_per_s", NULL, 1, "%.1f" },
 	{ "fallback", "fallback_share", NULL, 100, "%.1f%%" },
 	{ "open after ms", "time_to_open_ms", NULL, 1, "%.0f" },
+	{ "stop ms", "stop_ms", NULL, 1, "%.0f" },
 	{ "primary after ms", "time_to_primary_ms", NULL, 1, "%.0f" },
 	{ "dup. attempts", "duplicate_work", "attempts", 1, "%.0f" },
 	{ "cost USD", "cost_usd", "total", 1, "%.6f" },
@@ -529,9 +535,65 @@ static void replica_timeline(FILE *fp, const struct scenario *sc, const cJSON *s
 	}
 }
 
+/* A count of the runs' means: whole, or with one decimal. */
+static void count_text(struct buf *b, double v)
+{
+	put(b, v, isnan(v) || v == floor(v) ? "%.0f" : "%.1f");
+}
+
+/*
+ * Under the phase table, a line per setup × phase whose providers' rows
+ * were joined to client requests by timing or not at all (the runs'
+ * means of "join"): how many by id, by timing, not at all — saying when
+ * a join was impossible. Nothing when every row joined by id.
+ */
+static void join_notes(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
+{
+	const cJSON *setups = cJSON_GetObjectItemCaseSensitive(summary, "setups");
+	const cJSON *st;
+	bool any = false;
+	size_t i;
+
+	cJSON_ArrayForEach(st, setups) {
+		const cJSON *phases = cJSON_GetObjectItemCaseSensitive(st, "phases");
+
+		for (i = 0; i < sc->nphases; i++) {
+			const cJSON *fig = cJSON_GetObjectItemCaseSensitive(phases, sc->phases[i].name);
+			const cJSON *join = cJSON_GetObjectItemCaseSensitive(fig, "join");
+			double by_id = stats_mean(join, "by_id", NULL);
+			double by_timing = stats_mean(join, "by_timing", NULL);
+			double unjoined = stats_mean(join, "unjoined", NULL);
+			struct buf t = { 0 };
+
+			if (!(by_timing > 0) && !(unjoined > 0))
+				continue;
+			if (!any)
+				fputs(markdown ? "\nThe providers' rows (`mock-NAME.csv`) of these setups "
+					       "× phases were joined to client requests by timing — no "
+					       "request id to go by: an estimate under concurrency — or "
+					       "not at all (the runs' means; *Attribution* below):\n\n"
+					     : "\njoin (the providers' rows to client requests):\n", fp);
+			any = true;
+			count_text(&t, by_id);
+			buf_puts(&t, " by id, ");
+			count_text(&t, by_timing);
+			buf_puts(&t, " by timing, ");
+			count_text(&t, unjoined);
+			buf_puts(&t, " not at all");
+			if (unjoined > 0)
+				buf_puts(&t, " (a join was impossible: no client request was open "
+					     "when they arrived)");
+			fprintf(fp, markdown ? "- **%s**, %s: %s\n" : "  %s %s: %s\n", st->string,
+				sc->phases[i].name, t.data);
+			buf_free(&t);
+		}
+	}
+}
+
 void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, bool markdown)
 {
 	print_table(fp, sc, summary, markdown, phase_cols, NELEM(phase_cols), false, NULL);
+	join_notes(fp, sc, summary, markdown);
 	print_table(fp, sc, summary, markdown, stream_cols, NELEM(stream_cols), true,
 		    markdown ? "\n## Streams\n\nThe setups × phases that had streaming requests, "
 			       "those alone: *silent breaks* are the stalls and truncations that "
@@ -620,6 +682,93 @@ static void transitions_md(FILE *fp, const struct scenario *sc, const cJSON *set
 					str_or(ev, "from", "?"), str_or(ev, "to", "?"),
 					str_or(ev, "reason", ""));
 			}
+		}
+	}
+}
+
+/* A source label of the summary ("mock_log+loadgen_refused") in words, into b. */
+static void source_words(struct buf *b, const cJSON *fig, const char *key)
+{
+	const char *v = json_get_string(fig, key);
+	const char *p;
+
+	if (!v) {
+		buf_puts(b, "—");
+		return;
+	}
+	for (p = v; *p; p++) {
+		if (*p == '+')
+			buf_puts(b, " + ");
+		else
+			buf_printf(b, "%c", *p == '_' ? ' ' : *p);
+	}
+}
+
+/*
+ * The Attribution section: per setup × phase, figures that need no
+ * cooperation from the gateway and where each came from — the fallback
+ * share and its source, upstream requests per client request with the
+ * refused ones and the source, the duplicate share, the primary's
+ * requests and stop_ms beside the breaker's opening, and how the
+ * providers' rows were joined (the runs' means).
+ */
+static void attribution_md(FILE *fp, const struct scenario *sc, const cJSON *setups)
+{
+	const cJSON *st;
+	size_t i;
+
+	fputs("\n## Attribution\n\nFigures every setup has, from the providers' own logs "
+	      "(`mock-NAME.csv`) joined to the client's requests (`requests.csv`) by request "
+	      "id, else by timing, so another gateway that sends none of our headers gets "
+	      "them too (the runs' means): *fallback* and where each answer's provider came "
+	      "from (the gateway's provider header, authoritative, else the answering row in "
+	      "the mock logs); *upstream/req*, upstream requests per client request, with the "
+	      "*refused* connections no provider could log (loadgen's sends, or the gateway's "
+	      "attempts, less the rows logged) and the source; *dup. share*, the upstream "
+	      "rows whose work was thrown away; the primary's *requests* in the phase and "
+	      "*stop ms*, from the phase's start to the last request it got before a silence "
+	      "of 1 s (scaled) with none arriving or in progress (— it never stopped), beside "
+	      "the breaker's *open after ms* (our gateway's alone); *joined*, the providers' "
+	      "rows by id / by timing / not at all.\n\n"
+	      "| setup | phase | fallback | from | upstream/req | refused | upstream from | "
+	      "dup. share | primary requests | stop ms | open after ms | joined |\n"
+	      "|---|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n", fp);
+	cJSON_ArrayForEach(st, setups) {
+		const cJSON *phases = cJSON_GetObjectItemCaseSensitive(st, "phases");
+
+		for (i = 0; i < sc->nphases; i++) {
+			const cJSON *fig = cJSON_GetObjectItemCaseSensitive(phases, sc->phases[i].name);
+			const cJSON *join = cJSON_GetObjectItemCaseSensitive(fig, "join");
+			struct buf t = { 0 };
+
+			buf_printf(&t, "| %s | %s | ", st->string, sc->phases[i].name);
+			put(&t, 100 * stats_mean(fig, "fallback_share", NULL), "%.1f%%");
+			buf_puts(&t, " | ");
+			source_words(&t, fig, "fallback_source");
+			buf_puts(&t, " | ");
+			put(&t, stats_mean(fig, "attempts_per_request", NULL), "%.3f");
+			buf_puts(&t, " | ");
+			count_text(&t, stats_mean(fig, "upstream_refused", NULL));
+			buf_puts(&t, " | ");
+			source_words(&t, fig, "upstream_source");
+			buf_puts(&t, " | ");
+			put(&t, 100 * stats_mean(fig, "duplicate_share", NULL), "%.1f%%");
+			buf_puts(&t, " | ");
+			count_text(&t, stats_mean(fig, "primary_requests", NULL));
+			buf_puts(&t, " | ");
+			put(&t, stats_mean(fig, "stop_ms", NULL), "%.0f");
+			buf_puts(&t, " | ");
+			put(&t, stats_mean(fig, "time_to_open_ms", NULL), "%.0f");
+			buf_puts(&t, " | ");
+			count_text(&t, stats_mean(join, "by_id", NULL));
+			buf_puts(&t, " / ");
+			count_text(&t, stats_mean(join, "by_timing", NULL));
+			buf_puts(&t, " / ");
+			count_text(&t, stats_mean(join, "unjoined", NULL));
+			buf_puts(&t, " |\n");
+			if (t.data)
+				fputs(t.data, fp);
+			buf_free(&t);
 		}
 	}
 }
@@ -765,9 +914,13 @@ int report_write(const char *stamp_dir, const struct scenario *sc, const cJSON *
 	fputs(".\n\nEvery figure comes from the runs' per-request files (`SETUP/run-K/`); with "
 	      "several runs, the mean (`summary.json` has the spread). Latency is over answered "
 	      "requests, from the intended send time; *fallback* is the share of answers that "
-	      "came from a provider other than the setup's primary; *open after* and *primary "
-	      "after* are measured from the phase's start.\n\n## Phases\n\n", fp);
+	      "came from a provider other than the setup's primary (named by the gateway's header, "
+	      "else found in the providers' logs: *Attribution*); *open after* (the breaker's "
+	      "first opening), *stop* (the primary's last request before it got none for 1 s, "
+	      "scaled: every setup's) and *primary after* are measured from the phase's "
+	      "start.\n\n## Phases\n\n", fp);
 	report_table(fp, sc, summary, true);
+	attribution_md(fp, sc, setups);
 	cost_md(fp, sc, setups);
 	transitions_md(fp, sc, setups);
 	if (ferror(fp))

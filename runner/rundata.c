@@ -85,11 +85,14 @@ static const int req_stream[SCOL_N] = { REQ_STREAMING, REQ_TTFT_MS, REQ_ERROR, R
 
 /*
  * Optional columns: a requests.csv without them has every request
- * interactive, of no named stream, no tokens, and none degraded.
+ * interactive, of no named stream, no tokens, none degraded, and no
+ * start, attempts or retries known.
  */
-enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_STREAM_NAME, OCOL_DEGRADED, OCOL_N };
+enum { OCOL_CLASS, OCOL_TOKENS_IN, OCOL_TOKENS_OUT, OCOL_STREAM_NAME, OCOL_DEGRADED,
+       OCOL_START, OCOL_ATTEMPTS, OCOL_RETRIES, OCOL_N };
 static const int req_optional[OCOL_N] = { REQ_CLASS, REQ_TOKENS_IN, REQ_TOKENS_OUT,
-					   REQ_STREAM_NAME, REQ_DEGRADED };
+					   REQ_STREAM_NAME, REQ_DEGRADED, REQ_START_MS,
+					   REQ_ATTEMPTS, REQ_RETRIES };
 
 _Static_assert(RUN_DEGRADED_STATIC - 1 == (int)DEGRADED_STATIC &&
 	       RUN_DEGRADED_CACHE - 1 == (int)DEGRADED_CACHE &&
@@ -139,9 +142,28 @@ static const char *optional_field(const struct csv *c, const int *oidx, int i)
 	return oidx[i] >= 0 ? csv_field(c, oidx[i]) : "";
 }
 
+/* Fills r's start, attempts and retries from the optional columns. */
+static int req_parse_sends(struct run_req *r, const struct csv *c, const int *oidx, char *err)
+{
+	const char *start = optional_field(c, oidx, OCOL_START);
+	const char *attempts = optional_field(c, oidx, OCOL_ATTEMPTS);
+	const char *retries = optional_field(c, oidx, OCOL_RETRIES);
+
+	if (csv_num(start, &r->start_ms))
+		return value_error(err, c, req_columns[REQ_START_MS], "a number or nothing",
+				   start);
+	if (csv_whole(attempts, 0, 1e9, &r->attempts))
+		return value_error(err, c, req_columns[REQ_ATTEMPTS],
+				   "a whole number >= 0 or nothing", attempts);
+	if (csv_whole(retries, 0, 1e9, &r->retries))
+		return value_error(err, c, req_columns[REQ_RETRIES],
+				   "a whole number >= 0 or nothing", retries);
+	return 0;
+}
+
 /*
- * Fills r's class, tokens, stream name and degraded word from the
- * optional columns (oidx[i] < 0: absent).
+ * Fills r's class, tokens, stream name, degraded word, start, attempts
+ * and retries from the optional columns (oidx[i] < 0: absent).
  */
 static int req_parse_optional(struct run_req *r, const struct csv *c, const int *oidx, char *err)
 {
@@ -149,9 +171,12 @@ static int req_parse_optional(struct run_req *r, const struct csv *c, const int 
 	const char *tin = optional_field(c, oidx, OCOL_TOKENS_IN);
 	const char *tout = optional_field(c, oidx, OCOL_TOKENS_OUT);
 	const char *deg = optional_field(c, oidx, OCOL_DEGRADED);
+	int rc = req_parse_sends(r, c, oidx, err);
 	int k = *cls ? req_class_from_name(cls) : CLASS_INTERACTIVE;
 	int d;
 
+	if (rc)
+		return rc;
 	if (k < 0)
 		return value_error(err, c, req_columns[REQ_CLASS], "interactive, batch or nothing",
 				   cls);
@@ -384,11 +409,57 @@ static struct run_req *find_req(struct run_req *const *byid, size_t n, const cha
 enum { MC_T, MC_ID, MC_TOKENS, MC_OUTCOME, MC_N };
 static const int mock_need[MC_N] = { MOCK_T_MS, MOCK_REQUEST_ID, MOCK_TOKENS_OUT, MOCK_OUTCOME };
 
-/* The requests by id, which mock rows are joined to. */
+/*
+ * The requests by id, which mock rows are joined to, and the form of
+ * loadgen's ids (--id-prefix, then a number): the prefix every id of the
+ * file has before its digits, when they all share one.
+ */
 struct join {
 	struct run_req **byid;
 	size_t n;
+	const char *prefix;	/* NULL: no common form (or no request) */
+	size_t prefix_len;
 };
+
+/* The length of id without its trailing digits. */
+static size_t digits_start(const char *id)
+{
+	size_t n = strlen(id);
+
+	while (n && id[n - 1] >= '0' && id[n - 1] <= '9')
+		n--;
+	return n;
+}
+
+/* Whether id is j's prefix followed by one digit or more. */
+static bool of_loadgen_form(const struct join *j, const char *id)
+{
+	size_t n = digits_start(id);
+
+	return j->prefix && n == j->prefix_len && id[n] && memcmp(id, j->prefix, n) == 0;
+}
+
+/*
+ * The prefix every request id of j has before its trailing digits (each
+ * having some), or none: j->prefix NULL.
+ */
+static void find_form(struct join *j)
+{
+	size_t i;
+
+	j->prefix = NULL;
+	for (i = 0; i < j->n; i++) {
+		const char *id = j->byid[i]->id;
+		size_t n = digits_start(id);
+
+		if (!id[n] || (i && (n != j->prefix_len || memcmp(id, j->prefix, n) != 0))) {
+			j->prefix = NULL;
+			return;
+		}
+		j->prefix = j->byid[0]->id;
+		j->prefix_len = n;
+	}
+}
 
 /* The optional columns of a mock log: each index, or < 0 when the log has none. */
 struct mock_optional {
@@ -466,6 +537,8 @@ static int mrow_parse(struct run_mrow *m, const struct csv *c, const int *idx,
 		return value_error(err, c, mock_columns[MOCK_DUR_MS], "a number or nothing", dur);
 	m->check = rec_mock_is_check(m->kind, *id ? id : NULL);
 	m->req = *id && !m->check ? find_req(j->byid, j->n, id) : NULL;
+	m->join = m->req ? RUN_JOIN_ID : RUN_JOIN_NONE;
+	m->unrecorded = !m->req && !m->check && of_loadgen_form(j, id);
 	return 0;
 }
 
@@ -899,7 +972,14 @@ void rundata_free(struct rundata *d)
 void rundata_keep_requests(struct rundata *d)
 {
 	struct rundata reqs = { 0 };
+	size_t i;
 
+	/* What pointed into the mock rows and their providers' names goes with them. */
+	for (i = 0; i < d->nreqs; i++) {
+		d->reqs[i].answer = NULL;
+		d->reqs[i].answered_by = NULL;
+		d->reqs[i].attrib = RUN_ATTRIB_NONE;
+	}
 	reqs.reqs = d->reqs;
 	reqs.nreqs = d->nreqs;
 	memcpy(reqs.have_class, d->have_class, sizeof(reqs.have_class));
@@ -969,6 +1049,7 @@ static int load_joined(struct rundata *d, const char *run_dir, int64_t t0_unix_m
 	rc = index_ids(d, reqpath, &j.byid, &j.n, err);
 	if (rc)
 		return rc;
+	find_form(&j);
 	rc = load_mocks(d, run_dir, &j, err);
 	if (rc)
 		goto out;

@@ -34,6 +34,27 @@ const char *run_degraded_name(enum run_degraded d);
 /* The mock fault of an answer that broke its request's response_format. */
 #define RUN_BAD_CONTENT_FAULT "bad_content"
 
+/*
+ * How an ok answer's provider is known (runner/attrib.h): the provider
+ * column (the gateway's x-faultline-provider, authoritative), the
+ * answering row found in the mock logs, or neither.
+ */
+enum run_attrib {
+	RUN_ATTRIB_NONE,	/* not an ok answer of a provider, or none found */
+	RUN_ATTRIB_HEADER,	/* the provider column */
+	RUN_ATTRIB_MOCK_LOG,	/* the answering mock row (joined by id or by timing) */
+	RUN_ATTRIB_COUNT
+};
+
+/* How a mock row was joined to a request of requests.csv (runner/attrib.h). */
+enum run_join {
+	RUN_JOIN_NONE,		/* to none */
+	RUN_JOIN_ID,		/* its request_id is the request's id */
+	RUN_JOIN_TIMING,	/* by time: no id to go by (attrib_join) */
+};
+
+struct run_mrow;
+
 /* One row of requests.csv. Strings are owned; provider is NULL when empty. */
 struct run_req {
 	size_t seq;		/* row number in the file (from 1), for stable order */
@@ -57,6 +78,9 @@ struct run_req {
 	enum run_degraded degraded;	/* the degraded column */
 	double ttft_ms;		/* NAN: none */
 	double max_gap_ms;	/* NAN: none */
+	double start_ms;	/* the first attempt's send; NAN: empty or no column */
+	double attempts;	/* the attempts column (a gateway's count); NAN: none */
+	double retries;		/* the retries column (loadgen's re-sends); NAN: none */
 	/* Filled by the figures (figures_prepare), not by the loader: */
 	double cost_usd;	/* cost_read, else priced from the tokens; NAN: none */
 	size_t upstream;	/* mock rows with this request's id */
@@ -64,6 +88,11 @@ struct run_req {
 	bool by_primary;	/* ok and answered by the primary */
 	bool paid_timeout;	/* waited out the primary's timeout (replicas_mark_paid) */
 	bool broken;		/* ok, and its answering row broke the contract (bad_content) */
+	struct run_mrow *answer;	/* its answering mock row (attrib_join); NULL: none found */
+	const char *answered_by;	/* an ok answer's provider: the column, else the
+					 * answering row's; NULL: not ok, degraded or unknown */
+	enum run_attrib attrib;	/* where answered_by came from */
+	size_t refused;		/* attempts that reached no mock log (refused connections) */
 };
 
 /* One row of a mock-NAME.csv. */
@@ -79,7 +108,12 @@ struct run_mrow {
 	bool faulted;		/* outcome faulted */
 	bool bad_content;	/* the fault column names bad_content (a broken contract) */
 	size_t file;		/* index into rundata's mock_files / mock_providers */
-	struct run_req *req;	/* the request with its request_id; NULL: none or a check */
+	struct run_req *req;	/* the request with its request_id (or, by timing, the
+				 * figures' join); NULL: none or a check */
+	enum run_join join;	/* how req was found */
+	bool unrecorded;	/* its request_id is one of loadgen's (the requests' prefix
+				 * and a number) that requests.csv lacks: a request not
+				 * finished when loadgen stopped; never joined by timing */
 	/* Filled by the figures: */
 	bool duplicate;
 };
@@ -161,6 +195,8 @@ int rundata_load_requests(struct rundata *d, const char *run_dir, char *err);
 /*
  * Frees d's mock rows, events and mock file names, keeping its requests
  * (what the plots read): chaos run keeps a run's requests until it plots.
+ * The requests' answer and answered_by, which pointed into what is
+ * freed, are cleared.
  */
 void rundata_keep_requests(struct rundata *d);
 

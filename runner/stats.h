@@ -20,7 +20,10 @@
  *                          columns stream_name (the mix stream; empty or no
  *                          column: none) and degraded ("static", "cache" or
  *                          empty; no column: none degraded) are read when
- *                          present. The stream
+ *                          present, and so are start_ms (empty or no
+ *                          column: sched_ms, for the timing join), attempts
+ *                          and retries (whole numbers; empty or no column:
+ *                          unknown, for the refused attempts). The stream
  *                          columns streaming (0 or 1), ttft_ms, error and
  *                          max_gap_ms are read when "streaming" is in the
  *                          header, and then all four must be; without it
@@ -114,12 +117,18 @@
  *                           counts the same)
  *     "throughput_per_s":   ok / ((to_ms − from_ms) / 1000)
  *     "fallback_share":     ok requests answered by a provider other than
- *                           the primary / ok (null: 0 ok). An empty
- *                           provider column counts as the primary (a
- *                           direct setup has none), but a degraded answer
- *                           (degraded column static or cache) is no
- *                           provider's: neither the primary's nor a
- *                           fallback's
+ *                           the primary / ok (null: 0 ok). Who answered: the
+ *                           provider column, else the provider of the
+ *                           request's answering mock row (runner/attrib.h:
+ *                           joined by id, else by timing), else (neither)
+ *                           the primary; a degraded answer (degraded column
+ *                           static or cache) is no provider's: neither the
+ *                           primary's nor a fallback's
+ *     "fallback_source":    "provider_header", "mock_log" or
+ *                           "provider_header+mock_log": where the ok answers'
+ *                           providers came from; null: none known
+ *     "attribution":        {"provider_header": n, "mock_log": n, "none": n}:
+ *                           the ok answers (not degraded) by that source
  *     "time_to_primary_ms": end_ms − from_ms of the first ok request
  *                           answered by the primary (same rule as above),
  *                           first by sched_ms (ties: the earlier row of
@@ -133,12 +142,13 @@
  *                            is priced from its tokens (empty: 0), (tokens_in
  *                            × input + tokens_out × output) / 1000, when the
  *                            caller has a price for the provider it went to
- *                            (its provider column, else the caller's
- *                            provider),
+ *                            (its provider column, else its answering mock
+ *                            row's provider, else the caller's provider),
  *                            "by_tenant": {TENANT: Σ, …},
  *                            "by_feature": {FEATURE: Σ, …},
  *                            "by_provider": {PROVIDER: Σ, …} — its provider
- *                            column, else the caller's provider, else ""
+ *                            column, else its answering mock row's, else
+ *                            the caller's provider, else ""
  *                            (a degraded answer: none)}
  *                           — the maps hold the tenants (features) of the
  *                           requests that had a cost, first seen first in
@@ -146,26 +156,39 @@
  *                           key means 0
  *     "cost_per_answered":  cost_usd.total / ok (null: no cost, or 0 ok)
  *     "fallback_spend_usd": Σ cost_usd of the ok requests (not degraded)
- *                           whose provider column names another than the
- *                           primary (null: no request had a cost)
- *     "upstream_requests":  mock rows (any provider, any time) whose
- *                           request_id is the id of a request of the range
+ *                           answered by another than the primary (as for
+ *                           fallback_share; null: no request had a cost)
+ *     "upstream_requests":  upstream_logged + upstream_refused
+ *     "upstream_logged":    mock rows (any provider, any time; checks never)
+ *                           joined to a request of the range: by request_id,
+ *                           else by timing (runner/attrib.h)
+ *     "upstream_refused":   Σ over the range's requests of the attempts made
+ *                           less upstream_logged's rows, when more: attempts
+ *                           made are 1 + retries (in->attempts LOADGEN), the
+ *                           attempts column (COLUMN; empty: none counted), or
+ *                           unknown (NONE: 0) — refused connections leave no
+ *                           row
+ *     "upstream_source":    "mock_log+loadgen_refused" (LOADGEN),
+ *                           "mock_log+gateway_attempts" (COLUMN, some request
+ *                           of the range having an attempts value), else
+ *                           "mock_log"
  *     "extra_requests":     upstream_requests / requests − 1 (null: 0
  *                           requests): the share of extra attempts sent
  *     "attempts_per_request": upstream_requests / requests (null: 0
  *                           requests)
- *     "duplicate_share":    of those upstream_requests, the share whose
+ *     "duplicate_share":    of those upstream_logged rows, the share whose
  *                           work was discarded (the rule of duplicate_work
  *                           below, but over the range's requests' rows
  *                           rather than the rows timed in the range) /
- *                           upstream_requests (null: none)
+ *                           upstream_logged (null: none)
  *     "opens":              events in the range whose "to" is "open"
  *     "time_to_open_ms":    first such event's t_ms − from_ms (null: none)
  *     "time_to_close_ms":   the first event in the range whose "to" is
  *                           "closed": its t_ms − from_ms (null: none)
  *     "transitions":        events in the range (every kind of change)
  *     "exposed":            {"requests": the distinct requests (of the
- *                            class, under "classes") joined to a chat row
+ *                            class, under "classes") joined (by id, else by
+ *                            timing) to a chat row
  *                            of the primary's log — not a check — whose
  *                            t_ms is in [from_ms, from_ms +
  *                            time_to_open_ms), the whole range when
@@ -174,10 +197,11 @@
  *     "duplicate_work":     {"attempts": rows, "tokens": Σ tokens_out}
  *                           over mock rows in the range (any provider)
  *                           whose outcome is client_aborted, or whose
- *                           request (request_id = requests.csv id) is not
- *                           an ok request answered by that provider (an
- *                           empty provider column meaning the primary) —
- *                           a row with no matching request counts too;
+ *                           request (joined by request_id = requests.csv id,
+ *                           else by timing) is not an ok request answered
+ *                           by that provider (who answered as for
+ *                           fallback_share) — a row joined to no request
+ *                           counts too;
  *                           an empty tokens_out adds 0 (health checks
  *                           never count)
  *     "upstream_by_provider": {NAME: {"attempts": chat rows (not checks)
@@ -185,6 +209,18 @@
  *                           requests under "classes" and "mix_streams" —,
  *                           "faulted": of them with outcome faulted}} for
  *                           every provider with a log
+ *     "join":               not under "classes" or "mix_streams": the chat rows
+ *                           (not checks) timed in the range, {"by_id",
+ *                           "by_timing", "unrecorded" (an id of loadgen's
+ *                           form that requests.csv lacks), "unjoined"}
+ *     "primary_requests":   phases and totals only (not under "classes" or
+ *                           "mix_streams"): the primary's chat rows (not
+ *                           checks) timed in the range
+ *     "stop_ms":            the same ranges: attrib_stop's (runner/attrib.h)
+ *                           with a gap of in->stop_gap_ms — the last arrival
+ *                           at the primary before a silence with none
+ *                           arriving or in progress, from the range's start;
+ *                           null: it never stopped
  *     "checks":             {"requests": check rows (any provider, any
  *                            class) in the range, "per_s": requests /
  *                            ((to_ms − from_ms) / 1000), "by_provider":
@@ -246,8 +282,8 @@
  *                           N with (N − 1) mod R + 1 = K (loadgen's round
  *                           robin)
  *   }
- *   For "totals", time_to_open_ms, time_to_close_ms and time_to_primary_ms
- *   are measured from 0 (t0), throughput_per_s, checks.per_s and
+ *   For "totals", time_to_open_ms, time_to_close_ms, time_to_primary_ms and
+ *   stop_ms are measured from 0 (t0), throughput_per_s, checks.per_s and
  *   check_rate_per_s over duration_ms.
  *
  *   LATENCY = {"count": values taken (empty latency_ms fields are not),
@@ -295,6 +331,16 @@ struct stats_price {
 	double output;
 };
 
+/*
+ * How a setup's attempts are known, for the refused ones (upstream_refused):
+ * a refused connection sends nothing, so no provider logs it.
+ */
+enum stats_attempts {
+	STATS_ATTEMPTS_NONE,	/* not known: the upstream figures are the logs' rows */
+	STATS_ATTEMPTS_LOADGEN,	/* a direct or client-retry setup: 1 + retries a request */
+	STATS_ATTEMPTS_COLUMN,	/* a gateway: the attempts column (x-faultline-attempts) */
+};
+
 struct stats_input {
 	const char *run_dir;		/* requests.csv, mock-*.csv, events.jsonl */
 	const struct stats_phase *phases;	/* names unique, from < to */
@@ -314,6 +360,10 @@ struct stats_input {
 					 * figures (runner/replicas.h) are added */
 	double primary_timeout_ms;	/* the primary's per-attempt timeout, for
 					 * timeout_paid; NAN: unknown */
+	enum stats_attempts attempts;	/* how the requests' attempts are known */
+	double stop_gap_ms;		/* the silence at the primary that is a stop
+					 * (stop_ms); ≤ 0: 1000 (the runner passes
+					 * 1000 × its time scale) */
 };
 
 /*
