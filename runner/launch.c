@@ -297,9 +297,9 @@ static void poll_send(struct chaos *ch)
 	curl_easy_setopt(pl->easy, CURLOPT_TIMEOUT_MS, 1000L);
 	curl_easy_setopt(pl->easy, CURLOPT_PROXY, "");
 	curl_easy_setopt(pl->easy, CURLOPT_WRITEFUNCTION, discard);
-	pl->in_flight = curl_uv_add(&ch->cu, pl->easy) == 0;
-	if (!pl->in_flight)
-		pl->done(ch, false);
+	pl->in_flight = pl->easy && curl_uv_add(&ch->cu, pl->easy) == 0;
+	if (!pl->in_flight)	/* our own failure, not the program's lateness */
+		run__fail(ch, "cannot poll %s: libcurl would not take the transfer", pl->url);
 }
 
 /* A readiness poll ended: done, or another in POLL_EVERY_MS, or out of time. */
@@ -1058,8 +1058,8 @@ static void load_start(struct chaos *ch)
 
 	memset(&cfg, 0, sizeof(cfg));
 	if (clock_unix_ms() > ch->t0 - LOAD_MARGIN_MS) {
-		run__fail(ch, "the processes took longer than %d ms to start: t0 has passed",
-			 CHAOS_LEAD_MS);
+		run__fail(ch, "the processes took longer than %.0f ms to start: t0 has passed",
+			 ch->lead_ms);
 		goto out;
 	}
 	/* What loadgen is told is what the simulator runs: loadcfg_of's settings. */

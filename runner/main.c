@@ -46,6 +46,7 @@ static const char usage_text[] =
 	"       chaos compare REAL_STAMP SIM_STAMP [--setup NAME] [--json FILE]\n"
 	"       chaos plot STAMP_DIR|SWEEP_DIR\n"
 	"       chaos list [DIR]\n"
+	"       chaos peers-table [--out FILE] [--title TEXT] [--note TEXT] STAMP_DIR...\n"
 	"\n"
 	"run   replays SCENARIO (a JSON file) through each of its setups: mock providers\n"
 	"      on its fault timeline, the setup, loadgen on the shared t0, its actions;\n"
@@ -88,6 +89,11 @@ static const char usage_text[] =
 	"  --json FILE       also write the rows to FILE as JSON\n"
 	"plot  draws a results directory's plots (STAMP/plots/*.png) with gnuplot\n"
 	"list  the scenarios in DIR (default: scenarios) with their descriptions\n"
+	"peers-table  one markdown comparison of several stamps (faultline's setups and\n"
+	"      other gateways'), per scenario, phase and setup (docs/peers.md)\n"
+	"  --out FILE        write it to FILE (through FILE.tmp), not stdout\n"
+	"  --title TEXT      its heading\n"
+	"  --note TEXT       a paragraph under the heading\n"
 	"\n"
 	"Exit status: 0 every run completed; 1 a run failed or a file could not be\n"
 	"written; 2 a bad command line or scenario; 130/143 stopped by SIGINT/SIGTERM.\n";
@@ -334,6 +340,18 @@ static int cmd_run(int argc, char **argv)
 	if (o.only_setup) {
 		for (i = 0; i < sc.nsetups && strcmp(sc.setups[i].name, o.only_setup); i++)
 			;
+		/* A setup an earlier --add-setup put into the stamp: run it again from there. */
+		if (i == sc.nsetups && o.into_stamp) {
+			int arc = restamp_add_stamp_setup(&sc, o.stamp_dir, o.only_setup, err);
+
+			if (arc && arc != -ENOENT) {
+				fprintf(stderr, "chaos: --setup: %s\n", err);
+				scenario_free(&sc);
+				return 2;
+			}
+			for (i = 0; i < sc.nsetups && strcmp(sc.setups[i].name, o.only_setup); i++)
+				;
+		}
 		if (i == sc.nsetups) {
 			fprintf(stderr, "chaos: --setup: %s has no setup called \"%s\"%s\n", path,
 				o.only_setup, nadded ? ", nor do the --add-setup files" : "");
@@ -580,7 +598,7 @@ int main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	opt_usage_error("chaos", "unknown command \"%s\" (run, sweep, report, gate, compare, plot "
-			"or list)",
+	opt_usage_error("chaos", "unknown command \"%s\" (run, sim, sweep, report, gate, compare, "
+			"plot, list or peers-table)",
 			argv[1]);
 }

@@ -238,7 +238,7 @@ static void main_row(struct buf *b, const struct stamp *st, const char *phase,
 	put_num(b, have, v, 0);
 	have = fig(ph, "fallback_share", &v);
 	put_share(b, have, v);
-	have = fig(ph, "stop_ms", &v) || fig(setup, "stop_ms", &v);
+	have = fig(ph, "stop_ms", &v);
 	put_num(b, have, v, 0);
 	put_text(b, source);
 	buf_puts(b, "\n");
@@ -412,7 +412,9 @@ static const char legend[] =
 	"requests; *upstream / answer* the providers' logged attempts for the phase's "
 	"requests per answered request (1.00: no extra work); *to primary* the attempts "
 	"that reached the primary; *fallback* the share of answers from another provider "
-	"than the primary; *stop ms* how long the setup took to stop; *upstream from* how "
+	"than the primary; *stop ms* from the phase's start to the last request the primary "
+	"got before its first silence of 1 s × the time scale (no request arriving, none in "
+	"progress): when the setup stopped sending to it; *upstream from* how "
 	"the upstream figures were joined. A dash: the summary has no such figure. For "
 	"streams: *error events* ended with an SSE error event (the client is told), "
 	"*silent breaks* stalled or cut without one, *stalled* silent past the client's "

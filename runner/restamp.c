@@ -28,12 +28,14 @@
 
 cJSON *restamp_run_doc(const struct scenario *sc, char *err, size_t errlen)
 {
-	cJSON *root = json_load_file(sc->path, err, errlen);
+	cJSON *root = sc->written ? cJSON_Duplicate(sc->written, true) : NULL;
 	cJSON *setups;
 	const cJSON *st;
 
-	if (!root)
+	if (!root) {
+		snprintf(err, errlen, "%s: out of memory", sc->path);
 		return NULL;
+	}
 	if (!cJSON_GetObjectItemCaseSensitive(root, "name") &&
 	    !cJSON_AddStringToObject(root, "name", sc->name))
 		goto out_oom;
@@ -117,6 +119,63 @@ out_oom:
 	return NULL;
 }
 
+int restamp_add_stamp_setup(struct scenario *sc, const char *stamp_dir, const char *name,
+			    char *err)
+{
+	char *path = stamp_path_alloc(stamp_dir, REC_SCENARIO);
+	cJSON *doc = NULL;
+	const cJSON *st;
+	int rc = -ENOENT;
+
+	if (!path) {
+		snprintf(err, CFG_ERR_LEN, "--stamp: out of memory");
+		return -ENOMEM;
+	}
+	doc = json_load_file(path, err, CFG_ERR_LEN);
+	if (!doc) {
+		rc = -EINVAL;
+		goto out;
+	}
+	st = setup_named(cJSON_GetObjectItemCaseSensitive(doc, "setups"), name);
+	if (st)
+		rc = scenario_add_setup_json(sc, st, path, err);
+out:
+	cJSON_Delete(doc);
+	free(path);
+	return rc;
+}
+
+/*
+ * The first top-level key (not name, description or setups) whose value differs
+ * between the stamp's scenario and this run's, into key (len bytes);
+ * false when none does.
+ */
+static bool body_differs(const cJSON *stamp_doc, const cJSON *run_doc, char *key, size_t len)
+{
+	const cJSON *a = stamp_doc;
+	const cJSON *b = run_doc;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		const cJSON *it;
+
+		cJSON_ArrayForEach(it, a) {
+			const cJSON *other = cJSON_GetObjectItemCaseSensitive(b, it->string);
+
+			if (strcmp(it->string, "name") == 0 || strcmp(it->string, "setups") == 0 ||
+			    strcmp(it->string, "description") == 0)
+				continue;
+			if (!other || !cJSON_Compare(it, other, true)) {
+				snprintf(key, len, "%s", it->string);
+				return true;
+			}
+		}
+		a = run_doc;
+		b = stamp_doc;
+	}
+	return false;
+}
+
 /* Whether two time scales are the same one (as written: within 1e-9 of each other). */
 static bool same_scale(double a, double b)
 {
@@ -192,6 +251,12 @@ int restamp_check(const char *stamp_dir, const struct scenario *sc, bool sim,
 		goto out;
 	rc = -EINVAL;
 	run_doc = restamp_run_doc(sc, why, sizeof(why));
+	if (run_doc && body_differs(stamp_doc, run_doc, why, 64)) {
+		snprintf(err, CFG_ERR_LEN, "--stamp: %.120s ran another version of %.48s: its "
+			 "scenario.json's %.40s differs from %.100s's, so their runs would not "
+			 "compare (only setups may differ)", stamp_dir, sc->name, why, sc->path);
+		goto out;
+	}
 	both = run_doc ? merge(stamp_doc, run_doc, names, n) : NULL;
 	if (!both) {
 		snprintf(err, CFG_ERR_LEN, "--stamp: %.400s", run_doc ? "out of memory" : why);
@@ -305,9 +370,11 @@ int restamp_swap(const char *stamp_dir, const char *setup, char *err, size_t err
 	/* One step: never a moment without STAMP/SETUP. */
 	if (syscall(SYS_renameat2, AT_FDCWD, fresh, AT_FDCWD, cur, RENAME_EXCHANGE) == 0) {
 		rc = restamp_remove_tree(fresh);
-		if (rc)
+		if (rc) {
 			snprintf(err, errlen, "cannot remove the old runs, now in %s: %s", fresh,
 				 strerror(-rc));
+			rc = 1;		/* swapped all the same */
+		}
 		goto out;
 	}
 	rc = restamp_remove_tree(old);
@@ -324,8 +391,10 @@ int restamp_swap(const char *stamp_dir, const char *setup, char *err, size_t err
 		goto out;
 	}
 	rc = restamp_remove_tree(old);
-	if (rc)
+	if (rc) {
 		snprintf(err, errlen, "cannot remove the old runs, now in %s: %s", old, strerror(-rc));
+		rc = 1;		/* swapped all the same */
+	}
 out:
 	free(old);
 	free(fresh);

@@ -353,6 +353,7 @@ static void replace_setup(struct chaos *ch)
 	const char *name = ch->st->name;
 	char err[CFG_ERR_LEN];
 	const char **more;
+	int rc;
 
 	if (ch->setup_completed < ch->o->repeat) {
 		fprintf(stderr, "chaos: %s / %s: %u of %u runs completed: %s/%s kept as it was "
@@ -367,11 +368,14 @@ static void replace_setup(struct chaos *ch)
 		return;
 	}
 	ch->swapped = more;
-	if (restamp_swap(ch->stamp_dir, name, err, sizeof(err))) {
+	rc = restamp_swap(ch->stamp_dir, name, err, sizeof(err));
+	if (rc < 0) {
 		fprintf(stderr, "chaos: %s / %s: %s\n", ch->sc->name, name, err);
 		ch->exit_code = 1;
 		return;
 	}
+	if (rc > 0)	/* in place; the old runs left behind: said, not fatal */
+		fprintf(stderr, "chaos: %s / %s: warning: %s\n", ch->sc->name, name, err);
 	ch->swapped[ch->nswapped++] = name;
 	if (restamp_write_scenario(ch->stamp_dir, ch->sc, true, ch->swapped, ch->nswapped, err,
 				   sizeof(err))) {
@@ -910,6 +914,11 @@ int chaos_run(const struct scenario *sc, const struct chaos_opts *o)
 	if (!ch.signal && ch.completed && o->into_stamp) {
 		if (remake_stamp(&ch))
 			ch.exit_code = 1;
+	} else if (ch.signal && o->into_stamp && ch.nswapped) {
+		/* Stopped after a setup was replaced: its summary no longer says what is there. */
+		fprintf(stderr, "chaos: %s's summary.json and report.md predate the setups "
+			"replaced before the stop: run chaos report %s\n", ch.stamp_dir,
+			ch.stamp_dir);
 	} else if (!ch.signal && ch.completed) {
 		cJSON *top = cJSON_CreateObject();
 

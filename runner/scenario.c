@@ -1142,7 +1142,8 @@ int scenario_load_json(const cJSON *doc, const char *path, double scale, struct 
 	scenario_scale(root, scale);
 	sc->scale = scale;
 	sc->path = strdup(path);
-	if (!sc->path) {
+	sc->written = cJSON_Duplicate(doc, true);
+	if (!sc->path || !sc->written) {
 		rc = scenario__oom(err, path, NULL);
 		goto out;
 	}
@@ -1207,6 +1208,7 @@ void scenario_free(struct scenario *sc)
 		setup_free(&sc->setups[i]);
 	free(sc->setups);
 	cJSON_Delete(sc->added);
+	cJSON_Delete(sc->written);
 	for (i = 0; i < sc->nexpects; i++) {
 		free(sc->expects[i].setup);
 		free(sc->expects[i].phase);

@@ -257,6 +257,7 @@ struct scenario {
 	size_t nsetups;
 	size_t nadded;			/* the last nadded setups came from scenario_add_setups */
 	cJSON *added;			/* ...as written (unscaled): an array, owned; NULL: none */
+	cJSON *written;			/* the document as loaded (unscaled, setups as written): owned */
 	struct sc_expect *expects;
 	size_t nexpects;
 	struct sc_objective objective;
@@ -405,6 +406,9 @@ char *scenario_expand(const struct scenario *sc, const char *tmpl, const struct 
  * (-ENOMEM) with a message in err (CFG_ERR_LEN bytes) and sc as it was.
  */
 int scenario_add_setups(struct scenario *sc, const char *path, char *err);
+
+/* scenario_add_setups of a document already read (path names it in errors). */
+int scenario_add_setup_json(struct scenario *sc, const cJSON *doc, const char *path, char *err);
 
 /*
  * The provider a setup counts as its primary (for fallback share and time

@@ -716,10 +716,21 @@ static cJSON *added_array(const cJSON *doc, const char *path, char *err)
 
 int scenario_add_setups(struct scenario *sc, const char *path, char *err)
 {
+	cJSON *doc = json_load_file(path, err, CFG_ERR_LEN);
+	int rc;
+
+	if (!doc)
+		return -EINVAL;
+	rc = scenario_add_setup_json(sc, doc, path, err);
+	cJSON_Delete(doc);
+	return rc;
+}
+
+int scenario_add_setup_json(struct scenario *sc, const cJSON *doc, const char *path, char *err)
+{
 	size_t before = sc->nsetups;
 	size_t nadded = sc->nadded;
 	struct sc_setup *more;
-	cJSON *doc = NULL;
 	cJSON *arr = NULL;
 	cJSON *scaled = NULL;
 	cJSON *item;
@@ -727,9 +738,6 @@ int scenario_add_setups(struct scenario *sc, const char *path, char *err)
 	size_t i = 0;
 	int rc = -EINVAL;
 
-	doc = json_load_file(path, err, CFG_ERR_LEN);
-	if (!doc)
-		return -EINVAL;
 	arr = added_array(doc, path, err);
 	if (!arr)
 		goto out;
@@ -775,7 +783,6 @@ int scenario_add_setups(struct scenario *sc, const char *path, char *err)
 out:
 	cJSON_Delete(scaled);
 	cJSON_Delete(arr);
-	cJSON_Delete(doc);
 	return rc;
 }
 

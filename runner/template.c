@@ -198,7 +198,9 @@ static int subst(const struct subst_ctx *cx, const char *tmpl, struct buf *out, 
 			rc = buf_append(out, p, (size_t)(brace - p));
 		if (rc)
 			break;
-		kind = placeholder(brace, &len, &name, &namelen, &ms);
+		/* A '{' after '$' is text: a shell's or nginx's ${var} passes through. */
+		kind = brace > tmpl && brace[-1] == '$' ? PH_NONE :
+		       placeholder(brace, &len, &name, &namelen, &ms);
 		switch (kind) {
 		case PH_NONE:
 			if (out)

@@ -25,6 +25,8 @@ portkey_dir=build/peers/portkey
 
 # expand DIR: setup.in.json of DIR with its files' texts, on stdout.
 expand() {
+	command -v jq >/dev/null 2>&1 ||
+		{ echo "peers: jq is missing (apt-get install jq)" >&2; exit 1; }
 	dir=$1
 	tmp=$(mktemp -d)
 	set --
@@ -150,8 +152,8 @@ versions() {
 }
 
 run() {
+	install_deps		# jq first: check needs it
 	check
-	install_deps
 	if ! "$bin/chaos" --help | grep -q -- '--add-setup'; then
 		echo "peers: $bin/chaos has no 'run --add-setup' (the runner's external-setup features); build one that has" >&2
 		exit 1
@@ -166,7 +168,8 @@ run() {
 	for scen in $scenarios; do
 		set --
 		for p in $peers; do
-			set -- "$@" --add-setup "$(setup_for "$scen" "$p" "$out")"
+			dst=$(setup_for "$scen" "$p" "$out") || exit 1
+			set -- "$@" --add-setup "$dst"
 		done
 		echo "== $scen through its own setups and$(printf ' %s' $peers), time scale $scale"
 		if "$bin/chaos" run "scenarios/$scen.json" "$@" --time-scale "$scale" --out "$out" \

@@ -387,13 +387,34 @@ Test(chaos_ext, add_setups_and_run_one_again_into_the_stamp, .timeout = 150)
 	free(a_before);
 	free(b_before);
 
+	/* A setup only the stamp has (an earlier --add-setup's): --setup runs it again from there. */
+	{
+		const char *args[] = { "run", scen, "--stamp", stamp, "--setup", "d", "--quiet",
+				       NULL };
+		char *d_before = stamp_file(stamp, "d/run-1/loadgen-summary.json");
+
+		rc = chaos(args, err, sizeof(err), 60);
+		cr_assert_eq(rc, 0, "exit %d:\n%s", rc, err);
+		text = stamp_file(stamp, "d/run-1/loadgen-summary.json");
+		cr_assert_str_neq(text, d_before, "d was not run again");
+		free(text);
+		free(d_before);
+	}
+	scenario_setups(stamp, names, sizeof(names));
+	cr_assert_str_eq(names, "a,b,c,d");
+
 	/* What --stamp and --add-setup refuse: exit 2, before any process starts. */
 	{
 		static const char other[] =
 			"{\"name\":\"other\",\"duration_s\":1,\"providers\":[{\"name\":\"p\"}],"
 			"\"load\":{\"rate\":10},"
 			"\"setups\":[{\"name\":\"a\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
+		static const char edited[] =
+			"{\"name\":\"two\",\"duration_s\":2,\"providers\":[{\"name\":\"p\",\"ttft_ms\":10}],"
+			"\"load\":{\"rate\":10},"
+			"\"setups\":[{\"name\":\"a\",\"kind\":\"direct\",\"provider\":\"p\"}]}";
 		char other_path[400];
+		char edited_path[400];
 		char bad[400];
 		char dup[400];
 		char files[400];
@@ -406,6 +427,9 @@ Test(chaos_ext, add_setups_and_run_one_again_into_the_stamp, .timeout = 150)
 			  "ran at time scale 1, this run's is 0.5" },
 			{ { "run", other_path, "--stamp", stamp },
 			  "holds the results of scenario \"two\", not \"other\"" },
+			{ { "run", edited_path, "--stamp", stamp, "--setup", "a" },
+			  "ran another version of two: its scenario.json's duration_s differs" },
+			{ { "run", scen, "--stamp", stamp, "--setup", "zz" }, "has no setup called \"zz\"" },
 			{ { "run", scen, "--stamp", out }, "is not a results stamp" },
 			{ { "run", scen, "--stamp", nothing }, "No such file or directory" },
 			{ { "run", scen, "--stamp", stamp, "--out", out },
@@ -423,6 +447,7 @@ Test(chaos_ext, add_setups_and_run_one_again_into_the_stamp, .timeout = 150)
 		size_t i;
 
 		write_file(dir, "other.json", other, other_path, sizeof(other_path));
+		write_file(dir, "edited.json", edited, edited_path, sizeof(edited_path));
 		write_file(dir, "bad.json", "[{\"name\":\"e\",\"kind\":\"direct\",\"provider\":\"p\"},"
 			   "{\"name\":\"f\",\"kind\":\"direct\",\"provider\":\"p\",\"headers\":"
 			   "{\"x-request-id\":\"1\"}}]", bad, sizeof(bad));

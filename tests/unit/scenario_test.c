@@ -1531,6 +1531,8 @@ Test(scenario_run, expand_templates, .timeout = 10)
 		{ "{}", "{}" },
 		{ "trailing {", "trailing {" },
 		{ "{{port}}", "{45001}" },
+		{ "echo ${dir} ${lisen} $HOME", "echo ${dir} ${lisen} $HOME" },
+		{ "${port}{port}", "${port}45001" },
 		{ "{upstream.nope}", NULL },
 		{ "{upstream.primary", NULL },
 		{ "{lisen}", NULL },
