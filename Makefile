@@ -62,8 +62,9 @@ SIM_SRC := $(sort $(wildcard sim/*.c))
 RUNNER_ALL_SRC := $(RUNNER_LIB_SRC) $(SIM_SRC) $(MOCKPROV_LIB_SRC) $(GATEWAY_LIB_SRC) \
 	$(LOADGEN_LIB_SRC)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c)) tests/support/sanitizer_workers.c tests/support/tmpdir.c \
-	tests/support/jsondiff.c
-INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) $(sort $(wildcard tests/support/*.c))
+	tests/support/jsondiff.c tests/support/jassert.c
+INTEG_SRC := $(sort $(wildcard tests/integration/*.c)) \
+	$(filter-out tests/support/jassert.c,$(sort $(wildcard tests/support/*.c)))
 BENCH_SRC := $(filter-out bench/curlfloor.c,$(sort $(wildcard bench/*.c)))
 
 PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor

@@ -16,12 +16,12 @@
 
 #include "common/cfg.h"
 #include "runner/figures.h"
-#include "runner/jpath.h"
 #include "runner/report.h"
 #include "runner/rundata.h"
 #include "runner/scenario.h"
 #include "runner/stats.h"
 #include "tests/support/tmpdir.h"
+#include "tests/support/jassert.h"
 
 #define T0 1764620000000LL
 
@@ -106,37 +106,6 @@ static cJSON *compute_with(const struct stats_phase *ph, size_t nph, double dura
 	cr_assert_eq(rc, 0, "stats_compute: %d: %s", rc, err);
 	cr_assert_not_null(out);
 	return out;
-}
-
-static const cJSON *jget(const cJSON *root, const char *path)
-{
-	const cJSON *v = NULL;
-	char e[256];
-
-	cr_assert_eq(jpath_get(root, path, &v, e, sizeof(e)), 0, "%s", e);
-	return v;
-}
-
-/* Asserts the number at path (NAN: null) within 1e-9. */
-static void expect_num(const cJSON *root, const char *path, double want)
-{
-	const cJSON *v = jget(root, path);
-
-	if (isnan(want)) {
-		cr_assert(cJSON_IsNull(v), "%s: expected null", path);
-		return;
-	}
-	cr_assert(cJSON_IsNumber(v), "%s: expected a number", path);
-	cr_assert_float_eq(v->valuedouble, want, 1e-9, "%s: expected %.12g, got %.12g", path,
-			   want, v->valuedouble);
-}
-
-static void expect_str(const cJSON *root, const char *path, const char *want)
-{
-	const cJSON *v = jget(root, path);
-
-	cr_assert(cJSON_IsString(v), "%s: expected a string", path);
-	cr_assert_str_eq(v->valuestring, want, "%s", path);
 }
 
 static const struct stats_phase whole[] = { { "all", 0, 5000 } };

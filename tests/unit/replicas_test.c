@@ -14,10 +14,10 @@
 
 #include "common/cfg.h"
 #include "runner/gate.h"
-#include "runner/jpath.h"
 #include "runner/replicas.h"
 #include "runner/stats.h"
 #include "tests/support/tmpdir.h"
+#include "tests/support/jassert.h"
 
 #define T0 1764620000000LL
 
@@ -83,23 +83,6 @@ Test(replicas, a_row_pays_the_timeout_when_it_waited_it_out_unanswered)
 	cr_assert_not(replicas_row_paid_timeout(&m, 1000), "a health check");
 	m.check = false;
 	cr_assert_not(replicas_row_paid_timeout(&m, NAN), "no timeout known");
-}
-
-/* The value at a dotted path ("phases.drift.contract.violations"), asserted there. */
-static const cJSON *jget(const cJSON *root, const char *path)
-{
-	const cJSON *v = NULL;
-	char e[256];
-
-	cr_assert_eq(jpath_get(root, path, &v, e, sizeof(e)), 0, "%s", e);
-	return v;
-}
-
-static double jnum(const cJSON *root, const char *path)
-{
-	const cJSON *v = jget(root, path);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 #define REQ_HEADER "id,stream_name,class,tenant,feature,streaming,sched_ms,start_ms,ttft_ms," \

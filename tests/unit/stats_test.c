@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner/jpath.h"
 #include "runner/stats.h"
 #include "common/cfg.h"
 #include "tests/support/tmpdir.h"
+#include "tests/support/jassert.h"
 
 #define T0 1764620000000LL
 
@@ -114,31 +114,6 @@ static cJSON *compute(const struct stats_phase *ph, size_t nph, double duration_
 	cr_assert_eq(rc, 0, "stats_compute: %d: %s", rc, err);
 	cr_assert_not_null(out);
 	return out;
-}
-
-/* The value at a dotted path ("phases.outage.latency_ms.p50", "windows.2.ok"). */
-/* The value at a dotted path ("phases.drift.contract.violations"), asserted there. */
-static const cJSON *jget(const cJSON *root, const char *path)
-{
-	const cJSON *v = NULL;
-	char e[256];
-
-	cr_assert_eq(jpath_get(root, path, &v, e, sizeof(e)), 0, "%s", e);
-	return v;
-}
-
-/* Asserts the number at path (NAN: null) within 1e-9. */
-static void expect_num(const cJSON *root, const char *path, double want)
-{
-	const cJSON *v = jget(root, path);
-
-	if (isnan(want)) {
-		cr_assert(cJSON_IsNull(v), "%s: expected null", path);
-		return;
-	}
-	cr_assert(cJSON_IsNumber(v), "%s: expected a number", path);
-	cr_assert_float_eq(v->valuedouble, want, 1e-9, "%s: expected %.12g, got %.12g", path,
-			   want, v->valuedouble);
 }
 
 /* Asserts that object path has exactly the keys of keys (NULL-terminated), in order. */

@@ -20,11 +20,11 @@
 #include "common/cfg.h"
 #include "runner/correlated.h"
 #include "runner/gate.h"
-#include "runner/jpath.h"
 #include "runner/scenario.h"
 #include "runner/stats.h"
 #include "runner/traps.h"
 #include "tests/support/tmpdir.h"
+#include "tests/support/jassert.h"
 
 #define T0 1764620000000LL
 
@@ -47,24 +47,6 @@ static void write_file(const char *name, const char *text)
 {
 	cr_assert_eq(tmpdir_write(dir, name, text, strlen(text)), 0, "cannot write %s/%s", dir,
 		     name);
-}
-
-/* The value at a dotted path ("phases.drift.contract.violations"), asserted there. */
-static const cJSON *jget(const cJSON *root, const char *path)
-{
-	const cJSON *v = NULL;
-	char e[256];
-
-	cr_assert_eq(jpath_get(root, path, &v, e, sizeof(e)), 0, "%s", e);
-	return v;
-}
-
-static double jnum(const cJSON *root, const char *path)
-{
-	const cJSON *v = jget(root, path);
-
-	cr_assert(cJSON_IsNumber(v), "%s is not a number", path);
-	return v->valuedouble;
 }
 
 #define REQ_HEADER "id,stream_name,class,tenant,feature,streaming,sched_ms,start_ms,ttft_ms," \
