@@ -58,3 +58,15 @@ uint64_t timebase_mono_at(const struct timebase *tb, double rel_ms)
 
 	return mono <= 0 ? 0 : (uint64_t)mono;
 }
+
+int64_t timebase_child_t0(const struct timebase *tb, int64_t *step_ms)
+{
+	struct timebase now;
+	int64_t step;
+
+	timebase_init(&now, tb->t0_unix_ms);
+	step = (int64_t)llround((double)(now.unix_minus_mono_ns - tb->unix_minus_mono_ns) / 1e6);
+	if (step_ms)
+		*step_ms = step;
+	return tb->t0_unix_ms + step;
+}

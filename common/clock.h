@@ -43,4 +43,14 @@ double timebase_now_ms(const struct timebase *tb);
  */
 uint64_t timebase_mono_at(const struct timebase *tb, double rel_ms);
 
+/*
+ * The t0 (Unix epoch ms) that puts a process starting now on tb's time
+ * base: tb's t0 moved by however far the wall clock has stepped since tb
+ * was set up (a time sync mid-run). A child that maps its monotonic clock
+ * through the wall clock at its start, given this t0, counts the same
+ * milliseconds since t0 as the ones started before the step. *step_ms (may
+ * be NULL) gets the step.
+ */
+int64_t timebase_child_t0(const struct timebase *tb, int64_t *step_ms);
+
 #endif

@@ -208,6 +208,29 @@ static char *mock_config_of(struct chaos *ch, size_t i)
 	return text;
 }
 
+/*
+ * The --t0 a child started now is given: the run's t0, moved by any step
+ * of the wall clock since the run's time base was set up, so a process
+ * started after a time sync (a restarted provider, a replica) counts the
+ * same milliseconds since t0 as the ones started before it — a step of
+ * 7.9 s once put a restarted provider's log that far ahead and had it
+ * listen half a second before its restart's time. A step is said once a
+ * run.
+ */
+static long long child_t0(struct chaos *ch, const char *who)
+{
+	int64_t step = 0;
+	int64_t t0 = timebase_child_t0(&ch->tb, &step);
+
+	if ((step >= CLOCK_STEP_MS || step <= -CLOCK_STEP_MS) && step != ch->clock_step_said) {
+		fprintf(stderr, "chaos: %s / %s: the wall clock stepped %+lld ms since the run "
+			"began; %s starts on the run's time base all the same\n", ch->sc->name,
+			ch->st->name, (long long)step, who);
+		ch->clock_step_said = step;
+	}
+	return (long long)t0;
+}
+
 /* Starts provider i's mockprov, its config written first (run_int.h). */
 void launch_mock(struct chaos *ch, size_t i, double listen_at_ms)
 {
@@ -223,7 +246,7 @@ void launch_mock(struct chaos *ch, size_t i, double listen_at_ms)
 	const char *argv[] = { prog, "--config", cfg, "--t0", t0, "--log-dir", ch->dir,
 			       "--seed", seed, "--log-level", "warn", NULL, NULL, NULL };
 
-	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(t0, sizeof(t0), "%lld", child_t0(ch, name));
 	if (listen_at_ms >= 0) {
 		snprintf(at, sizeof(at), "%.3f", listen_at_ms);
 		argv[11] = "--listen-at";
@@ -476,7 +499,7 @@ static void gateway_start(struct chaos *ch, size_t r, int port)
 
 	/* Replica K draws its own jitter (the scenario's seed + K - 1), as real replicas do. */
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(ch->sc->seed + r));
-	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(t0, sizeof(t0), "%lld", child_t0(ch, "the gateway"));
 	if (!prog || !cfg || !events || !log_name) {
 		run__fail(ch, "setup %s: out of memory", ch->st->name);
 		goto out;
@@ -982,7 +1005,7 @@ void launch_progress_clear(struct chaos *ch)
 static void on_progress(uv_timer_t *t)
 {
 	struct chaos *ch = t->data;
-	double now = (double)(clock_unix_ms() - ch->t0) / 1000;
+	double now = timebase_now_ms(&ch->tb) / 1000;
 
 	progress_read(ch);
 	fprintf(stderr, "\r\033[Kchaos: %s / %s / run %u  t=%.1f/%.1f s  requests %llu  errors %llu",
@@ -1057,7 +1080,7 @@ static void load_start(struct chaos *ch)
 	size_t i;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (clock_unix_ms() > ch->t0 - LOAD_MARGIN_MS) {
+	if (timebase_now_ms(&ch->tb) > -LOAD_MARGIN_MS) {
 		run__fail(ch, "the processes took longer than %.0f ms to start: t0 has passed",
 			 ch->lead_ms);
 		goto out;
@@ -1072,7 +1095,7 @@ static void load_start(struct chaos *ch)
 		run__fail(ch, "cannot start loadgen: out of memory");
 		goto out;
 	}
-	snprintf(t0, sizeof(t0), "%lld", (long long)ch->t0);
+	snprintf(t0, sizeof(t0), "%lld", child_t0(ch, "loadgen"));
 	snprintf(dur, sizeof(dur), "%.3fms", cfg.duration_ms);
 	snprintf(timeout, sizeof(timeout), "%.3fms", cfg.timeout_ms);
 	snprintf(stall, sizeof(stall), "%.3fms", cfg.stall_timeout_ms);

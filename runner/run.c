@@ -643,6 +643,7 @@ static void timeline_begin(struct chaos *ch)
 	 */
 	uv_update_time(ch->loop);
 	ch->lead_ms = run_lead_ms(ch->st);
+	ch->clock_step_said = 0;
 	ch->t0 = clock_unix_ms() + (int64_t)ch->lead_ms;
 	timebase_init(&ch->tb, ch->t0);
 	uv_timer_start(&ch->start_deadline, on_start_deadline, (uint64_t)ch->lead_ms, 0);

@@ -28,6 +28,7 @@
 
 #define READY_TIMEOUT_MS 30000		/* a child's "ready", a URL's 2xx */
 #define LOAD_MARGIN_MS 50		/* loadgen starts at least this long before t0 */
+#define CLOCK_STEP_MS 20		/* a wall-clock step this large is said (child_t0) */
 
 enum role { ROLE_MOCK, ROLE_SETUP, ROLE_LOAD, ROLE_REDIS };
 
@@ -111,6 +112,7 @@ struct chaos {
 	char *final_dir;		/* STAMP/SETUP/run-K */
 	int64_t t0;
 	double lead_ms;			/* from the run's start to t0 */
+	int64_t clock_step_said;	/* the wall clock's step last said (child_t0); 0: none */
 	struct timebase tb;		/* t0's, for the actions' timer */
 	struct sim_stats sim;		/* the simulated runs', added up */
 	uint64_t sim_ns;		/* the wall time they took (sim_run alone) */

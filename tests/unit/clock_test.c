@@ -75,3 +75,28 @@ Test(clock, mono_at_before_epoch_is_zero, .timeout = 10)
 	timebase_init(&tb, clock_unix_ms());
 	cr_assert_eq(timebase_mono_at(&tb, -1e15), 0);
 }
+
+/*
+ * A child started after the wall clock stepped gets a t0 moved by the
+ * step, so it counts the same milliseconds since t0 as its elders: a time
+ * base set up when the clock read 7.9 s later than it does now (it has
+ * since stepped back) gives children t0 − 7900; an unstepped one, t0.
+ */
+Test(clock, a_child_after_a_clock_step_keeps_the_run_time_base, .timeout = 10)
+{
+	struct timebase tb;
+	struct timebase child;
+	int64_t step = 0;
+	int64_t t0;
+
+	timebase_init(&tb, 1764620000000LL);
+	cr_assert_eq(timebase_child_t0(&tb, &step), 1764620000000LL);
+	cr_assert_eq(step, 0);
+	tb.unix_minus_mono_ns += 7900000000LL;
+	t0 = timebase_child_t0(&tb, &step);
+	cr_assert_eq(step, -7900, "step %lld", (long long)step);
+	cr_assert_eq(t0, 1764620000000LL - 7900);
+	/* The child's milliseconds since its t0 are the run's since t0, within 1 ms. */
+	timebase_init(&child, t0);
+	cr_assert_float_eq(timebase_now_ms(&child), timebase_now_ms(&tb), 1.0);
+}
