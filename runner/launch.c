@@ -212,10 +212,10 @@ static char *mock_config_of(struct chaos *ch, size_t i)
  * The --t0 a child started now is given: the run's t0, moved by any step
  * of the wall clock since the run's time base was set up, so a process
  * started after a time sync (a restarted provider, a replica) counts the
- * same milliseconds since t0 as the ones started before it — a step of
- * 7.9 s once put a restarted provider's log that far ahead and had it
- * listen half a second before its restart's time. A step is said once a
- * run.
+ * same milliseconds since t0 as the ones started before it (a restarted
+ * provider whose log ran 7.9 s ahead of loadgen's, answering half a
+ * second before its restart's time, is what a step does). A step is said
+ * once a run.
  */
 static long long child_t0(struct chaos *ch, const char *who)
 {
