@@ -129,19 +129,20 @@ bin/%: $(O)/rel/bin/%
 	@mkdir -p bin
 	cp $< $@.tmp && mv -f $@.tmp $@
 
-# The official openai npm package, which the gateway_stream integration
-# suite runs as a real client (tests/node/openai_client.mjs): installed once
-# per build dir, the stamp naming the version. The tests find it through
-# FAULTLINE_NODE_PREFIX (ESM imports ignore NODE_PATH) and fail without it.
+# The official openai and @anthropic-ai/sdk npm packages, which the
+# integration suites run as real clients (tests/node/*.mjs): installed once
+# per build dir, the stamp naming the versions. The tests find them through
+# FAULTLINE_NODE_PREFIX (ESM imports ignore NODE_PATH) and fail without them.
 OPENAI_NPM := openai@4.104.0
+ANTHROPIC_NPM := @anthropic-ai/sdk@1.17.0
 NODE_PREFIX := $(abspath $(O)/node)
-NODE_STAMP := $(O)/node/.installed-$(OPENAI_NPM)
+NODE_STAMP := $(O)/node/.installed-$(OPENAI_NPM)-$(subst /,_,$(ANTHROPIC_NPM))
 
 $(NODE_STAMP):
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
 		{ echo "make: the integration tests need node and npm (Debian: nodejs npm)" >&2; exit 1; }
 	@mkdir -p $(O)/node
-	npm install --no-audit --no-fund --prefix $(O)/node $(OPENAI_NPM)
+	npm install --no-audit --no-fund --prefix $(O)/node $(OPENAI_NPM) $(ANTHROPIC_NPM)
 	touch $@
 
 test: all $(O)/rel/test-unit $(O)/rel/test-integration $(NODE_STAMP)
