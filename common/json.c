@@ -460,6 +460,33 @@ static bool key_is(const char *s, size_t k, size_t e, const char *key, size_t kl
 	return n == klen;
 }
 
+int json_unescape(struct buf *b, const char *s, size_t len)
+{
+	char u[4];
+	size_t i = 0;
+	size_t run;
+	size_t n;
+	int rc = 0;
+
+	if (len >= 2 && s[0] == '"' && s[len - 1] == '"') {
+		s++;
+		len -= 2;
+	}
+	while (!rc && i < len) {
+		run = i;
+		while (i < len && s[i] != '\\')
+			i++;
+		rc = buf_append(b, s + run, i - run);
+		if (rc || i == len)
+			break;
+		n = unescape(s, len, &i, u);
+		if (n == 0)
+			return -EINVAL;
+		rc = buf_append(b, u, n);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
 int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end)
 {
 	size_t klen = strlen(key);
@@ -491,6 +518,27 @@ int json_member_span(const char *s, size_t len, const char *key, size_t *start, 
 			i = skip_ws(s, len, i + 1);
 	}
 	return found ? 0 : -ENOENT;
+}
+
+int json_array_next(const char *s, size_t len, size_t *at, size_t *start, size_t *end)
+{
+	size_t i = skip_ws(s, len, *at);
+
+	if (*at == 0) {
+		if (i >= len || s[i] != '[')
+			return -EINVAL;
+		i = skip_ws(s, len, i + 1);
+	} else if (i < len && s[i] == ',') {
+		i = skip_ws(s, len, i + 1);
+	}
+	if (i >= len || s[i] == ']') {
+		*at = i;
+		return -ENOENT;
+	}
+	*start = i;
+	*end = skip_value(s, len, i);
+	*at = *end > i ? *end : len;
+	return 0;
 }
 
 bool json_put(cJSON *o, const char *key, cJSON *item)

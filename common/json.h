@@ -74,6 +74,15 @@ void json_copy_cut(char *out, size_t len, const char *s, size_t max);
  */
 bool json_string_has_nul(const char *s, size_t len);
 
+/*
+ * Appends the text the JSON string literal s (len bytes, its quotes
+ * included or not, from a text json_parse_whole accepted) says, unescaped
+ * as cJSON reads it but whole: a \u0000 is a NUL byte in b where cJSON's
+ * valuestring would end. Returns 0, -EINVAL for an escape cJSON refuses, or
+ * -ENOMEM.
+ */
+int json_unescape(struct buf *b, const char *s, size_t len);
+
 /* The string value of key in obj, or NULL when absent or not a string. */
 const char *json_get_string(const cJSON *obj, const char *key);
 
@@ -96,5 +105,15 @@ bool json_put(cJSON *o, const char *key, cJSON *item);
  * nothing, but the scan stays inside the len bytes.
  */
 int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end);
+
+/*
+ * Steps through the elements of the array in s, len bytes holding one
+ * array as written (from a text json_parse_whole accepted, like a span
+ * json_member_span found): *at is 0 before the first call; each call sets
+ * [*start, *end) to the next element's value as written and returns 0;
+ * -ENOENT after the last; -EINVAL when s is not an array. On a text
+ * json_parse_whole refuses, the spans mean nothing but stay inside len.
+ */
+int json_array_next(const char *s, size_t len, size_t *at, size_t *start, size_t *end);
 
 #endif

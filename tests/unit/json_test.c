@@ -1,7 +1,8 @@
 /*
  * json: string escaping, the OpenAI-style error body, the located errors
  * of json_load_file, what json_parse_whole refuses that cJSON takes, and
- * the body scanner json_member_span — by cases, and against cJSON on
+ * the body scanners json_member_span and json_array_next, json_unescape
+ * (a \u0000 kept) — by cases, and json_member_span against cJSON on
  * generated texts (tests/support/jsondiff.c).
  */
 #include <cjson/cJSON.h>
@@ -530,4 +531,58 @@ Test(json, put_adds_or_frees, .timeout = 10)
 	cr_assert_null(cJSON_GetObjectItemCaseSensitive(o, "b"));
 	cr_assert_not(json_put(NULL, "c", cJSON_CreateString("freed, not leaked")));
 	cJSON_Delete(o);
+}
+
+/* json_unescape: cJSON's reading of a literal, but a \u0000 kept as a byte and the rest kept. */
+Test(json, unescape_keeps_nul_and_the_rest, .timeout = 10)
+{
+	static const char lit[] = "\"a\\u0000b\\n\\\"\\\\\\/caf\\u00e9 \\ud83d\\ude00 \xc3\xa9\"";
+	static const char want[] = "a\0b\n\"\\/caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xa9";
+	struct buf b = { 0 };
+	cJSON *v = json_parse_whole(lit, strlen(lit));
+
+	cr_assert_not_null(v, "the literal is JSON");
+	cr_assert_eq(json_unescape(&b, lit, strlen(lit)), 0);
+	cr_assert_eq(b.len, sizeof(want) - 1, "all of it, past the NUL: %zu bytes", b.len);
+	cr_assert_eq(memcmp(b.data, want, b.len), 0);
+	cr_assert_str_eq(v->valuestring, "a", "where cJSON stops");
+	buf_reset(&b);
+	cr_assert_eq(json_unescape(&b, "x\\ty", 4), 0, "without quotes");
+	cr_assert_str_eq(b.data, "x\ty");
+	buf_reset(&b);
+	cr_assert_eq(json_unescape(&b, "\"\"", 2), 0);
+	cr_assert_eq(b.len, 0);
+	cr_assert_eq(json_unescape(&b, "\"\\ude00\"", 8), -EINVAL, "a lone low surrogate");
+	cr_assert_eq(json_unescape(&b, "\"\\x\"", 4), -EINVAL);
+	cr_assert_eq(json_unescape(&b, "\"\\u12\"", 6), -EINVAL);
+	cJSON_Delete(v);
+	buf_free(&b);
+}
+
+/* json_array_next: each element as written, nested brackets and strings skipped whole. */
+Test(json, array_next_steps_through_elements, .timeout = 10)
+{
+	static const char s[] = " [ 1 , \"],\\\"\" ,{\"a\":[2,3]}, [ ] ,null ] ";
+	static const char *const want[] = { "1", "\"],\\\"\"", "{\"a\":[2,3]}", "[ ]", "null" };
+	size_t at = 0;
+	size_t a = 0;
+	size_t e = 0;
+	size_t n = 0;
+
+	while (json_array_next(s, strlen(s), &at, &a, &e) == 0) {
+		cr_assert_lt(n, 5);
+		cr_assert_eq(e - a, strlen(want[n]), "element %zu", n);
+		cr_assert_eq(memcmp(s + a, want[n], e - a), 0, "element %zu: %.*s", n,
+			     (int)(e - a), s + a);
+		n++;
+	}
+	cr_assert_eq(n, 5);
+	at = 0;
+	cr_assert_eq(json_array_next("[]", 2, &at, &a, &e), -ENOENT);
+	at = 0;
+	cr_assert_eq(json_array_next("{}", 2, &at, &a, &e), -EINVAL);
+	at = 0;
+	cr_assert_eq(json_array_next("[1", 2, &at, &a, &e), 0, "cut short: still inside");
+	cr_assert_eq(e, 2);
+	cr_assert_eq(json_array_next("[1", 2, &at, &a, &e), -ENOENT);
 }
