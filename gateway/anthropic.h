@@ -65,13 +65,17 @@ struct anth_stream {
 	bool include_usage;	/* the client asked for stream_options.include_usage */
 	long long created_s;
 	bool started;		/* message_start was seen */
-	bool finished;		/* message_delta's stop_reason was seen */
-	char id[128];		/* message_start's message.id, as JSON string text */
-	char model[256];	/* its model, as JSON string text */
+	bool finished;		/* the finish chunk went out (message_delta, or message_stop without one) */
+	bool stopped;		/* message_stop was seen: data: [DONE] went out, the rest is NONE */
+	char id[128];		/* message_start's message.id, as JSON string text (cut to fit) */
+	char model[256];	/* its model, as JSON string text (cut to fit) */
 	char finish[24];	/* the OpenAI finish_reason of stop_reason */
-	int64_t tokens_in;	/* input (with cache) tokens */
-	int64_t tokens_out;
-	bool has_usage;
+	int64_t input[3];	/* the latest input_tokens, cache_creation_input_tokens and
+				 * cache_read_input_tokens (message_start's, then message_delta's) */
+	int64_t tokens_in;	/* input (with cache) tokens: input's sum */
+	int64_t tokens_out;	/* output_tokens, the latest (message_delta's are cumulative) */
+	bool has_usage;		/* a usage object was seen; tokens_* are its, kept here
+				 * whether or not the client gets a usage chunk */
 };
 
 /* What one event was, for the client. */
@@ -86,7 +90,7 @@ enum anth_ev {
 /* The facts of one event. */
 struct anth_ev_facts {
 	bool text;		/* a chunk with non-empty delta content */
-	bool commit;		/* text, or the finish: the stream's commit point */
+	bool commit;		/* text, the finish or the end (DONE): the stream's commit point */
 	char message[256];	/* ANTH_EV_ERROR: the upstream's error message (cut) */
 };
 
@@ -99,7 +103,10 @@ void anth_stream_init(struct anth_stream *s, bool include_usage, long long creat
  * to out as "data: {…}\n\n": message_start gives the first chunk (the
  * role, empty content), each text_delta a chunk of content, message_delta
  * the finish chunk, message_stop the usage chunk (with include_usage) and
- * "data: [DONE]". Returns an enum anth_ev, or -ENOMEM.
+ * "data: [DONE]". The usage of message_start and message_delta is kept in
+ * s, not put in those chunks: a chunk with usage would commit the relay.
+ * An event that is not a chunk leaves out as it was. Returns an enum
+ * anth_ev, or -ENOMEM.
  */
 int anth_stream_event(struct anth_stream *s, const char *event, const char *data, size_t len,
 		      struct buf *out, struct anth_ev_facts *f);
