@@ -174,7 +174,7 @@ asan: asan-build $(NODE_STAMP)
 # libFuzzer harnesses, one per parser or loader a stranger's bytes reach
 # (tests/fuzz/*.c), built with clang under ASan+UBSan into $(O)/fuzz. Each
 # runs for FUZZ_SECONDS from its committed seeds (tests/fuzz/corpus/NAME/,
-# only read), a dictionary (tests/fuzz/{http,sse,json}.dict) and the corpus
+# only read), a dictionary (tests/fuzz/{http,sse,json,anthropic}.dict) and the corpus
 # it grew before ($(O)/fuzz/corpus/NAME/, where new inputs go); a crash, leak, UB or hang is written to
 # $(O)/fuzz/artifacts/NAME/ and fails the run. Replay one input with
 # $(O)/fuzz/bin/NAME FILE.
@@ -182,7 +182,8 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_FLAGS := -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZERS := http_request sse_relay json_span gw_config mock_config scenario schema contract
+FUZZERS := http_request sse_relay json_span gw_config mock_config scenario schema contract \
+	anthropic
 
 $(O)/fuzz/%.o: %.c $(O)/deps.mk | fuzz-cc
 	@mkdir -p $(dir $@)
@@ -204,6 +205,7 @@ $(O)/fuzz/bin/scenario: $(call FUZZ_OBJ,tests/fuzz/scenario.c tests/fuzz/fuzzfil
 	$(RUNNER_ALL_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
 $(O)/fuzz/bin/schema: $(call FUZZ_OBJ,tests/fuzz/schema.c $(wildcard gateway/schema*.c) $(COMMON_SRC))
 $(O)/fuzz/bin/contract: $(call FUZZ_OBJ,tests/fuzz/contract.c mockprov/contract.c $(COMMON_SRC))
+$(O)/fuzz/bin/anthropic: $(call FUZZ_OBJ,tests/fuzz/anthropic.c gateway/anthropic.c $(COMMON_SRC))
 $(O)/fuzz/bin/%:
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(DEP_LIBS) $(CURL_LIBS)
@@ -214,7 +216,8 @@ fuzz-build: $(addprefix $(O)/fuzz/bin/,$(FUZZERS))
 fuzz: fuzz-build
 	@failed=""; for f in $(FUZZERS); do \
 		mkdir -p $(O)/fuzz/corpus/$$f $(O)/fuzz/artifacts/$$f; \
-		case $$f in http_request) dict=http;; sse_relay) dict=sse;; *) dict=json;; esac; \
+		case $$f in http_request) dict=http;; sse_relay) dict=sse;; anthropic) dict=anthropic;; \
+		*) dict=json;; esac; \
 		echo "fuzz: $$f for $(FUZZ_SECONDS) s (log: $(O)/fuzz/$$f.log)"; \
 		if $(O)/fuzz/bin/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 			-print_final_stats=1 -artifact_prefix=$(O)/fuzz/artifacts/$$f/ \
