@@ -834,6 +834,7 @@ static int finish_chunk(struct anth_stream *s, const char *finish, struct buf *o
 	return rc;
 }
 
+/* message_start: the stream's id, model and first usage kept; the role chunk. */
 static int on_message_start(struct anth_stream *s, const cJSON *root, struct buf *out)
 {
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "message");
@@ -892,6 +893,7 @@ static int on_block_delta(struct anth_stream *s, const cJSON *root, const struct
 	return ANTH_EV_CHUNK;
 }
 
+/* message_delta: its usage kept; the finish chunk, once. */
 static int on_message_delta(struct anth_stream *s, const cJSON *root, struct buf *out,
 			    struct anth_ev_facts *f)
 {
@@ -909,6 +911,7 @@ static int on_message_delta(struct anth_stream *s, const cJSON *root, struct buf
 	return ANTH_EV_CHUNK;
 }
 
+/* message_stop: the finish chunk if none went out, the usage chunk if asked for, [DONE]. */
 static int on_message_stop(struct anth_stream *s, struct buf *out, struct anth_ev_facts *f)
 {
 	int rc = 0;

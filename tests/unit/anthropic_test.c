@@ -780,7 +780,7 @@ Test(anthropic_stream, include_usage_adds_the_usage_chunk, .timeout = 10)
 	buf_free(&r.out);
 }
 
-Test(anthropic_stream, every_split_gives_the_same_chunks, .timeout = 30)
+Test(anthropic_stream, every_split_gives_the_same_chunks, .timeout = 10)
 {
 	static const char *const want = ROLE TEXT("Hello") TEXT(", \\\"w\\\"\\n") FIN("stop")
 		USAGE("40", "15", "55") DONE;
