@@ -194,9 +194,13 @@ static const struct cfg_key breaker_keys[] = {
 };
 #define NBREAKER_KEYS (sizeof(breaker_keys) / sizeof(breaker_keys[0]))
 
+static const char *const dialect_names[] = { "openai", "anthropic", NULL };
+
 struct provider_raw {
 	char *base_url;
 	char *api_key_env;
+	int dialect;
+	int64_t default_max_tokens;
 	double timeout_ms;
 	double connect_timeout_ms;
 };
@@ -207,6 +211,9 @@ struct provider_raw {
 static const struct cfg_key provider_keys[] = {
 	PK("base_url", CFG_STR, base_url, true, 0, 0, 0),
 	PK("api_key_env", CFG_STR, api_key_env, false, 0, 0, 0),
+	{ "dialect", CFG_ENUM, offsetof(struct provider_raw, dialect), false, 0, 0, 0, "openai",
+	  dialect_names },
+	PK("default_max_tokens", CFG_INT, default_max_tokens, false, 4096, 1, 10000000),
 	PK("timeout_ms", CFG_NUM, timeout_ms, false, 10000, 1, 3600000),
 	PK("connect_timeout_ms", CFG_NUM, connect_timeout_ms, false, 2000, 1, 600000),
 	{ "price_per_1k", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
@@ -466,6 +473,8 @@ static int load_provider(const cJSON *obj, const struct breaker_raw *top_breaker
 	rc = cfg_apply(provider_keys, NPROVIDER_KEYS, obj, &raw, file, path, err);
 	if (rc)
 		goto out;
+	p->dialect = raw.dialect == 1 ? GW_DIALECT_ANTHROPIC : GW_DIALECT_OPENAI;
+	p->default_max_tokens = raw.default_max_tokens;
 	rc = gw_config__base_url(raw.base_url, allow_remote, p, file, path, err);
 	if (!rc && raw.api_key_env && read_env)
 		rc = gw_config__api_key(raw.api_key_env, p, file, path, err);

@@ -65,11 +65,20 @@ struct gw_batch {
 	unsigned concurrency;		/* dequeued requests in progress at once */
 };
 
+/* The wire format a provider speaks (docs/dialects.md). */
+enum gw_dialect {
+	GW_DIALECT_OPENAI,		/* chat completions: passed through */
+	GW_DIALECT_ANTHROPIC,		/* Messages: translated both ways (anthropic.c) */
+};
+
 struct gw_provider {
 	char *name;
 	char *base_url;			/* as written, without a trailing '/' */
-	char *chat_url;			/* base_url + "/chat/completions" */
-	char *auth_header;		/* "Authorization: Bearer KEY", or NULL; never logged */
+	char *chat_url;			/* base_url + "/chat/completions", or "/messages" */
+	char *auth_header;		/* "Authorization: Bearer KEY" or "x-api-key: KEY", or
+					 * NULL; never logged */
+	enum gw_dialect dialect;
+	int64_t default_max_tokens;	/* anthropic: max_tokens when a request gives none */
 	double timeout_ms;		/* a whole attempt */
 	double connect_timeout_ms;
 	double price_in_per_1k;		/* USD per 1,000 prompt tokens */

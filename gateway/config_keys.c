@@ -12,7 +12,7 @@
 #include "common/buf.h"
 #include "common/cfg.h"
 
-/* Reads the key from the environment into p->auth_header. */
+/* Reads the key from the environment into p->auth_header, as p->dialect sends it. */
 int gw_config__api_key(const char *var, struct gw_provider *p, const char *file,
 			const char *path, char *err)
 {
@@ -29,7 +29,8 @@ int gw_config__api_key(const char *var, struct gw_provider *p, const char *file,
 			return cfg_error(err, file, path, "api_key_env",
 					 "expected a key without control characters in %.100s", var);
 	}
-	if (buf_printf(&b, "Authorization: Bearer %s", key)) {
+	if (buf_printf(&b, p->dialect == GW_DIALECT_ANTHROPIC ? "x-api-key: %s"
+							       : "Authorization: Bearer %s", key)) {
 		buf_free(&b);
 		return cfg_error(err, file, path, "api_key_env", "out of memory");
 	}

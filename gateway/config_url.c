@@ -70,7 +70,7 @@ static char *url_part(CURLU *u, CURLUPart what)
  * Checks a base URL with libcurl's own parser, so the host checked is the
  * host connected to: http:// or https://, a host, no user or password, no
  * query or fragment; loopback unless allow_remote. Fills p->base_url (no
- * trailing '/') and p->chat_url.
+ * trailing '/') and p->chat_url (for p->dialect, set already).
  */
 int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *p,
 			  const char *file, const char *path, char *err)
@@ -79,6 +79,7 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 	char *scheme = NULL;
 	char *host = NULL;
 	char *extra = NULL;
+	const char *tail;
 	char bare[256];
 	char shown[128];
 	size_t len;
@@ -139,13 +140,14 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 	while (len > 0 && url[len - 1] == '/')
 		len--;
 	p->base_url = strndup(url, len);
-	p->chat_url = malloc(len + sizeof("/chat/completions"));
+	tail = p->dialect == GW_DIALECT_ANTHROPIC ? "/messages" : "/chat/completions";
+	p->chat_url = malloc(len + strlen(tail) + 1);
 	if (!p->base_url || !p->chat_url) {
 		rc = cfg_error(err, file, path, "base_url", "out of memory");
 		goto out;
 	}
 	memcpy(p->chat_url, url, len);
-	memcpy(p->chat_url + len, "/chat/completions", sizeof("/chat/completions"));
+	strcpy(p->chat_url + len, tail);
 out:
 	curl_free(scheme);
 	curl_free(host);

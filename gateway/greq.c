@@ -68,6 +68,8 @@ static void on_handle_closed(uv_handle_t *h)
 	}
 	policy_state_free(&g->pol);
 	contract_free(g->own_contract);
+	cJSON_Delete(g->root);
+	buf_free(&g->anth_body);
 	buf_free(&g->ckey);
 	free(g);
 }

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/buf.h"
 #include "common/curl_uv.h"
 #include "common/list.h"
@@ -63,6 +65,7 @@ struct leg {
 	struct curl_slist h_idem;
 	struct curl_slist h_auth;
 	struct curl_slist h_accept;
+	struct curl_slist h_version;	/* anthropic-version, for an Anthropic target */
 	struct relay relay;
 	char contract_why[192];		/* how its answer broke the contract */
 };
@@ -117,6 +120,11 @@ struct greq {
 	const struct contract *contract;	/* what its answer must honour; NULL: nothing */
 	struct contract *own_contract;	/* the request's own response_format's */
 	const char *add_rf;		/* the alias's default response_format, added upstream */
+	cJSON *root;			/* the client's body parsed, kept for an Anthropic
+					 * target's translation (NULL: the route has none) */
+	struct buf anth_body;		/* its translation for anth_for, made on arrival */
+	const struct gw_target *anth_for;
+	bool include_usage;		/* stream_options.include_usage */
 	unsigned violations;		/* attempts whose answer broke the contract */
 	struct buf ckey;		/* its answer cache key (degraded mode cache); empty: none */
 	/* One leg, or 1 + hedge.max for an alias that hedges. */

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "gateway/anthropic.h"
 #include "gateway/bill.h"
 #include "gateway/contract.h"
 #include "gateway/greq.h"
@@ -29,6 +30,7 @@
 
 static char accept_json[] = "Accept: application/json";
 static char accept_sse[] = "Accept: text/event-stream";
+static char anthropic_version[] = "anthropic-version: " ANTH_VERSION;
 
 static void on_watchdog(uv_timer_t *t);
 
@@ -132,7 +134,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *userp)
 	return len;
 }
 
-/* The upstream body for l's target: the client's with its model in place. */
+/*
+ * The upstream body for l's target: the client's with its model in place,
+ * or for an Anthropic target its translation (which proxy_chat checked
+ * could be made).
+ */
 static int build_body(struct greq *g, struct leg *l)
 {
 	const struct gw_target *t = l->p->t;
@@ -142,6 +148,20 @@ static int build_body(struct greq *g, struct leg *l)
 		return 0;
 	buf_reset(&l->up_body);
 	l->up_model = NULL;
+	if (t->prov->dialect == GW_DIALECT_ANTHROPIC) {
+		const struct anth_req_opts o = { t->model, t->prov->default_max_tokens, g->add_rf };
+		struct anth_refusal why;
+
+		if (g->anth_for && g->anth_for->model == t->model &&
+		    g->anth_for->prov->default_max_tokens == t->prov->default_max_tokens)
+			rc = buf_append(&l->up_body, g->anth_body.data, g->anth_body.len);
+		else
+			rc = anth_request(g->root, &o, &l->up_body, &why);
+		if (rc)
+			return rc == -ENOMEM ? -ENOMEM : -EINVAL;
+		l->up_model = t->model;
+		return 0;
+	}
 	rc |= buf_append(&l->up_body, g->body.data, g->body.model_at);
 	rc |= json_escape(&l->up_body, t->model);
 	if (g->add_rf) {
@@ -187,6 +207,8 @@ int leg_start(struct greq *g, const struct policy_action *a)
 	l->stalled = false;
 	l->sends = 0;
 	relay_reset(&l->relay);
+	if (p->dialect == GW_DIALECT_ANTHROPIC)
+		relay_anthropic(&l->relay, g->include_usage, (long long)(clock_unix_ms() / 1000));
 	l->too_big = false;
 	l->over_budget = false;
 	l->status = 0;
@@ -200,6 +222,10 @@ int leg_start(struct greq *g, const struct policy_action *a)
 	if (p->auth_header) {
 		l->h_auth = (struct curl_slist){ p->auth_header, head };
 		head = &l->h_auth;
+	}
+	if (p->dialect == GW_DIALECT_ANTHROPIC) {
+		l->h_version = (struct curl_slist){ anthropic_version, head };
+		head = &l->h_version;
 	}
 	if (g->idem_line[0]) {
 		l->h_idem = (struct curl_slist){ g->idem_line, head };
@@ -341,6 +367,35 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out, bool *bro
 }
 
 /*
+ * An Anthropic target's whole answer in OpenAI's shape: a message as a chat
+ * completion, an error body as OpenAI's error, so what passes to the client
+ * reads the same whoever answered. One that is neither stays as it came (a
+ * 2xx then fails the completion check: invalid_body). Returns 0 or -ENOMEM.
+ */
+static int translate_answer(struct leg *l, long status)
+{
+	struct buf out = { 0 };
+	struct buf tmp;
+	int rc;
+
+	if (!l->resp.len)
+		return 0;
+	if (status >= 200 && status <= 299)
+		rc = anth_response(l->resp.data, l->resp.len, (long long)(clock_unix_ms() / 1000),
+				   &out);
+	else
+		rc = anth_error(l->resp.data, l->resp.len, &out);
+	if (rc == 0) {
+		tmp = l->resp;
+		l->resp = out;
+		out = tmp;
+		snprintf(l->ctype, sizeof(l->ctype), "application/json");
+	}
+	buf_free(&out);
+	return rc == -ENOMEM ? -ENOMEM : 0;
+}
+
+/*
  * The errno of an attempt that failed for want of the gateway's own
  * resources — no socket (out of descriptors or memory), no buffer for the
  * connect — or 0 when the failure, if any, is the upstream's (a missing
@@ -396,6 +451,11 @@ const char *leg_result(struct leg *l, CURLcode code, double now, struct policy_r
 		return err ? strerror(err) : "upstream_body_budget_bytes reached";
 	}
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &r->up.status);
+	if (l->p->t->prov->dialect == GW_DIALECT_ANTHROPIC && !l->sse &&
+	    r->up.curl_code == CURLE_OK && translate_answer(l, r->up.status)) {
+		r->local = true;
+		return strerror(ENOMEM);
+	}
 	curl_easy_getinfo(l->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
 	r->up.connected = connect_us > 0 || pre_us > 0;

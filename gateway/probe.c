@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "gateway/anthropic.h"
 #include "gateway/probe.h"
 
 #include "gateway/gateway.h"
@@ -47,10 +48,12 @@ struct probe {
 	struct curl_slist h_id;
 	struct curl_slist h_type;
 	struct curl_slist h_auth;
+	struct curl_slist h_version;	/* an Anthropic provider's anthropic-version */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
 static char content_type[] = "Content-Type: application/json";
+static char anthropic_version[] = "anthropic-version: " ANTH_VERSION;
 
 /* CURLOPT_WRITEFUNCTION: a check's answer is not kept. */
 static size_t discard(char *data, size_t size, size_t n, void *userp)
@@ -142,6 +145,10 @@ static void on_probe_timer(uv_timer_t *t)
 		p->h_auth = (struct curl_slist){ prov->auth_header, head };
 		head = &p->h_auth;
 	}
+	if (prov->dialect == GW_DIALECT_ANTHROPIC) {
+		p->h_version = (struct curl_slist){ anthropic_version, head };
+		head = &p->h_version;
+	}
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, head);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)fmax(1, ceil(p->cfg->timeout_ms)));
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
@@ -215,6 +222,7 @@ static struct probe *probe_new(struct gateway *gw, size_t provider)
 	p->easy = gateway_easy_get(gw);
 	if (p->cfg->request == HEALTH_COMPLETION) {
 		model = first_model(gw, provider);
+		/* The same body in either dialect: Anthropic's needs max_tokens too. */
 		buf_puts(&b, "{\"model\":");
 		json_escape(&b, model ? model : "");
 		buf_puts(&b, ",\"messages\":[{\"role\":\"user\",\"content\":\"ping\"}],"

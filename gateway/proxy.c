@@ -21,6 +21,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "gateway/anthropic.h"
 #include "gateway/bill.h"
 #include "gateway/contract.h"
 #include "gateway/degraded.h"
@@ -387,6 +388,54 @@ static int request_contract(struct gateway *gw, struct http_exchange *ex,
 	return 0;
 }
 
+/*
+ * The first Anthropic target the request may reach (its route's, or the
+ * one provider x-faultline-provider names), or NULL.
+ */
+static const struct gw_target *anthropic_target(const struct gw_route *route, const char *only)
+{
+	size_t i;
+
+	for (i = 0; i < route->ntargets; i++) {
+		const struct gw_target *t = route->targets[i];
+
+		if (t->prov->dialect == GW_DIALECT_ANTHROPIC && (!only || !strcmp(only, t->prov->name)))
+			return t;
+	}
+	return NULL;
+}
+
+/*
+ * A request that may go to an Anthropic target must translate: else it is
+ * refused with a 400 before any attempt, naming what cannot be sent, so a
+ * failover never meets a request its fallback cannot take. The translation
+ * for t is kept in *body (the legs to t copy it). Returns 0, or -1 when it
+ * was answered.
+ */
+static int check_translatable(struct gateway *gw, struct http_exchange *ex,
+			      struct gw_route *route, const char *id, const cJSON *root,
+			      const struct gw_target *t, const char *add_rf, struct buf *body)
+{
+	const struct anth_req_opts o = { t->model, t->prov->default_max_tokens, add_rf };
+	struct anth_refusal why = { { 0 }, NULL };
+	char msg[480];
+	int rc = anth_request(root, &o, body, &why);
+
+	if (rc)
+		buf_free(body);
+	if (rc == -ENOMEM) {
+		status_counts_add(&route->requests, 500);
+		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
+		return -1;
+	}
+	if (!rc)
+		return 0;
+	snprintf(msg, sizeof(msg), "%s (provider %s of model '%s' speaks Anthropic's Messages "
+		 "API).", why.message, t->prov->name, route->alias->name);
+	respond_refuse(gw, ex, route, id, 400, msg, why.param, "unsupported_for_provider");
+	return -1;
+}
+
 void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 {
 	const struct http_request *req = http_exchange_request(ex);
@@ -404,6 +453,9 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	char msg[256];
 	char name[160];
 	struct policy_action a;
+	const struct gw_target *anth;
+	struct buf anth_body = { 0 };
+	const char *add_rf = NULL;
 	struct contract *own = NULL;
 	bool stated = false;
 	unsigned nlegs;
@@ -440,10 +492,19 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	}
 	if (request_contract(gw, ex, route, id, root, &own, &stated))
 		goto out_free_root;
+	if (route->alias->contract.enforce &&
+	    !cJSON_GetObjectItemCaseSensitive(root, "response_format"))
+		add_rf = route->alias->contract.dflt_json;
+	anth = anthropic_target(route, only);
+	if (anth && check_translatable(gw, ex, route, id, root, anth, add_rf, &anth_body)) {
+		contract_free(own);
+		goto out_free_root;
+	}
 	nlegs = route->alias->hedge.enabled ? 1 + route->alias->hedge.max : 1;
 	g = greq_new(gw, ex, route, nlegs);
 	if (!g) {
 		contract_free(own);
+		buf_free(&anth_body);
 		status_counts_add(&route->requests, 500);
 		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
 		goto out_free_root;
@@ -470,9 +531,9 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	if (route->alias->contract.enforce && !stream)
 		g->contract = stated ? own : route->alias->contract.dflt;
 	/* The providers are told the default contract they are held to (a stream's too). */
-	if (route->alias->contract.enforce &&
-	    !cJSON_GetObjectItemCaseSensitive(root, "response_format"))
-		g->add_rf = route->alias->contract.dflt_json;
+	g->add_rf = add_rf;
+	g->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(root, "stream_options"), "include_usage"));
 	/*
 	 * The cache key is built from cJSON's reading, which cuts a string at
 	 * \u0000: such a request is not cached (two would share a key).
@@ -486,6 +547,12 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 			  no_reroute && (strcmp(no_reroute, "1") == 0 ||
 					 strcasecmp(no_reroute, "true") == 0),
 			  nlegs, (double)req->recv_ns / 1e6 + gw->cfg->deadline_ms, gw_now_ms());
+	if (anth) {
+		g->root = root;	/* each Anthropic leg translates it, or copies anth_body */
+		root = NULL;
+		g->anth_body = anth_body;
+		g->anth_for = anth;
+	}
 	proxy_act(g, &a, NULL);
 out_free_root:
 	cJSON_Delete(root);

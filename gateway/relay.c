@@ -113,12 +113,46 @@ static int reframe(struct relay *r, const struct sse_event *ev)
 	return rc | buf_puts(&r->out, "\n");
 }
 
+/* One Anthropic event, translated: the chunks go out as the client gets them. */
+static int on_anthropic_event(struct relay *r, const struct sse_event *ev)
+{
+	struct anth_ev_facts f;
+	int rc = anth_stream_event(&r->anth, ev->event, ev->data, ev->data_len, &r->out, &f);
+
+	r->has_usage = r->anth.has_usage;
+	r->tokens_in = r->anth.tokens_in;
+	r->tokens_out = r->anth.tokens_out;
+	switch (rc) {
+	case ANTH_EV_NONE:
+		return 0;
+	case ANTH_EV_CHUNK:
+		r->content |= f.commit;
+		r->content_chunks += f.text;
+		return 0;
+	case ANTH_EV_DONE:
+		r->done = true;
+		r->content = true;
+		return 1;
+	case ANTH_EV_ERROR:
+		r->brk = RELAY_ERROR_EVENT;
+		json_copy_cut(r->message, sizeof(r->message), f.message, sizeof(r->message) - 1);
+		return 1;
+	case ANTH_EV_INVALID:
+		r->brk = RELAY_INVALID;
+		return 1;
+	default:
+		return -ENOMEM;
+	}
+}
+
 static int on_event(void *ctx, const struct sse_event *ev)
 {
 	struct relay *r = ctx;
 	cJSON *root;
 
 	r->events++;
+	if (r->anthropic)
+		return on_anthropic_event(r, ev);
 	if (strcmp(ev->data, "[DONE]") == 0) {
 		r->done = true;
 		r->content = true;
@@ -158,6 +192,13 @@ void relay_reset(struct relay *r)
 	r->tokens_in = r->tokens_out = 0;
 	r->content_chunks = 0;
 	r->events = 0;
+	r->anthropic = false;
+}
+
+void relay_anthropic(struct relay *r, bool include_usage, long long created_s)
+{
+	r->anthropic = true;
+	anth_stream_init(&r->anth, include_usage, created_s);
 }
 
 void relay_free(struct relay *r)

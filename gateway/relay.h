@@ -3,6 +3,8 @@
  * arrive — each complete event re-framed for the client, the commit point
  * (the first event with content), [DONE], a break (an error event, a
  * frame that is not JSON), the usage and the content counted for cost.
+ * An Anthropic target's events are translated into OpenAI chunks first
+ * (anthropic.c), so the client gets one OpenAI stream whoever answered.
  * No I/O: proxy.c feeds it the bytes libcurl hands over and writes out
  * what it produced.
  */
@@ -17,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/sse.h"
+#include "gateway/anthropic.h"
 
 /* How an upstream stream went wrong, as far as the relay can see. */
 enum relay_break {
@@ -37,6 +40,8 @@ struct relay {
 	int64_t tokens_out;
 	uint64_t content_chunks;	/* chunks whose delta carried content */
 	uint64_t events;	/* events taken so far (a stall is none for a while) */
+	bool anthropic;		/* the upstream speaks Anthropic's events: translated */
+	struct anth_stream anth;
 };
 
 /*
@@ -51,6 +56,12 @@ void relay_init(struct relay *r);
 
 /* Empties the relay for another attempt's stream, keeping its memory. */
 void relay_reset(struct relay *r);
+
+/*
+ * Makes the (reset) relay take an Anthropic stream, translated into OpenAI
+ * chunks created at created_s, with a usage chunk when include_usage.
+ */
+void relay_anthropic(struct relay *r, bool include_usage, long long created_s);
 
 /* Frees the relay's memory. */
 void relay_free(struct relay *r);

@@ -573,6 +573,12 @@ int main(int argc, char **argv)
 		return guard_main(argc, argv);
 	if (argc < 2)
 		opt_usage_error("chaos", "a command is required: run, sweep or list");
+	/*
+	 * A key for the mock providers, which take any: a scenario's gateway
+	 * names it in api_key_env, as an Anthropic target must send one
+	 * (docs/scenario-format.md). A value the caller set is kept.
+	 */
+	setenv("FAULTLINE_MOCK_API_KEY", "faultline-mock-key", 0);
 	if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "sim") == 0)
 		return cmd_run(argc, argv);
 	if (strcmp(argv[1], "sweep") == 0)
