@@ -418,9 +418,18 @@ static int check_translatable(struct gateway *gw, struct http_exchange *ex,
 {
 	const struct anth_req_opts o = { t->model, t->prov->default_max_tokens, add_rf };
 	struct anth_refusal why = { { 0 }, NULL };
+	const struct http_request *req = http_exchange_request(ex);
 	char msg[480];
-	int rc = anth_request(root, &o, body, &why);
+	int rc;
 
+	/* cJSON's reading cuts a string at \u0000: the translation would lose the rest. */
+	if (json_string_has_nul(req->body, req->body_len)) {
+		snprintf(why.message, sizeof(why.message), "A \\u0000 in the request cannot be "
+			 "translated for an Anthropic target");
+		rc = -EINVAL;
+	} else {
+		rc = anth_request(root, &o, body, &why);
+	}
 	if (rc)
 		buf_free(body);
 	if (rc == -ENOMEM) {
