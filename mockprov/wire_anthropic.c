@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/json.h"
@@ -63,12 +64,25 @@ static void error_set(struct wire_error *e, int status, const char *message)
 	e->type = error_type(status);
 }
 
-static int anthropic_check_headers(const struct http_request *req, struct wire_error *e)
+/*
+ * A key is an x-api-key, or a bearer token in Authorization — what the
+ * official SDK (1.x) sends its apiKey as; any non-empty value will do.
+ */
+static bool has_key(const struct http_request *req)
 {
 	const char *key = http_request_header(req, "x-api-key");
+	const char *auth = http_request_header(req, "authorization");
+
+	if (key && key[0])
+		return true;
+	return auth && strncasecmp(auth, "Bearer ", 7) == 0 && auth[7 + strspn(auth + 7, " ")];
+}
+
+static int anthropic_check_headers(const struct http_request *req, struct wire_error *e)
+{
 	const char *version = http_request_header(req, "anthropic-version");
 
-	if (!key || !key[0]) {
+	if (!has_key(req)) {
 		error_set(e, 401, "x-api-key header is required");
 		return -1;
 	}

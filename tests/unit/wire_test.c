@@ -139,6 +139,8 @@ Test(wire, anthropic_checks_its_headers)
 	struct http_kv both[] = { { "X-Api-Key", "anything" }, { "anthropic-version", "2023-06-01" } };
 	struct http_kv empty_key[] = { { "x-api-key", "" }, { "anthropic-version", "2023-06-01" } };
 	struct http_kv no_version[] = { { "x-api-key", "k" } };
+	struct http_kv bearer[] = { { "Authorization", "Bearer sk-x" },
+				    { "anthropic-version", "2023-06-01" } };
 	struct http_request req = { .headers = both, .nheaders = 2 };
 	struct wire_error e = { 0 };
 
@@ -157,6 +159,14 @@ Test(wire, anthropic_checks_its_headers)
 	req.nheaders = 0;
 	cr_assert_eq(wire_anthropic.check_headers(&req, &e), -1);
 	cr_expect_eq(e.status, 401, "the key is checked first");
+	/* The official SDK sends its key as a bearer token: as good as x-api-key. */
+	req.headers = bearer;
+	req.nheaders = 2;
+	cr_expect_eq(wire_anthropic.check_headers(&req, &e), 0);
+	bearer[0].value = "Bearer ";
+	cr_expect_eq(wire_anthropic.check_headers(&req, &e), -1, "an empty bearer token");
+	bearer[0].value = "Basic abc";
+	cr_expect_eq(wire_anthropic.check_headers(&req, &e), -1, "not a bearer token");
 	wire_error_free(&e);
 	/* OpenAI's dialect asks for no header. */
 	cr_expect_eq(wire_openai.check_headers(&req, &e), 0);
