@@ -18,6 +18,7 @@ struct provider_raw {
 	char *model;
 	char *group;
 	bool strict_model;
+	int dialect;
 	double ttft_ms;
 	double jitter_ms;
 	double token_ms;
@@ -26,6 +27,8 @@ struct provider_raw {
 
 #define PK(name, type, field, req, def, min, max, defs) \
 	{ name, type, offsetof(struct provider_raw, field), req, def, min, max, defs, NULL }
+#define PK_ENUM(name, field, defs, choices) \
+	{ name, CFG_ENUM, offsetof(struct provider_raw, field), false, 0, 0, 0, defs, choices }
 
 static const struct cfg_key provider_keys[] = {
 	PK("name", CFG_STR, name, true, 0, 0, 0, NULL),
@@ -38,6 +41,7 @@ static const struct cfg_key provider_keys[] = {
 	PK("output_tokens", CFG_INT, output_tokens, false, 16, 1, 100000, NULL),
 	PK("faults", CFG_SKIP, name, false, 0, 0, 0, NULL),
 	PK("group", CFG_STR, group, false, 0, 0, 0, NULL),
+	PK_ENUM("dialect", dialect, "openai", wire_dialect_names),
 };
 #define NPROVIDER_KEYS (sizeof(provider_keys) / sizeof(provider_keys[0]))
 
@@ -132,6 +136,7 @@ static int load_provider(const cJSON *obj, const char *file, size_t idx,
 	p->group = raw.group;
 	raw.name = raw.listen = raw.model = raw.group = NULL;
 	p->strict_model = raw.strict_model;
+	p->dialect = (enum wire_dialect)raw.dialect;
 	p->timing.ttft_ms = raw.ttft_ms;
 	p->timing.jitter_ms = raw.jitter_ms;
 	p->timing.token_ms = raw.token_ms;

@@ -14,6 +14,7 @@
 #include "common/cfg.h"
 #include "mockprov/fault.h"
 #include "mockprov/timing.h"
+#include "mockprov/wire.h"
 
 struct provider_cfg {
 	char *name;
@@ -22,6 +23,7 @@ struct provider_cfg {
 	char *model;
 	char *group;			/* the group it is in, or NULL */
 	bool strict_model;		/* 404 for any other model */
+	enum wire_dialect dialect;	/* the API it speaks */
 	struct timing_model timing;
 	int64_t output_tokens;
 	struct fault *faults;		/* its own, then its group's (fault.group set) */

@@ -1,16 +1,18 @@
 /*
  * provider: serving one mock provider.
  *
- * A chat completion's life: on_completion (parse, decide faults, plan the
- * timing) → either an immediate answer (status, 429, reset, down), nothing
- * at all (hang), or the content (make_content: the words, or a document
- * for the request's response_format, or a bad_content's) and timer steps:
- * on_token for streams (one SSE event per token, at ttft + k × token_ms
- * after arrival), on_whole for plain JSON (at the last token's time). A
- * model listing (GET …/models) is answered
- * like a one-token plain answer with no body to parse. Every request ends
- * in req_finish, which writes its log row — whether it completed, the
- * client left (on_abort) or the server closed it.
+ * A chat completion's life (or a Messages request's, in the anthropic
+ * dialect): on_completion (parse, decide faults, plan the timing) → either
+ * an immediate answer (status, 429, reset, down), nothing at all (hang),
+ * or the content (make_content: the words, or a document for the
+ * request's output contract, or a bad_content's) and timer steps: on_token
+ * for streams (one SSE event per token, at ttft + k × token_ms after
+ * arrival), on_whole for plain JSON (at the last token's time). A model
+ * listing (GET …/models) is answered like a one-token plain answer with no
+ * body to parse. Every request ends in req_finish, which writes its log
+ * row — whether it completed, the client left (on_abort) or the server
+ * closed it. What the bytes look like is the provider's dialect's
+ * (mockprov/wire.h); when they go out is decided here.
  */
 #include "mockprov/provider.h"
 
@@ -27,6 +29,7 @@
 #include "common/records.h"
 #include "mockprov/contract.h"
 #include "mockprov/timing.h"
+#include "mockprov/wire.h"
 
 /* Stream output queued for a slow reader before the stream waits for it. */
 #define STREAM_QUEUE_MAX (64 * 1024)
@@ -42,17 +45,14 @@ struct mreq {
 	uint64_t arrive_ns;
 	double t_ms;
 	char *request_id;		/* x-request-id, or NULL */
-	char id[48];			/* chatcmpl-… */
+	char id[48];			/* chatcmpl-mock-…, msg_mock-… */
 	struct buf model;		/* the model to echo, as a JSON string */
-	struct buf prefix;		/* streams: 'data: {"id":…,"model":…,' of every chunk */
+	struct wire_answer ans;		/* what the dialect's writers read */
 	cJSON *rf;			/* the request's response_format until the content is made */
 	struct buf text;		/* the content, when not the provider's words as they are */
 	size_t *off;			/* with text: token k's piece is text[off[k] … off[k+1]) */
 	bool timer_open;		/* the timer handle exists (schedule() made it) */
 	bool streaming;
-	bool include_usage;
-	int prompt_tokens;
-	bool capped;			/* max_tokens cut the answer short */
 	struct fault_decision fd;	/* its fault pointers are cleared: see decide() */
 	struct fault decider;		/* a copy of the deciding fault */
 	enum fault_kind act;		/* the decider's kind, or FAULT_NKINDS */
@@ -85,46 +85,23 @@ static bool path_is(const char *path, const char *suffix)
 	return strcmp(path, suffix) == 0;
 }
 
-static void fmt_reset(double s, char *out, size_t len)
-{
-	if (s >= 60)
-		snprintf(out, len, "%dm%ds", (int)(s / 60), (int)fmod(s, 60));
-	else if (s >= 1)
-		snprintf(out, len, "%.3gs", s);
-	else
-		snprintf(out, len, "%dms", (int)ceil(s * 1000));
-}
-
 /*
  * The headers every answer carries — who answered, the request id — plus
- * the rate_limit ones while such a window is open. At most 8.
+ * the dialect's rate_limit ones while such a window is open. At most 8.
  */
-static size_t base_headers(const struct mreq *m, struct http_kv *h, char bufs[][32])
+static size_t base_headers(const struct mreq *m, struct http_kv *h,
+			   char bufs[][WIRE_HDR_LEN])
 {
 	const struct fault_decision *d = &m->fd;
+	const struct timebase *tb = &m->p->env->tb;
 	size_t n = 0;
 
 	h[n++] = (struct http_kv){ "x-mock-provider", m->p->cfg->name };
 	if (m->request_id)
 		h[n++] = (struct http_kv){ "x-request-id", m->request_id };
-	{
-		if (d->rate_rpm > 0) {
-			snprintf(bufs[0], 32, "%.0f", d->rate_rpm);
-			snprintf(bufs[1], 32, "%.0f", fmax(0, d->rate_requests_left));
-			fmt_reset(d->rate_reset_requests_s, bufs[2], 32);
-			h[n++] = (struct http_kv){ "x-ratelimit-limit-requests", bufs[0] };
-			h[n++] = (struct http_kv){ "x-ratelimit-remaining-requests", bufs[1] };
-			h[n++] = (struct http_kv){ "x-ratelimit-reset-requests", bufs[2] };
-		}
-		if (d->rate_tpm > 0) {
-			snprintf(bufs[3], 32, "%.0f", d->rate_tpm);
-			snprintf(bufs[4], 32, "%.0f", fmax(0, d->rate_tokens_left));
-			fmt_reset(d->rate_reset_tokens_s, bufs[5], 32);
-			h[n++] = (struct http_kv){ "x-ratelimit-limit-tokens", bufs[3] };
-			h[n++] = (struct http_kv){ "x-ratelimit-remaining-tokens", bufs[4] };
-			h[n++] = (struct http_kv){ "x-ratelimit-reset-tokens", bufs[5] };
-		}
-	}
+	if (d->rate_rpm > 0 || d->rate_tpm > 0)
+		n += m->p->wire->rate_headers(d, (double)tb->t0_unix_ms + timebase_now_ms(tb),
+					      h + n, bufs);
 	return n;
 }
 
@@ -132,7 +109,7 @@ static size_t base_headers(const struct mreq *m, struct http_kv *h, char bufs[][
 static int send_json(struct mreq *m, int status, const struct buf *body)
 {
 	struct http_kv h[10];
-	char bufs[6][32];
+	char bufs[WIRE_RATE_HEADERS][WIRE_HDR_LEN];
 	size_t n = base_headers(m, h, bufs);
 	struct http_exchange *ex = m->ex;
 	int rc;
@@ -145,23 +122,41 @@ static int send_json(struct mreq *m, int status, const struct buf *body)
 	return rc;
 }
 
-/* Sends an OpenAI-style error, which ends the exchange. */
-static int send_error(struct mreq *m, int status, const char *msg, const char *type,
-		      const char *param, const char *code, const char *retry_after)
+/*
+ * Sends e in the provider's dialect (and retry-after when given), which
+ * ends the exchange, and frees e. Returns http_respond's result.
+ */
+static int send_error(struct mreq *m, struct wire_error *e, const char *retry_after)
 {
-	struct http_kv h[10];
-	char bufs[6][32];
-	size_t n = base_headers(m, h, bufs);
+	struct http_kv h[11];
+	char bufs[WIRE_RATE_HEADERS][WIRE_HDR_LEN];
+	struct buf body = { 0 };
 	struct http_exchange *ex = m->ex;
+	size_t n = 1;
 	int rc;
 
+	h[0] = (struct http_kv){ "Content-Type", "application/json" };
+	n += base_headers(m, h + 1, bufs);
 	if (retry_after)
 		h[n++] = (struct http_kv){ "retry-after", retry_after };
+	m->p->wire->error_body(&body, e);
 	m->ex = NULL;
-	rc = http_respond_error(ex, status, msg, type, param, code, h, n);
+	rc = http_respond(ex, e->status, h, n, body.data, body.len);
 	if (!rc)
-		m->status = status;
+		m->status = e->status;
+	buf_free(&body);
+	wire_error_free(e);
 	return rc;
+}
+
+/* Sends the dialect's error for situation s (status: a `status` fault's). */
+static int send_situation(struct mreq *m, enum wire_situation s, int status,
+			  const char *retry_after)
+{
+	struct wire_error e = { 0 };
+
+	m->p->wire->error_for(s, status, &e);
+	return send_error(m, &e, retry_after);
 }
 
 /* ---- log ---- */
@@ -231,7 +226,7 @@ void provider_flush_log(struct provider *p)
 static void req_free(struct mreq *m)
 {
 	buf_free(&m->model);
-	buf_free(&m->prefix);
+	buf_free(&m->ans.prefix);
 	cJSON_Delete(m->rf);
 	buf_free(&m->text);
 	free(m->off);
@@ -332,114 +327,28 @@ static bool due_now(const struct mreq *m, double ms_after_arrival)
 
 /* ---- answers ---- */
 
-/* Builds the start every chunk of m's stream shares, once per stream. */
-static void build_prefix(struct mreq *m)
-{
-	buf_puts(&m->prefix, "data: {\"id\":\"");
-	buf_puts(&m->prefix, m->id);
-	buf_puts(&m->prefix, "\",\"object\":\"chat.completion.chunk\",\"created\":");
-	buf_put_int(&m->prefix, (long long)time(NULL));
-	buf_puts(&m->prefix, ",\"model\":");
-	buf_append(&m->prefix, m->model.data, m->model.len);
-	buf_puts(&m->prefix, ",");
-}
-
-static void usage_json(struct buf *b, const struct mreq *m, int completion)
-{
-	buf_puts(b, "\"usage\":{\"prompt_tokens\":");
-	buf_put_int(b, m->prompt_tokens);
-	buf_puts(b, ",\"completion_tokens\":");
-	buf_put_int(b, completion);
-	buf_puts(b, ",\"total_tokens\":");
-	buf_put_int(b, m->prompt_tokens + completion);
-	buf_puts(b, "}");
-}
-
 /*
- * Appends the content of tokens [from, to) of m's answer, as it goes in a
- * JSON string: the provider's words need no escaping; a content of the
- * request's own (a contract's document, a bad_content) is escaped piece by
- * piece, its pieces cut between UTF-8 sequences.
+ * Points m's answer at its content — the request's own (escaped) or the
+ * provider's words — once the content is made and the plan is known.
  */
-static void put_tokens(struct buf *b, const struct mreq *m, int from, int to)
+static void describe_answer(struct mreq *m)
 {
 	const struct provider *p = m->p;
+	struct wire_answer *a = &m->ans;
 
-	if (m->off)
-		json_escape_chars(b, m->text.data + m->off[from], m->off[to] - m->off[from]);
-	else
-		buf_append(b, p->content.data + p->token_off[from],
-			   p->token_off[to] - p->token_off[from]);
-}
-
-static void sse_token(struct buf *b, const struct mreq *m, int k)
-{
-	buf_append(b, m->prefix.data, m->prefix.len);
-	buf_puts(b, k == 0 ? "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-			     "\"content\":\""
-			   : "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-	put_tokens(b, m, k, k + 1);
-	buf_puts(b, "\"},\"finish_reason\":null}]}\n\n");
-}
-
-static void sse_finish(struct buf *b, const struct mreq *m)
-{
-	buf_append(b, m->prefix.data, m->prefix.len);
-	buf_puts(b, m->capped ? "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n"
-			      : "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
-	if (m->include_usage) {
-		buf_append(b, m->prefix.data, m->prefix.len);
-		buf_puts(b, "\"choices\":[],");
-		usage_json(b, m, m->plan.tokens);
-		buf_puts(b, "}\n\n");
-	}
-	buf_puts(b, "data: [DONE]\n\n");
-}
-
-static void sse_error(struct buf *b)
-{
-	buf_puts(b, "event: error\ndata: ");
-	json_openai_error(b, "The server had an error while processing your request.",
-			  "server_error", NULL, "mock_error_event");
-	buf_puts(b, "\n\n");
-}
-
-/*
- * The whole JSON answer. *cut_at is set to the body offset just after the
- * first m->cut tokens of content (for stall and truncate).
- */
-static void whole_body(struct buf *b, const struct mreq *m, size_t *cut_at)
-{
-	int cut = m->cut > 0 ? m->cut : 0;
-
-	buf_puts(b, "{\"id\":\"");
-	buf_puts(b, m->id);
-	buf_puts(b, "\",\"object\":\"chat.completion\",\"created\":");
-	buf_put_int(b, (long long)time(NULL));
-	buf_puts(b, ",\"model\":");
-	buf_append(b, m->model.data, m->model.len);
-	buf_puts(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"");
-	put_tokens(b, m, 0, cut);
-	*cut_at = b->len;
-	put_tokens(b, m, cut, m->plan.tokens);
-	buf_puts(b, m->capped ? "\"},\"finish_reason\":\"length\"}],"
-			      : "\"},\"finish_reason\":\"stop\"}],");
-	usage_json(b, m, m->plan.tokens);
-	buf_puts(b, "}");
-}
-
-static void models_body(struct buf *b, const struct provider *p)
-{
-	buf_puts(b, "{\"object\":\"list\",\"data\":[{\"id\":");
-	json_escape(b, p->cfg->model);
-	buf_puts(b, ",\"object\":\"model\",\"created\":1700000000,\"owned_by\":\"faultline-mock\"}]}");
+	a->id = m->id;
+	a->model = &m->model;
+	a->tokens = m->plan.tokens;
+	a->escape = m->off != NULL;
+	a->text = m->off ? m->text.data : p->content.data;
+	a->off = m->off ? m->off : p->token_off;
 }
 
 /* Headers with the Content-Length of the whole body, but only its first cut_at bytes. */
 static int send_partial(struct mreq *m, const struct buf *body, size_t cut_at)
 {
 	struct http_kv h[10];
-	char bufs[6][32];
+	char bufs[WIRE_RATE_HEADERS][WIRE_HDR_LEN];
 	size_t n = base_headers(m, h, bufs);
 	int rc;
 
@@ -459,7 +368,7 @@ static void answer_whole(struct mreq *m)
 	int rc;
 
 	if (m->kind == REQ_MODELS) {
-		models_body(&body, m->p);
+		m->p->wire->models(&body, m->p->cfg->model);
 		if (m->act == FAULT_MALFORMED) {
 			m->fired = true;
 			body.len /= 2;
@@ -468,7 +377,8 @@ static void answer_whole(struct mreq *m)
 		req_finish(m, m->fired || rc ? MOCK_FAULTED : MOCK_COMPLETED, NULL);
 		goto out;
 	}
-	whole_body(&body, m, &cut_at);
+	m->ans.created = (long long)time(NULL);
+	m->p->wire->whole(&body, &m->ans, m->cut > 0 ? m->cut : 0, &cut_at);
 	/* The tokens exist now, whatever reaches the client. */
 	m->tokens_out = m->plan.tokens;
 	switch (m->act) {
@@ -492,8 +402,7 @@ static void answer_whole(struct mreq *m)
 	case FAULT_ERROR_EVENT:
 		m->fired = true;
 		m->tokens_out = m->cut;	/* generated before the error */
-		send_error(m, 500, "The server had an error while processing your request.",
-			   "server_error", NULL, "mock_error_event", NULL);
+		send_situation(m, WIRE_ERR_ERROR_EVENT, 500, NULL);
 		req_finish(m, MOCK_FAULTED, NULL);
 		goto out;
 	case FAULT_MALFORMED:
@@ -592,14 +501,12 @@ static void stream_step(struct mreq *m)
 
 	if (m->act == FAULT_MALFORMED) {
 		m->fired = true;
-		buf_append(&out, m->prefix.data, m->prefix.len);
-		buf_puts(&out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":"
-			 "\n\ndata: [DONE]\n\n");
+		m->p->wire->stream_malformed(&out, &m->ans);
 		stream_finish(m, &out, 0, MOCK_FAULTED);
 		goto out;
 	}
 	if (k != m->cut) {
-		sse_token(&out, m, k);
+		m->p->wire->stream_token(&out, &m->ans, k);
 		sent = k + 1;
 		if (m->act == FAULT_BAD_CONTENT)
 			m->fired = true;
@@ -607,14 +514,14 @@ static void stream_step(struct mreq *m)
 	if (sent == m->cut) {
 		m->fired = true;
 		if (m->act == FAULT_ERROR_EVENT)
-			sse_error(&out);
+			m->p->wire->stream_error(&out);
 		if (m->act != FAULT_STALL) {
 			/* truncate and error_event end cleanly, without [DONE] */
 			stream_finish(m, &out, sent, MOCK_FAULTED);
 			goto out;
 		}
 	} else if (sent == m->plan.tokens) {
-		sse_finish(&out, m);
+		m->p->wire->stream_finish(&out, &m->ans);
 		stream_finish(m, &out, sent, m->fired ? MOCK_FAULTED : MOCK_COMPLETED);
 		goto out;
 	}
@@ -654,23 +561,32 @@ static void on_drain(struct http_exchange *ex, void *data)
 	schedule(m, timing_token_at(&m->plan, m->next_token), on_token);
 }
 
-/* Starts an SSE answer: headers now, tokens on the timer. */
+/*
+ * Starts an SSE answer: headers now, with whatever the dialect sends
+ * before the first token (Anthropic's message_start…); tokens on the timer.
+ */
 static void start_stream(struct mreq *m)
 {
 	struct http_kv h[10];
-	char bufs[6][32];
+	char bufs[WIRE_RATE_HEADERS][WIRE_HDR_LEN];
 	size_t n = base_headers(m, h, bufs);
+	struct buf head = { 0 };
 	int rc;
 
 	h[n++] = (struct http_kv){ "Content-Type", "text/event-stream" };
 	h[n++] = (struct http_kv){ "Cache-Control", "no-cache" };
-	build_prefix(m);
+	m->ans.created = (long long)time(NULL);
+	m->p->wire->stream_begin(&head, &m->ans);
 	rc = http_stream_begin(m->ex, 200, h, n);
+	if (!rc)
+		m->status = 200;
+	if (!rc && head.len)
+		rc = http_stream_write(m->ex, head.data, head.len);
+	buf_free(&head);
 	if (rc) {
 		req_write_failed(m, rc);
 		return;
 	}
-	m->status = 200;
 	schedule(m, timing_token_at(&m->plan, 0), on_token);
 }
 
@@ -695,7 +611,7 @@ static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
 	rid = http_request_header(req, "x-request-id");
 	if (rid)
 		m->request_id = strdup(rid);	/* NULL if out of memory: not echoed */
-	snprintf(m->id, sizeof(m->id), "chatcmpl-mock-%s-%llu", p->cfg->name,
+	snprintf(m->id, sizeof(m->id), "%s%s-%llu", p->wire->id_prefix, p->cfg->name,
 		 (unsigned long long)++p->seq);
 	list_push_front(&p->inflight, &m->link);
 	if (kind == REQ_CHAT)
@@ -705,85 +621,34 @@ static struct mreq *req_new(struct provider *p, struct http_exchange *ex,
 }
 
 /*
- * Reads the request body into m. Returns 0 when it is acceptable, else
- * answers 400 or 404 (which ends the exchange) and returns -1.
+ * Reads the request's headers and body into m in the provider's dialect.
+ * Returns 0 when it is acceptable, else answers the dialect's error (400,
+ * 401, 404), which ends the exchange, and returns -1.
  */
-static int parse_chat(struct mreq *m, const struct http_request *req, int *max_tokens)
+static int parse_request(struct mreq *m, const struct http_request *req, int *max_tokens)
 {
-	const struct provider_cfg *cfg = m->p->cfg;
-	const cJSON *messages;
-	const cJSON *model;
-	const cJSON *v;
-	const char *key;
-	cJSON *root;
-	int rc = -1;
+	const struct provider *p = m->p;
+	struct wire_request r = { 0 };
+	struct wire_error e = { 0 };
+	int rc;
 
-	/* One object and nothing after it: no trailing bytes, no second
-	 * object, no NUL (which cJSON would skip as white space). */
-	root = json_parse_whole(req->body, req->body_len);
-	if (!cJSON_IsObject(root)) {
-		send_error(m, 400, "We could not parse the JSON body of your request.",
-			   "invalid_request_error", NULL, NULL, NULL);
-		goto out;
+	rc = p->wire->check_headers(req, &e);
+	if (!rc)
+		rc = p->wire->parse(req->body, req->body_len,
+				    p->cfg->strict_model ? p->cfg->model : NULL, &r, &e);
+	if (rc) {
+		send_error(m, &e, NULL);
+		buf_free(&r.model);
+		cJSON_Delete(r.rf);
+		return -1;
 	}
-	model = cJSON_GetObjectItemCaseSensitive(root, "model");
-	if (!cJSON_IsString(model) || !model->valuestring[0]) {
-		send_error(m, 400, "you must provide a model parameter",
-			   "invalid_request_error", "model", NULL, NULL);
-		goto out;
-	}
-	if (cfg->strict_model && strcmp(model->valuestring, cfg->model) != 0) {
-		struct buf msg = { 0 };
-
-		buf_printf(&msg, "The model `%s` does not exist or you do not have access to it.",
-			   model->valuestring);
-		send_error(m, 404, msg.data, "invalid_request_error", NULL, "model_not_found",
-			   NULL);
-		buf_free(&msg);
-		goto out;
-	}
-	json_escape(&m->model, model->valuestring);
-	messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
-	if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
-		send_error(m, 400, "'messages' must be a non-empty array.",
-			   "invalid_request_error", "messages", NULL, NULL);
-		goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "stream");
-	if (v && !cJSON_IsBool(v)) {
-		send_error(m, 400, "'stream' must be a boolean.", "invalid_request_error",
-			   "stream", NULL, NULL);
-		goto out;
-	}
-	m->streaming = cJSON_IsTrue(v);
-	/* Kept for the content, read when it is made (contract_read: tolerant). */
-	m->rf = cJSON_DetachItemFromObjectCaseSensitive(root, "response_format");
-	v = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-	m->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "include_usage"));
-	*max_tokens = -1;
-	key = "max_completion_tokens";
-	v = cJSON_GetObjectItemCaseSensitive(root, key);
-	if (!v || cJSON_IsNull(v)) {
-		key = "max_tokens";
-		v = cJSON_GetObjectItemCaseSensitive(root, key);
-	}
-	if (v && !cJSON_IsNull(v)) {
-		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e7 ||
-		    v->valuedouble != floor(v->valuedouble)) {
-			struct buf msg = { 0 };
-
-			buf_printf(&msg, "'%s' must be a whole number of at least 1.", key);
-			send_error(m, 400, msg.data, "invalid_request_error", key, NULL, NULL);
-			buf_free(&msg);
-			goto out;
-		}
-		*max_tokens = (int)v->valuedouble;
-	}
-	m->prompt_tokens = timing_prompt_tokens(messages);
-	rc = 0;
-out:
-	cJSON_Delete(root);
-	return rc;
+	m->model = r.model;
+	m->rf = r.rf;
+	m->streaming = r.streaming;
+	m->ans.include_usage = r.include_usage;
+	m->ans.prompt_tokens = r.prompt_tokens;
+	*max_tokens = r.max_tokens;
+	return 0;
 }
 
 /*
@@ -884,7 +749,6 @@ static bool answer_at_once(struct mreq *m)
 {
 	const struct fault *f = &m->decider;
 	char retry[32];
-	bool server = f->status >= 500;
 
 	switch (m->act) {
 	case FAULT_DOWN:
@@ -905,18 +769,14 @@ static bool answer_at_once(struct mreq *m)
 		m->fired = true;
 		if (f->retry_after_s >= 0)
 			snprintf(retry, sizeof(retry), "%.0f", ceil(f->retry_after_s));
-		send_error(m, (int)f->status,
-			   server ? "The server is overloaded or not ready yet."
-				  : "The request was rejected by the provider.",
-			   server ? "server_error" : "invalid_request_error", NULL, "mock_status",
-			   f->retry_after_s >= 0 ? retry : NULL);
+		send_situation(m, WIRE_ERR_STATUS, (int)f->status,
+			       f->retry_after_s >= 0 ? retry : NULL);
 		req_finish(m, MOCK_FAULTED, NULL);
 		return true;
 	case FAULT_RATE_LIMIT:
 		m->fired = true;
 		snprintf(retry, sizeof(retry), "%.0f", m->fd.retry_after_s);
-		send_error(m, 429, "Rate limit reached for requests. Please try again later.",
-			   "requests", NULL, "rate_limit_exceeded", retry);
+		send_situation(m, WIRE_ERR_RATE_LIMIT, 429, retry);
 		req_finish(m, MOCK_FAULTED, NULL);
 		return true;
 	default:
@@ -935,22 +795,23 @@ static void on_completion(struct provider *p, struct http_exchange *ex,
 		http_exchange_close(ex, true);
 		return;
 	}
-	if (parse_chat(m, req, &max_tokens)) {
+	if (parse_request(m, req, &max_tokens)) {
 		req_finish(m, MOCK_COMPLETED, NULL);
 		return;
 	}
 	tokens = (int)p->cfg->output_tokens;
 	if (max_tokens > 0 && max_tokens < tokens) {
 		tokens = max_tokens;
-		m->capped = true;
+		m->ans.capped = true;
 	}
-	decide(m, m->prompt_tokens + tokens);
+	decide(m, m->ans.prompt_tokens + tokens);
 	timing_plan(&p->cfg->timing, &m->fd, tokens, &p->rng_jitter, &m->plan);
 	if (m->act == FAULT_STALL || m->act == FAULT_TRUNCATE || m->act == FAULT_ERROR_EVENT)
 		m->cut = (int)fmin((double)m->decider.after_tokens, tokens);
 	if (answer_at_once(m))
 		return;
 	make_content(m);
+	describe_answer(m);
 	if (m->streaming)
 		start_stream(m);
 	else
@@ -961,9 +822,17 @@ static void on_models(struct provider *p, struct http_exchange *ex,
 		      const struct http_request *req)
 {
 	struct mreq *m = req_new(p, ex, req, REQ_MODELS);
+	struct wire_error e = { 0 };
+	int rc;
 
 	if (!m) {
 		http_exchange_close(ex, true);
+		return;
+	}
+	rc = p->wire->check_headers(req, &e);
+	if (rc) {
+		send_error(m, &e, NULL);
+		req_finish(m, MOCK_COMPLETED, NULL);
 		return;
 	}
 	decide(m, -1);
@@ -973,17 +842,26 @@ static void on_models(struct provider *p, struct http_exchange *ex,
 		schedule_whole(m, m->plan.ttft_ms);
 }
 
-/* An error of the provider's own (404, 405); allow names the methods for 405. */
-static void respond_error(const struct provider *p, struct http_exchange *ex, int status,
-			  const char *msg, const char *code, const char *allow)
+/*
+ * An error of the provider's own (404, 405), in its dialect; allow names
+ * the methods for 405.
+ */
+static void respond_error(const struct provider *p, struct http_exchange *ex,
+			  enum wire_situation s, const char *allow)
 {
 	const struct http_kv h[] = {
+		{ "Content-Type", "application/json" },
 		{ "x-mock-provider", p->cfg->name },
 		{ "Allow", allow },
 	};
+	struct wire_error e = { 0 };
+	struct buf body = { 0 };
 
-	http_respond_error(ex, status, msg, "invalid_request_error", NULL, code, h,
-			   allow ? 2 : 1);
+	p->wire->error_for(s, 0, &e);
+	p->wire->error_body(&body, &e);
+	http_respond(ex, e.status, h, allow ? 3 : 2, body.data, body.len);
+	buf_free(&body);
+	wire_error_free(&e);
 }
 
 static void on_request(struct http_exchange *ex, void *data)
@@ -998,23 +876,20 @@ static void on_request(struct http_exchange *ex, void *data)
 		{ "x-mock-provider", p->cfg->name },
 	};
 
-	if (path_is(req->path, "/chat/completions")) {
+	if (path_is(req->path, p->wire->answer_path)) {
 		if (post)
 			on_completion(p, ex, req);
 		else
-			respond_error(p, ex, 405, "Use POST for /v1/chat/completions.",
-				      "method_not_allowed", "POST");
+			respond_error(p, ex, WIRE_ERR_METHOD_ANSWER, "POST");
 	} else if (path_is(req->path, "/models")) {
 		if (get)
 			on_models(p, ex, req);
 		else
-			respond_error(p, ex, 405, "Use GET for /v1/models.", "method_not_allowed",
-				      "GET");
+			respond_error(p, ex, WIRE_ERR_METHOD_MODELS, "GET");
 	} else if (strcmp(req->path, "/healthz") == 0) {
 		http_respond(ex, 200, health, 2, ok, sizeof(ok) - 1);
 	} else {
-		respond_error(p, ex, 404, "Unknown path: mock providers serve "
-			      "/v1/chat/completions, /v1/models and /healthz.", "not_found", NULL);
+		respond_error(p, ex, WIRE_ERR_NOT_FOUND, NULL);
 	}
 }
 
@@ -1120,6 +995,7 @@ void provider_state_json(const struct provider *p, cJSON *obj)
 	cJSON_AddStringToObject(obj, "name", p->cfg->name);
 	cJSON_AddStringToObject(obj, "listen", p->addr_text);
 	cJSON_AddStringToObject(obj, "model", p->cfg->model);
+	cJSON_AddStringToObject(obj, "dialect", p->wire->name);
 	if (p->cfg->group)
 		cJSON_AddStringToObject(obj, "group", p->cfg->group);
 	cJSON_AddBoolToObject(obj, "listening", http_server_is_listening(p->srv));
@@ -1168,6 +1044,7 @@ int provider_start(struct provider *p, struct mock_env *env,
 	memset(p, 0, sizeof(*p));
 	list_init(&p->inflight);
 	p->cfg = cfg;
+	p->wire = wire_of(cfg->dialect);
 	p->env = env;
 	/* One stream per purpose, so jitter or model listings do not shift
 	 * which chat requests a probability picks. */

@@ -30,10 +30,12 @@ struct mock_env {
 };
 
 struct mreq;
+struct wire;
 
 struct provider {
 	uv_timer_t edge_timer;		/* the next `down` window edge */
 	const struct provider_cfg *cfg;
+	const struct wire *wire;	/* its dialect: what requests and answers look like */
 	struct mock_env *env;
 	struct http_server *srv;
 	struct fault *faults;		/* injected first, then the config's */

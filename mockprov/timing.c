@@ -48,7 +48,7 @@ int timing_tokens_by(const struct timing_plan *p, double elapsed_ms)
 	return n >= p->tokens ? p->tokens : (int)n;
 }
 
-static size_t content_chars(const cJSON *content)
+size_t timing_content_chars(const cJSON *content)
 {
 	const cJSON *part;
 	size_t n = 0;
@@ -70,7 +70,7 @@ int timing_prompt_tokens(const cJSON *messages)
 	size_t chars = 0;
 
 	cJSON_ArrayForEach(m, messages)
-		chars += content_chars(cJSON_GetObjectItemCaseSensitive(m, "content"));
+		chars += timing_content_chars(cJSON_GetObjectItemCaseSensitive(m, "content"));
 	return timing_prompt_tokens_of(chars);
 }
 

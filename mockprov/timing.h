@@ -45,6 +45,12 @@ int timing_tokens_by(const struct timing_plan *p, double elapsed_ms);
  */
 int timing_prompt_tokens(const cJSON *messages);
 
+/*
+ * The characters of one message content: a string's, or the "text" strings
+ * of an array of parts (OpenAI's content parts, Anthropic's text blocks).
+ */
+size_t timing_content_chars(const cJSON *content);
+
 /* The prompt tokens of chars characters of message text: a token per 4, at least 1. */
 int timing_prompt_tokens_of(size_t chars);
 
