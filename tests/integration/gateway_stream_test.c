@@ -38,6 +38,7 @@
 
 #include "tests/support/gwharness.h"
 #include "tests/support/harness.h"
+#include "tests/support/nodeclient.h"
 #include "tests/support/rawhttp.h"
 #include "tests/support/scriptstub.h"
 
@@ -48,6 +49,8 @@
 #define PROMPT_TOKENS 4
 /* The text mockprov's error_event sends (its README names the code). */
 #define MOCK_ERROR_MESSAGE "The server had an error while processing your request."
+/* An Anthropic-dialect provider's error event's message (docs/mockprov.md). */
+#define MOCK_OVERLOADED_MESSAGE "Overloaded"
 
 /* ---- fixtures: what a test started or read, undone by teardown ---- */
 
@@ -560,33 +563,55 @@ static const struct precommit_case precommits[] = {
 	{ "reset0", "{'kind':'reset','after_bytes':0," ALWAYS "}", "reset" },
 	{ "s503", "{'kind':'status','status':503," ALWAYS "}", "http_5xx" },
 	{ "s429", "{'kind':'status','status':429," ALWAYS "}", "http_429" },
+	{ "s529", "{'kind':'status','status':529," ALWAYS "}", "http_5xx" },
 	{ "malformed", "{'kind':'malformed'," ALWAYS "}", "invalid_body" },
 	{ "down", "{'kind':'down'," ALWAYS "}", "refused" },
 };
 #define NPRECOMMITS (sizeof(precommits) / sizeof(precommits[0]))
 
 /*
+ * The faulty providers' fields in a fallback fixture: an Anthropic
+ * provider's (mockprov's dialect, the gateway's dialect and key) when
+ * anthropic, else an OpenAI one's. The key's variable is set here.
+ */
+#define ANTH_MOCK "'dialect':'anthropic',"
+#define ANTH_GW ",'dialect':'anthropic','api_key_env':'FAULTLINE_TEST_ANTH_KEY'"
+
+static void dialect_fields(bool anthropic, const char *mock_fields, const char *gw_fields,
+			   char *mock_out, size_t mlen, char *gw_out, size_t glen)
+{
+	cr_assert_eq(setenv("FAULTLINE_TEST_ANTH_KEY", "test-key", 1), 0);
+	snprintf(mock_out, mlen, "%s%s", anthropic ? ANTH_MOCK : "", mock_fields);
+	snprintf(gw_out, glen, "%s%s", gw_fields, anthropic ? ANTH_GW : "");
+}
+
+/*
  * Every failure before the first content fails over: a stream cut before
  * its first token, an error event as its first event, a reset at once, a
- * 503, a 429, a broken first frame, a refused connection. Each client gets
- * one clean stream from the secondary (x-faultline-provider secondary, 2
- * attempts) without waiting for any timeout, and the failed attempt shows
- * under its outcome in faultline_attempts_total.
+ * 503, a 429, a 529, a broken first frame, a refused connection. Each
+ * client gets one clean stream from the secondary (x-faultline-provider
+ * secondary, 2 attempts) without waiting for any timeout, and the failed
+ * attempt shows under its outcome in faultline_attempts_total. The faulty
+ * providers speak OpenAI's dialect, or (anthropic) Anthropic's, each
+ * fault in that dialect's shape, and the secondary OpenAI's.
  */
-Test(gateway_stream, failures_before_first_token_fail_over, .timeout = 30)
+static void failures_before_first_token(bool anthropic)
 {
 	struct gw_fallback cfg;
 	char rid[64];
 	char labels[128];
+	char mf[128];
+	char gf[160];
 	const char *text;
 	size_t i;
 
+	dialect_fields(anthropic, "'ttft_ms':20,'output_tokens':6", ",'timeout_ms':4000", mf,
+		       sizeof(mf), gf, sizeof(gf));
 	gw_fallback_begin(&cfg, "'ttft_ms':20,'output_tokens':6",
 			  "'request_deadline_ms':8000,'stream':{'first_token_timeout_ms':3000},",
 			  "");
 	for (i = 0; i < NPRECOMMITS; i++)
-		gw_fallback_add(&cfg, precommits[i].name, "'ttft_ms':20,'output_tokens':6",
-				precommits[i].fault, ",'timeout_ms':4000");
+		gw_fallback_add(&cfg, precommits[i].name, mf, precommits[i].fault, gf);
 	cr_assert_eq(gw_fallback_end(&cfg, ""), 0, "the configs do not fit");
 	start_mock(cfg.mock);
 	start_gw(cfg.gw);
@@ -613,6 +638,17 @@ Test(gateway_stream, failures_before_first_token_fail_over, .timeout = 30)
 			     gw_metric(text, "faultline_attempts_total", labels), text);
 	}
 	expect_gateway_idle("after the failovers");
+}
+
+Test(gateway_stream, failures_before_first_token_fail_over, .timeout = 30)
+{
+	failures_before_first_token(false);
+}
+
+/* The same failures of an Anthropic provider, in its own shapes, fail over the same way. */
+Test(gateway_stream, anthropic_failures_before_first_token_fail_over, .timeout = 30)
+{
+	failures_before_first_token(true);
 }
 
 /*
@@ -789,15 +825,21 @@ struct break_case {
 	long tokens;			/* content chunks before the break; -1: at least one */
 	const char *code;		/* of the error event */
 	const char *reason;		/* faultline_stream_truncations_total's label */
+	const char *anthropic_fault;	/* an Anthropic provider's, when not fault */
 };
 
 static const struct break_case breaks[] = {
 	{ "truncate", "{'kind':'truncate','after_tokens':3," ALWAYS "}", 3, "stream_truncated",
-	  "truncated" },
+	  "truncated", NULL },
 	{ "errorev", "{'kind':'error_event','after_tokens':3," ALWAYS "}", 3, "stream_error_event",
-	  "error_event" },
-	/* Past the headers (~150 bytes) and the first chunk (~210): in the 2nd or 3rd. */
-	{ "reset", "{'kind':'reset','after_bytes':700," ALWAYS "}", -1, "stream_reset", "reset" },
+	  "error_event", NULL },
+	/*
+	 * Past the headers (~150 bytes) and the first chunk (~210): in the 2nd
+	 * or 3rd. Anthropic's stream has ~600 bytes before its first text
+	 * delta (message_start, content_block_start, ping) and ~110 per delta.
+	 */
+	{ "reset", "{'kind':'reset','after_bytes':700," ALWAYS "}", -1, "stream_reset", "reset",
+	  "{'kind':'reset','after_bytes':1000," ALWAYS "}" },
 };
 #define NBREAKS (sizeof(breaks) / sizeof(breaks[0]))
 #define BREAK_REPEATS 5
@@ -809,23 +851,28 @@ static const struct break_case breaks[] = {
  * stream_reset) and the end of the chunked answer, every time (5 times
  * each); the tokens before it are intact. No failover (the secondary is
  * never asked); each break is counted under its reason, as its attempt's
- * outcome, and against the breaker.
+ * outcome, and against the breaker. The providers speak OpenAI's dialect,
+ * or (anthropic) Anthropic's: the same breaks, translated.
  */
-Test(gateway_stream, breaks_after_commit_end_with_error_event, .timeout = 40)
+static void breaks_after_commit(bool anthropic)
 {
 	struct gw_fallback cfg;
 	char labels[128];
+	char mf[128];
+	char gf[160];
 	const char *text;
 	size_t i;
 	int k;
 
+	dialect_fields(anthropic, "'ttft_ms':20,'token_ms':20,'output_tokens':16",
+		       ",'timeout_ms':3000", mf, sizeof(mf), gf, sizeof(gf));
 	gw_fallback_begin(&cfg, "'ttft_ms':20,'output_tokens':6",
 			  "'request_deadline_ms':5000,'breaker':{'enabled':false},"
 			  "'stream':{'first_token_timeout_ms':1000,'stall_timeout_ms':2000},", "");
 	for (i = 0; i < NBREAKS; i++)
-		gw_fallback_add(&cfg, breaks[i].name,
-				"'ttft_ms':20,'token_ms':20,'output_tokens':16", breaks[i].fault,
-				",'timeout_ms':3000");
+		gw_fallback_add(&cfg, breaks[i].name, mf,
+				anthropic && breaks[i].anthropic_fault ? breaks[i].anthropic_fault
+								       : breaks[i].fault, gf);
 	cr_assert_eq(gw_fallback_end(&cfg, ""), 0, "the configs do not fit");
 	start_mock(cfg.mock);
 	start_gw(cfg.gw);
@@ -842,8 +889,10 @@ Test(gateway_stream, breaks_after_commit_end_with_error_event, .timeout = 40)
 			msg = expect_broken(c, rid, breaks[i].tokens, breaks[i].code, &v);
 			cr_assert_lt(v.ncontent, 16, "%s: every token came: no break", rid);
 			if (strcmp(breaks[i].code, "stream_error_event") == 0)
-				cr_assert(strstr(msg, MOCK_ERROR_MESSAGE), "%s: the upstream's"
-					  " message is not quoted in \"%s\"", rid, msg);
+				cr_assert(strstr(msg, anthropic ? MOCK_OVERLOADED_MESSAGE
+								: MOCK_ERROR_MESSAGE),
+					  "%s: the upstream's message is not quoted in \"%s\"", rid,
+					  msg);
 			/* Each ends with its own request. */
 			raw_close(c);
 		}
@@ -867,6 +916,17 @@ Test(gateway_stream, breaks_after_commit_end_with_error_event, .timeout = 40)
 			     breaks[i].name);
 	}
 	expect_gateway_idle("after the breaks");
+}
+
+Test(gateway_stream, breaks_after_commit_end_with_error_event, .timeout = 40)
+{
+	breaks_after_commit(false);
+}
+
+/* An Anthropic provider's breaks after the commit, translated, end the same way. */
+Test(gateway_stream, anthropic_breaks_after_commit_end_with_error_event, .timeout = 40)
+{
+	breaks_after_commit(true);
 }
 
 /*
@@ -1860,86 +1920,21 @@ Test(gateway_stream, sigterm_drains_then_cuts_streams, .timeout = 30)
 
 /* ---- a real client: the openai SDK ---- */
 
-/* The first executable `name` on $PATH into out, or NULL. */
-static const char *find_on_path(const char *name, char *out, size_t len)
-{
-	const char *p = getenv("PATH");
-
-	while (p && *p) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-
-		snprintf(out, len, "%.*s/%s", (int)n, p, name);
-		if (n && access(out, X_OK) == 0)
-			return out;
-		p += n + (colon ? 1 : 0);
-	}
-	return NULL;
-}
-
 /*
- * Runs tests/node/openai_client.mjs with node against base_url and model
- * (stream_only: no non-streaming request), within timeout_ms; its stdout
- * into out, stderr into err. Returns its exit status (-1: killed at the
- * timeout). Asserts node and the installed openai package are there: the
- * test fails, not skips, without them.
+ * Runs tests/node/openai_client.mjs against base_url and model (stream_only:
+ * no non-streaming request), within timeout_ms; its stdout into out, stderr
+ * into err. Returns its exit status (-1: killed at the timeout). Asserts
+ * node and the installed openai package are there: the test fails, not
+ * skips, without them.
  */
 static int run_openai_client(const char *base_url, const char *model, bool stream_only,
 			     char *out, size_t outlen, char *err, size_t errlen, double timeout_ms)
 {
-	const char *prefix = getenv("FAULTLINE_NODE_PREFIX");
-	const char *argv[8];
-	char node[512];
-	char pkg[600];
-	char envv[700];
-	int out_fd;
-	int err_fd;
-	size_t nout = 0;
-	size_t nerr = 0;
-	double end = now_ms() + timeout_ms;
-	int st = 0;
-	pid_t pid;
-	int n = 0;
+	const char *args[] = { "tests/node/openai_client.mjs", base_url, model,
+			       stream_only ? "--stream-only" : NULL, NULL };
 
-	cr_assert_not_null(find_on_path("node", node, sizeof(node)),
-			   "node is not on PATH: the openai SDK test needs it (Debian: nodejs npm)");
-	cr_assert(prefix && prefix[0], "FAULTLINE_NODE_PREFIX is not set: run the tests through"
-		  " make, which installs the openai package there");
-	snprintf(pkg, sizeof(pkg), "%s/node_modules/openai/package.json", prefix);
-	cr_assert_eq(access(pkg, R_OK), 0, "the openai package is not installed: no %s", pkg);
-	snprintf(envv, sizeof(envv), "FAULTLINE_NODE_PREFIX=%s", prefix);
-	argv[n++] = node;
-	argv[n++] = "tests/node/openai_client.mjs";
-	argv[n++] = base_url;
-	argv[n++] = model;
-	if (stream_only)
-		argv[n++] = "--stream-only";
-	argv[n] = NULL;
-	pid = spawn_piped(argv, false, &out_fd, &err_fd);
-	cr_assert_gt(pid, 0, "cannot start node");
-	out[0] = err[0] = '\0';
-	while ((out_fd >= 0 || err_fd >= 0) && now_ms() < end) {
-		struct pollfd pfd[2] = { { .fd = out_fd, .events = POLLIN },
-					 { .fd = err_fd, .events = POLLIN } };
-
-		if (poll(pfd, 2, 100) <= 0)
-			continue;
-		if (out_fd >= 0 && (pfd[0].revents & (POLLIN | POLLHUP)))
-			read_into(&out_fd, out, outlen, &nout);
-		if (err_fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP)))
-			read_into(&err_fd, err, errlen, &nerr);
-	}
-	if (out_fd >= 0 || err_fd >= 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		if (out_fd >= 0)
-			close(out_fd);
-		if (err_fd >= 0)
-			close(err_fd);
-		return -1;
-	}
-	waitpid(pid, &st, 0);
-	return exit_status(st);
+	cr_assert_null(node_unavailable("openai"), "%s", node_unavailable("openai"));
+	return node_run(args, out, outlen, err, errlen, timeout_ms);
 }
 
 /* The script's JSON output, held; asserts it is an object. */

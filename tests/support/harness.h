@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define HARNESS_MAX_PROVIDERS 8
+#define HARNESS_MAX_PROVIDERS 12
 
 struct mock_proc {
 	pid_t pid;
