@@ -14,7 +14,7 @@
 #   make demo-walkthrough   one provider's fault timeline, by hand, under loadgen and the gateway
 #   make suite      the classic suite, stream-stall, three-setups, slow-tail, a detect
 #                   scenario, policy-ab, replicas-hang and the failover traps (contract-drift,
-#                   flapping, correlated, good-day, all-down-degraded), then a 3-point
+#                   flapping, correlated, good-day, all-down-degraded), cross-vendor, then a 3-point
 #                   timeout-knee sweep, each result through chaos gate
 #   make study      the detection and timeout studies at time scale 1 (about 50 minutes):
 #                   sweeps, and OUT/study-STAMP/study.md with their tables

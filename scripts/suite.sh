@@ -1,8 +1,8 @@
 #!/bin/sh
 # make suite: the classic outage suite, stream-stall, three-setups,
 # slow-tail, detect-hang, policy-ab, replicas-hang and the failover traps
-# (contract-drift, flapping, correlated, good-day, all-down-degraded)
-# through bin/chaos, then a 3-point sweep of
+# (contract-drift, flapping, correlated, good-day, all-down-degraded) and
+# cross-vendor (an Anthropic-dialect fallback) through bin/chaos, then a 3-point sweep of
 # timeout-knee, each at
 # the time scale it gives CI
 # ("ci": {"time_scale", "why"} in the scenario; --time-scale ci), each
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 bin=${FAULTLINE_BIN:-bin}
 scale=${SCALE:-ci}
 out=${OUT:-results}
-scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab replicas-hang contract-drift flapping correlated good-day all-down-degraded}
+scenarios=${SCENARIOS:-outage-kill outage-hang outage-5xx stream-stall three-setups slow-tail detect-hang policy-ab replicas-hang contract-drift flapping correlated good-day all-down-degraded cross-vendor}
 scenario_dir=${SCENARIO_DIR:-scenarios}
 baseline_dir=${BASELINE_DIR:-$scenario_dir/baselines}
 unsimulated=${UNSIMULATED:-replicas-hang contract-drift all-down-degraded}
