@@ -6,6 +6,7 @@
  * comes through whole, re-escaped with json_escape_chars.
  * docs/dialects.md has the mapping, field by field.
  */
+#define _GNU_SOURCE	/* memmem */
 #include "gateway/anthropic.h"
 
 #include <errno.h>
@@ -111,6 +112,48 @@ static int put_text_member(const char *s, size_t a, size_t e, const char *key, s
 		rc = json_escape_chars(out, t.data, t.len) ? -ENOMEM : 0;
 	buf_free(&t);
 	return rc;
+}
+
+/*
+ * Whether the JSON text s may hold an escaped NUL, the one text cJSON's
+ * valuestring cannot carry whole (it ends there). Without one, a text is
+ * taken from cJSON's parse and escaped; with one, it is read as written.
+ */
+static bool may_hold_nul(const char *s, size_t len)
+{
+	return memmem(s, len, "\\u0000", 6) != NULL;
+}
+
+/*
+ * Whether obj has exactly one member key: cJSON keeps every duplicate and
+ * finds the first, where the as-written reading refuses a second, so the
+ * parsed reading refuses one too.
+ */
+static bool one_member(const cJSON *obj, const char *key)
+{
+	const cJSON *c;
+	int n = 0;
+
+	for (c = obj ? obj->child : NULL; c; c = c->next)
+		n += c->string && strcmp(c->string, key) == 0;
+	return n == 1;
+}
+
+/*
+ * Appends a text member's value v (a parsed string) escaped, or with
+ * as_written the member key as written at [a, e) of s (put_text_member).
+ * Returns as put_text_member does.
+ */
+static int put_text(const cJSON *v, bool as_written, const char *s, size_t a, size_t e,
+		    const char *key, struct buf *out, bool *empty)
+{
+	size_t n;
+
+	if (as_written)
+		return put_text_member(s, a, e, key, out, empty);
+	n = strlen(v->valuestring);
+	*empty = n == 0;
+	return n && json_escape_chars(out, v->valuestring, n) ? -ENOMEM : 0;
 }
 
 /* ---- the request ---- */
@@ -660,6 +703,7 @@ int anth_request(const cJSON *root, const struct anth_req_opts *o, struct buf *o
 static int put_texts(const char *s, size_t len, const cJSON *content, struct buf *out)
 {
 	const cJSON *block = content->child;
+	bool as_written = may_hold_nul(s, len);
 	size_t ca = 0;
 	size_t ce = 0;
 	size_t at = 0;
@@ -668,25 +712,27 @@ static int put_texts(const char *s, size_t len, const cJSON *content, struct buf
 	bool empty;
 	int rc;
 
-	if (json_member_span(s, len, "content", &ca, &ce))
+	if (as_written && json_member_span(s, len, "content", &ca, &ce))
 		return -EINVAL;
 	for (; block; block = block->next) {
 		const char *type = json_get_string(block, "type");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(block, "text");
 
-		if (json_array_next(s + ca, ce - ca, &at, &a, &e))
+		if (as_written && json_array_next(s + ca, ce - ca, &at, &a, &e))
 			return -EINVAL;
 		if (!type || strcmp(type, "text") != 0)
 			continue;
-		if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(block, "text")))
+		if (!cJSON_IsString(v) || (!as_written && !one_member(block, "text")))
 			return -EINVAL;
-		rc = put_text_member(s + ca, a, e, "text", out, &empty);
+		rc = put_text(v, as_written, s + ca, a, e, "text", out, &empty);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-int anth_response(const char *body, size_t len, long long created_s, struct buf *out)
+int anth_response(const char *body, size_t len, long long created_s, struct buf *out,
+		  int64_t *usage_out)
 {
 	struct buf text = { 0 };
 	int rc;
@@ -704,7 +750,7 @@ int anth_response(const char *body, size_t len, long long created_s, struct buf 
 		goto out;
 	rc = -EINVAL;
 	if (!cJSON_IsObject(root) || !type || strcmp(type, "message") != 0 ||
-	    !cJSON_IsArray(content))
+	    !cJSON_IsArray(content) || !one_member(root, "content"))
 		goto out;
 	for (i = 0; i < 3; i++)
 		in += tokens(usage, input_keys[i]);
@@ -730,6 +776,10 @@ int anth_response(const char *body, size_t len, long long created_s, struct buf 
 			 "\"total_tokens\":%lld}}", (long long)in, (long long)tout,
 			 (long long)(in + tout));
 	rc = rc ? -ENOMEM : 0;
+	if (!rc && usage_out) {
+		usage_out[0] = in;
+		usage_out[1] = tout;
+	}
 out:
 	cJSON_Delete(root);
 	buf_free(&text);
@@ -863,6 +913,8 @@ static int on_block_delta(struct anth_stream *s, const cJSON *root, const struct
 {
 	const cJSON *delta = cJSON_GetObjectItemCaseSensitive(root, "delta");
 	const char *type = json_get_string(delta, "type");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(delta, "text");
+	bool as_written = may_hold_nul(text->data, text->len);
 	size_t mark = out->len;
 	size_t a = 0;
 	size_t e = 0;
@@ -873,14 +925,14 @@ static int on_block_delta(struct anth_stream *s, const cJSON *root, const struct
 		return ANTH_EV_INVALID;
 	if (strcmp(type, "text_delta") != 0)
 		return ANTH_EV_NONE;
-	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(delta, "text")) ||
-	    json_member_span(text->data, text->len, "delta", &a, &e))
+	if (!cJSON_IsString(v) || !one_member(root, "delta") || !one_member(delta, "text") ||
+	    (as_written && json_member_span(text->data, text->len, "delta", &a, &e)))
 		return ANTH_EV_INVALID;
 	rc = chunk_head(s, out);
 	rc |= buf_puts(out, "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
 	if (rc)
 		return -ENOMEM;
-	rc = put_text_member(text->data, a, e, "text", out, &empty);
+	rc = put_text(v, as_written, text->data, a, e, "text", out, &empty);
 	if (rc == -EINVAL || (!rc && empty)) {
 		out->len = mark;
 		if (out->data)

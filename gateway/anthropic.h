@@ -48,10 +48,14 @@ int anth_request(const cJSON *root, const struct anth_req_opts *o, struct buf *o
 
 /*
  * Appends to out the OpenAI chat completion for an Anthropic message (a 2xx
- * non-streaming body): created is created_s. Returns 0; -EINVAL when body
- * is not an Anthropic message (out then holds garbage); -ENOMEM.
+ * non-streaming body): created is created_s. Its usage's prompt and
+ * completion tokens go to usage[0], usage[1] when usage is not NULL, so a
+ * caller need not parse the translation again for them. Returns 0;
+ * -EINVAL when body is not an Anthropic message (out then holds garbage);
+ * -ENOMEM.
  */
-int anth_response(const char *body, size_t len, long long created_s, struct buf *out);
+int anth_response(const char *body, size_t len, long long created_s, struct buf *out,
+		  int64_t *usage);
 
 /*
  * Appends to out OpenAI's error body for an Anthropic error body

@@ -370,9 +370,11 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out, bool *bro
  * An Anthropic target's whole answer in OpenAI's shape: a message as a chat
  * completion, an error body as OpenAI's error, so what passes to the client
  * reads the same whoever answered. One that is neither stays as it came (a
- * 2xx then fails the completion check: invalid_body). Returns 0 or -ENOMEM.
+ * 2xx then fails the completion check: invalid_body). *completion says
+ * whether a 2xx became a chat completion, its usage then in usage[0..1].
+ * Returns 0 or -ENOMEM.
  */
-static int translate_answer(struct leg *l, long status)
+static int translate_answer(struct leg *l, long status, bool *completion, int64_t *usage)
 {
 	struct buf out = { 0 };
 	struct buf tmp;
@@ -380,11 +382,13 @@ static int translate_answer(struct leg *l, long status)
 
 	if (!l->resp.len)
 		return 0;
-	if (status >= 200 && status <= 299)
+	if (status >= 200 && status <= 299) {
 		rc = anth_response(l->resp.data, l->resp.len, (long long)(clock_unix_ms() / 1000),
-				   &out);
-	else
+				   &out, usage);
+		*completion = rc == 0;
+	} else {
 		rc = anth_error(l->resp.data, l->resp.len, &out);
+	}
 	if (rc == 0) {
 		tmp = l->resp;
 		l->resp = out;
@@ -419,6 +423,8 @@ const char *leg_result(struct leg *l, CURLcode code, double now, struct policy_r
 	struct greq *g = l->g;
 	curl_off_t connect_us = 0;
 	curl_off_t pre_us = 0;
+	bool translated = false;
+	int64_t usage[2] = { 0, 0 };
 	int err;
 
 	*tin = *tout = 0;
@@ -452,7 +458,7 @@ const char *leg_result(struct leg *l, CURLcode code, double now, struct policy_r
 	}
 	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &r->up.status);
 	if (l->p->t->prov->dialect == GW_DIALECT_ANTHROPIC && !l->sse &&
-	    r->up.curl_code == CURLE_OK && translate_answer(l, r->up.status)) {
+	    r->up.curl_code == CURLE_OK && translate_answer(l, r->up.status, &translated, usage)) {
 		r->local = true;
 		return strerror(ENOMEM);
 	}
@@ -460,8 +466,16 @@ const char *leg_result(struct leg *l, CURLcode code, double now, struct policy_r
 	curl_easy_getinfo(l->easy, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
 	r->up.connected = connect_us > 0 || pre_us > 0;
 	if (!g->pol.stream && r->up.curl_code == CURLE_OK && r->up.status >= 200 &&
-	    r->up.status <= 299)
-		r->up.body_valid = check_completion(l, tin, tout, &r->up.contract_broken);
+	    r->up.status <= 299) {
+		if (translated && !g->contract) {
+			/* Made a chat completion by the translation: nothing to parse again. */
+			r->up.body_valid = true;
+			*tin = usage[0];
+			*tout = usage[1];
+		} else {
+			r->up.body_valid = check_completion(l, tin, tout, &r->up.contract_broken);
+		}
+	}
 	l->status = r->up.status;
 	return NULL;
 }

@@ -152,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s[n] = '\0';
 
 	/* The bytes after s's n are not read: the answer and error are given n. */
-	if (anth_response(s, n, 1700000000, &out) == 0)
+	if (anth_response(s, n, 1700000000, &out, NULL) == 0)
 		must_be_json("an answer", out.data, out.len);
 	buf_reset(&out);
 	if (anth_error(s, n, &out) == 0)

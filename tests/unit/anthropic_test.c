@@ -427,15 +427,27 @@ Test(anthropic_request, text_survives_non_ascii_and_escapes, .timeout = 10)
 	"\"model\":\"claude-sonnet-4-5\",\"content\":" content ",\"stop_reason\":" stop \
 	",\"stop_sequence\":null,\"usage\":" usage "}"
 
-/* Translates body; asserts it is taken and returns the completion parsed. */
+/*
+ * Translates body; asserts it is taken, and that the usage handed back is
+ * the completion's; returns the completion parsed.
+ */
 static cJSON *answer(const char *body, struct buf *out)
 {
+	int64_t usage[2] = { -1, -1 };
+	const cJSON *u;
 	cJSON *c;
 
 	buf_reset(out);
-	cr_assert_eq(anth_response(body, strlen(body), 1700000000, out), 0, "%s", body);
+	cr_assert_eq(anth_response(body, strlen(body), 1700000000, out, usage), 0, "%s", body);
 	c = json_parse_whole(out->data, out->len);
 	cr_assert_not_null(c, "the completion is JSON: %s", out->data);
+	u = cJSON_GetObjectItemCaseSensitive(c, "usage");
+	cr_assert_eq((double)usage[0],
+		     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens")),
+		     "usage[0] %lld: %s", (long long)usage[0], out->data);
+	cr_assert_eq((double)usage[1],
+		     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "completion_tokens")),
+		     "usage[1] %lld: %s", (long long)usage[1], out->data);
 	return c;
 }
 
@@ -606,7 +618,7 @@ Test(anthropic_answer, not_a_message_is_invalid, .timeout = 10)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		buf_reset(&out);
-		cr_expect_eq(anth_response(bad[i], strlen(bad[i]), 1, &out), -EINVAL, "%s", bad[i]);
+		cr_expect_eq(anth_response(bad[i], strlen(bad[i]), 1, &out, NULL), -EINVAL, "%s", bad[i]);
 	}
 	buf_free(&out);
 }
@@ -616,9 +628,9 @@ Test(anthropic_answer, reads_only_len_bytes, .timeout = 10)
 	static const char body[] = "{\"type\":\"message\",\"content\":[]}GARBAGE";
 	struct buf out = { 0 };
 
-	cr_expect_eq(anth_response(body, strlen(body) - 7, 1, &out), 0);
+	cr_expect_eq(anth_response(body, strlen(body) - 7, 1, &out, NULL), 0);
 	buf_reset(&out);
-	cr_expect_eq(anth_response(body, strlen(body), 1, &out), -EINVAL);
+	cr_expect_eq(anth_response(body, strlen(body), 1, &out, NULL), -EINVAL);
 	buf_free(&out);
 }
 
