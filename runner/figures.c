@@ -470,6 +470,7 @@ static bool request_figures(struct ctx *x, const struct span *sp, cJSON *o)
 	ok &= json_put(o, "instant_errors", cJSON_CreateNumber((double)instant));
 	ok &= json_put(o, "throughput_per_s", num((double)nok / ((sp->to - sp->from) / 1000.0)));
 	ok &= json_put(o, "fallback_share", num(nok ? (double)fallback / (double)nok : NAN));
+	ok &= json_put(o, "fallback_answers", cJSON_CreateNumber((double)fallback));
 	ok &= json_put(o, "fallback_source", fallback_source(by));
 	ok &= json_put(o, "attribution", attribution_block(by));
 	ok &= json_put(o, "time_to_primary_ms", num(to_primary));

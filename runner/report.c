@@ -19,6 +19,7 @@
 #include "runner/objective.h"
 #include "runner/detect.h"
 #include "runner/outfile.h"
+#include "runner/received.h"
 #include "runner/stamp.h"
 #include "runner/stats.h"
 #include "runner/traps.h"
@@ -601,6 +602,7 @@ void report_table(FILE *fp, const struct scenario *sc, const cJSON *summary, boo
 			       "the server; TTFT is over answered streams, from the answering "
 			       "attempt's send; *max gap* is the longest silence any stream "
 			       "saw.\n\n" : "\nstreams:\n");
+	received_table(fp, sc, summary, markdown);
 	replica_table(fp, sc, summary, markdown);
 	if (!markdown)		/* report.md has every run's, with the others' (transitions_md) */
 		replica_timeline(fp, sc, summary);

@@ -3,8 +3,8 @@
  * × phase (requests, answered share, error rate, latency percentiles,
  * throughput, fallback share, time to the breaker opening and to the
  * primary's first answer, duplicate work, cost) and each gateway setup's
- * breaker transitions, and for streams their breaks, TTFT and largest
- * gap, as STAMP/report.md and on the terminal; and the
+ * breaker transitions, for streams their breaks, TTFT and largest gap,
+ * and what the clients received, as STAMP/report.md and on the terminal; and the
  * summaries behind it, computed from the per-request files alone, so
  * `chaos report STAMP` can redo them for an old run.
  */
@@ -40,7 +40,9 @@ int report_summarise_run(const struct scenario *sc, const struct sc_setup *st,
  * means; "—" where there is none. When a setup × phase had streams, a
  * second table follows (after "streams:", or a "## Streams" section in
  * markdown) with those rows alone: streams, stalls, truncations, silent
- * breaks, error events, TTFT p50/p95 and the largest gap. When the
+ * breaks, error events, TTFT p50/p95 and the largest gap. Then what the
+ * clients received (runner/received.h: after "what clients received:",
+ * or a "## What clients received" section), every setup × phase. When the
  * scenario has a detection block, the Detection table follows
  * (runner/detect.h: after "detection:", or a "## Detection" section);
  * then the failover traps' sections, each when it has something to say

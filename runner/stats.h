@@ -124,6 +124,10 @@
  *                           the primary; a degraded answer (degraded column
  *                           static or cache) is no provider's: neither the
  *                           primary's nor a fallback's
+ *     "fallback_answers":   the count behind fallback_share: ok requests (not
+ *                           degraded) answered by a provider other than the
+ *                           primary, the same rule — so the runs' mean of it
+ *                           is exact where fallback_share × ok is not
  *     "fallback_source":    "provider_header", "mock_log" or
  *                           "provider_header+mock_log": where the ok answers'
  *                           providers came from; null: none known

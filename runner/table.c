@@ -79,6 +79,21 @@ void table_print(FILE *fp, const struct table *t, unsigned right)
 	free(width);
 }
 
+void table_print_markdown(FILE *fp, const struct table *t, unsigned right)
+{
+	size_t r, c;
+
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++)
+			fprintf(fp, "| %s ", t->cells[r * t->ncols + c]);
+		fputs("|\n", fp);
+		for (c = 0; r == 0 && c < t->ncols; c++)
+			fputs(c < 32 && (right >> c) & 1 ? "|---:" : "|---", fp);
+		if (r == 0)
+			fputs("|\n", fp);
+	}
+}
+
 void table_free(struct table *t)
 {
 	size_t i;

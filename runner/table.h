@@ -2,8 +2,9 @@
  * table: the runner's plain-text tables on a terminal — rows of cells
  * printed in columns two blanks apart, each as wide as its widest cell
  * (in UTF-8 characters, so "—" is one column wide),
- * the last column unpadded and no line ending in blanks. chaos gate and
- * chaos compare print their verdicts through it.
+ * the last column unpadded and no line ending in blanks — or as a
+ * markdown table. chaos gate and chaos compare print their verdicts
+ * through it, the report some of its sections.
  */
 #ifndef FAULTLINE_RUNNER_TABLE_H
 #define FAULTLINE_RUNNER_TABLE_H
@@ -30,6 +31,13 @@ int table_add(struct table *t, const char *const *row);
  * right (bit k for column k) are right-aligned, the others left-aligned.
  */
 void table_print(FILE *fp, const struct table *t, unsigned right);
+
+/*
+ * Prints every row as a markdown table whose first row is the header,
+ * the columns whose bit is set in right (bit k for column k) aligned
+ * right ("|---:"), the others left.
+ */
+void table_print_markdown(FILE *fp, const struct table *t, unsigned right);
 
 /* Frees the cells; t keeps its ncols and is empty (freeing again is harmless). */
 void table_free(struct table *t);

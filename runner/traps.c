@@ -37,21 +37,10 @@ static void count_cell(char *out, double v)
  */
 static void emit(FILE *fp, const struct table *t, bool markdown, unsigned right)
 {
-	size_t r, c;
-
-	if (!markdown) {
+	if (markdown)
+		table_print_markdown(fp, t, right);
+	else
 		table_print(fp, t, right);
-		return;
-	}
-	for (r = 0; r < t->nrows; r++) {
-		for (c = 0; c < t->ncols; c++)
-			fprintf(fp, "| %s ", t->cells[r * t->ncols + c]);
-		fputs("|\n", fp);
-		for (c = 0; r == 0 && c < t->ncols; c++)
-			fputs((right >> c) & 1 ? "|---:" : "|---", fp);
-		if (r == 0)
-			fputs("|\n", fp);
-	}
 }
 
 /* The combined figures of a setup's phase, or NULL. */

@@ -245,6 +245,7 @@ Test(stats, latency_percentiles_are_exact_nearest_rank)
 	expect_num(s, "phases.empty.answered_share", NAN);
 	expect_num(s, "phases.empty.error_rate", NAN);
 	expect_num(s, "phases.empty.fallback_share", NAN);
+	expect_num(s, "phases.empty.fallback_answers", 0);
 	expect_num(s, "phases.empty.throughput_per_s", 0);
 	expect_num(s, "phases.empty.latency_ms.count", 0);
 	expect_num(s, "phases.empty.latency_ms.mean", NAN);
@@ -290,13 +291,16 @@ Test(stats, fallback_share_and_time_to_primary)
 	s = compute(three, 3, 3000, 1000);
 	expect_num(s, "phases.outage.ok", 4);
 	expect_num(s, "phases.outage.fallback_share", 0.25);
+	expect_num(s, "phases.outage.fallback_answers", 1);	/* the count behind the share */
 	/* first primary ok by sched_ms is id 4 (1100; id 5 has no end), not id 2 which ended first */
 	expect_num(s, "phases.outage.time_to_primary_ms", 600);
 	expect_num(s, "phases.recovered.fallback_share", 1);
 	expect_num(s, "phases.recovered.time_to_primary_ms", NAN);
 	expect_num(s, "phases.healthy.fallback_share", 0);
+	expect_num(s, "phases.healthy.fallback_answers", 0);
 	expect_num(s, "phases.healthy.time_to_primary_ms", 210);
 	expect_num(s, "totals.fallback_share", 2.0 / 6);
+	expect_num(s, "totals.fallback_answers", 2);
 	expect_num(s, "totals.time_to_primary_ms", 210);	/* from t0 */
 	cJSON_Delete(s);
 }
