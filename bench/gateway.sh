@@ -17,6 +17,13 @@
 #     redis-server (shared_state backend redis, started here on a free
 #     port, no persistence), measured in the same rounds. Target: its
 #     requests/s >= 0.95 x the local gateway's, and its p99 within 5% of it.
+#     (e) the same gateway to an Anthropic-dialect mockprov provider (the
+#     alias "chat_anth": each request translated into a Messages body and
+#     the answer back into a chat completion), and (f, g) streaming
+#     ("stream": true) through the gateway to the OpenAI and to the
+#     Anthropic provider (each stream event translated), all in the same
+#     rounds. Target: the Anthropic target's requests/s >= 0.8 x the
+#     OpenAI target's, plain and streaming.
 #  2. Memory: a fresh gateway with RSS_CONNS (1,000) client connections
 #     open — first held idle, each after one chat request (a small python3
 #     client; left out when there is no python3), then busy, wrk -c
@@ -57,8 +64,14 @@ PLAIN_TOKENS=16
 CHAT_PATH=/v1/chat/completions
 REQUEST='{"model":"mock-small","messages":[{"role":"user","content":"Say hello"}]}'
 GW_REQUEST='{"model":"chat","messages":[{"role":"user","content":"Say hello"}]}'
-TARGETS="direct haproxy gateway gateway_redis"
+GW_ANTH_REQUEST='{"model":"chat_anth","messages":[{"role":"user","content":"Say hello"}]}'
+GW_STREAM_REQUEST='{"model":"chat","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'
+GW_ANTH_STREAM_REQUEST='{"model":"chat_anth","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'
+TARGETS="direct haproxy gateway gateway_redis gateway_anth gateway_stream gateway_anth_stream"
 REDIS_TARGET=0.95
+DIALECT_TARGET=0.8
+# The key the gateway sends its Anthropic provider (mockprov takes any).
+export FL_BENCH_ANTH_KEY=bench-key
 
 BENCH_NAME=bench-gateway
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -73,10 +86,20 @@ gateway_fd_limit() {
 	raise_fd_limit "$want" "RSS_CONNS=$RSS_CONNS"
 }
 
-# Starts mockprov (one provider on a free port, no latency); sets MP_PID,
-# MP_ADDR and MP_PORT.
+# Starts mockprov: two providers on free ports, no latency, alike but for
+# the dialect — "bench" speaks OpenAI's, "bench_anth" Anthropic's; sets
+# MP_PID, MP_ADDR and MP_PORT (bench's) and MA_ADDR (bench_anth's).
 start_bench_mockprov() {
-	start_one_mockprov 0 0 0 "$PLAIN_TOKENS"
+	local dir=$tmp/mockprov p
+	mkdir -p "$dir"
+	p='"listen":"127.0.0.1:0","model":"mock-small","ttft_ms":0,"jitter_ms":0,"token_ms":0'
+	printf '{"providers":[{"name":"bench",%s,"output_tokens":%s},
+	 {"name":"bench_anth","dialect":"anthropic",%s,"output_tokens":%s}]}\n' \
+		"$p" "$PLAIN_TOKENS" "$p" "$PLAIN_TOKENS" >"$dir/config.json"
+	start_mockprov "$dir/config.json" "$dir"
+	MA_ADDR=$(awk '$1 == "listening" && $2 == "bench_anth" { print $3; exit }' \
+		"$dir/mockprov.out")
+	[ -n "$MA_ADDR" ] || die "mockprov printed no 'listening' line for bench_anth"
 }
 
 # Writes HAProxy's config for port $2 to file $1: one thread, no logging,
@@ -148,10 +171,13 @@ start_gateway() {
   "listen": "127.0.0.1:0",
   "request_deadline_ms": 10000,
   "providers": {
-    "mock": {"base_url": "http://$MP_ADDR/v1", "timeout_ms": 5000}
+    "mock": {"base_url": "http://$MP_ADDR/v1", "timeout_ms": 5000},
+    "mock_anth": {"base_url": "http://$MA_ADDR/v1", "timeout_ms": 5000,
+                  "dialect": "anthropic", "api_key_env": "FL_BENCH_ANTH_KEY"}
   },
   "models": {
-    "chat": {"targets": [{"provider": "mock", "model": "mock-small"}]}
+    "chat": {"targets": [{"provider": "mock", "model": "mock-small"}]},
+    "chat_anth": {"targets": [{"provider": "mock_anth", "model": "mock-small"}]}
   },
   "breaker": {"enabled": true}
 }
@@ -214,6 +240,18 @@ check_target() {
 		die "$1 did not answer a chat completion from mock-small: $(cat "$answer")"
 }
 
+# POSTs streaming body $2 to $1 and checks for $PLAIN_TOKENS content chunks
+# and data: [DONE].
+check_stream() {
+	local answer=$tmp/answer.sse status
+	status=$(curl -sS -o "$answer" -w '%{http_code}' -X POST \
+		-H 'Content-Type: application/json' --data-binary "$2" --max-time 5 "$1")
+	[ "$status" = 200 ] || die "$1 answered $status to a stream: $(cat "$answer")"
+	[ "$(grep -c '"content":"[^"]' "$answer")" = "$PLAIN_TOKENS" ] &&
+		grep -q '^data: \[DONE\]' "$answer" ||
+		die "$1 did not stream $PLAIN_TOKENS tokens and [DONE]: $(cat "$answer")"
+}
+
 # One wrk run of $3 s against target $1 (direct, haproxy or gateway); its
 # flbench_ lines into file $2 with what the server (for the proxies: the
 # proxy), wrk, mockprov behind a proxy (flbench_backend_ticks) and the
@@ -225,6 +263,9 @@ wrk_round() {
 	haproxy) url=http://$HA_ADDR$CHAT_PATH pid=$HA_PID body=$REQUEST ;;
 	gateway) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_REQUEST ;;
 	gateway_redis) url=http://$GR_ADDR$CHAT_PATH pid=$GR_PID body=$GW_REQUEST ;;
+	gateway_anth) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_ANTH_REQUEST ;;
+	gateway_stream) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_STREAM_REQUEST ;;
+	gateway_anth_stream) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_ANTH_STREAM_REQUEST ;;
 	esac
 	: >"$out"
 	b0=$(cpu_ticks "$MP_PID")
@@ -271,6 +312,9 @@ target_name() {
 	haproxy) echo "HAProxy (1 thread)" ;;
 	gateway) echo "gateway" ;;
 	gateway_redis) echo "gateway, Redis-shared" ;;
+	gateway_anth) echo "gateway -> Anthropic" ;;
+	gateway_stream) echo "gateway, stream" ;;
+	gateway_anth_stream) echo "gw -> Anthropic, stream" ;;
 	esac
 }
 
@@ -296,6 +340,9 @@ throughput_bench() {
 	check_target "http://$HA_ADDR$CHAT_PATH" "$REQUEST"
 	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_REQUEST"
 	check_target "http://$GR_ADDR$CHAT_PATH" "$GW_REQUEST"
+	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_ANTH_REQUEST"
+	check_stream "http://$GW_ADDR$CHAT_PATH" "$GW_STREAM_REQUEST"
+	check_stream "http://$GW_ADDR$CHAT_PATH" "$GW_ANTH_STREAM_REQUEST"
 
 	for who in $TARGETS; do
 		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
@@ -366,7 +413,7 @@ throughput_bench() {
 	row "target" "proxy" "proxy/req" "mockprov" "mock/req" "wrk" "others'"
 	row "$(target_name direct)" "" "" "$(get "$d" cpu_server_pct)" \
 		"$(get "$d" server_us_per_req)" "$(get "$d" cpu_client_pct)" "$(get "$d" cpu_other_pct)"
-	for who in haproxy gateway gateway_redis; do
+	for who in haproxy gateway gateway_redis gateway_anth gateway_stream gateway_anth_stream; do
 		f=$tmp/wrk-$who
 		row "$(target_name "$who")" "$(get "$f" cpu_server_pct)" "$(get "$f" server_us_per_req)" \
 			"$(get "$f" cpu_backend_pct)" "$(get "$f" backend_us_per_req)" \
@@ -395,6 +442,7 @@ throughput_bench() {
 		"$(verdict "$RD_P99 <= 1.05")"
 	ratio_row "Redis-shared / local gateway CPU per request" \
 		"$(calc "$(get "$r" server_us_per_req) / $(get "$g" server_us_per_req)" %.3f)"
+	dialect_ratios
 	echo "   the Redis-shared gateway's faultline_shared_state_up at the end: ${GR_UP:-none}" \
 		"(1: shared throughout)"
 	echo "   gateway peak RSS over these rounds (VmHWM): $GW_HWM_KB kB; $GW_ERR_LINES lines" \
@@ -404,6 +452,25 @@ throughput_bench() {
 	echo "   the latency is mostly queueing, so the added p99 follows the lost requests/s"
 	busy_warning "$(get "$d" cpu_other_pct)" "$(get "$h" cpu_other_pct)" \
 		"$(get "$g" cpu_other_pct)" "$(get "$r" cpu_other_pct)"
+}
+
+# The Anthropic target against the OpenAI one, plain and streaming: sets
+# ANTH_RATIO, ANTH_STREAM_RATIO and their verdicts, and prints them.
+dialect_ratios() {
+	local g=$tmp/wrk-gateway ga=$tmp/wrk-gateway_anth s=$tmp/wrk-gateway_stream
+	local sa=$tmp/wrk-gateway_anth_stream
+	ANTH_RATIO=$(calc "$(get "$ga" rps) / $(get "$g" rps)" %.3f)
+	ANTH_VERDICT=$(verdict "$ANTH_RATIO >= $DIALECT_TARGET")
+	ANTH_STREAM_RATIO=$(calc "$(get "$sa" rps) / $(get "$s" rps)" %.3f)
+	ANTH_STREAM_VERDICT=$(verdict "$ANTH_STREAM_RATIO >= $DIALECT_TARGET")
+	ratio_row "Anthropic / OpenAI target requests/s, plain" "$ANTH_RATIO" \
+		">= $DIALECT_TARGET" "$ANTH_VERDICT"
+	ratio_row "Anthropic / OpenAI target requests/s, stream" "$ANTH_STREAM_RATIO" \
+		">= $DIALECT_TARGET" "$ANTH_STREAM_VERDICT"
+	ratio_row "Anthropic / OpenAI gateway CPU per request, plain" \
+		"$(calc "$(get "$ga" server_us_per_req) / $(get "$g" server_us_per_req)" %.3f)"
+	ratio_row "Anthropic / OpenAI gateway CPU per request, stream" \
+		"$(calc "$(get "$sa" server_us_per_req) / $(get "$s" server_us_per_req)" %.3f)"
 }
 
 # Samples the gateway $1 times, every 0.2 s, while process $2 (when given)
@@ -628,6 +695,10 @@ main() {
 	echo "   added p99 over direct (ms): HAProxy $ADD_H, gateway $ADD_G"
 	ratio_row "gateway / HAProxy requests/s" "$RPS_RATIO" ">= $RPS_TARGET" "$RPS_VERDICT"
 	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
+	ratio_row "Anthropic / OpenAI target requests/s, plain" "$ANTH_RATIO" \
+		">= $DIALECT_TARGET" "$ANTH_VERDICT"
+	ratio_row "Anthropic / OpenAI target requests/s, stream" "$ANTH_STREAM_RATIO" \
+		">= $DIALECT_TARGET" "$ANTH_STREAM_VERDICT"
 	ratio_row "gateway peak RSS, $RSS_CONNS connections (MB)" "$RSS_MB" "<= $RSS_TARGET_MB" \
 		"$RSS_VERDICT"
 }
