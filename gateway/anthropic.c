@@ -846,12 +846,13 @@ static void take_usage(struct anth_stream *s, const cJSON *usage)
 	if (!cJSON_IsObject(usage))
 		return;
 	s->tokens_in = 0;
+	/* A count that is null (MessageDeltaUsage's may be) keeps the one kept, as the SDK does. */
 	for (i = 0; i < 3; i++) {
-		if (cJSON_GetObjectItemCaseSensitive(usage, input_keys[i]))
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(usage, input_keys[i])))
 			s->input[i] = tokens(usage, input_keys[i]);
 		s->tokens_in += s->input[i];
 	}
-	if (cJSON_GetObjectItemCaseSensitive(usage, "output_tokens"))
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(usage, "output_tokens")))
 		s->tokens_out = tokens(usage, "output_tokens");
 	s->has_usage = true;
 }

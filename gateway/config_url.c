@@ -147,7 +147,7 @@ int gw_config__base_url(const char *url, bool allow_remote, struct gw_provider *
 		goto out;
 	}
 	memcpy(p->chat_url, url, len);
-	strcpy(p->chat_url + len, tail);
+	memcpy(p->chat_url + len, tail, strlen(tail) + 1);
 out:
 	curl_free(scheme);
 	curl_free(host);

@@ -123,6 +123,7 @@ struct greq {
 	cJSON *root;			/* the client's body parsed, kept for an Anthropic
 					 * target's translation (NULL: the route has none) */
 	struct buf anth_body;		/* its translation for anth_for, made on arrival */
+	char left_out[400];		/* why its Anthropic targets are left out, or "" */
 	const struct gw_target *anth_for;
 	bool include_usage;		/* stream_options.include_usage */
 	unsigned violations;		/* attempts whose answer broke the contract */

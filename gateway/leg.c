@@ -467,7 +467,9 @@ const char *leg_result(struct leg *l, CURLcode code, double now, struct policy_r
 	r->up.connected = connect_us > 0 || pre_us > 0;
 	if (!g->pol.stream && r->up.curl_code == CURLE_OK && r->up.status >= 200 &&
 	    r->up.status <= 299) {
-		if (translated && !g->contract) {
+		if (l->p->t->prov->dialect == GW_DIALECT_ANTHROPIC && !translated) {
+			r->up.body_valid = false;	/* not an Anthropic message: invalid_body */
+		} else if (translated && !g->contract) {
 			/* Made a chat completion by the translation: nothing to parse again. */
 			r->up.body_valid = true;
 			*tin = usage[0];

@@ -100,7 +100,7 @@ static void release_probe(struct policy_leg *l)
 /* Retry-After, in seconds, for the first of the route's open targets to go half-open (≥ 1). */
 static double open_end_s(const struct policy_state *st, double now)
 {
-	double end = router_route_next_open_end(st->route, st->only);
+	double end = router_route_next_open_end(st->route, &st->filter);
 	double s = isfinite(end) ? ceil((end - now) / 1000) : 1;
 
 	return fmax(1, s);
@@ -120,7 +120,7 @@ static double open_retry_after(const struct policy_state *st, double now)
 	for (i = 0; i < rt->ntargets; i++) {
 		const struct gw_target *t = rt->targets[i];
 
-		if (router_target_allowed(t, st->only) && t->br.state != BREAKER_OPEN)
+		if (router_target_allowed(t, &st->filter) && t->br.state != BREAKER_OPEN)
 			return 0;	/* skipped for another reason: no promise to make */
 	}
 	return open_end_s(st, now);
@@ -320,7 +320,7 @@ static struct policy_action route(const struct policy_env *env, struct policy_st
 	st->retries_here = 0;
 	for (; st->pos < rt->ntargets; st->pos++) {
 		t = rt->targets[st->pos];
-		if (!router_target_allowed(t, st->only) || (st->hedged_at & (1u << st->pos)))
+		if (!router_target_allowed(t, &st->filter) || (st->hedged_at & (1u << st->pos)))
 			continue;
 		if (!attempt_may_start(&st->budget, now)) {
 			st->deadline_hit |= attempt_deadline_gone(&st->budget, now);
@@ -346,7 +346,7 @@ static struct policy_action route(const struct policy_env *env, struct policy_st
 		/* Half-open ones with their probes out are not open: not tried past their limit. */
 		passed = st->forced;
 		for (;;) {
-			t = router_least_recently_failed(rt, st->only, env->pstats, passed, &at);
+			t = router_least_recently_failed(rt, &st->filter, env->pstats, passed, &at);
 			if (!t || t->br.state == BREAKER_OPEN)
 				break;
 			passed |= 1u << at;
@@ -363,7 +363,7 @@ static struct policy_action route(const struct policy_env *env, struct policy_st
 }
 
 struct policy_action policy_arrive(const struct policy_env *env, struct policy_state *st,
-				   struct gw_route *rt, const char *only, bool batch,
+				   struct gw_route *rt, const struct target_filter *f, bool batch,
 				   bool stream, bool no_reroute, unsigned nlegs,
 				   double deadline_ms, double now)
 {
@@ -371,7 +371,8 @@ struct policy_action policy_arrive(const struct policy_env *env, struct policy_s
 
 	memset(st, 0, sizeof(*st));
 	st->route = rt;
-	st->only = only;
+	if (f)
+		st->filter = *f;
 	st->batch = batch;
 	st->stream = stream;
 	st->no_reroute = no_reroute;
@@ -632,7 +633,7 @@ struct policy_action policy_hedge_fired(const struct policy_env *env, struct pol
 		struct gw_target *c = rt->targets[i];
 		bool busy = false;
 
-		if (!router_target_allowed(c, st->only))
+		if (!router_target_allowed(c, &st->filter))
 			continue;
 		for (k = 0; k < st->nlegs; k++)
 			busy |= st->legs[k].active && st->legs[k].t == c;
@@ -749,7 +750,7 @@ struct policy_state *policy_drain_next(const struct policy_env *env, struct gw_r
 	}
 	/* Each request at most once a pass: one that finds no target comes back to the head. */
 	if (!st || !d->left || rt->qrunning >= bq->concurrency || !queue_ready(env, st, now) ||
-	    !router_route_may_admit(rt, st->only, now, true))
+	    !router_route_may_admit(rt, &st->filter, now, true))
 		return NULL;
 	d->left--;
 	*act = dequeue(env, st, now);
@@ -788,10 +789,10 @@ double policy_queue_next_wake(const struct policy_env *env, double now)
 			continue;	/* a request finishing drains it */
 		if (!queue_ready(env, st, now))
 			next = fmin(next, st->requeue_ms + POLICY_REQUEUE_WAIT_MS);
-		else if (router_route_may_admit(rt, st->only, now, true))
+		else if (router_route_may_admit(rt, &st->filter, now, true))
 			next = now;
 		else
-			next = fmin(next, router_route_next_open_end(rt, st->only));
+			next = fmin(next, router_route_next_open_end(rt, &st->filter));
 	}
 	return next;
 }

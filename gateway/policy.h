@@ -104,7 +104,7 @@ struct policy_leg {
 /* Where one request stands: everything the policy decides from, and nothing more. */
 struct policy_state {
 	struct gw_route *route;
-	const char *only;		/* x-faultline-provider; NULL for any */
+	struct target_filter filter;	/* the targets it may use (x-faultline-provider…) */
 	bool batch;			/* deferrable: may wait in the queue */
 	bool stream;			/* "stream": true: first_token_timeout_ms caps attempts */
 	bool no_reroute;		/* one delivery at most */
@@ -200,13 +200,13 @@ struct policy_result {
 };
 
 /*
- * A request arrived for route: sets st up (only: a provider name or NULL;
- * nlegs: 1, or 1 + hedge.max when its alias hedges; deadline_ms: absolute,
+ * A request arrived for route: sets st up (f: the targets it may use, NULL
+ * for any; nlegs: 1, or 1 + hedge.max when its alias hedges; deadline_ms: absolute,
  * on the policy's clock), drops its ratio into the alias's budget and
  * chooses where it goes first.
  */
 struct policy_action policy_arrive(const struct policy_env *env, struct policy_state *st,
-				   struct gw_route *route, const char *only, bool batch,
+				   struct gw_route *route, const struct target_filter *f, bool batch,
 				   bool stream, bool no_reroute, unsigned nlegs,
 				   double deadline_ms, double now);
 

@@ -388,33 +388,36 @@ static int request_contract(struct gateway *gw, struct http_exchange *ex,
 	return 0;
 }
 
-/*
- * The first Anthropic target the request may reach (its route's, or the
- * one provider x-faultline-provider names), or NULL.
- */
-static const struct gw_target *anthropic_target(const struct gw_route *route, const char *only)
+/* The first Anthropic target the request may reach (filter f), or NULL. */
+static const struct gw_target *anthropic_target(const struct gw_route *route,
+						const struct target_filter *f)
 {
 	size_t i;
 
 	for (i = 0; i < route->ntargets; i++) {
 		const struct gw_target *t = route->targets[i];
 
-		if (t->prov->dialect == GW_DIALECT_ANTHROPIC && (!only || !strcmp(only, t->prov->name)))
+		if (t->prov->dialect == GW_DIALECT_ANTHROPIC && router_target_allowed(t, f))
 			return t;
 	}
 	return NULL;
 }
 
 /*
- * A request that may go to an Anthropic target must translate: else it is
- * refused with a 400 before any attempt, naming what cannot be sent, so a
- * failover never meets a request its fallback cannot take. The translation
- * for t is kept in *body (the legs to t copy it). Returns 0, or -1 when it
- * was answered.
+ * A request that may go to an Anthropic target is translated on arrival,
+ * for t, into *body (the legs to t copy it). One that cannot be — or holds
+ * \u0000 in a string, which cJSON's reading would cut — leaves every
+ * Anthropic target out of its plan (f->no_anthropic, the reason in
+ * left_out, LEFT_OUT_LEN bytes, for its final error), so a fail-over never
+ * meets a request its fallback cannot take; when no target is left, it is
+ * refused with a 400 naming what cannot be sent, before any attempt.
+ * Returns 0, or -1 when it was answered.
  */
-static int check_translatable(struct gateway *gw, struct http_exchange *ex,
-			      struct gw_route *route, const char *id, const cJSON *root,
-			      const struct gw_target *t, const char *add_rf, struct buf *body)
+#define LEFT_OUT_LEN 400
+static int translate_on_arrival(struct gateway *gw, struct http_exchange *ex,
+				struct gw_route *route, const char *id, const cJSON *root,
+				const struct gw_target *t, const char *add_rf,
+				struct target_filter *f, struct buf *body, char *left_out)
 {
 	const struct anth_req_opts o = { t->model, t->prov->default_max_tokens, add_rf };
 	struct anth_refusal why = { { 0 }, NULL };
@@ -422,7 +425,6 @@ static int check_translatable(struct gateway *gw, struct http_exchange *ex,
 	char msg[480];
 	int rc;
 
-	/* cJSON's reading cuts a string at \u0000: the translation would lose the rest. */
 	if (json_string_has_nul(req->body, req->body_len)) {
 		snprintf(why.message, sizeof(why.message), "A \\u0000 in the request cannot be "
 			 "translated for an Anthropic target");
@@ -439,6 +441,13 @@ static int check_translatable(struct gateway *gw, struct http_exchange *ex,
 	}
 	if (!rc)
 		return 0;
+	f->no_anthropic = true;
+	if (router_route_allows(route, f)) {
+		snprintf(left_out, LEFT_OUT_LEN, "Its Anthropic targets were left out: %s.",
+			 why.message);
+		log_debug("request %s: Anthropic targets left out: %s", id, why.message);
+		return 0;
+	}
 	snprintf(msg, sizeof(msg), "%s (provider %s of model '%s' speaks Anthropic's Messages "
 		 "API).", why.message, t->prov->name, route->alias->name);
 	respond_refuse(gw, ex, route, id, 400, msg, why.param, "unsupported_for_provider");
@@ -463,6 +472,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	char name[160];
 	struct policy_action a;
 	const struct gw_target *anth;
+	struct target_filter filter = { only, false };
+	char left_out[LEFT_OUT_LEN] = "";
 	struct buf anth_body = { 0 };
 	const char *add_rf = NULL;
 	struct contract *own = NULL;
@@ -485,7 +496,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		respond_refuse(gw, ex, NULL, id, 404, msg, "model", "model_not_found");
 		goto out_free_root;
 	}
-	if (only && (!id_ok(only) || !router_route_allows(route, only))) {
+	if (only && (!id_ok(only) || !router_route_allows(route, &filter))) {
 		json_copy_cut(name, sizeof(name), only, 64);
 		snprintf(msg, sizeof(msg), "Provider '%s' (x-faultline-provider) serves no target "
 			 "of model '%s'.", name, route->alias->name);
@@ -504,11 +515,14 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	if (route->alias->contract.enforce &&
 	    !cJSON_GetObjectItemCaseSensitive(root, "response_format"))
 		add_rf = route->alias->contract.dflt_json;
-	anth = anthropic_target(route, only);
-	if (anth && check_translatable(gw, ex, route, id, root, anth, add_rf, &anth_body)) {
+	anth = anthropic_target(route, &filter);
+	if (anth && translate_on_arrival(gw, ex, route, id, root, anth, add_rf, &filter,
+					 &anth_body, left_out)) {
 		contract_free(own);
 		goto out_free_root;
 	}
+	if (filter.no_anthropic)
+		anth = NULL;
 	nlegs = route->alias->hedge.enabled ? 1 + route->alias->hedge.max : 1;
 	g = greq_new(gw, ex, route, nlegs);
 	if (!g) {
@@ -530,6 +544,8 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		snprintf(g->idem_line, sizeof(g->idem_line), "Idempotency-Key: %s", idem);
 	if (only)
 		snprintf(g->only, sizeof(g->only), "%s", only);
+	filter.only = g->only[0] ? g->only : NULL;
+	snprintf(g->left_out, sizeof(g->left_out), "%s", left_out);
 	if (tenant && id_ok(tenant))
 		json_copy_cut(g->bill.tenant, sizeof(g->bill.tenant), tenant, COST_LABEL_MAX);
 	if (feature && id_ok(feature))
@@ -551,7 +567,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	    !json_string_has_nul(req->body, req->body_len) && degraded_key(root, &g->ckey))
 		buf_free(&g->ckey);	/* no memory for a key: no cache for this one */
 	http_exchange_set_data(ex, g, on_client_abort, stream ? stream_on_client_drain : NULL);
-	a = policy_arrive(&gw->pol, &g->pol, route, g->only[0] ? g->only : NULL,
+	a = policy_arrive(&gw->pol, &g->pol, route, &filter,
 			  klass && strcasecmp(klass, "batch") == 0, stream,
 			  no_reroute && (strcmp(no_reroute, "1") == 0 ||
 					 strcasecmp(no_reroute, "true") == 0),

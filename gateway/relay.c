@@ -113,21 +113,32 @@ static int reframe(struct relay *r, const struct sse_event *ev)
 	return rc | buf_puts(&r->out, "\n");
 }
 
-/* One Anthropic event, translated: the chunks go out as the client gets them. */
+/*
+ * One Anthropic event, translated: the chunks go out as the client gets
+ * them. An event that gives the client nothing (a ping, a block's start or
+ * stop) is not counted as the stream's progress: a stream that only pings
+ * has stalled. Until message_delta says how many tokens came,
+ * message_start's output count is a placeholder: the content chunks count
+ * instead when there are more of them (a stream cut before its end).
+ */
 static int on_anthropic_event(struct relay *r, const struct sse_event *ev)
 {
 	struct anth_ev_facts f;
 	int rc = anth_stream_event(&r->anth, ev->event, ev->data, ev->data_len, &r->out, &f);
 
+	if (rc == ANTH_EV_NONE)
+		r->events--;
+	r->content |= rc == ANTH_EV_CHUNK && f.commit;
+	r->content_chunks += rc == ANTH_EV_CHUNK && f.text;
 	r->has_usage = r->anth.has_usage;
 	r->tokens_in = r->anth.tokens_in;
-	r->tokens_out = r->anth.tokens_out;
+	r->tokens_out = r->anth.finished || r->anth.tokens_out >= (int64_t)r->content_chunks
+				? r->anth.tokens_out
+				: (int64_t)r->content_chunks;
 	switch (rc) {
 	case ANTH_EV_NONE:
 		return 0;
 	case ANTH_EV_CHUNK:
-		r->content |= f.commit;
-		r->content_chunks += f.text;
 		return 0;
 	case ANTH_EV_DONE:
 		r->done = true;

@@ -140,7 +140,8 @@ static void respond_final(struct greq *g, const struct policy_action *a)
 	char *text = NULL;
 	size_t i;
 
-	if (errmsg_write(&msg, a, st, g->gw->cfg, g->route->alias->name, NULL)) {
+	if (errmsg_write(&msg, a, st, g->gw->cfg, g->route->alias->name, NULL) ||
+	    (g->left_out[0] && buf_printf(&msg, " %s", g->left_out))) {
 		cJSON_Delete(root);
 		buf_free(&msg);
 		respond_oom(g);

@@ -117,23 +117,25 @@ struct gw_route *router_find(const struct router *r, const char *alias)
 	return NULL;
 }
 
-bool router_target_allowed(const struct gw_target *t, const char *only)
+bool router_target_allowed(const struct gw_target *t, const struct target_filter *f)
 {
-	return !only || strcmp(t->prov->name, only) == 0;
+	return !f || ((!f->only || strcmp(t->prov->name, f->only) == 0) &&
+		      (!f->no_anthropic || t->prov->dialect != GW_DIALECT_ANTHROPIC));
 }
 
-bool router_route_allows(const struct gw_route *rt, const char *only)
+bool router_route_allows(const struct gw_route *rt, const struct target_filter *f)
 {
 	size_t i;
 
 	for (i = 0; i < rt->ntargets; i++) {
-		if (router_target_allowed(rt->targets[i], only))
+		if (router_target_allowed(rt->targets[i], f))
 			return true;
 	}
 	return false;
 }
 
-struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
+struct gw_target *router_least_recently_failed(const struct gw_route *rt,
+					       const struct target_filter *f,
 					       const struct provider_stats *pstats,
 					       uint32_t tried, size_t *pos)
 {
@@ -144,7 +146,7 @@ struct gw_target *router_least_recently_failed(const struct gw_route *rt, const 
 		struct gw_target *t = rt->targets[i];
 		const struct provider_stats *ps = pstats ? &pstats[t->provider] : NULL;
 
-		if (!router_target_allowed(t, only) || (tried & (1u << i)) || t->failed_slow ||
+		if (!router_target_allowed(t, f) || (tried & (1u << i)) || t->failed_slow ||
 		    (ps && ps->unhealthy && ps->check_slow))
 			continue;
 		if (!best || t->br.last_failure_ms < best->br.last_failure_ms) {
@@ -155,15 +157,15 @@ struct gw_target *router_least_recently_failed(const struct gw_route *rt, const 
 	return best;
 }
 
-bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms,
-			    bool batch)
+bool router_route_may_admit(const struct gw_route *rt, const struct target_filter *f,
+			    double now_ms, bool batch)
 {
 	size_t i;
 
 	for (i = 0; i < rt->ntargets; i++) {
 		const struct breaker *b = &rt->targets[i]->br;
 
-		if (!router_target_allowed(rt->targets[i], only) || !breaker_would_admit(b, now_ms))
+		if (!router_target_allowed(rt->targets[i], f) || !breaker_would_admit(b, now_ms))
 			continue;
 		if (!batch || !b->cfg.enabled || b->state != BREAKER_HALF_OPEN ||
 		    b->probes_in_flight == 0)
@@ -172,7 +174,7 @@ bool router_route_may_admit(const struct gw_route *rt, const char *only, double 
 	return false;
 }
 
-double router_route_next_open_end(const struct gw_route *rt, const char *only)
+double router_route_next_open_end(const struct gw_route *rt, const struct target_filter *f)
 {
 	double soonest = INFINITY;
 	size_t i;
@@ -180,7 +182,7 @@ double router_route_next_open_end(const struct gw_route *rt, const char *only)
 	for (i = 0; i < rt->ntargets; i++) {
 		const struct gw_target *t = rt->targets[i];
 
-		if (router_target_allowed(t, only) && t->br.cfg.enabled &&
+		if (router_target_allowed(t, f) && t->br.cfg.enabled &&
 		    t->br.state == BREAKER_OPEN)
 			soonest = fmin(soonest, t->br.open_until_ms);
 	}

@@ -148,14 +148,21 @@ void router_free(struct router *r);
 /* The route of an alias, or NULL. */
 struct gw_route *router_find(const struct router *r, const char *alias);
 
-/* Whether target t is of the provider named only (always true for NULL). */
-bool router_target_allowed(const struct gw_target *t, const char *only);
+/* Which targets of a route one request may use. */
+struct target_filter {
+	const char *only;	/* x-faultline-provider: that provider's alone; NULL: any */
+	bool no_anthropic;	/* none of an Anthropic provider's: the request cannot be
+				 * translated (docs/dialects.md) */
+};
 
-/* Whether any target of the route is allowed by only. */
-bool router_route_allows(const struct gw_route *rt, const char *only);
+/* Whether request filter f lets target t be used (always true for NULL). */
+bool router_target_allowed(const struct gw_target *t, const struct target_filter *f);
+
+/* Whether any target of the route is allowed by f. */
+bool router_route_allows(const struct gw_route *rt, const struct target_filter *f);
 
 /*
- * Among the route's targets allowed by only, not in the chain positions
+ * Among the route's targets allowed by f, not in the chain positions
  * of the bit mask tried, and cheap to try — its last failure did not run
  * out of time, and its provider's health checks (pstats, by provider
  * index; NULL: none checked) do not say it is down after a check that
@@ -163,24 +170,25 @@ bool router_route_allows(const struct gw_route *rt, const char *only);
  * never failed first; ties go to the earlier one in the chain), or NULL
  * when none is left. *pos gets its position in the chain.
  */
-struct gw_target *router_least_recently_failed(const struct gw_route *rt, const char *only,
+struct gw_target *router_least_recently_failed(const struct gw_route *rt,
+					       const struct target_filter *f,
 					       const struct provider_stats *pstats,
 					       uint32_t tried, size_t *pos);
 
 /*
- * Whether some target of the route allowed by only would be admitted at
+ * Whether some target of the route allowed by f would be admitted at
  * now_ms — for a batch request, half-open only with no probe in flight,
  * so that deferrable work takes one probe slot at a time and leaves the
  * rest to interactive requests.
  */
-bool router_route_may_admit(const struct gw_route *rt, const char *only, double now_ms,
-			    bool batch);
+bool router_route_may_admit(const struct gw_route *rt, const struct target_filter *f,
+			    double now_ms, bool batch);
 
 /*
  * The soonest time after now_ms at which an open target of the route
- * allowed by only goes half-open by its cooldown; INFINITY when none is
+ * allowed by f goes half-open by its cooldown; INFINITY when none is
  * open.
  */
-double router_route_next_open_end(const struct gw_route *rt, const char *only);
+double router_route_next_open_end(const struct gw_route *rt, const struct target_filter *f);
 
 #endif

@@ -140,15 +140,11 @@ static int read_messages(const cJSON *root, size_t *chars, struct wire_error *e)
 		const char *role = json_get_string(msg, "role");
 		const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
 
-		if (role && strcmp(role, "system") == 0) {
-			error_set(e, 400, "messages: Unexpected role \"system\". The Messages API "
-				  "accepts a top-level `system` parameter, not \"system\" as an "
-				  "input message role.");
-			return -1;
-		}
-		if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0)) {
-			wire_error_set(e, 400, "messages.%d.role: Input should be 'user' or "
-				       "'assistant'", i);
+		/* A system turn in the list is taken, as the SDK's MessageParam has it. */
+		if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0 &&
+			      strcmp(role, "system") != 0)) {
+			wire_error_set(e, 400, "messages.%d.role: Input should be 'user', "
+				       "'assistant' or 'system'", i);
 			e->type = error_type(400);
 			return -1;
 		}

@@ -27,6 +27,7 @@
 #include "tests/support/gwharness.h"
 #include "tests/support/harness.h"
 #include "tests/support/nodeclient.h"
+#include "tests/support/scriptstub.h"
 
 #define ALWAYS "'from_s':-1000,'to_s':1000"
 #define KEY_ENV "FAULTLINE_TEST_ANTH_KEY"
@@ -40,15 +41,22 @@
 static struct mock_proc mock;
 static struct gw_proc gw;
 static struct gw_held held;
+static struct script_stub stub;
 
 static void teardown(void)
 {
+	script_stub_stop(&stub);
 	gw_cleanup();
 	mock_cleanup(&mock);
 	gw_held_free(&held);
 }
 
-TestSuite(gateway_anthropic, .fini = teardown);
+static void init(void)
+{
+	stub.lfd = -1;
+}
+
+TestSuite(gateway_anthropic, .init = init, .fini = teardown);
 
 static void start(const char *mock_tmpl, const char *gw_tmpl)
 {
@@ -210,63 +218,92 @@ Test(gateway_anthropic, answers_and_streams_translated, .timeout = 30)
 	cr_assert(sa.done_last, "%s", r->body);
 }
 
+/* A chat body for model: member (with its comma, or "") and messages (NULL: one user "hi"). */
+static const char *untranslatable(const char *model, const char *member, const char *messages,
+				  char *out, size_t len)
+{
+	snprintf(out, len, "{\"model\":\"%s\",%s\"messages\":%s}", model, member,
+		 messages ? messages : "[{\"role\":\"user\",\"content\":\"hi\"}]");
+	return out;
+}
+
 /*
  * A request an Anthropic target cannot take — tools, n above 1, a
- * temperature above 1, an audio part, a text holding \u0000 — is refused
- * with a 400 unsupported_for_provider naming the member, before any
- * attempt (no upstream request); the same request to an alias without an
- * Anthropic target goes through.
+ * temperature above 1, an audio part, a text holding \u0000 — leaves the
+ * Anthropic targets out of its plan: through an OpenAI primary it is
+ * answered as before; when the primary fails, its final error says the
+ * Anthropic fallback was left out and why; with no other target (the
+ * alias's only one, or x-faultline-provider naming it) it is refused with
+ * a 400 unsupported_for_provider naming the member, before any attempt.
+ * The Anthropic provider never sees one.
  */
-Test(gateway_anthropic, untranslatable_requests_refused_before_any_attempt, .timeout = 30)
+Test(gateway_anthropic, untranslatable_requests_leave_anthropic_targets_out, .timeout = 30)
 {
 	static const struct {
-		const char *extra;
+		const char *member;
+		const char *messages;
 		const char *param;
 	} cases[] = {
-		{ "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],", "tools" },
-		{ "\"n\":2,", "n" },
-		{ "\"temperature\":1.5,", "temperature" },
+		{ "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],", NULL,
+		  "tools" },
+		{ "\"n\":2,", NULL, "n" },
+		{ "\"temperature\":1.5,", NULL, "temperature" },
+		{ "", "[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\","
+		  "\"input_audio\":{\"data\":\"AAAA\",\"format\":\"wav\"}}]}]", "messages" },
+		{ "", "[{\"role\":\"user\",\"content\":\"hi\\u0000there\"}]", NULL },
 	};
+	const char *pin[] = { "x-faultline-provider: an", NULL };
 	char body[512];
+	char url[256];
 	size_t i;
 
-	start("{'providers':[" MOCK_PAIR("'ttft_ms':5,'output_tokens':4") "]}",
-	      "{'providers':{'oa':{'base_url':'@oa@'},'an':{'base_url':'@an@'" ANTH "}},"
-	      "'models':{'oa':{'targets':[{'provider':'oa','model':'mock-small'}]},"
+	start("{'providers':[" MOCK_PAIR("'ttft_ms':5,'output_tokens':4") ","
+	      "{'name':'oa503','listen':'127.0.0.1:0',"
+	      "'faults':[{'kind':'status','status':503," ALWAYS "}]}]}",
+	      "{'breaker':{'enabled':false},'providers':{'oa':{'base_url':'@oa@'},"
+	      "'oa503':{'base_url':'@oa503@'},'an':{'base_url':'@an@'" ANTH "}},"
+	      "'models':{'an':{'targets':[{'provider':'an','model':'mock-small'}]},"
 	      "'chain':{'targets':[{'provider':'oa','model':'mock-small'},"
+	      "{'provider':'an','model':'mock-small'}]},"
+	      "'chainbad':{'targets':[{'provider':'oa503','model':'mock-small'},"
 	      "{'provider':'an','model':'mock-small'}]}}}");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *what = cases[i].param ? cases[i].param : "\\u0000";
+		struct http_opts o = { .timeout_ms = 5000, .headers = pin };
 		struct http_result *r;
+		const cJSON *err;
 		cJSON *doc;
 
-		snprintf(body, sizeof(body), "{\"model\":\"chain\",%s\"messages\":[{\"role\":"
-			 "\"user\",\"content\":\"hi\"}]}", cases[i].extra);
-		r = post(body, 5000);
+		r = post(untranslatable("an", cases[i].member, cases[i].messages, body, sizeof(body)),
+			 5000);
 		doc = gw_held_doc(&held, gw_error_doc(r->body));
-		cr_assert_eq(r->status, 400, "%s: status %ld: %s", cases[i].param, r->status,
+		cr_assert_eq(r->status, 400, "%s to the Anthropic alias: %ld %s", what, r->status,
 			     r->body);
-		cr_assert_not_null(doc, "%s: not an OpenAI error: %s", cases[i].param, r->body);
-		cr_assert_str_eq(gw_json_str(cJSON_GetObjectItemCaseSensitive(doc, "error"), "code"),
-				 "unsupported_for_provider", "%s", r->body);
-		cr_assert_str_eq(gw_json_str(cJSON_GetObjectItemCaseSensitive(doc, "error"), "param"),
-				 cases[i].param, "%s", r->body);
-		cr_assert(strstr(r->body, "an") && strstr(r->body, "Anthropic"), "%s", r->body);
-		cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 0, "%s", cases[i].param);
-		snprintf(body, sizeof(body), "{\"model\":\"oa\",%s\"messages\":[{\"role\":"
-			 "\"user\",\"content\":\"hi\"}]}", cases[i].extra);
-		r = post(body, 5000);
-		cr_assert_eq(r->status, 200, "%s to an OpenAI-only alias: %ld %s", cases[i].param,
+		cr_assert_not_null(doc, "%s: not an OpenAI error: %s", what, r->body);
+		err = cJSON_GetObjectItemCaseSensitive(doc, "error");
+		cr_assert_str_eq(gw_json_str(err, "code"), "unsupported_for_provider", "%s", r->body);
+		if (cases[i].param)
+			cr_assert_str_eq(gw_json_str(err, "param"), cases[i].param, "%s", r->body);
+		cr_assert(strstr(r->body, "Anthropic"), "%s", r->body);
+		cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 0, "%s", what);
+
+		r = post(untranslatable("chain", cases[i].member, cases[i].messages, body,
+					sizeof(body)), 5000);
+		gw_expect_answer(r, what, "oa", 1);
+
+		o.body = body;
+		r = gw_held_result(&held);
+		cr_assert_eq(http_do(gw_url(&gw, "/v1/chat/completions", url, sizeof(url)), &o, r), 0);
+		cr_assert_eq(r->status, 400, "%s pinned to the Anthropic provider: %ld %s", what,
 			     r->status, r->body);
+
+		r = post(untranslatable("chainbad", cases[i].member, cases[i].messages, body,
+					sizeof(body)), 5000);
+		cr_assert_eq(r->status, 502, "%s, the OpenAI primary failing: %ld %s", what, r->status,
+			     r->body);
+		cr_assert(strstr(r->body, "Anthropic targets were left out"), "%s", r->body);
+		cr_assert_eq(gw_header_num(r, "x-faultline-attempts"), 1, "%s", what);
 	}
-	snprintf(body, sizeof(body), "{\"model\":\"chain\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":[{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"AAAA\","
-		 "\"format\":\"wav\"}}]}]}");
-	cr_assert_eq(post(body, 5000)->status, 400, "an audio part went through");
-	/* cJSON's reading would cut the text at its \u0000: refused, not cut. */
-	cr_assert_eq(post("{\"model\":\"chain\",\"messages\":[{\"role\":\"user\","
-			  "\"content\":\"hi\\u0000there\"}]}", 5000)->status, 400,
-		     "a text with \\u0000 went through");
-	cr_assert_eq(gw_mock_state(&mock, "oa", "requests"), 3, "the OpenAI target's requests");
 	cr_assert_eq(gw_mock_state(&mock, "an", "requests"), 0,
 		     "an untranslatable request reached the Anthropic target");
 }
@@ -510,4 +547,42 @@ Test(gateway_anthropic, openai_sdk_same_content_from_either_vendor, .timeout = 6
 		cr_assert_str_eq(gw_json_str(doc, "nonstream"), direct, "%s: %s", aliases[i], out);
 		cr_assert_str_eq(gw_json_str(doc, "stream"), direct, "%s: %s", aliases[i], out);
 	}
+}
+
+/*
+ * A 2xx from an Anthropic target that is not an Anthropic message — here
+ * an OpenAI chat completion, as a base_url pointing at the wrong vendor
+ * would give — is not passed through as an answer: it is invalid_body,
+ * and the request fails over.
+ */
+Test(gateway_anthropic, a_2xx_that_is_not_a_message_fails_over, .timeout = 20)
+{
+	static const char body[] = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":"
+				   "[{\"index\":0,\"message\":{\"role\":\"assistant\","
+				   "\"content\":\"wrong vendor\"},\"finish_reason\":\"stop\"}]}";
+	static char head[256];
+	static struct script_step steps[2];
+	char tmpl[1024];
+	struct http_result *r;
+	const char *text;
+
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\n\r\n", sizeof(body) - 1);
+	steps[0] = (struct script_step){ 0, head };
+	steps[1] = (struct script_step){ 0, body };
+	cr_assert_eq(script_stub_start(&stub, steps, 2, false), 0);
+	snprintf(tmpl, sizeof(tmpl),
+		 "{'providers':{'oa':{'base_url':'@oa@'},"
+		 "'wrong':{'base_url':'http://%s/v1'" ANTH "}},"
+		 "'models':{'chat':{'targets':[{'provider':'wrong','model':'m'},"
+		 "{'provider':'oa','model':'mock-small'}]}}}", stub.addr);
+	start("{'providers':[{'name':'oa','listen':'127.0.0.1:0','ttft_ms':5,'output_tokens':4}]}",
+	      tmpl);
+	r = gw_chat_held(&gw, &held, "chat", "wrongvendor", NULL, 5000);
+	gw_expect_answer(r, "a 2xx that is not a message", "oa", 2);
+	cr_assert_null(strstr(r->body, "wrong vendor"), "passed through: %s", r->body);
+	cr_assert_eq(script_stub_requests(&stub), 1);
+	text = gw_metrics_held(&gw, &held);
+	cr_assert_eq(gw_metric(text, "faultline_attempts_total", "provider=wrong,outcome=invalid_body"),
+		     1, "%s", text);
 }

@@ -944,6 +944,36 @@ Test(anthropic_stream, stop_reasons_and_usage_of_message_delta, .timeout = 10)
 	buf_free(&out);
 }
 
+/*
+ * MessageDeltaUsage's input counts may be null: a null keeps the count
+ * message_start gave (as the SDK's MessageStream does), so the usage chunk
+ * and the bill keep the prompt.
+ */
+Test(anthropic_stream, null_usage_counts_keep_the_start_s, .timeout = 10)
+{
+	struct anth_stream s;
+	struct anth_ev_facts f;
+	struct buf out = { 0 };
+
+	anth_stream_init(&s, true, 1700000000);
+	cr_assert_eq(event(&s, "message_start", "{\"type\":\"message_start\",\"message\":"
+			   "{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\","
+			   "\"content\":[],\"model\":\"c\",\"usage\":{\"input_tokens\":25,"
+			   "\"cache_read_input_tokens\":5,\"output_tokens\":1}}}", &out, &f),
+		     ANTH_EV_CHUNK);
+	cr_assert_eq(event(&s, "message_delta", "{\"type\":\"message_delta\",\"delta\":"
+			   "{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":null,"
+			   "\"cache_creation_input_tokens\":null,\"cache_read_input_tokens\":null,"
+			   "\"output_tokens\":7}}", &out, &f), ANTH_EV_CHUNK);
+	cr_expect_eq(s.tokens_in, 30, "tokens_in %lld", (long long)s.tokens_in);
+	cr_expect_eq(s.tokens_out, 7);
+	buf_reset(&out);
+	cr_assert_eq(event(&s, "message_stop", "{\"type\":\"message_stop\"}", &out, &f),
+		     ANTH_EV_DONE);
+	cr_expect(strstr(out.data, "\"prompt_tokens\":30,\"completion_tokens\":7"), "%s", out.data);
+	buf_free(&out);
+}
+
 Test(anthropic_stream, error_events, .timeout = 10)
 {
 	struct anth_stream s;

@@ -425,10 +425,44 @@ Test(gwrouter, provider_filter, .timeout = 10)
 	cr_assert_eq(router_init(&r, &c, 0), 0);
 	chat = router_find(&r, "chat");
 	cr_assert(router_route_allows(chat, NULL));
-	cr_assert(router_route_allows(chat, "b"));
-	cr_assert_not(router_route_allows(chat, "c"));
-	cr_assert(router_target_allowed(chat->targets[0], "a"));
-	cr_assert_not(router_target_allowed(chat->targets[0], "b"));
+	cr_assert(router_route_allows(chat, &(struct target_filter){ "b", false }));
+	cr_assert_not(router_route_allows(chat, &(struct target_filter){ "c", false }));
+	cr_assert(router_target_allowed(chat->targets[0], &(struct target_filter){ "a", false }));
+	cr_assert_not(router_target_allowed(chat->targets[0], &(struct target_filter){ "b", false }));
+	/* No Anthropic target here: no_anthropic leaves every one allowed. */
+	cr_assert(router_target_allowed(chat->targets[1], &(struct target_filter){ NULL, true }));
+	router_free(&r);
+	gw_config_free(&c);
+}
+
+/* A request that cannot be translated may use every target but an Anthropic provider's. */
+Test(gwrouter, no_anthropic_filter, .timeout = 10)
+{
+	static const char cfg[] =
+		"{\"providers\":{\"a\":{\"base_url\":\"http://127.0.0.1:9001\"},"
+		"\"claude\":{\"base_url\":\"http://127.0.0.1:9002/v1\",\"dialect\":\"anthropic\"}},"
+		"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"a\",\"model\":\"m\"},"
+		"{\"provider\":\"claude\",\"model\":\"c\"}]},"
+		"\"claude\":{\"targets\":[{\"provider\":\"claude\",\"model\":\"c\"}]}}}";
+	const struct target_filter plain = { NULL, true };
+	const struct target_filter pinned = { "claude", true };
+	struct gw_config c;
+	struct router r;
+	struct gw_route *chat;
+	size_t at = 99;
+
+	cr_assert_eq(load(cfg, &c), 0, "%s", err);
+	cr_assert_str_eq(c.providers[1].chat_url, "http://127.0.0.1:9002/v1/messages");
+	cr_assert_eq(router_init(&r, &c, 0), 0);
+	chat = router_find(&r, "chat");
+	cr_assert(router_target_allowed(chat->targets[0], &plain));
+	cr_assert_not(router_target_allowed(chat->targets[1], &plain));
+	cr_assert(router_route_allows(chat, &plain));
+	cr_assert_not(router_route_allows(chat, &pinned), "pinned to the one left out");
+	cr_assert_not(router_route_allows(router_find(&r, "claude"), &plain));
+	breaker_record(&chat->targets[0]->br, 100, false, 1, 0, NULL, NULL);
+	cr_assert_eq(router_least_recently_failed(chat, &plain, NULL, 0, &at), chat->targets[0],
+		     "the Anthropic target never failed, but is left out");
 	router_free(&r);
 	gw_config_free(&c);
 }
@@ -455,8 +489,10 @@ Test(gwrouter, least_recently_failed, .timeout = 10)
 	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL, 0, &at), a, "a failed longer ago");
 	breaker_record(&a->br, 300, false, 1, 0, NULL, NULL);
 	cr_assert_eq(router_least_recently_failed(chat, NULL, NULL, 0, &at), b);
-	cr_assert_eq(router_least_recently_failed(chat, "a", NULL, 0, &at), a, "the filter holds");
-	cr_assert_null(router_least_recently_failed(chat, "c", NULL, 0, &at));
+	cr_assert_eq(router_least_recently_failed(chat, &(struct target_filter){ "a", false }, NULL, 0,
+						  &at), a, "the filter holds");
+	cr_assert_null(router_least_recently_failed(chat, &(struct target_filter){ "c", false }, NULL,
+						    0, &at));
 	/* A provider its health checks call down is not tried; with none left, none. */
 	ps = calloc(c.nproviders, sizeof(*ps));
 	cr_assert_not_null(ps);

@@ -204,3 +204,64 @@ Test(relay, error_event_is_openai_shaped, .timeout = 10)
 	cJSON_Delete(root);
 	buf_free(&b);
 }
+
+/* Anthropic events, as an Anthropic target's stream reaches the relay. */
+#define A_START "event: message_start\ndata: {\"type\":\"message_start\",\"message\":" \
+	"{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[]," \
+	"\"model\":\"c\",\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n"
+#define A_TOK(t) "event: content_block_delta\ndata: {\"type\":\"content_block_delta\"," \
+	"\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" t "\"}}\n\n"
+#define A_PING "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+
+/*
+ * A ping (or a block's start or stop) gives the client nothing and is not
+ * the stream's progress: the stall timer, which reads events, sees a
+ * stream that only pings as silent.
+ */
+Test(relay, anthropic_pings_are_not_progress, .timeout = 10)
+{
+	struct relay r;
+	uint64_t events;
+
+	relay_init(&r);
+	relay_anthropic(&r, false, 1700000000);
+	feed(&r, A_START A_TOK("one"));
+	cr_assert(r.content, "the first text delta commits");
+	events = r.events;
+	feed(&r, A_PING A_PING "event: content_block_stop\ndata: {\"type\":"
+	     "\"content_block_stop\",\"index\":0}\n\n");
+	cr_expect_eq(r.events, events, "pings counted as progress: %llu events",
+		     (unsigned long long)r.events);
+	feed(&r, A_TOK("two"));
+	cr_expect_eq(r.events, events + 1);
+	relay_free(&r);
+}
+
+/*
+ * A stream cut before message_delta bills the text that came: message_start's
+ * output count (1, a placeholder) gives way to the content chunks, and
+ * message_delta's count is taken once it comes.
+ */
+Test(relay, anthropic_output_tokens_before_message_delta, .timeout = 10)
+{
+	struct relay r;
+
+	relay_init(&r);
+	relay_anthropic(&r, false, 1700000000);
+	feed(&r, A_START A_TOK("a") A_TOK("b") A_TOK("c") A_TOK("d") A_TOK("e") A_TOK("f"));
+	cr_expect(r.has_usage);
+	cr_expect_eq(r.tokens_in, 7);
+	cr_expect_eq(r.tokens_out, 6, "tokens_out %lld after 6 text deltas",
+		     (long long)r.tokens_out);
+	feed(&r, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+	     "\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n");
+	cr_expect_eq(r.brk, RELAY_ERROR_EVENT);
+	cr_expect_str_eq(r.message, "Overloaded");
+	cr_expect_eq(r.tokens_out, 6);
+	relay_reset(&r);
+	relay_anthropic(&r, false, 1700000000);
+	feed(&r, A_START A_TOK("a") "event: message_delta\ndata: {\"type\":\"message_delta\","
+	     "\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}\n\n");
+	cr_expect_eq(r.tokens_out, 4, "message_delta's count, once it came");
+	relay_free(&r);
+}
