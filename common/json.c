@@ -305,6 +305,17 @@ void json_copy_cut(char *out, size_t len, const char *s, size_t max)
 	out[o] = '\0';
 }
 
+const char *json_error_text(const cJSON *root, const char *data)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(err) ? err : root,
+							    "message");
+
+	return cJSON_IsString(msg) ? msg->valuestring
+	     : cJSON_IsString(err) ? err->valuestring
+	     : root ? "" : data;
+}
+
 bool json_string_has_nul(const char *s, size_t len)
 {
 	size_t i;

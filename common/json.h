@@ -68,6 +68,14 @@ cJSON *json_parse_whole(const char *text, size_t len);
 void json_copy_cut(char *out, size_t len, const char *s, size_t max);
 
 /*
+ * The words of an upstream error document root (an OpenAI {"error":{…}},
+ * an Anthropic {"type":"error","error":{…}}, or a bare {"message"}):
+ * error.message, else message, else error when it is a string, else "";
+ * data itself when root is NULL (the data was not JSON).
+ */
+const char *json_error_text(const cJSON *root, const char *data);
+
+/*
  * Whether a JSON string literal as written (len bytes of s, the quotes
  * included or not) holds the escape \u0000: cJSON decodes it and then
  * cuts the string there, so "chat\u0000evil" would read as "chat".

@@ -987,14 +987,8 @@ static int on_message_stop(struct anth_stream *s, struct buf *out, struct anth_e
 /* The error event's message (its data itself when that is not JSON), as relay.c takes it. */
 static void take_error(struct anth_ev_facts *f, const cJSON *root, const char *data)
 {
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
-	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(err) ? err : root,
-							    "message");
-	const char *m = cJSON_IsString(msg) ? msg->valuestring
-		      : cJSON_IsString(err) ? err->valuestring
-		      : root ? "" : data;
-
-	json_copy_cut(f->message, sizeof(f->message), m, sizeof(f->message) - 1);
+	json_copy_cut(f->message, sizeof(f->message), json_error_text(root, data),
+		      sizeof(f->message) - 1);
 }
 
 /* Events that only come inside a message: before message_start, the stream is not Anthropic's. */

@@ -78,14 +78,8 @@ static bool is_error(const cJSON *root)
 /* The error event's message (its data itself when that is not JSON), cut to fit. */
 static void take_error(struct relay *r, const cJSON *root, const char *data)
 {
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
-	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_IsObject(err) ? err : root,
-							    "message");
-	const char *s = cJSON_IsString(msg) ? msg->valuestring
-		      : cJSON_IsString(err) ? err->valuestring
-		      : root ? "" : data;
-
-	json_copy_cut(r->message, sizeof(r->message), s, sizeof(r->message) - 1);
+	json_copy_cut(r->message, sizeof(r->message), json_error_text(root, data),
+		      sizeof(r->message) - 1);
 }
 
 /* Appends the event as the client gets it. */

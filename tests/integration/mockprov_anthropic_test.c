@@ -564,8 +564,10 @@ Test(mockprov_anthropic, headers_paths_and_body_checks, .timeout = 20)
 	expect_row(&log, "noversion", "", 400, 0, "completed");
 	expect_row(&log, "nomax", "", 400, 0, "completed");
 	expect_row(&log, "withsystem", "", 200, 3, "completed");
-	/* 404 and 405 leave no row: 11 answers to /v1/messages. */
-	cr_expect_eq(log.nrows - 1, 11, "%zu rows", log.nrows - 1);
+	expect_row(&log, "system", "", 200, 3, "completed");
+	expect_row(&log, "toolrole", "", 400, 0, "completed");
+	/* 404 and 405 leave no row: 12 answers to /v1/messages. */
+	cr_expect_eq(log.nrows - 1, 12, "%zu rows", log.nrows - 1);
 	csv_free(&log);
 	read_log("strict", &log);
 	cr_expect_eq(log.nrows - 1, 4, "%zu rows", log.nrows - 1);

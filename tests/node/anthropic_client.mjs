@@ -16,38 +16,13 @@
 // requests ended well, 1 when either raised (a stream that breaks must
 // raise: that is what the tests check), 2 on bad usage.
 //
-// The package is loaded from $FAULTLINE_NODE_PREFIX/node_modules (where
-// the Makefile's npm install --prefix put it): ESM imports ignore
-// NODE_PATH, so it is resolved with createRequire from that prefix.
-import { createRequire } from 'node:module';
-import path from 'node:path';
+// The package is loaded from $FAULTLINE_NODE_PREFIX/node_modules (sdk.mjs).
+import { args, describe, load } from './sdk.mjs';
 
-const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const streamOnly = process.argv.includes('--stream-only');
-const baseURL = args[0] || process.env.FAULTLINE_BASE_URL;
-const model = args[1] || process.env.FAULTLINE_MODEL;
-const prefix = process.env.FAULTLINE_NODE_PREFIX;
-
-if (!baseURL || !model || !prefix) {
-	console.error('usage: FAULTLINE_NODE_PREFIX=DIR node anthropic_client.mjs BASE_URL MODEL [--stream-only]');
-	process.exit(2);
-}
-
-const require = createRequire(path.join(path.resolve(prefix), 'package.json'));
-const mod = require('@anthropic-ai/sdk');
-const Anthropic = mod.Anthropic || mod.default || mod;
-
+const { streamOnly, baseURL, model, prefix } = args('anthropic_client.mjs');
+const Anthropic = load(prefix, '@anthropic-ai/sdk', 'Anthropic');
 const client = new Anthropic({ baseURL, apiKey: 'faultline-test', maxRetries: 0, timeout: 15000 });
 const messages = [{ role: 'user', content: 'Say something.' }];
-
-function describe(e) {
-	return {
-		name: e?.constructor?.name ?? String(e?.name),
-		message: String(e?.message ?? e),
-		status: e?.status ?? null,
-		type: e?.type ?? e?.error?.error?.type ?? null,
-	};
-}
 
 const result = {
 	nonstream: null, stream: '', events: 0, types: [], stop_reason: null,

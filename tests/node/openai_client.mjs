@@ -14,39 +14,13 @@
 // both requests ended well, 1 when either raised (a stream that breaks
 // must raise: that is what the test checks), 2 on bad usage.
 //
-// The package is loaded from $FAULTLINE_NODE_PREFIX/node_modules (where
-// the Makefile's npm install --prefix put it): ESM imports ignore
-// NODE_PATH, so it is resolved with createRequire from that prefix.
-import { createRequire } from 'node:module';
-import path from 'node:path';
+// The package is loaded from $FAULTLINE_NODE_PREFIX/node_modules (sdk.mjs).
+import { args, describe, load } from './sdk.mjs';
 
-const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const streamOnly = process.argv.includes('--stream-only');
-const baseURL = args[0] || process.env.FAULTLINE_BASE_URL;
-const model = args[1] || process.env.FAULTLINE_MODEL;
-const prefix = process.env.FAULTLINE_NODE_PREFIX;
-
-if (!baseURL || !model || !prefix) {
-	console.error('usage: FAULTLINE_NODE_PREFIX=DIR node openai_client.mjs BASE_URL MODEL [--stream-only]');
-	process.exit(2);
-}
-
-const require = createRequire(path.join(path.resolve(prefix), 'package.json'));
-const mod = require('openai');
-const OpenAI = mod.OpenAI || mod.default || mod;
-
+const { streamOnly, baseURL, model, prefix } = args('openai_client.mjs');
+const OpenAI = load(prefix, 'openai', 'OpenAI');
 const client = new OpenAI({ baseURL, apiKey: 'faultline-test', maxRetries: 0, timeout: 15000 });
 const messages = [{ role: 'user', content: 'Say something.' }];
-
-function describe(e) {
-	return {
-		name: e?.constructor?.name ?? String(e?.name),
-		message: String(e?.message ?? e),
-		code: e?.code ?? null,
-		type: e?.type ?? null,
-		status: e?.status ?? null,
-	};
-}
 
 const result = { nonstream: null, stream: '', chunks: 0, nonstream_error: null, stream_error: null };
 
