@@ -1,10 +1,11 @@
 #!/bin/sh
 # make peers: the same outages replayed through faultline's own setups and
 # through other gateways — HAProxy, nginx and Portkey, as peers/NAME/setup.json
-# configures them — and one comparison report (docs/peers.md).
+# (or peers/NAME/SCENARIO.json for that scenario) configures them — and one
+# comparison report (docs/peers.md).
 #   scripts/peers.sh           install what is missing, run, write the report
-#   scripts/peers.sh regen     rewrite peers/*/setup.json from setup.in.json
-#   scripts/peers.sh check     exit 1 when a setup.json is not its setup.in.json's
+#   scripts/peers.sh regen     rewrite each peers/*/NAME.json from its NAME.in.json
+#   scripts/peers.sh check     exit 1 when a NAME.json is not its NAME.in.json's
 # Environment: PEERS_SCALE (time scale, 0.5), PEERS_SCENARIOS (names under
 # scenarios/), PEERS (peer folders under peers/), PEERS_OUT (results root,
 # results/peers), FAULTLINE_BIN (bin).
@@ -14,24 +15,29 @@ root=$(pwd)
 
 bin=${FAULTLINE_BIN:-bin}
 scale=${PEERS_SCALE:-0.5}
-scenarios=${PEERS_SCENARIOS:-"outage-hang outage-5xx outage-kill stream-stall three-setups"}
+scenarios=${PEERS_SCENARIOS:-"outage-hang outage-5xx outage-kill stream-stall three-setups cross-vendor"}
 peers=${PEERS:-"haproxy nginx portkey"}
 portkey_dir=build/peers/portkey
 
-# ---- setup.json from setup.in.json ----
-# A string "@FILE" in setup.in.json becomes FILE's text (a config written
-# into the run folder); "@line:FILE" becomes FILE's lines, trimmed and
-# joined into one (a config sent as a header).
+# ---- NAME.json from NAME.in.json ----
+# Each peers/PEER/NAME.in.json makes NAME.json: setup.in.json the peer's
+# recipe for every scenario, SCENARIO.in.json its recipe for that scenario
+# alone (peers/portkey/cross-vendor.in.json). A string "@FILE" in it
+# becomes FILE's text (a config written into the run folder);
+# "@line:FILE" becomes FILE's lines, trimmed and joined into one (a config
+# sent as a header).
 
-# expand DIR: setup.in.json of DIR with its files' texts, on stdout.
+# expand IN: the file IN (peers/PEER/NAME.in.json) with its files' texts,
+# on stdout.
 expand() {
 	command -v jq >/dev/null 2>&1 ||
 		{ echo "peers: jq is missing (apt-get install jq)" >&2; exit 1; }
-	dir=$1
+	src=$1
+	dir=$(dirname "$src")
 	tmp=$(mktemp -d)
 	set --
 	i=0
-	for ref in $(jq -r '[.. | strings | select(startswith("@"))] | unique[]' "$dir/setup.in.json"); do
+	for ref in $(jq -r '[.. | strings | select(startswith("@"))] | unique[]' "$src"); do
 		case $ref in
 		@line:*) sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$dir/${ref#@line:}" |
 				tr -d '\n' > "$tmp/$i" ;;
@@ -43,27 +49,29 @@ expand() {
 	jq --indent 2 "$@" --argjson n "$i" 'walk(if type == "string" then
 		(. as $s | reduce range(0; $n) as $k ($s;
 			if . == $ARGS.named["m\($k)"] then $ARGS.named["v\($k)"] else . end))
-		else . end)' "$dir/setup.in.json"
+		else . end)' "$src"
 	rm -rf "$tmp"
 }
 
 regen() {
-	for d in peers/*/; do
-		[ -f "$d/setup.in.json" ] || continue
-		expand "$d" > "$d/setup.json.tmp"
-		mv "$d/setup.json.tmp" "$d/setup.json"
-		echo "peers: wrote ${d}setup.json"
+	for src in peers/*/*.in.json; do
+		[ -f "$src" ] || continue
+		gen=${src%.in.json}.json
+		expand "$src" > "$gen.tmp"
+		mv "$gen.tmp" "$gen"
+		echo "peers: wrote $gen"
 	done
 }
 
 check() {
 	stale=""
-	for d in peers/*/; do
-		[ -f "$d/setup.in.json" ] || continue
-		expand "$d" | cmp -s - "$d/setup.json" || stale="$stale ${d}setup.json"
+	for src in peers/*/*.in.json; do
+		[ -f "$src" ] || continue
+		gen=${src%.in.json}.json
+		expand "$src" | cmp -s - "$gen" || stale="$stale $gen"
 	done
 	if [ -n "$stale" ]; then
-		echo "peers: not what setup.in.json and its files make:$stale (run scripts/peers.sh regen)" >&2
+		echo "peers: not what their .in.json and its files make:$stale (run scripts/peers.sh regen)" >&2
 		return 1
 	fi
 }
@@ -118,14 +126,32 @@ install_portkey() {
 
 # ---- running ----
 
-# setup_for SCENARIO PEER OUT: the peer's setup.json for the scenario into
-# OUT/setups/, its {upstream.primary} and {upstream.secondary} (and
-# {hostport.…}) renamed to the scenario's first and second providers, and
-# the paths into the repository (./peers/, build/peers/) made absolute.
+# mixed_dialects SCENARIO: true when the scenario's providers do not all
+# speak one API (mockprov's "dialect"; cross-vendor: OpenAI and Anthropic).
+mixed_dialects() {
+	[ "$(jq '[.providers[] | .dialect // "openai"] | unique | length' "scenarios/$1.json")" -gt 1 ]
+}
+
+# setup_for SCENARIO PEER OUT: the peer's recipe for the scenario into
+# OUT/setups/ and its path on stdout — peers/PEER/SCENARIO.json when the
+# peer has one (made from SCENARIO.in.json), else its setup.json — with
+# {upstream.primary} and {upstream.secondary} (and {hostport.…}) renamed
+# to the scenario's first and second providers, and the paths into the
+# repository (./peers/, build/peers/) made absolute. Nothing on stdout
+# when the scenario's providers speak different APIs and the peer has no
+# recipe of its own for it: a proxy that forwards a request as it came
+# cannot send an OpenAI request to an Anthropic provider (docs/peers.md).
 setup_for() {
 	scen=$1
 	peer=$2
 	dst="$3/setups/$scen-$peer.json"
+	src="peers/$peer/setup.json"
+	if [ -f "peers/$peer/$scen.in.json" ]; then
+		src="peers/$peer/$scen.json"
+	elif mixed_dialects "$scen"; then
+		echo "peers: $peer left out of $scen: its providers speak different APIs and peers/$peer has no $scen.in.json" >&2
+		return 0
+	fi
 	first=$(jq -r '.providers[0].name' "scenarios/$scen.json")
 	second=$(jq -r '.providers[1].name // empty' "scenarios/$scen.json")
 	[ -n "$second" ] || { echo "peers: $scen has one provider; a peer needs two" >&2; exit 1; }
@@ -134,7 +160,7 @@ setup_for() {
 		-e "s/{upstream\\.secondary}/{upstream.@2@}/g; s/{hostport\\.secondary}/{hostport.@2@}/g" \
 		-e "s/@1@/$first/g; s/@2@/$second/g" \
 		-e "s#\"\\./peers/#\"$root/peers/#g; s#\"build/peers/#\"$root/build/peers/#g" \
-		"peers/$peer/setup.json" > "$dst"
+		"$src" > "$dst"
 	echo "$dst"
 }
 
@@ -165,13 +191,17 @@ run() {
 	started=$(date -u '+%Y-%m-%d %H:%M UTC')
 	stamps=""
 	failed=""
+	left=""
 	for scen in $scenarios; do
 		set --
+		ran=""
 		for p in $peers; do
 			dst=$(setup_for "$scen" "$p" "$out") || exit 1
+			[ -n "$dst" ] || { left="$left $p ($scen)"; continue; }
 			set -- "$@" --add-setup "$dst"
+			ran="$ran $p"
 		done
-		echo "== $scen through its own setups and$(printf ' %s' $peers), time scale $scale"
+		echo "== $scen through its own setups and${ran:- no peer}, time scale $scale"
 		if "$bin/chaos" run "scenarios/$scen.json" "$@" --time-scale "$scale" --out "$out" \
 			--quiet > "$out/$scen.txt" 2>&1; then
 			:
@@ -186,6 +216,7 @@ run() {
 	done
 	load_after=$(uptime | sed 's/.*load average: //')
 	note="Measured $started on $(hostname) ($(nproc) cores; load average before: $load_before, after: $load_after) at time scale $scale: every duration of the scenarios is $scale of the file's (providers answer in $(awk -v s="$scale" 'BEGIN { printf "%g", 200 * s }') ms, the per-attempt timeout is $(awk -v s="$scale" 'BEGIN { printf "%g", 1000 * s }') ms). Peers: $(versions) configured as peers/NAME/README.md explains."
+	[ -z "$left" ] || note="$note Left out, their providers speaking different APIs (docs/peers.md):$left."
 	[ -z "$failed" ] || note="$note Runs that failed (see their .txt):$failed."
 	if [ -z "$stamps" ]; then
 		echo "peers: no scenario finished; nothing to tabulate" >&2
