@@ -129,14 +129,17 @@ static const char *setup_kind(const struct stamp *st, const char *name)
  * What a phase's stream clients got, in words: "error event" (the server
  * ended the stream with an SSE error), "silent cut" (it ended without
  * [DONE] or a word), "hang" (silence until the client's own stall timeout
- * or, before any token, its request timeout); "clean" when every stream
- * finished. Several are joined with " + ", the most frequent first.
+ * or, before any token, its request timeout), "HTTP error" (an error
+ * status instead of a stream), "refused" (no connection, or one reset
+ * before an answer); "clean" when every stream finished. Several are
+ * joined with " + ", the most frequent first.
  */
 static void client_got(const cJSON *ph, char *out, size_t len)
 {
 	double events = 0, silent = 0, stalls = 0, cuts = 0, hang = 0;
-	const char *word[3];
-	double n[3];
+	double http = 0, refused = 0, reset = 0;
+	const char *word[5];
+	double n[5];
 	size_t k = 0;
 	size_t i;
 	size_t j;
@@ -146,6 +149,9 @@ static void client_got(const cJSON *ph, char *out, size_t len)
 	fig(ph, "stalls", &stalls);
 	fig(ph, "truncations", &cuts);
 	fig2(ph, "outcomes", "timeout", &hang);
+	fig2(ph, "outcomes", "http_error", &http);
+	fig2(ph, "outcomes", "refused", &refused);
+	fig2(ph, "outcomes", "reset", &reset);
 	/* A silent break is a cut, or a stall (a hang) when there were more stalls. */
 	if (events > 0) {
 		word[k] = "error event";
@@ -161,7 +167,15 @@ static void client_got(const cJSON *ph, char *out, size_t len)
 		word[k] = "hang";
 		n[k++] = hang;
 	}
-	for (i = 1; i < k; i++) {	/* most frequent first: three at most */
+	if (http > 0) {
+		word[k] = "HTTP error";
+		n[k++] = http;
+	}
+	if (refused + reset > 0) {
+		word[k] = "refused";
+		n[k++] = refused + reset;
+	}
+	for (i = 1; i < k; i++) {	/* most frequent first: five at most */
 		for (j = i; j > 0 && n[j] > n[j - 1]; j--) {
 			const char *w = word[j];
 			double x = n[j];

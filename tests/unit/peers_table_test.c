@@ -113,3 +113,30 @@ Test(peers_table, a_folder_without_a_summary_is_refused, .init = setup, .fini = 
 	cr_assert_eq(tmpdir_mkdir(dir, "empty"), 0);
 	cr_assert_eq(table(none, 1, &text), 2);
 }
+
+/*
+ * Streams that got an error status, or no connection, instead of a stream
+ * are not "clean": the column says HTTP error and refused, the most
+ * frequent first.
+ */
+Test(peers_table, streams_that_never_began_are_not_clean, .init = setup, .fini = teardown,
+     .timeout = 10)
+{
+	static const char *const one[] = { "direct" };
+	char *text = NULL;
+
+	stamp("direct",
+	      "{\"scenario\":\"outage-5xx\",\"time_scale\":0.5,\"repeat\":1,\"setups\":{"
+	      "\"direct\":{\"primary\":\"primary\",\"phases\":{\"outage\":{"
+	      "\"requests\":" M(100) ",\"ok\":" M(0) ",\"answered_share\":" M(0) ","
+	      "\"streams\":" M(50) ",\"error_events\":" M(0) ",\"silent_breaks\":" M(0) ","
+	      "\"stalls\":" M(0) ",\"truncations\":" M(0) ","
+	      "\"outcomes\":{\"http_error\":" M(97) ",\"refused\":" M(2) ",\"reset\":" M(1) ","
+	      "\"timeout\":" M(0) "}}}}}}",
+	      "{\"name\":\"outage-5xx\",\"setups\":[{\"name\":\"direct\",\"kind\":\"direct\"}]}");
+	cr_assert_eq(table(one, 1, &text), 0);
+	cr_assert_not_null(text);
+	cr_assert(strstr(text, "| HTTP error + refused |"), "%s", text);
+	cr_assert_null(strstr(text, "clean"), "%s", text);
+	free(text);
+}
