@@ -464,6 +464,11 @@ static int take_message(const cJSON *m, int i, cJSON *list, struct buf *system,
 	if (!cJSON_IsString(content) && !cJSON_IsArray(content))
 		return refuse(why, "messages", "messages[%d]: content must be a string or an array "
 			      "of parts for an Anthropic target", i);
+	/* Anthropic answers an empty turn with a 400: not sent, rather than refused there. */
+	if ((cJSON_IsString(content) && !content->valuestring[0]) ||
+	    (cJSON_IsArray(content) && !content->child))
+		return refuse(why, "messages", "messages[%d]: an empty %s turn cannot be sent to an "
+			      "Anthropic target (it takes non-empty content)", i, role);
 	msg = cJSON_CreateObject();
 	if (!push(list, msg) || !json_put(msg, "role", cJSON_CreateString(role)))
 		return -ENOMEM;

@@ -226,6 +226,10 @@ Test(anthropic_request, messages_refused, .timeout = 10)
 		  "system prompt" },
 		{ "[{\"role\":\"system\",\"content\":\"only a system prompt\"}]",
 		  "no user or assistant message" },
+		{ "[{\"role\":\"user\",\"content\":\"\"}]",
+		  "messages[0]: an empty user turn cannot be sent" },
+		{ "[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":[]}]",
+		  "messages[1]: an empty assistant turn cannot be sent" },
 	};
 	char json[1024];
 	size_t i;
