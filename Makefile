@@ -195,7 +195,8 @@ fuzz-cc:
 
 FUZZ_OBJ = $(patsubst %.c,$(O)/fuzz/%.o,$(1))
 $(O)/fuzz/bin/http_request: $(call FUZZ_OBJ,tests/fuzz/http_request.c $(COMMON_SRC))
-$(O)/fuzz/bin/sse_relay: $(call FUZZ_OBJ,tests/fuzz/sse_relay.c gateway/relay.c $(COMMON_SRC))
+$(O)/fuzz/bin/sse_relay: $(call FUZZ_OBJ,tests/fuzz/sse_relay.c gateway/relay.c gateway/anthropic.c \
+	$(COMMON_SRC))
 $(O)/fuzz/bin/json_span: $(call FUZZ_OBJ,tests/fuzz/json_span.c tests/support/jsondiff.c $(COMMON_SRC))
 $(O)/fuzz/bin/gw_config: $(call FUZZ_OBJ,tests/fuzz/gw_config.c tests/fuzz/fuzzfile.c \
 	$(GATEWAY_LIB_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
