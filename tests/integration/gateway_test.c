@@ -1014,6 +1014,10 @@ Test(gateway, health_checks_open_and_wake_the_breaker, .timeout = 30)
 		 "{'provider':'secondary','model':'mock-small'}]}}}");
 	v = gw_metric_wait(&gw, "faultline_provider_healthy", "provider=primary", 1, 2000);
 	cr_assert_eq(v, 1, "the primary is not healthy at the start: %g", v);
+	/* A provider starts healthy: wait for a check that passed, which the end counts. */
+	v = gw_metric_wait_min(&gw, "faultline_health_checks_total",
+			       "provider=primary,result=pass", 1, 2000);
+	cr_assert_geq(v, 1, "no health check passed at the start: %g", v);
 	cr_assert_eq(gw_mock_inject(&mock, "{\"provider\":\"primary\",\"kind\":\"down\","
 				    "\"duration_s\":1.5}"), 201);
 	v = gw_metric_wait(&gw, "faultline_breaker_state", open_st, 1, 1200);
