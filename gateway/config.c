@@ -6,6 +6,7 @@
  */
 #include "gateway/config.h"
 #include "gateway/config_int.h"
+#include "gateway/anthropic.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -213,7 +214,7 @@ static const struct cfg_key provider_keys[] = {
 	PK("api_key_env", CFG_STR, api_key_env, false, 0, 0, 0),
 	{ "dialect", CFG_ENUM, offsetof(struct provider_raw, dialect), false, 0, 0, 0, "openai",
 	  dialect_names },
-	PK("default_max_tokens", CFG_INT, default_max_tokens, false, 4096, 1, 10000000),
+	PK("default_max_tokens", CFG_INT, default_max_tokens, false, ANTH_MAX_TOKENS_DEFAULT, 1, 10000000),
 	PK("timeout_ms", CFG_NUM, timeout_ms, false, 10000, 1, 3600000),
 	PK("connect_timeout_ms", CFG_NUM, connect_timeout_ms, false, 2000, 1, 600000),
 	{ "price_per_1k", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },

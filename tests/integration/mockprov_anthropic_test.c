@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/gwharness.h"
 #include "tests/support/harness.h"
 #include "tests/support/nodeclient.h"
 #include "tests/support/rawhttp.h"
@@ -231,17 +232,9 @@ static size_t expect_row(const struct csv_table *t, const char *rid, const char 
 			 long status, long tokens_out, const char *outcome)
 {
 	size_t found = 0;
-	size_t i;
+	size_t n = gw_rows_of(t, rid, &found, 1);
 
-	for (i = 1; i < t->nrows; i++) {
-		const char *v = csv_get(t, i, "request_id");
-
-		if (v && strcmp(v, rid) == 0) {
-			cr_assert_eq(found, 0, "two log rows for %s", rid);
-			found = i;
-		}
-	}
-	cr_assert_neq(found, 0, "no log row for %s", rid);
+	cr_assert_eq(n, 1, "%zu log rows for %s, expected 1", n, rid);
 	cr_expect_str_eq(csv_get(t, found, "fault"), fault, "%s: fault", rid);
 	cr_expect_eq(atol(csv_get(t, found, "status")), status, "%s: status", rid);
 	if (tokens_out >= 0)
