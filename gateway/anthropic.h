@@ -20,7 +20,10 @@
 /* The anthropic-version header the gateway sends. */
 #define ANTH_VERSION "2023-06-01"
 
-/* default_max_tokens when a provider gives none: the max_tokens sent when a request gives neither member. */
+/*
+ * default_max_tokens when a provider gives none: the max_tokens sent when a
+ * request gives neither max_tokens nor max_completion_tokens.
+ */
 #define ANTH_MAX_TOKENS_DEFAULT 4096
 
 /* Why a request cannot go to an Anthropic target: the 400's message and param. */
