@@ -4,6 +4,7 @@
  * log, counters).
  */
 #include "gateway/gateway.h"
+#include "gateway/greq.h"
 #include "gateway/shared.h"
 
 #include "gateway/admin.h"
@@ -286,13 +287,27 @@ static void on_request(struct http_exchange *ex, void *data)
 
 /* ---- life ---- */
 
+static void chat_uh_free(struct gateway *gw)
+{
+	size_t i;
+
+	for (i = 0; gw->chat_uh && i < gw->cfg->nproviders; i++)
+		curl_url_cleanup(gw->chat_uh[i]);
+	free(gw->chat_uh);
+	gw->chat_uh = NULL;
+}
+
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
 		 const char *events_path, uint64_t seed, int64_t t0_unix_ms, char *err)
 {
 	struct http_server_config hc;
-	static const char *const base[] = {
-		"Content-Type: application/json", "Expect:",	/* Accept: per request */
-	};
+	/*
+	 * Accept: per request. libcurl asks for 100-continue only for a body
+	 * of 1 MiB or more: "Expect:" turns that off, and costs every request
+	 * a header's processing, so only the big ones carry it.
+	 */
+	static const char *const base[] = { "Content-Type: application/json" };
+	static const char *const big[] = { "Content-Type: application/json", "Expect:" };
 	struct curl_slist *l;
 	size_t i;
 	int rc;
@@ -308,6 +323,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	rng_seed_stream(&gw->rng_breaker, seed, GW_RNG_BREAKER);
 	rng_seed_stream(&gw->rng_health, seed, GW_RNG_HEALTH);
 	list_init(&gw->reqs);
+	for (i = 0; i < GW_GREQ_POOL_LEGS; i++)
+		list_init(&gw->greq_pool[i]);
 	list_init(&gw->dirty);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
 	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
@@ -333,6 +350,27 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 		if (!l)
 			goto out_nomem;
 		gw->base_headers = l;
+	}
+	for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		l = curl_slist_append(gw->big_headers, big[i]);
+		if (!l)
+			goto out_nomem;
+		gw->big_headers = l;
+	}
+	/* Parsed once: given a URL, libcurl parses it again for every transfer. */
+	gw->chat_uh = calloc(cfg->nproviders, sizeof(*gw->chat_uh));
+	if (!gw->chat_uh)
+		goto out_nomem;
+	for (i = 0; i < cfg->nproviders; i++) {
+		gw->chat_uh[i] = curl_url();
+		if (!gw->chat_uh[i])
+			goto out_nomem;
+		if (curl_url_set(gw->chat_uh[i], CURLUPART_URL, cfg->providers[i].chat_url, 0)) {
+			snprintf(err, 256, "provider %s: libcurl cannot parse its URL %s",
+				 cfg->providers[i].name, cfg->providers[i].chat_url);
+			rc = -EINVAL;
+			goto out_free;
+		}
 	}
 	if (events_path) {
 		gw->events_path = events_path;
@@ -389,6 +427,8 @@ out_free:
 	if (gw->events)
 		fclose(gw->events);
 	curl_slist_free_all(gw->base_headers);
+	curl_slist_free_all(gw->big_headers);
+	chat_uh_free(gw);
 	router_free(&gw->router);
 	degraded_free(&gw->degraded);
 	free(gw->pstats);
@@ -440,6 +480,9 @@ void gateway_close(struct gateway *gw)
 	gw->easy_pool = NULL;
 	curl_slist_free_all(gw->base_headers);
 	gw->base_headers = NULL;
+	curl_slist_free_all(gw->big_headers);
+	gw->big_headers = NULL;
+	chat_uh_free(gw);
 	if (gw->events && (fflush(gw->events) || (fsync(fileno(gw->events)) && errno != EINVAL)))
 		events_fail(gw, errno);
 	if (gw->events) {
@@ -453,6 +496,7 @@ void gateway_close(struct gateway *gw)
 
 void gateway_free(struct gateway *gw)
 {
+	greq_pool_free(gw);
 	shared_free(gw->shared);
 	gw->shared = NULL;
 	router_free(&gw->router);

@@ -33,6 +33,9 @@ struct greq;
 struct probe;
 struct shared;
 
+/* Requests of up to this many legs keep their memory for the next (greq.c). */
+#define GW_GREQ_POOL_LEGS 4
+
 struct gateway {
 	uv_loop_t *loop;
 	const struct gw_config *cfg;
@@ -47,6 +50,8 @@ struct gateway {
 	size_t nprobes;
 	struct http_server *srv;
 	struct curl_slist *base_headers;	/* sent upstream on every attempt */
+	struct curl_slist *big_headers;		/* the same and "Expect:", for a body of 1 MiB or more */
+	CURLU **chat_uh;		/* each provider's chat_url parsed once, by config index */
 	struct rng rng_retry;		/* backoff jitter */
 	struct rng rng_breaker;		/* cooldown jitter */
 	struct rng rng_health;		/* with --t0: each provider's first check's phase */
@@ -72,6 +77,7 @@ struct gateway {
 	struct log_limit overload_log;	/* their log line, at most once a second */
 	uint64_t next_id;		/* for generated request ids */
 	char id_prefix[24];
+	struct list greq_pool[GW_GREQ_POOL_LEGS];	/* freed requests' memory, by legs - 1 (greq.c) */
 	CURL **easy_pool;		/* idle easy handles, a stack */
 	size_t npool;
 	void (*on_idle)(struct gateway *gw);	/* drained: no client connection left */

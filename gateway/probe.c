@@ -132,6 +132,7 @@ static void on_probe_timer(uv_timer_t *t)
 		 prov->name, ++p->seq);
 	p->h_id = (struct curl_slist){ p->h_id_text, NULL };
 	head = &p->h_id;
+	curl_easy_setopt(e, CURLOPT_CURLU, NULL);	/* a leg's, from the shared pool */
 	curl_easy_setopt(e, CURLOPT_URL, p->url);
 	if (p->body) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
