@@ -12,7 +12,8 @@
 #     The gateway gets "model":"chat" and sends mockprov "model":"mock-small",
 #     so mockprov sees the same body on all three paths. Requests/s, wrk's
 #     p50/p99, CPU per request. Targets: gateway >= 0.75 x HAProxy's
-#     requests/s; the gateway's p99 over direct's <= 1.5 x HAProxy's.
+#     requests/s; its CPU per request <= 1.4 x HAProxy's; the gateway's
+#     p99 over direct's <= 1.5 x HAProxy's.
 #     (d) the same gateway with its breakers shared through a real
 #     redis-server (shared_state backend redis, started here on a free
 #     port, no persistence), measured in the same rounds. Target: its
@@ -55,6 +56,7 @@ RSS_CONNS=${RSS_CONNS:-1000}
 RSS_SECS=${RSS_SECS:-5}
 HOLD_SECS=${HOLD_SECS:-2}
 RPS_TARGET=0.75
+CPU_TARGET=1.4
 P99_TARGET=1.5
 RSS_TARGET_MB=50
 # HAProxy's maxconn: with one much lower (a few hundred) it keeps fewer
@@ -379,6 +381,8 @@ throughput_bench() {
 	RPS_D=$(get "$d" rps) RPS_H=$(get "$h" rps) RPS_G=$(get "$g" rps)
 	RPS_RATIO=$(calc "$RPS_G / $RPS_H" %.2f)
 	RPS_VERDICT=$(verdict "$RPS_RATIO >= $RPS_TARGET")
+	CPU_RATIO=$(calc "$(get "$g" server_us_per_req) / $(get "$h" server_us_per_req)" %.2f)
+	CPU_VERDICT=$(verdict "$CPU_RATIO <= $CPU_TARGET")
 	ADD_H=$(calc "$(get "$h" p99_med_ms) - $(get "$d" p99_med_ms)" %.3f)
 	ADD_G=$(calc "$(get "$g" p99_med_ms) - $(get "$d" p99_med_ms)" %.3f)
 	if awk "BEGIN { exit !($ADD_H > 0) }"; then
@@ -432,8 +436,7 @@ throughput_bench() {
 	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
 	ratio_row "gateway p99 / HAProxy p99 (context)" \
 		"$(calc "$(get "$g" p99_med_ms) / $(get "$h" p99_med_ms)" %.2f)"
-	ratio_row "gateway CPU per request / HAProxy's" \
-		"$(calc "$(get "$g" server_us_per_req) / $(get "$h" server_us_per_req)" %.2f)"
+	ratio_row "gateway CPU per request / HAProxy's" "$CPU_RATIO" "<= $CPU_TARGET" "$CPU_VERDICT"
 	RD_RATIO=$(calc "$(get "$r" rps) / $RPS_G" %.3f)
 	RD_P99=$(calc "$(get "$r" p99_med_ms) / $(get "$g" p99_med_ms)" %.3f)
 	ratio_row "Redis-shared / local gateway requests/s" "$RD_RATIO" ">= $REDIS_TARGET" \
@@ -694,6 +697,7 @@ main() {
 	echo "   requests/s: direct $RPS_D, HAProxy $RPS_H, gateway $RPS_G"
 	echo "   added p99 over direct (ms): HAProxy $ADD_H, gateway $ADD_G"
 	ratio_row "gateway / HAProxy requests/s" "$RPS_RATIO" ">= $RPS_TARGET" "$RPS_VERDICT"
+	ratio_row "gateway CPU per request / HAProxy's" "$CPU_RATIO" "<= $CPU_TARGET" "$CPU_VERDICT"
 	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
 	ratio_row "Anthropic / OpenAI target requests/s, plain" "$ANTH_RATIO" \
 		">= $DIALECT_TARGET" "$ANTH_VERDICT"

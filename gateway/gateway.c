@@ -40,6 +40,7 @@ CURL *gateway_easy_get(struct gateway *gw)
 		return NULL;
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROXY, "");		/* no proxy from the environment */
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");	/* nor its no_proxy list, read per transfer */
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	return e;
