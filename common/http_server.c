@@ -127,6 +127,7 @@ struct http_server {
 	uv_tcp_t *reserve;	/* bound, not listening: holds the port while unlistened */
 	struct sockaddr_storage addr;
 	bool have_addr;
+	bool adopted;		/* the listener was handed in (http_server_listen_fd): no reserve */
 	struct list conns;		/* every connection (struct conn), accepted or socketpair */
 	uint64_t rejected;		/* connections closed at once: max_conns were open */
 	struct log_limit reject_log;	/* their log line, at most once per REJECT_LOG_NS */
@@ -1354,12 +1355,33 @@ int http_server_listen(struct http_server *srv, const struct sockaddr *addr)
 	return l ? start_listening(srv, l) : rc;
 }
 
+int http_server_listen_fd(struct http_server *srv, int fd)
+{
+	uv_tcp_t *l;
+	int rc;
+
+	if (srv->listener)
+		return UV_EALREADY;
+	l = malloc(sizeof(*l));
+	if (!l)
+		return UV_ENOMEM;
+	uv_tcp_init(srv->loop, l);
+	l->data = srv;
+	rc = uv_tcp_open(l, fd);
+	if (rc) {
+		close_listener(srv, l);	/* a failed open did not take fd */
+		return rc;
+	}
+	srv->adopted = true;
+	return start_listening(srv, l);
+}
+
 int http_server_relisten(struct http_server *srv)
 {
 	struct sockaddr_storage a = srv->addr;
 	uv_tcp_t *l = srv->reserve;
 
-	if (!srv->have_addr)
+	if (!srv->have_addr || srv->adopted)
 		return UV_EINVAL;
 	if (srv->listener)
 		return UV_EALREADY;
@@ -1384,7 +1406,7 @@ void http_server_unlisten(struct http_server *srv)
 	/* libuv closes the socket at once; the close callback comes later. */
 	close_listener(srv, srv->listener);
 	srv->listener = NULL;
-	if (srv->freeing)
+	if (srv->freeing || srv->adopted)
 		return;
 	/* A bound socket that does not listen refuses connections, like a
 	 * closed port, but keeps the port ours (port 0 took an ephemeral one,

@@ -98,6 +98,17 @@ struct http_server *http_server_new(uv_loop_t *loop,
 int http_server_listen(struct http_server *srv, const struct sockaddr *addr);
 
 /*
+ * Serves connections accepted on fd, a stream socket already bound and
+ * listening that another process made (a workers gateway's supervisor,
+ * which shares one port among its workers with SO_REUSEPORT). Returns 0,
+ * the server then owning fd, or a libuv error code, fd staying the
+ * caller's. http_server_unlisten then closes it and keeps no reserve
+ * (the port is the other process's), and http_server_relisten refuses
+ * (UV_EINVAL).
+ */
+int http_server_listen_fd(struct http_server *srv, int fd);
+
+/*
  * Listens again on the address of the last successful http_server_listen
  * (the port kept reserved since http_server_unlisten).
  */
