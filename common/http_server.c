@@ -10,6 +10,7 @@
 #include "common/http_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <http_parser.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <strings.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/clock.h"
@@ -1441,6 +1444,46 @@ static void drain_check(struct http_server *srv)
 		uv_idle_start(&srv->drain_idle, on_drain_idle);
 }
 
+/*
+ * Takes in the connections the kernel completed on the listener and
+ * nobody accepted yet, before a drain closes it: closing a listener
+ * resets those, and their clients have sent — or are sending — a
+ * request. They are served as if accepted (max_conns does not apply).
+ */
+static void accept_backlog(struct http_server *srv)
+{
+	uv_os_fd_t lfd;
+	int fd;
+
+	if (!srv->listener || uv_fileno((uv_handle_t *)srv->listener, &lfd))
+		return;
+	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (http_server_serve_fd(srv, fd))
+			close(fd);
+	}
+}
+
+/*
+ * Whether a connection waiting between requests may still have one on its
+ * way when a drain starts: a new one, which has had no answer yet (a
+ * client connects to send a request), or one whose next request's bytes
+ * are already in the kernel or in inbuf. Such a connection is let in
+ * (header_timeout_ms bounds it) rather than closed as idle, which would
+ * lose its request; only a keep-alive connection with nothing sent since
+ * its last answer is idle.
+ */
+static bool request_due(struct conn *c)
+{
+	uv_os_fd_t fd;
+	int waiting = 0;
+
+	if (c->sent_total == 0 || c->inbuf.len > 0)
+		return true;
+	return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, FIONREAD, &waiting) == 0 &&
+	       waiting > 0;
+}
+
 void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *arg)
 {
 	struct conn *c;
@@ -1453,11 +1496,14 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 		srv->drain_idle.data = srv;
 		srv->drain_idle_open = true;
 	}
+	accept_backlog(srv);
 	http_server_unlisten(srv);
 	for (n = list_first(&srv->conns); n; n = list_next(&srv->conns, n)) {
 		c = list_entry(n, struct conn, link);
 		if (c->state == CONN_HANDLING && c->ex.active)
 			c->ex.req.keep_alive = false;
+		else if (c->state == CONN_READING && !c->in_message && request_due(c))
+			conn_arm(c, TIMER_HEADER);
 		else if (c->state == CONN_READING && !c->in_message)
 			conn_close_when_flushed(c);
 		/* A request still arriving is let in (header_timeout_ms bounds it). */

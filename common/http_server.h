@@ -142,9 +142,12 @@ bool http_server_is_listening(const struct http_server *srv);
 void http_server_close_conns(struct http_server *srv, bool reset);
 
 /*
- * Starts a graceful stop: the listener closes (new connections are
- * refused), idle connections close, a request still arriving is let in
- * (within header_timeout_ms), and each exchange, in progress or to come,
+ * Starts a graceful stop: connections the kernel completed but nobody
+ * accepted yet are taken in, the listener closes (new connections are
+ * refused), idle keep-alive connections close, a request still arriving
+ * — or due: on a connection that has had no answer yet, or whose next
+ * request's bytes are in — is let in (within header_timeout_ms), and each
+ * exchange, in progress or to come,
  * ends its connection once answered (its answer says Connection: close;
  * requests pipelined behind it are dropped). done (may
  * be NULL) is called once no connection is left — every answer written

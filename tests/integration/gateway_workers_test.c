@@ -14,7 +14,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 
 #include "tests/support/gwharness.h"
 #include "tests/support/harness.h"
+#include "tests/support/rawhttp.h"
 
 #define FAST "'ttft_ms':20,'jitter_ms':0,'token_ms':0,'output_tokens':8"
 #define CHAIN "'targets':[{'provider':'primary','model':'mock-small'}," \
@@ -300,6 +303,136 @@ Test(gateway_workers, sigterm_answers_every_request_in_flight, .timeout = 60)
 	cr_expect_eq(r.status, 0, "a request after the stop was answered %ld", r.status);
 	cr_expect_eq(r.code, CURLE_COULDNT_CONNECT, "after the stop: %s", r.errbuf);
 	http_result_free(&r);
+}
+
+/* What a loader thread saw: requests sent (written whole), answered 200 in full, broken. */
+struct loader {
+	pthread_t thread;
+	const struct gw_proc *g;
+	atomic_int *answered;		/* every loader's answers, for the test to wait on */
+	int sent;
+	int ok;
+	int broken;
+	char first_broken[256];
+};
+
+/*
+ * Sends chat requests one after another, each on a new connection, until
+ * the port refuses one (the gateway has stopped): a request is sent once
+ * its bytes are written, and must then be answered 200 in full.
+ */
+static void *load(void *arg)
+{
+	struct loader *l = arg;
+	char body[256];
+
+	gw_chat_body("chat", body, sizeof(body));
+	for (;;) {
+		struct raw_http c;
+
+		if (raw_open(&c, l->g->addr, 0)) {
+			raw_free(&c);
+			break;		/* refused (or reset while connecting): nothing was sent */
+		}
+		if (raw_post(&c, "/v1/chat/completions", 1, NULL, body)) {
+			raw_free(&c);
+			break;		/* the request did not leave: the port was closing */
+		}
+		l->sent++;
+		if (raw_read(&c, NULL, NULL, 10000) == 0 && c.status == 200 && c.state == RAW_DONE &&
+		    strstr(c.body.data ? c.body.data : "", "\"finish_reason\"")) {
+			l->ok++;
+			atomic_fetch_add(l->answered, 1);
+		} else if (l->broken++ == 0) {
+			snprintf(l->first_broken, sizeof(l->first_broken),
+				 "status %d, state %d, err %d, eof %d: %s", c.status, (int)c.state,
+				 c.err, c.eof, raw_tail(&c, 120));
+		}
+		raw_free(&c);
+	}
+	return NULL;
+}
+
+/*
+ * Two workers under a steady load — 12 clients, each sending a request on
+ * a new connection as soon as its last was answered — get SIGTERM: every
+ * request sent is answered 200 in full (none cut, none reset, none closed
+ * unanswered), the clients end refused, and the gateway exits 0.
+ */
+Test(gateway_workers, sigterm_under_load_loses_no_request, .timeout = 60)
+{
+	enum { N = 12 };
+	static struct loader l[N];
+	atomic_int answered = 0;
+	int sent = 0;
+	int ok = 0;
+	double end;
+	size_t i;
+
+	start_mock(2);
+	start_workers(2, PROVIDERS);
+	for (i = 0; i < N; i++) {
+		l[i] = (struct loader){ .g = &gw, .answered = &answered };
+		cr_assert_eq(pthread_create(&l[i].thread, NULL, load, &l[i]), 0);
+	}
+	for (end = now_ms() + 10000; atomic_load(&answered) < 200 && now_ms() < end;)
+		pause_ms(5);
+	cr_assert_geq(atomic_load(&answered), 200, "the load did not get going");
+	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
+	for (i = 0; i < N; i++) {
+		pthread_join(l[i].thread, NULL);
+		sent += l[i].sent;
+		ok += l[i].ok;
+		cr_expect_eq(l[i].broken, 0, "client %zu: %d of %d requests sent were not answered "
+			     "in full; the first: %s", i, l[i].broken, l[i].sent, l[i].first_broken);
+	}
+	cr_assert_eq(ok, sent, "%d of %d requests sent were answered in full", ok, sent);
+	cr_assert_eq(gw_wait(&gw, 10000), 0, "the gateway did not exit 0");
+}
+
+/*
+ * Connections opened before the stop, whose requests come after it (as a
+ * client's request may be on its way while the gateway starts to drain):
+ * the workers do not close them as idle — a connection that has had no
+ * answer yet was opened to send one — and answer each in full with
+ * Connection: close, once the port already refuses new connections.
+ */
+Test(gateway_workers, connections_opened_before_sigterm_are_answered, .timeout = 60)
+{
+	enum { N = 8 };
+	struct raw_http c[N];
+	char body[256];
+	char conn[32];
+	double end;
+	size_t i;
+
+	start_mock(5);
+	start_workers(2, PROVIDERS);
+	send_ok(2, "before");
+	for (i = 0; i < N; i++)
+		cr_assert_eq(raw_open(&c[i], gw.addr, 0), 0);
+	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
+	for (end = now_ms() + 5000;; pause_ms(5)) {
+		struct raw_http probe;
+		int rc = raw_open(&probe, gw.addr, 0);
+
+		raw_free(&probe);
+		if (rc)
+			break;
+		cr_assert_lt(now_ms(), end, "the port still takes connections 5 s after SIGTERM");
+	}
+	gw_chat_body("chat", body, sizeof(body));
+	for (i = 0; i < N; i++) {
+		cr_assert_eq(raw_post(&c[i], "/v1/chat/completions", 1, NULL, body), 0,
+			     "connection %zu was closed before its request", i);
+		cr_expect_eq(raw_read(&c[i], NULL, NULL, 5000), 0, "connection %zu: %s", i,
+			     raw_tail(&c[i], 160));
+		cr_expect_eq(c[i].status, 200, "connection %zu", i);
+		cr_expect_str_eq(raw_header(&c[i], "Connection", conn, sizeof(conn)) ? conn : "",
+				 "close");
+		raw_free(&c[i]);
+	}
+	cr_assert_eq(gw_wait(&gw, 10000), 0, "the gateway did not exit 0");
 }
 
 /*
