@@ -26,6 +26,7 @@
 #include "tests/support/gwharness.h"
 #include "tests/support/harness.h"
 #include "tests/support/rawhttp.h"
+#include "tests/support/redisproc.h"
 
 #define FAST "'ttft_ms':20,'jitter_ms':0,'token_ms':0,'output_tokens':8"
 #define CHAIN "'targets':[{'provider':'primary','model':'mock-small'}," \
@@ -33,12 +34,14 @@
 
 static struct mock_proc mock;
 static struct gw_proc gw;
+static struct redis_proc redis;
 static struct gw_held held;
 
 static void teardown(void)
 {
 	gw_cleanup();
 	mock_cleanup(&mock);
+	redis_cleanup(&redis);
 	gw_held_free(&held);
 }
 
@@ -567,6 +570,68 @@ Test(gateway_workers, health_checks_run_once, .timeout = 60)
 					  "check %s was made twice: more than one worker checks", id);
 	}
 	cr_assert_geq(checks, 10);
+}
+
+/*
+ * Two workers with shared_state redis: they share their breakers through
+ * Redis as replicas do, each a replica of its own (REPLICA.wK): an open
+ * by one reaches the other by pubsub, and Redis holds it under the
+ * target's key; /metrics still answers for both.
+ */
+Test(gateway_workers, with_redis_the_workers_share_through_it, .timeout = 60)
+{
+	char tmpl[2048];
+	char reply[1024];
+	const char *get[] = { "GET", "wk:breaker:primary/mock-small" };
+	struct gw_opts o = { .log_level = "info", .args = (const char *const[]){ "--replica", "r1",
+										  NULL } };
+	const cJSON *local;
+	const cJSON *remote;
+	const char *text;
+	double end;
+	int i;
+
+	cr_assert(redis_available(), "redis-server is not installed (scripts/deps.sh installs it)");
+	cr_assert_eq(redis_start(&redis, 0, NULL), 0, "redis-server did not start");
+	start_mock(20);
+	snprintf(tmpl, sizeof(tmpl),
+		 "{'workers':2,'request_deadline_ms':5000,'providers':{" PROVIDERS "},"
+		 "'models':{'chat':{" CHAIN ",'max_attempts':2}},"
+		 "'breaker':{'consecutive_failures':3,'failure_ratio':0,'cooldown_ms':5000,"
+		 "'cooldown_multiplier':1,'cooldown_jitter':0,'half_open_probes':1},"
+		 "'shared_state':{'backend':'redis','url':'redis://127.0.0.1:%d/0',"
+		 "'key_prefix':'wk:','timeout_ms':200,'reconnect_ms':20,'reconnect_max_ms':200}}",
+		 redis.port);
+	gw_start_template(&gw, tmpl, &mock, &o);
+	/* Both workers' links up (the lowest of the two is 1). */
+	for (end = now_ms() + 5000;; pause_ms(20)) {
+		struct http_result r;
+		double up;
+
+		cr_assert_eq(gw_get(&gw, "/metrics", &r), 0);
+		up = gw_metric(r.body ? r.body : "", "faultline_shared_state_up", "");
+		http_result_free(&r);
+		if (up == 1)
+			break;
+		cr_assert_lt(now_ms(), end, "the workers' links to Redis did not come up");
+	}
+	primary_fails(60);
+	for (i = 0; i < 40 && count_events("open", "local") == 0; i++)
+		send_ok(1, "during the 503s");
+	cr_assert_eq(count_events("open", "local"), 1);
+	local = cJSON_GetArrayItem(gw_held_doc(&held, events_to("open", "local")), 0);
+	remote = cJSON_GetArrayItem(await_events("open", "remote", 1, 1000), 0);
+	cr_assert_not_null(remote, "the other worker did not follow the open");
+	cr_assert_str_eq(gw_json_str(remote, "via"), "pubsub");
+	cr_assert_str_eq(gw_json_str(remote, "peer"), gw_json_str(local, "replica"));
+	cr_assert(strncmp(gw_json_str(local, "replica"), "r1.w", 4) == 0, "%s",
+		  gw_json_str(local, "replica"));
+	cr_assert_eq(redis_cmd(&redis, reply, sizeof(reply), 2, get), 0);
+	cr_assert_not_null(strstr(reply, "\"to\":\"open\""), "Redis holds %s", reply);
+	send_ok(4, "after the open");
+	text = gw_metrics_held(&gw, &held);
+	cr_assert_eq(gw_metric_sum(text, "faultline_worker_up", "", NULL), 2, "%s", text);
+	cr_assert_eq(gw_metric(text, "faultline_shared_applied_total", ""), 1, "%s", text);
 }
 
 Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout = 30)
