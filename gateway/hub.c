@@ -20,6 +20,11 @@
 #include "gateway/hubio.h"
 #include "gateway/hubmsg.h"
 
+/* Room for a store's key: the prefix (128), "breaker:", a provider and a model (255 each). */
+#define HUB_KEY_MAX 1024
+/* Room for a lock's owner: a replica's name and ":" and 16 hex digits. */
+#define HUB_OWNER_MAX 128
+
 /* One worker's socket. */
 struct hub_conn {
 	uv_pipe_t pipe;			/* first: the struct is freed with the handle */
@@ -317,7 +322,7 @@ static void gather_answer(struct hub *h, unsigned no, const struct hubmsg *m)
 
 static void answer_get(struct hub *h, struct hub_conn *c, const struct hubmsg *m)
 {
-	char key[512];
+	char key[HUB_KEY_MAX];
 	struct hub_entry *e;
 	struct hubmsg_field f[3];
 
@@ -334,8 +339,8 @@ static void answer_get(struct hub *h, struct hub_conn *c, const struct hubmsg *m
 
 static void answer_lock(struct hub *h, struct hub_conn *c, const struct hubmsg *m)
 {
-	char key[512];
-	char owner[128];
+	char key[HUB_KEY_MAX];
+	char owner[HUB_OWNER_MAX];
 	double ttl;
 	int won;
 	struct hubmsg_field f[2];
@@ -352,8 +357,8 @@ static void answer_lock(struct hub *h, struct hub_conn *c, const struct hubmsg *
 /* HUB_UNLOCK (key, owner), or with extend HUB_EXTEND (key, owner, ttl_ms). */
 static void unlock_or_extend(struct hub *h, const struct hubmsg *m, bool extend)
 {
-	char key[512];
-	char owner[128];
+	char key[HUB_KEY_MAX];
+	char owner[HUB_OWNER_MAX];
 	struct hub_lock *l;
 	double ttl = 0;
 
@@ -373,7 +378,7 @@ static bool on_frame(void *arg, const struct hubmsg *m)
 {
 	struct hub_conn *c = arg;
 	struct hub *h = c->h;
-	char key[512];
+	char key[HUB_KEY_MAX];
 	double ttl;
 
 	switch (m->type) {

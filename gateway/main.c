@@ -79,7 +79,6 @@ struct args {
 struct main_state {
 	uv_loop_t *loop;
 	struct gateway gw;
-	unsigned worker;		/* --worker K; 0: not a worker */
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
 	uv_timer_t waketick;		/* bounds the kernel's timer slack (waketick.h) */
@@ -349,7 +348,6 @@ int main(int argc, char **argv)
 	}
 	the_state = &ms;
 	ms.loop = uv_default_loop();
-	ms.worker = a.worker;
 	wk = (struct gateway_worker){ a.worker, cfg.workers, SUPERVISOR_FD_HUB, on_supervisor_lost };
 	/* Each worker its own jitter: the seed, plus its number less one. */
 	if (gateway_init(&ms.gw, ms.loop, &cfg, a.events,

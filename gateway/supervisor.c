@@ -246,7 +246,8 @@ static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal)
 	s->running--;
 	hub_detach(&s->hub, sl->no);
 	if (s->stopping) {
-		if (status || term_signal) {
+		/* SIGTERM before the worker's handler was up ends it as asked. */
+		if (status || (term_signal && term_signal != SIGTERM)) {
 			log_error("worker %u (pid %d) %s while stopping", sl->no, proc->pid, how);
 			s->exit_code = 1;
 		}
