@@ -6,8 +6,10 @@
  * SIGTERM under load answers every request in flight in full and exits 0;
  * a worker killed with SIGKILL is started again and the gateway answers
  * throughout; /metrics and /admin/breakers total the requests sent,
- * whichever worker answers; the health checks run once, not N times; a
- * bad --workers and a replica name too long for its workers exit 2.
+ * whichever worker answers; the health checks run once, not N times; the
+ * retry budget is one for the gateway; with shared_state redis the
+ * workers share through Redis; a bad --workers and a replica name too
+ * long for its workers exit 2.
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -570,6 +572,53 @@ Test(gateway_workers, health_checks_run_once, .timeout = 60)
 					  "check %s was made twice: more than one worker checks", id);
 	}
 	cr_assert_geq(checks, 10);
+}
+
+/*
+ * The retry budget is the gateway's, not each worker's: a bucket of 6
+ * tokens (no refill, no deposits) and 20 requests, one after another on
+ * new connections, each failing once on the primary (503) and allowed one
+ * same-target retry: the two workers together retry 6 times — 8 at most,
+ * the others' use reaching a worker within 50 ms —, not 12 as two buckets
+ * of their own would; the rest are counted as exhausted.
+ */
+Test(gateway_workers, the_retry_budget_is_the_gateways, .timeout = 60)
+{
+	char tmpl[2048];
+	struct gw_opts o = { .log_level = "info" };
+	const char *text;
+	double attempts;
+	double exhausted;
+	double retries;
+	int i;
+
+	start_mock(5);
+	snprintf(tmpl, sizeof(tmpl),
+		 "{'workers':2,'request_deadline_ms':5000,'providers':{" PROVIDERS "},"
+		 "'models':{'chat':{" CHAIN ",'max_attempts':3}},"
+		 "'retry':{'max_retries':1,'base_ms':100,'cap_ms':100,'min_attempt_ms':1},"
+		 "'budget':{'ratio':0,'min_per_second':0,'burst':6},"
+		 "'breaker':{'enabled':false}}");
+	gw_start_template(&gw, tmpl, &mock, &o);
+	primary_fails(60);
+	for (i = 0; i < 20; i++) {
+		struct http_result r;
+
+		char prov[32];
+
+		cr_assert_eq(gw_chat(&gw, "chat", NULL, 5000, &r), 0);
+		cr_assert_eq(r.status, 200, "request %d: %ld", i, r.status);
+		cr_assert_str_eq(gw_header_str(&r, "x-faultline-provider", prov, sizeof(prov)),
+				 "secondary");
+		http_result_free(&r);
+	}
+	text = gw_metrics_held(&gw, &held);
+	attempts = gw_metric_sum(text, "faultline_attempts_total", "provider=primary", NULL);
+	exhausted = gw_metric(text, "faultline_budget_exhausted_total", "alias=chat,kind=retry");
+	retries = attempts - 20;
+	cr_assert(retries >= 6 && retries <= 8, "%g retries on the primary; the gateway's budget "
+		  "holds 6 (each worker's own would be 12)\n%s", retries, text);
+	cr_assert_eq(exhausted, 20 - retries, "%g retries not made for want of a token", exhausted);
 }
 
 /*
