@@ -34,6 +34,10 @@
 #define CHAIN "'targets':[{'provider':'primary','model':'mock-small'}," \
 	"{'provider':'secondary','model':'mock-small'}]"
 
+/* A config that needs nothing running, its closing brace left off. */
+#define BASE "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9/v1\"}}," \
+	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}"
+
 static struct mock_proc mock;
 static struct gw_proc gw;
 static struct redis_proc redis;
@@ -687,8 +691,6 @@ Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout =
 {
 	char path[256];
 	char err[4096];
-#define BASE "{\"providers\":{\"p\":{\"base_url\":\"http://127.0.0.1:9/v1\"}}," \
-	"\"models\":{\"chat\":{\"targets\":[{\"provider\":\"p\",\"model\":\"m\"}]}}"
 	const char *cfg = BASE "}";
 	const char *with = BASE ",\"workers\":65}";
 	int rc;
@@ -707,4 +709,24 @@ Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout =
 		    NULL, path, sizeof(path), err, sizeof(err), 10000);
 	cr_assert_eq(rc, 2, "a long replica name: %d\n%s", rc, err);
 	cr_assert_not_null(strstr(err, "too long for 12 workers"), "%s", err);
+}
+
+/*
+ * A worker that cannot start (its events file cannot be opened) stops
+ * the gateway at once: the supervisor stops the others and exits 1, with
+ * the worker's reason and its own on stderr.
+ */
+Test(gateway_workers, a_worker_that_cannot_start_stops_the_gateway, .timeout = 30)
+{
+	char path[256];
+	char err[8192];
+	int rc;
+
+	rc = gw_run(BASE "}", (const char *const[]){ "--workers", "2", "--events",
+						  "/nonexistent-dir/events.jsonl", NULL },
+		    NULL, path, sizeof(path), err, sizeof(err), 10000);
+	cr_assert_eq(rc, 1, "exit %d\n%s", rc, err);
+	cr_assert_not_null(strstr(err, "--events: cannot open /nonexistent-dir/events.jsonl"),
+			   "%s", err);
+	cr_assert_not_null(strstr(err, "before every worker was ready: stopping"), "%s", err);
 }
