@@ -9,6 +9,7 @@
 
 #include "gateway/admin.h"
 #include "gateway/probe.h"
+#include "gateway/worker.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 {
 	struct gateway *gw = arg;
 	struct event_source src = { gw->cfg->shared.replica, origin ? origin->peer : NULL,
-				    origin ? origin->via : NULL };
+				    origin ? origin->via : NULL, gw->worker_no };
 	struct buf line = { 0 };
 	int rc = 0;
 
@@ -124,7 +125,7 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 void gateway_event_contract(struct gateway *gw, const char *provider, const char *model,
 			    const char *request_id, const char *why)
 {
-	struct event_source src = { gw->cfg->shared.replica, NULL, NULL };
+	struct event_source src = { gw->cfg->shared.replica, NULL, NULL, gw->worker_no };
 	struct buf line = { 0 };
 
 	if (!gw->events)
@@ -276,9 +277,15 @@ static void on_request(struct http_exchange *ex, void *data)
 	} else if (strcmp(path, "/healthz") == 0) {
 		serve_health(ex, req->method);
 	} else if (strcmp(path, "/metrics") == 0) {
-		serve_metrics(gw, ex, req->method);
+		if (gw->worker && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD")))
+			worker_gather(gw->worker, ex, WORKER_VIEW_METRICS);
+		else
+			serve_metrics(gw, ex, req->method);
 	} else if (strcmp(path, "/admin/breakers") == 0) {
-		serve_view(gw, ex, req->method, admin_breakers);
+		if (gw->worker && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD")))
+			worker_gather(gw->worker, ex, WORKER_VIEW_BREAKERS);
+		else
+			serve_view(gw, ex, req->method, admin_breakers);
 	} else {
 		snprintf(msg, sizeof(msg), "Unknown path %.100s.", req->path);
 		http_respond_error(ex, 404, msg, "invalid_request_error", NULL, "unknown_url", NULL,
@@ -299,7 +306,8 @@ static void chat_uh_free(struct gateway *gw)
 }
 
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
-		 const char *events_path, uint64_t seed, int64_t t0_unix_ms, char *err)
+		 const char *events_path, uint64_t seed, int64_t t0_unix_ms,
+		 const struct gateway_worker *wk, char *err)
 {
 	struct http_server_config hc;
 	/*
@@ -318,6 +326,8 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->cfg = cfg;
 	gw->checks_from_ms = gw_now_ms();
 	gw->checks_phased = t0_unix_ms > 0;
+	gw->worker_no = wk ? wk->no : 0;
+	gw->checks_here = !wk || wk->no == 1;	/* worker 1 checks for every worker */
 	if (t0_unix_ms > 0)
 		gw->checks_from_ms += (double)(t0_unix_ms - clock_unix_ms());
 	rng_seed_stream(&gw->rng_retry, seed, GW_RNG_RETRY);
@@ -406,13 +416,28 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	hc.idle_timeout_ms = (uint64_t)cfg->idle_timeout_ms;
 	hc.max_conns = cfg->max_connections;
 	gw->srv = http_server_new(loop, &hc, on_request, gw);
+	if (wk && gw->srv &&
+	    !(gw->worker = worker_start(gw, wk->hub_fd, wk->no, wk->n, wk->on_lost, err))) {
+		http_server_free(gw->srv, NULL, NULL);
+		gw->srv = NULL;
+		uv_close((uv_handle_t *)&gw->flush, NULL);
+		uv_close((uv_handle_t *)&gw->qtimer, NULL);
+		curl_uv_close(&gw->cu, NULL);
+		curl_uv_close(&gw->hcu, NULL);
+		rc = -EIO;
+		goto out_free;
+	}
 	if (!gw->srv || probe_start_all(gw) ||
 	    (cfg->shared.backend == GW_SHARED_REDIS &&
-	     !(gw->shared = shared_start(loop, cfg, &gw->router, seed, err)))) {
+	     !(gw->shared = shared_start(loop, cfg, &gw->router, seed, err))) ||
+	    (cfg->shared.backend != GW_SHARED_REDIS && gw->worker &&
+	     !(gw->shared = worker_shared(gw->worker, err)))) {
 		if (gw->srv)
 			http_server_free(gw->srv, NULL, NULL);
 		gw->srv = NULL;
 		probe_close_all(gw);
+		shared_close(gw->shared);
+		worker_close(gw->worker);
 		uv_close((uv_handle_t *)&gw->flush, NULL);
 		uv_close((uv_handle_t *)&gw->qtimer, NULL);
 		curl_uv_close(&gw->cu, NULL);
@@ -469,6 +494,7 @@ void gateway_close(struct gateway *gw)
 	shared_close(gw->shared);
 	http_server_free(gw->srv, NULL, NULL);
 	gw->srv = NULL;
+	worker_close(gw->worker);	/* after the server: views gathered for a client are gone */
 	uv_close((uv_handle_t *)&gw->flush, NULL);
 	uv_close((uv_handle_t *)&gw->qtimer, NULL);
 	probe_close_all(gw);
@@ -500,6 +526,8 @@ void gateway_free(struct gateway *gw)
 	greq_pool_free(gw);
 	shared_free(gw->shared);
 	gw->shared = NULL;
+	worker_free(gw->worker);
+	gw->worker = NULL;
 	router_free(&gw->router);
 	degraded_free(&gw->degraded);
 	free(gw->pstats);
