@@ -32,7 +32,8 @@
 static const char usage_text[] =
 	"usage: gateway --config FILE [--listen HOST:PORT] [--events FILE] [--seed N] [--t0 MS]\n"
 	"               [--replica NAME] [--workers N] [--allow-remote] [--log-level LEVEL]\n"
-	"       gateway --check-config FILE [--listen HOST:PORT] [--allow-remote]\n"
+	"       gateway --check-config FILE [--listen HOST:PORT] [--replica NAME] [--workers N]\n"
+	"                                   [--allow-remote]\n"
 	"\n"
 	"Serves an OpenAI-compatible API that fails over between the providers of\n"
 	"FILE, with per-attempt timeouts under one deadline and circuit breakers.\n"
@@ -323,6 +324,12 @@ int main(int argc, char **argv)
 	if (gw_config_check_listen(&cfg, &addr, a.listen ? "--listen" : NULL, a.allow_remote,
 				   a.config, err)) {
 		fprintf(stderr, "gateway: %s\n", err);
+		gw_config_free(&cfg);
+		return 2;
+	}
+	/* A start's checks, all of them, before --check-config says ok. */
+	if (!a.worker && cfg.workers > 1 &&
+	    supervisor_check_names(a.config, cfg.shared.replica, cfg.workers)) {
 		gw_config_free(&cfg);
 		return 2;
 	}

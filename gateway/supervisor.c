@@ -390,17 +390,16 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- life ---- */
 
-/* The workers' names in the shared state, REPLICA.wK, must fit 63 bytes. */
-static int check_names(const struct supervisor_args *a)
+int supervisor_check_names(const char *config_path, const char *replica, unsigned workers)
 {
 	char last[80];
-	int len = snprintf(last, sizeof(last), "%s.w%u", a->cfg->shared.replica, a->workers);
+	int len = snprintf(last, sizeof(last), "%s.w%u", replica, workers);
 
 	if (len <= GW_REPLICA_MAX)
 		return 0;
 	fprintf(stderr, "gateway: %s: shared_state.replica (or --replica) \"%s\" is too long for "
 		"%u workers: each worker's name, NAME.wK, must be at most %d bytes\n",
-		a->config_path, a->cfg->shared.replica, a->workers, GW_REPLICA_MAX);
+		config_path, replica, workers, GW_REPLICA_MAX);
 	return -EINVAL;
 }
 
@@ -421,8 +420,6 @@ int supervisor_run(const struct supervisor_args *a)
 	unsigned i;
 	int rc;
 
-	if (check_names(a))
-		return 2;
 	s.a = a;
 	s.n = a->workers;
 	s.config_fd = -1;

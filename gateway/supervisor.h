@@ -40,9 +40,16 @@ struct supervisor_args {
  * stopped. Returns the exit status: 0 when every worker stopped cleanly
  * after a signal; 1 when the port cannot be had, a worker cannot be
  * started, one exits before all are ready (the others are stopped), or
- * one exits with a status other than 0 at the stop; 2 when the replica's
- * name leaves no room for the workers' (NAME.wK, at most 63 bytes).
+ * one exits with a status other than 0 at the stop. The workers' names
+ * are to be checked first (supervisor_check_names).
  */
 int supervisor_run(const struct supervisor_args *a);
+
+/*
+ * Whether replica leaves room for the names of workers workers, NAME.wK
+ * (at most 63 bytes), as a start and --check-config both check. Returns
+ * 0, or -EINVAL with the message (naming config_path) on stderr.
+ */
+int supervisor_check_names(const char *config_path, const char *replica, unsigned workers);
 
 #endif

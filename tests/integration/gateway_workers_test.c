@@ -9,7 +9,7 @@
  * whichever worker answers; the health checks run once, not N times; the
  * retry budget is one for the gateway; with shared_state redis the
  * workers share through Redis; a bad --workers and a replica name too
- * long for its workers exit 2.
+ * long for its workers exit 2 (at a start and under --check-config).
  */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
@@ -29,6 +29,7 @@
 #include "tests/support/harness.h"
 #include "tests/support/rawhttp.h"
 #include "tests/support/redisproc.h"
+#include "tests/support/tmpdir.h"
 
 #define FAST "'ttft_ms':20,'jitter_ms':0,'token_ms':0,'output_tokens':8"
 #define CHAIN "'targets':[{'provider':'primary','model':'mock-small'}," \
@@ -42,6 +43,7 @@ static struct mock_proc mock;
 static struct gw_proc gw;
 static struct redis_proc redis;
 static struct gw_held held;
+static char cdir[64];		/* a test's own temp dir, when it makes one */
 
 static void teardown(void)
 {
@@ -49,6 +51,9 @@ static void teardown(void)
 	mock_cleanup(&mock);
 	redis_cleanup(&redis);
 	gw_held_free(&held);
+	if (cdir[0])
+		tmpdir_remove(cdir);
+	cdir[0] = '\0';
 }
 
 TestSuite(gateway_workers, .fini = teardown);
@@ -708,6 +713,43 @@ Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout =
 					       "but-not-with-w12", NULL },
 		    NULL, path, sizeof(path), err, sizeof(err), 10000);
 	cr_assert_eq(rc, 2, "a long replica name: %d\n%s", rc, err);
+	cr_assert_not_null(strstr(err, "too long for 12 workers"), "%s", err);
+}
+
+/*
+ * --check-config checks what a start checks: a replica name too long for
+ * the workers (NAME.wK past 63 bytes) exits 2 with the start's message,
+ * from the config file's keys as from the flags; without workers it is ok.
+ */
+Test(gateway_workers, check_config_rejects_a_replica_name_too_long_for_the_workers,
+     .timeout = 30)
+{
+	static const char long_name[] = "a-name-of-sixty-one-bytes-that-fits-63-alone-but-not-with-w12";
+	char cfg[1024];
+	char path[256];
+	char plain[256];
+	char err[4096];
+	char want[512];
+	int rc;
+
+	cr_assert_eq(tmpdir_make(cdir, sizeof(cdir), "wkcheck"), 0);
+	snprintf(cfg, sizeof(cfg), BASE ",\"workers\":12,\"shared_state\":{\"replica\":\"%s\"}}",
+		 long_name);
+	cr_assert_not_null(write_file(cdir, "long.json", cfg, path, sizeof(path)));
+	cr_assert_not_null(write_file(cdir, "plain.json", BASE "}", plain, sizeof(plain)));
+	rc = run_program((const char *const[]){ "gateway", "--check-config", path, NULL }, err,
+			 sizeof(err), 10);
+	cr_assert_eq(rc, 2, "--check-config with the name in the file: %d\n%s", rc, err);
+	snprintf(want, sizeof(want), "gateway: %s: shared_state.replica (or --replica) \"%s\" is "
+		 "too long for 12 workers", path, long_name);
+	cr_assert_not_null(strstr(err, want), "%s", err);
+	rc = run_program((const char *const[]){ "gateway", "--check-config", path, "--workers", "1",
+						NULL }, err, sizeof(err), 10);
+	cr_assert_eq(rc, 0, "--workers 1 (no workers' names): %d\n%s", rc, err);
+	rc = run_program((const char *const[]){ "gateway", "--check-config", plain, "--workers",
+						"12", "--replica", long_name, NULL },
+			 err, sizeof(err), 10);
+	cr_assert_eq(rc, 2, "--check-config with --workers and --replica: %d\n%s", rc, err);
 	cr_assert_not_null(strstr(err, "too long for 12 workers"), "%s", err);
 }
 
