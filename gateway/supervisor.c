@@ -85,11 +85,16 @@ static double mono_ms(void)
 
 /* ---- the listening sockets ---- */
 
+static socklen_t addr_len(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					   : sizeof(struct sockaddr_in);
+}
+
 /* A socket bound to addr with SO_REUSEPORT and listening, or -errno. */
 static int listen_socket(const struct sockaddr_storage *addr)
 {
-	socklen_t len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						     : sizeof(struct sockaddr_in);
+	socklen_t len = addr_len(addr);
 	int one = 1;
 	int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int rc;
@@ -106,7 +111,35 @@ static int listen_socket(const struct sockaddr_storage *addr)
 	return fd;
 }
 
-/* One socket per worker on the same port (port 0: the first one's). Returns 0 or -errno. */
+/*
+ * Whether addr can be had as a single gateway has it: a socket bound
+ * there without SO_REUSEPORT (with SO_REUSEADDR, as libuv binds), closed
+ * at once. Any socket listening there — another workers gateway's
+ * SO_REUSEPORT ones too, which the workers' own sockets would join
+ * without a word — makes it fail. Returns 0 or -errno (-EADDRINUSE).
+ * (Between this and the sockets' binds, a gateway started in the same
+ * instant could still slip in: that window is a few system calls.)
+ */
+static int port_free(const struct sockaddr_storage *addr)
+{
+	int one = 1;
+	int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (const struct sockaddr *)addr, addr_len(addr)))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * One socket per worker on the same port (port 0: the first one's, a
+ * port the kernel picks free), once the port is seen to be free. Returns
+ * 0 or -errno.
+ */
 static int open_sockets(struct sup *s)
 {
 	struct sockaddr_storage addr = *s->a->addr;
@@ -114,6 +147,12 @@ static int open_sockets(struct sup *s)
 	unsigned i;
 	int fd;
 
+	if (opt_addr_port((const struct sockaddr *)&addr) != 0) {
+		int rc = port_free(&addr);
+
+		if (rc)
+			return rc;
+	}
 	for (i = 0; i < s->n; i++) {
 		fd = listen_socket(&addr);
 		if (fd < 0)
@@ -445,9 +484,10 @@ int supervisor_run(const struct supervisor_args *a)
 	if (rc) {
 		char text[64];
 
+		/* libuv's words, as a single gateway says it: "address already in use". */
 		fprintf(stderr, "gateway: cannot listen on %s: %s\n",
 			opt_format_addr((const struct sockaddr *)a->addr, text, sizeof(text)),
-			strerror(-rc));
+			uv_strerror(rc));
 		free_sup(&s);
 		return 1;
 	}

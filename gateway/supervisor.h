@@ -38,7 +38,8 @@ struct supervisor_args {
 /*
  * Runs the gateway as the supervisor of a->workers workers until it is
  * stopped. Returns the exit status: 0 when every worker stopped cleanly
- * after a signal; 1 when the port cannot be had, a worker cannot be
+ * after a signal; 1 when the port cannot be had (another process listens
+ * there, another workers gateway too), a worker cannot be
  * started, one exits before all are ready (the others are stopped), or
  * one exits with a status other than 0 at the stop. The workers' names
  * are to be checked first (supervisor_check_names).

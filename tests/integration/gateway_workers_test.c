@@ -717,6 +717,37 @@ Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout =
 }
 
 /*
+ * A second workers gateway on a port a workers gateway serves is refused
+ * as a second single gateway is — exit 1, "address already in use",
+ * naming the address — rather than sharing the port (its sockets'
+ * SO_REUSEPORT would let it) and taking part of the traffic; the first
+ * serves on, every request.
+ */
+Test(gateway_workers, a_second_gateway_on_the_port_exits_1, .timeout = 60)
+{
+	char path[256];
+	char err[8192];
+	char want[128];
+	int rc;
+
+	start_mock(5);
+	start_workers(2, PROVIDERS);
+	snprintf(want, sizeof(want), "gateway: cannot listen on %s: address already in use",
+		 gw.addr);
+	rc = gw_run(BASE "}", (const char *const[]){ "--listen", gw.addr, "--workers", "2", NULL },
+		    NULL, path, sizeof(path), err, sizeof(err), 10000);
+	cr_assert_eq(rc, 1, "a second workers gateway on %s: exit %d\n%s", gw.addr, rc, err);
+	cr_assert_not_null(strstr(err, want), "%s", err);
+	cr_assert_null(strstr(err, "serving"), "it served:\n%s", err);
+	rc = gw_run(BASE "}", (const char *const[]){ "--listen", gw.addr, NULL }, NULL, path,
+		    sizeof(path), err, sizeof(err), 10000);
+	cr_assert_eq(rc, 1, "a single gateway on %s: exit %d\n%s", gw.addr, rc, err);
+	cr_assert_not_null(strstr(err, want), "%s", err);
+	send_ok(16, "the first gateway, after");
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 10000), 0);
+}
+
+/*
  * --check-config checks what a start checks: a replica name too long for
  * the workers (NAME.wK past 63 bytes) exits 2 with the start's message,
  * from the config file's keys as from the flags; without workers it is ok.
