@@ -114,6 +114,12 @@ struct conn {
 	struct http_exchange ex;
 };
 
+/* A listener served besides the main one, under its caller's key. */
+struct also {
+	uv_tcp_t *tcp;
+	unsigned key;
+};
+
 struct write_req {
 	uv_write_t req;
 	struct conn *conn;
@@ -131,6 +137,9 @@ struct http_server {
 	struct sockaddr_storage addr;
 	bool have_addr;
 	bool adopted;		/* the listener was handed in (http_server_listen_fd): no reserve */
+	struct also *also;	/* more listeners handed in (http_server_listen_also_fd) */
+	size_t nalso;
+	size_t capalso;
 	struct list conns;		/* every connection (struct conn), accepted or socketpair */
 	uint64_t rejected;		/* connections closed at once: max_conns were open */
 	struct log_limit reject_log;	/* their log line, at most once per REJECT_LOG_NS */
@@ -1445,22 +1454,101 @@ static void drain_check(struct http_server *srv)
 }
 
 /*
- * Takes in the connections the kernel completed on the listener and
- * nobody accepted yet, before a drain closes it: closing a listener
- * resets those, and their clients have sent — or are sending — a
- * request. They are served as if accepted (max_conns does not apply).
+ * Takes in the connections the kernel completed on listening socket lfd
+ * (non-blocking) and nobody accepted yet, before a drain closes it:
+ * closing a listener resets those, and their clients have sent — or are
+ * sending — a request. They are served as if accepted (max_conns does
+ * not apply).
  */
-static void accept_backlog(struct http_server *srv)
+static void accept_backlog_fd(struct http_server *srv, int lfd)
 {
-	uv_os_fd_t lfd;
 	int fd;
 
-	if (!srv->listener || uv_fileno((uv_handle_t *)srv->listener, &lfd))
-		return;
 	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 		if (http_server_serve_fd(srv, fd))
 			close(fd);
+	}
+}
+
+static void accept_backlog(struct http_server *srv, uv_tcp_t *l)
+{
+	uv_os_fd_t lfd;
+
+	if (l && uv_fileno((uv_handle_t *)l, &lfd) == 0)
+		accept_backlog_fd(srv, lfd);
+}
+
+int http_server_listen_also_fd(struct http_server *srv, unsigned key, int fd)
+{
+	struct also *a;
+	uv_tcp_t *l;
+	size_t i;
+	int flags = fcntl(fd, F_GETFL);
+	int rc = 0;
+
+	if (srv->freeing)
+		rc = UV_EINVAL;
+	for (i = 0; !rc && i < srv->nalso; i++) {
+		if (srv->also[i].key == key)
+			rc = UV_EEXIST;
+	}
+	if (!rc && (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK)))
+		rc = uv_translate_sys_error(errno);
+	if (!rc && buf_grow_array((void **)&srv->also, &srv->capalso, srv->nalso + 1,
+				  sizeof(*srv->also)))
+		rc = UV_ENOMEM;
+	if (rc || srv->draining) {
+		/* Too late to serve it: what waits on it is taken in, and it is closed. */
+		if (srv->draining && !srv->freeing)
+			accept_backlog_fd(srv, fd);
+		close(fd);
+		return rc;
+	}
+	l = malloc(sizeof(*l));
+	if (!l) {
+		close(fd);
+		return UV_ENOMEM;
+	}
+	uv_tcp_init(srv->loop, l);
+	l->data = srv;
+	rc = uv_tcp_open(l, fd);
+	if (rc)
+		close(fd);	/* the handle did not take it */
+	else
+		rc = uv_listen((uv_stream_t *)l, srv->cfg.backlog, on_connection);
+	if (rc) {
+		close_listener(srv, l);
+		return rc;
+	}
+	a = &srv->also[srv->nalso++];
+	a->tcp = l;
+	a->key = key;
+	return 0;
+}
+
+void http_server_unlisten_also(struct http_server *srv, unsigned key)
+{
+	size_t i;
+
+	for (i = 0; i < srv->nalso; i++) {
+		if (srv->also[i].key != key)
+			continue;
+		close_listener(srv, srv->also[i].tcp);
+		srv->also[i] = srv->also[--srv->nalso];
+		return;
+	}
+}
+
+/* Every listener handed in by http_server_listen_also_fd closed (after its backlog, when drain). */
+static void close_also(struct http_server *srv, bool drain)
+{
+	while (srv->nalso > 0) {
+		struct also *a = &srv->also[--srv->nalso];
+
+		if (drain)
+			accept_backlog(srv, a->tcp);
+		close_listener(srv, a->tcp);
 	}
 }
 
@@ -1496,8 +1584,9 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 		srv->drain_idle.data = srv;
 		srv->drain_idle_open = true;
 	}
-	accept_backlog(srv);
+	accept_backlog(srv, srv->listener);
 	http_server_unlisten(srv);
+	close_also(srv, true);
 	for (n = list_first(&srv->conns); n; n = list_next(&srv->conns, n)) {
 		c = list_entry(n, struct conn, link);
 		if (c->state == CONN_HANDLING && c->ex.active)
@@ -1555,6 +1644,7 @@ static void server_maybe_done(struct http_server *srv)
 	}
 	if (srv->free_done)
 		srv->free_done(srv->free_arg);
+	free(srv->also);
 	free(srv);
 }
 
@@ -1565,6 +1655,7 @@ void http_server_free(struct http_server *srv, void (*done)(void *arg), void *ar
 	srv->free_done = done;
 	srv->free_arg = arg;
 	http_server_unlisten(srv);
+	close_also(srv, false);
 	if (srv->reserve) {
 		close_listener(srv, srv->reserve);
 		srv->reserve = NULL;

@@ -109,6 +109,25 @@ int http_server_listen(struct http_server *srv, const struct sockaddr *addr);
 int http_server_listen_fd(struct http_server *srv, int fd);
 
 /*
+ * Also serves connections accepted on fd, another listening socket
+ * another process made (a workers gateway's supervisor hands a worker the
+ * socket of a worker that died, until that one is back), under key,
+ * until http_server_unlisten_also(srv, key); a drain takes in what waits
+ * on it and closes it as it does the listener. Handed in while draining,
+ * the connections waiting on it are taken in and it is closed at once.
+ * fd is the server's whatever the result: 0, or a libuv error code (fd
+ * closed; UV_EEXIST when key is served already).
+ */
+int http_server_listen_also_fd(struct http_server *srv, unsigned key, int fd);
+
+/*
+ * Stops serving the socket handed in under key (this process's copy is
+ * closed: the socket lives on in the process that made it). Nothing when
+ * there is none.
+ */
+void http_server_unlisten_also(struct http_server *srv, unsigned key);
+
+/*
  * Listens again on the address of the last successful http_server_listen
  * (the port kept reserved since http_server_unlisten).
  */

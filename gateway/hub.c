@@ -499,7 +499,7 @@ int hub_attach(struct hub *h, unsigned no, int fd)
 	hub_detach(h, no);
 	c->h = h;
 	c->no = no;
-	uv_pipe_init(h->loop, &c->pipe, 0);
+	uv_pipe_init(h->loop, &c->pipe, 1);	/* IPC: it carries listening sockets (hub_adopt) */
 	c->pipe.data = c;
 	rc = uv_pipe_open(&c->pipe, fd);
 	if (!rc)
@@ -548,6 +548,34 @@ void hub_detach(struct hub *h, unsigned no)
 		}
 	}
 	arm_gathers(h);
+}
+
+int hub_adopt(struct hub *h, unsigned host, unsigned no, int fd)
+{
+	struct hub_conn *c = h->conn[host - 1];
+	char text[12];
+	struct hubmsg_field f[1];
+	int rc;
+
+	if (!c || !c->open)
+		return -ENOTCONN;
+	snprintf(text, sizeof(text), "%u", no);
+	f[0] = hubmsg_str(text);
+	rc = hubio_send_fd((uv_stream_t *)&c->pipe, HUB_ADOPT, 1, f, fd);
+	if (rc)
+		log_warn("hub: cannot hand worker %u's socket to worker %u: %s", no, host,
+			 uv_strerror(rc));
+	return rc;
+}
+
+void hub_release(struct hub *h, unsigned host, unsigned no)
+{
+	char text[12];
+	struct hubmsg_field f[1];
+
+	snprintf(text, sizeof(text), "%u", no);
+	f[0] = hubmsg_str(text);
+	send_to(h->conn[host - 1], HUB_RELEASE, 1, f);
 }
 
 int hub_metrics(const struct hub *h, const bool *answered, struct buf *b)

@@ -1,7 +1,8 @@
 /*
  * hub: a workers gateway's supervisor as the hub of its workers — one
- * Unix socket to each (hubmsg.h's frames), over which it keeps what the
- * workers share: the breakers' store (each target's last change, kept
+ * Unix socket to each (hubmsg.h's frames; it also carries a dead worker's
+ * listening socket to a live one), over which it keeps what the workers
+ * share: the breakers' store (each target's last change, kept
  * until its expiry, told to every other worker as it comes; the probe
  * locks, taken only when free, expiring, and freed at once when their
  * holder dies), the health checker's verdicts and the budgets' use
@@ -68,6 +69,16 @@ int hub_attach(struct hub *h, unsigned no, int fd);
  * dropped. Nothing when it has none.
  */
 void hub_detach(struct hub *h, unsigned no);
+
+/*
+ * Hands worker host a copy of fd, worker no's listening socket (no is
+ * dead), to serve besides its own until hub_release (HUB_ADOPT). Returns
+ * 0, or -ENOTCONN / a libuv error code when it could not be sent.
+ */
+int hub_adopt(struct hub *h, unsigned host, unsigned no, int fd);
+
+/* Tells worker host to stop serving worker no's socket: no is back (HUB_RELEASE). */
+void hub_release(struct hub *h, unsigned host, unsigned no);
 
 /*
  * The supervisor's lines of /metrics: faultline_workers, and per worker

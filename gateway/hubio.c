@@ -1,25 +1,68 @@
 /*
- * hubio: frames over a libuv stream (hubio.h).
+ * hubio: frames over a libuv stream (hubio.h). A socket sent with a frame
+ * goes as a copy (its own descriptor, on a handle of its own, closed once
+ * sent), so the sender's stays its own.
  */
 #include "gateway/hubio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A frame's rest the socket did not take at once, until written. */
 struct write_req {
 	uv_write_t req;
+	uv_tcp_t *carried;		/* the socket going with it; NULL: none */
 	char data[];
 };
 
-static void on_written(uv_write_t *req, int status)
+static void on_carried_closed(uv_handle_t *h)
 {
-	(void)status;
-	free(req);
+	free(h);
 }
 
-int hubio_send(uv_stream_t *s, enum hubmsg_type type, size_t n, const struct hubmsg_field *f)
+static void carried_close(uv_tcp_t *t)
+{
+	if (t)
+		uv_close((uv_handle_t *)t, on_carried_closed);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct write_req *r = (struct write_req *)req;
+
+	(void)status;
+	carried_close(r->carried);
+	free(r);
+}
+
+/* A handle on a copy of fd, for libuv to send, or NULL with *rc set. */
+static uv_tcp_t *carried_open(uv_loop_t *loop, int fd, int *rc)
+{
+	uv_tcp_t *t = malloc(sizeof(*t));
+	int copy;
+
+	if (!t) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	uv_tcp_init(loop, t);
+	copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	*rc = copy < 0 ? -errno : uv_tcp_open(t, copy);
+	if (*rc) {
+		if (copy >= 0)
+			close(copy);
+		carried_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* One frame, with the socket t (NULL: none) going with its first byte. */
+static int send_with(uv_stream_t *s, enum hubmsg_type type, size_t n,
+		     const struct hubmsg_field *f, uv_tcp_t *t)
 {
 	struct buf b = { 0 };
 	struct write_req *r = NULL;
@@ -30,11 +73,14 @@ int hubio_send(uv_stream_t *s, enum hubmsg_type type, size_t n, const struct hub
 	if (rc)
 		goto out;
 	ub = uv_buf_init(b.data, (unsigned)b.len);
-	rc = uv_try_write(s, &ub, 1);
-	if (rc >= 0)
+	rc = uv_try_write2(s, &ub, 1, (uv_stream_t *)t);
+	if (rc > 0) {
 		done = (size_t)rc;
-	else if (rc != UV_EAGAIN)
+		carried_close(t);	/* it went with the bytes written */
+		t = NULL;
+	} else if (rc != UV_EAGAIN) {
 		goto out;
+	}
 	rc = 0;
 	if (done == b.len)
 		goto out;
@@ -44,13 +90,31 @@ int hubio_send(uv_stream_t *s, enum hubmsg_type type, size_t n, const struct hub
 		goto out;
 	}
 	memcpy(r->data, b.data + done, b.len - done);
+	r->carried = t;
 	ub = uv_buf_init(r->data, (unsigned)(b.len - done));
-	rc = uv_write(&r->req, s, &ub, 1, on_written);
+	rc = uv_write2(&r->req, s, &ub, 1, (uv_stream_t *)t, on_written);
 	if (rc)
 		free(r);
+	else
+		t = NULL;	/* closed once written */
 out:
+	carried_close(t);
 	buf_free(&b);
 	return rc;
+}
+
+int hubio_send(uv_stream_t *s, enum hubmsg_type type, size_t n, const struct hubmsg_field *f)
+{
+	return send_with(s, type, n, f, NULL);
+}
+
+int hubio_send_fd(uv_stream_t *s, enum hubmsg_type type, size_t n,
+		  const struct hubmsg_field *f, int fd)
+{
+	int rc;
+	uv_tcp_t *t = carried_open(s->loop, fd, &rc);
+
+	return t ? send_with(s, type, n, f, t) : rc;
 }
 
 void hubio_alloc(struct buf *in, uv_buf_t *ub)

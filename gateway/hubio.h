@@ -3,7 +3,8 @@
  * workers gateway's sockets (hub.c, worker.c): a frame is written at once
  * when the socket takes it whole, else the rest is queued behind the
  * frames before it; bytes read are kept in a buffer and handed on frame
- * by frame.
+ * by frame. A frame may carry a socket (a listening one the supervisor
+ * hands a worker).
  */
 #ifndef FAULTLINE_GATEWAY_HUBIO_H
 #define FAULTLINE_GATEWAY_HUBIO_H
@@ -22,6 +23,15 @@
  * side sees the socket end.
  */
 int hubio_send(uv_stream_t *s, enum hubmsg_type type, size_t n, const struct hubmsg_field *f);
+
+/*
+ * hubio_send, with a copy of fd — a socket — going with the frame's first
+ * byte (SCM_RIGHTS: s must be a pipe opened for IPC, uv_pipe_init's ipc
+ * 1); the caller's fd stays open and its own. The receiver takes it with
+ * uv_accept on its pipe when the frame is whole.
+ */
+int hubio_send_fd(uv_stream_t *s, enum hubmsg_type type, size_t n,
+		  const struct hubmsg_field *f, int fd);
 
 /* A libuv alloc callback's buffer: the free room of in (grown to 64 KiB free). */
 void hubio_alloc(struct buf *in, uv_buf_t *ub);

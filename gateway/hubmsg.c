@@ -14,6 +14,7 @@ static const char *const type_names[HUB_NTYPES] = {
 	[HUB_GATHER] = "gather",   [HUB_VIEWED] = "viewed",   [HUB_MESSAGE] = "message",
 	[HUB_VALUE] = "value",	   [HUB_LOCKED] = "locked",   [HUB_VIEW] = "view",
 	[HUB_GATHERED] = "gathered", [HUB_HEALTH] = "health", [HUB_BUDGET] = "budget",
+	[HUB_ADOPT] = "adopt",	   [HUB_RELEASE] = "release",
 };
 
 const char *hubmsg_type_name(enum hubmsg_type t)

@@ -40,6 +40,9 @@ enum hubmsg_type {
 	/* either way: a worker's to the hub, which hands it to every other worker */
 	HUB_HEALTH,		/* (provider, ok, healthy, slow, fails, passes): a check's verdict */
 	HUB_BUDGET,		/* (deposits, takes, per route…): budget use since the last */
+	/* hub → worker: another worker's listening socket */
+	HUB_ADOPT,		/* (worker), with the socket of that worker (dead): serve it too */
+	HUB_RELEASE,		/* (worker): that worker is back; stop serving its socket */
 	HUB_NTYPES
 };
 

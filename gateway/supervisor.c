@@ -3,8 +3,8 @@
  * listening sockets are made here, with SO_REUSEPORT, rather than by each
  * worker: a bind error is reported once, before anything starts, port 0
  * is resolved once, and a worker started again takes over its
- * predecessor's socket — and the connections waiting in its queue —
- * instead of a new one. Workers are this program again (exec'ed through
+ * predecessor's socket instead of a new one; while it is down, a live
+ * worker serves that socket too (find_host). Workers are this program again (exec'ed through
  * libuv's uv_spawn, so none inherits this process's loop), each in a
  * session of its own: a signal to the supervisor's process group (a
  * terminal's Ctrl-C, the runner's stop) reaches the supervisor alone,
@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -50,6 +51,8 @@ struct slot {
 	struct sup *sup;
 	unsigned no;
 	int listen_fd;			/* the supervisor's copy; -1 once closed */
+	unsigned host;			/* the live worker serving this socket while its own
+					 * is down (hub_adopt); 0: none */
 	struct child *child;		/* running; NULL while it is not */
 	bool ready;			/* said it serves (this life) */
 	bool ever_ready;
@@ -213,6 +216,103 @@ static int config_copy(const char *path)
 	return out;
 }
 
+/* ---- a dead worker's socket ---- */
+
+/* Connections the kernel completed on listening socket fd that nobody accepted yet. */
+static unsigned waiting_on(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	/* On a listening socket, tcpi_unacked is its accept queue's length. */
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return 0;
+	return ti.tcpi_unacked;
+}
+
+/*
+ * Slot sl's socket, its worker down, goes to a live worker to serve too
+ * — the one serving the fewest such — so that the connections the
+ * kernel keeps handing it are answered now, not after the restart's
+ * back-off (or reset at a stop). None live: it waits for the first back.
+ */
+static void find_host(struct sup *s, struct slot *sl)
+{
+	struct slot *best = NULL;
+	unsigned best_load = 0;
+	unsigned i;
+	unsigned k;
+
+	if (sl->host || sl->ready || s->stopping || sl->listen_fd < 0)
+		return;
+	for (i = 0; i < s->n; i++) {
+		struct slot *c = &s->slots[i];
+		unsigned load = 0;
+
+		if (c == sl || !c->ready || !c->child)
+			continue;
+		for (k = 0; k < s->n; k++)
+			load += s->slots[k].host == c->no;
+		if (!best || load < best_load) {
+			best = c;
+			best_load = load;
+		}
+	}
+	if (best && hub_adopt(&s->hub, best->no, sl->no, sl->listen_fd) == 0) {
+		sl->host = best->no;
+		log_info("worker %u's socket is served by worker %u until it is back", sl->no,
+			 best->no);
+	}
+}
+
+/* Every socket whose worker is down and that no live worker serves gets one. */
+static void host_orphans(struct sup *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		find_host(s, &s->slots[i]);
+}
+
+/*
+ * Worker no died: the sockets it served for others need another host, and
+ * so does its own (a socket served by another already keeps that one).
+ */
+static void rehost(struct sup *s, unsigned no)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++) {
+		if (s->slots[i].host == no)
+			s->slots[i].host = 0;
+	}
+	host_orphans(s);
+}
+
+/*
+ * At the stop: a socket with no worker of its own running and no host is
+ * closed with the connections waiting on it, which the kernel resets —
+ * said, and the exit is 1.
+ */
+static void count_dropped(struct sup *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++) {
+		struct slot *sl = &s->slots[i];
+		unsigned waiting;
+
+		if (sl->child || sl->host)
+			continue;
+		waiting = waiting_on(sl->listen_fd);
+		if (!waiting)
+			continue;
+		log_error("worker %u is down and no worker was left to serve its socket: the %u "
+			  "connection(s) waiting on it are dropped", sl->no, waiting);
+		s->exit_code = 1;
+	}
+}
+
 /* ---- workers ---- */
 
 static void spawn(struct slot *sl);
@@ -250,6 +350,8 @@ static void stop_all(struct sup *s)
 {
 	unsigned i;
 
+	if (!s->stopping)
+		count_dropped(s);
 	s->stopping = true;
 	close_sockets(s);
 	for (i = 0; i < s->n; i++) {
@@ -309,6 +411,7 @@ static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal)
 	else
 		log_error("worker %u (pid %d) %s after %.1f s; starting it again", sl->no, proc->pid,
 			  how, lived / 1000);
+	rehost(s, sl->no);
 	uv_timer_start(&sl->restart, on_restart, (uint64_t)wait, 0);
 }
 
@@ -395,8 +498,16 @@ static void on_ready(void *arg, unsigned no)
 	if (sl->ever_ready)
 		log_info("worker %u (pid %d) serves again", no, sl->child->proc.pid);
 	sl->ever_ready = true;
-	if (s->announced || s->stopping)
+	if (sl->host) {
+		hub_release(&s->hub, sl->host, no);
+		sl->host = 0;
+	}
+	if (s->stopping)
 		return;
+	if (s->announced) {
+		host_orphans(s);	/* those no worker could take while all were down */
+		return;
+	}
 	for (i = 0; i < s->n; i++) {
 		if (!s->slots[i].ready)
 			return;

@@ -8,8 +8,9 @@
  * (hub.h) and the config's bytes as they were at the start; once all
  * serve it prints "listening HOST:PORT" and "ready". A worker that dies
  * is logged and started again (at once, or after a back-off when it
- * keeps dying: respawn.h) on the same listening socket, so connections
- * that reached it meanwhile wait in its queue. SIGTERM or SIGINT has every
+ * keeps dying: respawn.h) on the same listening socket, which a live
+ * worker serves meanwhile (handed over through the hub), so that no
+ * connection waits out the back-off. SIGTERM or SIGINT has every
  * worker drain (the supervisor's own copies of the sockets closed first,
  * so that the port refuses new connections once the workers' close); a
  * second one cuts them; it exits once every worker has.
@@ -40,8 +41,9 @@ struct supervisor_args {
  * stopped. Returns the exit status: 0 when every worker stopped cleanly
  * after a signal; 1 when the port cannot be had (another process listens
  * there, another workers gateway too), a worker cannot be
- * started, one exits before all are ready (the others are stopped), or
- * one exits with a status other than 0 at the stop. The workers' names
+ * started, one exits before all are ready (the others are stopped), one
+ * exits with a status other than 0 at the stop, or connections waiting on
+ * a dead worker's socket that no live worker served were dropped at it. The workers' names
  * are to be checked first (supervisor_check_names).
  */
 int supervisor_run(const struct supervisor_args *a);

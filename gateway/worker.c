@@ -6,10 +6,12 @@
 #include "gateway/worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/list.h"
@@ -523,6 +525,65 @@ out:
 	buf_free(&text);
 }
 
+/* ---- another worker's listening socket ---- */
+
+static void on_taken_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+/*
+ * HUB_ADOPT (worker K), with K's listening socket (K died): served
+ * besides this worker's own until HUB_RELEASE, so that the connections
+ * the kernel hands K's socket meanwhile are answered, not left waiting.
+ */
+static void on_adopt(struct worker *w, const struct hubmsg *m)
+{
+	uv_tcp_t *t;
+	uv_os_fd_t fd;
+	uint64_t k;
+	int copy = -1;
+	int rc;
+
+	if (uv_pipe_pending_count(&w->pipe) == 0) {
+		log_warn("worker %u: the hub handed over a socket that did not come", w->no);
+		return;
+	}
+	t = malloc(sizeof(*t));
+	if (!t)
+		return;		/* left pending: the next adopt would take it; the hub goes on */
+	uv_tcp_init(w->gw->loop, t);
+	rc = uv_accept((uv_stream_t *)&w->pipe, (uv_stream_t *)t);
+	if (!rc && uv_fileno((uv_handle_t *)t, &fd) == 0)
+		copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	uv_close((uv_handle_t *)t, on_taken_closed);
+	if (copy < 0 || !hubmsg_u64(m, 0, &k) || k < 1 || k > w->n || k == w->no) {
+		if (copy >= 0)
+			close(copy);
+		log_warn("worker %u: a socket the hub handed over could not be taken", w->no);
+		return;
+	}
+	rc = http_server_listen_also_fd(w->gw->srv, (unsigned)k, copy);
+	if (rc)
+		log_warn("worker %u: cannot serve worker %u's socket: %s", w->no, (unsigned)k,
+			 uv_strerror(rc));
+	else
+		log_debug("worker %u: serving worker %u's socket too until it is back", w->no,
+			  (unsigned)k);
+}
+
+/* HUB_RELEASE (worker K): K serves its socket again. */
+static void on_release(struct worker *w, const struct hubmsg *m)
+{
+	uint64_t k;
+
+	if (!hubmsg_u64(m, 0, &k) || k < 1 || k > w->n)
+		return;
+	http_server_unlisten_also(w->gw->srv, (unsigned)k);
+	log_debug("worker %u: worker %u is back: its socket is its own again", w->no,
+		  (unsigned)k);
+}
+
 /* ---- the socket ---- */
 
 static void dispatch(struct worker *w, const struct hubmsg *m)
@@ -563,6 +624,12 @@ static void dispatch(struct worker *w, const struct hubmsg *m)
 		break;
 	case HUB_BUDGET:
 		on_budget(w, m);
+		break;
+	case HUB_ADOPT:
+		on_adopt(w, m);
+		break;
+	case HUB_RELEASE:
+		on_release(w, m);
 		break;
 	default:
 		log_warn("worker %u: the hub sent a %s message, which a worker does not take", w->no,
@@ -619,7 +686,7 @@ struct worker *worker_start(struct gateway *gw, int fd, unsigned no, unsigned n,
 	w->on_lost = on_lost;
 	list_init(&w->pending);
 	list_init(&w->views);
-	uv_pipe_init(gw->loop, &w->pipe, 0);
+	uv_pipe_init(gw->loop, &w->pipe, 1);	/* IPC: the hub hands over sockets (HUB_ADOPT) */
 	w->pipe.data = w;
 	rc = uv_pipe_open(&w->pipe, fd);
 	if (!rc)

@@ -7,7 +7,8 @@
  * verdicts), the retry budget's use (sent every WORKER_BUDGET_MS, the
  * others' added to this worker's copy of each alias's bucket), and the
  * whole gateway's /metrics and /admin/breakers (gathered from every
- * worker through the hub, gather.h). The messages are hubmsg.h's.
+ * worker through the hub, gather.h), and a dead worker's listening socket,
+ * served here too until it is back. The messages are hubmsg.h's.
  */
 #ifndef FAULTLINE_GATEWAY_WORKER_H
 #define FAULTLINE_GATEWAY_WORKER_H

@@ -5,7 +5,10 @@
  * 50 ms (by the events' times) and their requests skip the target;
  * SIGTERM under load answers every request in flight in full and exits 0;
  * a worker killed with SIGKILL is started again and the gateway answers
- * throughout; /metrics and /admin/breakers total the requests sent,
+ * throughout — while one is in its restart back-off another serves its
+ * socket, so no connection waits and a stop loses none (with every
+ * worker down, a stop that drops connections exits 1); a second gateway
+ * on the port exits 1; /metrics and /admin/breakers total the requests sent,
  * whichever worker answers; the health checks run once, not N times; the
  * retry budget is one for the gateway; with shared_state redis the
  * workers share through Redis; a bad --workers and a replica name too
@@ -19,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +145,75 @@ static size_t worker_pids(const struct gw_proc *g, pid_t *pids, size_t cap)
 	}
 	closedir(d);
 	return n;
+}
+
+static bool pid_in(pid_t pid, const pid_t *set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (set[i] == pid)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Kills a worker of the gateway's two (both, with both) times times in a
+ * row, each of its successors as soon as it appears, so that each dies
+ * soon after its start and the supervisor waits 100 ms, 200 ms, … before
+ * each restart; then waits for the log line of the last back-off,
+ * "starting it again in WAIT ms". Returns when the last kill was made
+ * (now_ms()).
+ */
+static double kill_into_backoff(int times, bool both, const char *wait_line)
+{
+	pid_t dead[64];
+	pid_t pids[8];
+	pid_t survivor = 0;
+	size_t ndead = 0;
+	double killed = 0;
+	double end;
+	char err[65536];
+	size_t n;
+	size_t i;
+	int round;
+
+	n = worker_pids(&gw, pids, 8);
+	cr_assert_eq(n, 2, "%zu workers", n);
+	if (!both)
+		survivor = pids[1];
+	for (round = 0; round < times; round++) {
+		size_t want = both ? 2 : 1;
+		size_t nnew;
+
+		/* This round's victims: the workers not killed before (the dead may linger as zombies). */
+		for (end = now_ms() + 15000;; pause_ms(2)) {
+			pid_t fresh[8];
+
+			n = worker_pids(&gw, pids, 8);
+			for (i = 0, nnew = 0; i < n; i++) {
+				if (pids[i] != survivor && !pid_in(pids[i], dead, ndead))
+					fresh[nnew++] = pids[i];
+			}
+			if (nnew >= want) {
+				for (i = 0; i < nnew && ndead < 64; i++) {
+					cr_assert_eq(kill(fresh[i], SIGKILL), 0);
+					dead[ndead++] = fresh[i];
+				}
+				killed = now_ms();
+				break;
+			}
+			cr_assert_lt(now_ms(), end, "round %d: the killed worker was not started again",
+				     round + 1);
+		}
+	}
+	for (end = now_ms() + 10000;; pause_ms(5)) {
+		if (strstr(gw_stderr(&gw, err, sizeof(err)), wait_line))
+			break;
+		cr_assert_lt(now_ms(), end, "no \"%s\" in:\n%s", wait_line, err);
+	}
+	return killed;
 }
 
 /*
@@ -497,6 +570,110 @@ Test(gateway_workers, a_killed_worker_is_started_again, .timeout = 60)
 	cr_assert_not_null(strstr(err, "serves again"), "%s", err);
 	send_ok(4, "after the restart");
 	cr_assert_eq(gw_stop(&gw, SIGTERM, 10000), 0, "the gateway did not stop cleanly");
+}
+
+/*
+ * Two workers; one is killed six times in a row, each time soon after its
+ * start, so that the supervisor waits 3.2 s before starting it again.
+ * Meanwhile the kernel still hands new connections to its listening
+ * socket, which the other worker serves too: 24 requests, each on a
+ * connection of its own, are all answered within a second (none waits
+ * out the back-off), and a stop then exits 0.
+ */
+Test(gateway_workers, a_worker_in_back_off_leaves_no_connection_waiting, .timeout = 60)
+{
+	char err[65536];
+	double killed;
+	int i;
+
+	start_mock(5);
+	start_workers(2, PROVIDERS);
+	send_ok(4, "before the kills");
+	killed = kill_into_backoff(6, false, "starting it again in 3200 ms");
+	for (i = 0; i < 24; i++) {
+		struct http_result r;
+		long status;
+		double t0 = now_ms();
+
+		cr_assert_eq(gw_chat(&gw, "chat", NULL, 1000, &r), 0);
+		status = r.status;
+		cr_assert_eq(status, 200, "request %d, %.0f ms into the back-off: %ld (%s) after %.0f ms",
+			     i + 1, t0 - killed, status, r.errbuf, now_ms() - t0);
+		http_result_free(&r);
+	}
+	cr_assert_lt(now_ms() - killed, 3200, "the requests outlasted the back-off: no test");
+	cr_assert_not_null(strstr(gw_stderr(&gw, err, sizeof(err)), "'s socket is served by worker"),
+			   "%s", err);
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 10000), 0, "the gateway did not stop cleanly");
+}
+
+/*
+ * Connections opened while a worker is in its restart back-off — some
+ * on its socket — then SIGTERM: every one is answered in full once its
+ * request comes (none reset with the dead worker's socket), the port
+ * refuses new connections, and the gateway exits 0.
+ */
+Test(gateway_workers, sigterm_in_a_back_off_loses_no_connection, .timeout = 60)
+{
+	enum { N = 16 };
+	struct raw_http c[N];
+	char body[256];
+	double end;
+	size_t i;
+
+	start_mock(5);
+	start_workers(2, PROVIDERS);
+	send_ok(2, "before the kills");
+	kill_into_backoff(6, false, "starting it again in 3200 ms");
+	for (i = 0; i < N; i++)
+		cr_assert_eq(raw_open(&c[i], gw.addr, 0), 0);
+	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
+	for (end = now_ms() + 5000;; pause_ms(5)) {
+		struct raw_http probe;
+		int rc = raw_open(&probe, gw.addr, 0);
+
+		raw_free(&probe);
+		if (rc)
+			break;
+		cr_assert_lt(now_ms(), end, "the port still takes connections 5 s after SIGTERM");
+	}
+	gw_chat_body("chat", body, sizeof(body));
+	for (i = 0; i < N; i++) {
+		cr_expect_eq(raw_post(&c[i], "/v1/chat/completions", 1, NULL, body), 0,
+			     "connection %zu was closed before its request", i);
+		cr_expect_eq(raw_read(&c[i], NULL, NULL, 5000), 0, "connection %zu: %s", i,
+			     raw_tail(&c[i], 160));
+		cr_expect_eq(c[i].status, 200, "connection %zu: %s", i, raw_tail(&c[i], 160));
+		raw_free(&c[i]);
+	}
+	cr_assert_eq(gw_wait(&gw, 10000), 0, "the gateway did not exit 0");
+}
+
+/*
+ * Both workers in a restart back-off at once, connections waiting on
+ * their sockets, then SIGTERM: nobody can take them, so the gateway says
+ * they are dropped and exits 1 (not 0, as if nothing were lost).
+ */
+Test(gateway_workers, a_stop_that_drops_waiting_connections_exits_1, .timeout = 60)
+{
+	enum { N = 8 };
+	struct raw_http c[N];
+	char err[65536];
+	size_t i;
+	int rc;
+
+	start_mock(5);
+	start_workers(2, PROVIDERS);
+	kill_into_backoff(6, true, "starting it again in 3200 ms");
+	for (i = 0; i < N; i++)
+		cr_assert_eq(raw_open(&c[i], gw.addr, 0), 0);
+	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
+	rc = gw_wait(&gw, 10000);
+	for (i = 0; i < N; i++)
+		raw_free(&c[i]);
+	gw_stderr(&gw, err, sizeof(err));
+	cr_assert_eq(rc, 1, "exit %d\n%s", rc, err);
+	cr_assert_not_null(strstr(err, "connection(s) waiting on it are dropped"), "%s", err);
 }
 
 /*

@@ -2812,6 +2812,142 @@ Test(http_server, unlisten_keeps_the_port_reserved, .timeout = 10)
 	buf_free(&out);
 }
 
+/* ---- listeners handed in besides the main one ---- */
+
+/* A listening socket on 127.0.0.1:0 the test keeps, its port into *port. */
+static int own_listener(unsigned short *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0, "%s", strerror(errno));
+	cr_assert_eq(listen(fd, 16), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+static int connect_port(unsigned short port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0, "%s", strerror(errno));
+	return fd;
+}
+
+struct also_op {
+	int fd;			/* to hand in; -1: none */
+	unsigned key;
+	bool unlisten;		/* http_server_unlisten_also(key) */
+	unsigned short connect;	/* a port to connect to first (on the loop: nothing accepts it yet) */
+	int client;		/* that connection */
+	bool drain;
+	int rc;
+};
+
+static void op_also(void *arg)
+{
+	struct also_op *op = arg;
+
+	if (op->connect)
+		op->client = connect_port(op->connect);
+	if (op->unlisten)
+		http_server_unlisten_also(fx.srv, op->key);
+	if (op->drain)
+		http_server_drain(fx.srv, on_drained, NULL);
+	if (op->fd >= 0)
+		op->rc = http_server_listen_also_fd(fx.srv, op->key, op->fd);
+}
+
+/* GET path on fd: answered 200 with path, and Connection: close when closing. */
+static void expect_answer(int fd, const char *path, bool closing)
+{
+	struct buf out = { 0 };
+	struct response r;
+	char req[128];
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	send_str(fd, req);
+	cr_assert_eq(recv_responses(fd, &out, &r, 1, WAIT_MS), 1, "%s: %s", path,
+		     out.data ? out.data : "(nothing)");
+	cr_assert_eq(r.status, 200);
+	cr_assert(body_is(&r, path));
+	if (closing)
+		cr_assert(has_header(&r, "Connection: close"), "%s", r.head);
+	buf_free(&out);
+}
+
+/*
+ * A listening socket another process made, handed in besides the main
+ * listener (a workers gateway's dead worker's): its connections are
+ * served; given back (unlisten_also), the server's copy closes and new
+ * ones wait for the socket's maker; a drain takes in the connections
+ * waiting on it before it closes its copy, and one handed in during the
+ * drain has what waits on it taken in at once. The maker's copy is never
+ * closed by the server.
+ */
+Test(http_server, a_listener_handed_in_is_served_given_back_and_drained, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct also_op op = { .fd = -1 };
+	unsigned short port;
+	int lfd;
+	int c;
+	int w;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_path);
+	lfd = own_listener(&port);
+	op = (struct also_op){ .fd = dup(lfd), .key = 2 };
+	fx_call(op_also, &op);
+	cr_assert_eq(op.rc, 0);
+	op = (struct also_op){ .fd = dup(lfd), .key = 2 };
+	fx_call(op_also, &op);
+	cr_assert_eq(op.rc, UV_EEXIST, "a key twice: %d", op.rc);
+	c = connect_port(port);
+	expect_answer(c, "/served", false);
+	close(c);
+
+	/* Given back: what connects now waits in the socket's queue, for its maker. */
+	op = (struct also_op){ .fd = -1, .key = 2, .unlisten = true };
+	fx_call(op_also, &op);
+	c = connect_port(port);
+	w = accept(lfd, NULL, NULL);
+	cr_assert(w >= 0, "the connection did not wait in the socket's own queue");
+	close(w);
+	close(c);
+
+	/* Handed in again; a connection made on the loop (not yet accepted), then a drain. */
+	op = (struct also_op){ .fd = dup(lfd), .key = 2 };
+	fx_call(op_also, &op);
+	cr_assert_eq(op.rc, 0);
+	op = (struct also_op){ .fd = -1, .connect = port, .drain = true };
+	fx_call(op_also, &op);
+	expect_answer(op.client, "/waiting-at-the-drain", true);
+	close(op.client);
+
+	/* Handed in while draining: the connection waiting on it is taken in, the copy closed. */
+	c = connect_port(port);
+	op = (struct also_op){ .fd = dup(lfd), .key = 3 };
+	fx_call(op_also, &op);
+	cr_assert_eq(op.rc, 0);
+	expect_answer(c, "/handed-in-late", true);
+	close(c);
+	c = connect_port(port);
+	w = accept(lfd, NULL, NULL);
+	cr_assert(w >= 0, "after the drain the server still holds a copy");
+	close(w);
+	close(c);
+	cr_assert(fx_wait(&fx.drained, 1, WAIT_MS), "the drain never ended");
+	close(lfd);
+	fx_stop();
+}
+
 Test(http_server, drain_finishes_answers_and_closes_the_rest, .timeout = 10)
 {
 	struct http_server_config cfg;
