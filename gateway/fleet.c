@@ -26,6 +26,13 @@ static bool copy_name(char *dst, size_t len, const char *src)
 	return true;
 }
 
+void fleet_msg_free(struct fleet_msg *m)
+{
+	free(m->provider);
+	free(m->model);
+	m->provider = m->model = NULL;
+}
+
 bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, uint64_t instance,
 			 const char *provider, const char *model, const struct breaker *b,
 			 const struct breaker_change *chg, double now_ms, double now_unix_ms)
@@ -33,10 +40,14 @@ bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, uint64_t inst
 	memset(m, 0, sizeof(*m));
 	if (!chg->changed || (chg->to != BREAKER_OPEN && chg->to != BREAKER_CLOSED))
 		return false;
-	if (!copy_name(m->replica, sizeof(m->replica), replica) ||
-	    !copy_name(m->provider, sizeof(m->provider), provider) ||
-	    !copy_name(m->model, sizeof(m->model), model ? model : ""))
+	if (!copy_name(m->replica, sizeof(m->replica), replica))
 		return false;
+	m->provider = strdup(provider);
+	m->model = strdup(model ? model : "");
+	if (!m->provider || !m->model) {
+		fleet_msg_free(m);
+		return false;
+	}
 	m->instance = instance;
 	m->to = chg->to;
 	m->t_unix_ms = now_unix_ms;
@@ -52,6 +63,7 @@ bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, uint64_t insta
 {
 	struct breaker_change chg = { .changed = true, .to = BREAKER_OPEN };
 
+	memset(m, 0, sizeof(*m));
 	if (!b->cfg.enabled || b->state != BREAKER_OPEN ||
 	    !fleet_msg_of_change(m, replica, instance, provider, model, b, &chg, now_ms,
 				 now_unix_ms))
@@ -88,6 +100,17 @@ static bool get_str(const cJSON *o, const char *key, char *dst, size_t len)
 	return cJSON_IsString(v) && copy_name(dst, len, v->valuestring);
 }
 
+/* A string member of o, copied whole into *dst (owned). */
+static bool get_dup(const cJSON *o, const char *key, char **dst)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsString(v))
+		return false;
+	*dst = strdup(v->valuestring);
+	return *dst != NULL;
+}
+
 static bool get_num(const cJSON *o, const char *key, double *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -110,8 +133,8 @@ int fleet_msg_decode(const char *text, size_t len, struct fleet_msg *m)
 	ok = cJSON_IsObject(o) && get_str(o, "replica", m->replica, sizeof(m->replica)) &&
 	     m->replica[0] && get_str(o, "instance", instance, sizeof(instance)) &&
 	     strlen(instance) == 16 && (m->instance = strtoull(instance, &end, 16), *end == '\0') &&
-	     get_str(o, "provider", m->provider, sizeof(m->provider)) &&
-	     get_str(o, "model", m->model, sizeof(m->model)) && get_str(o, "to", to, sizeof(to)) &&
+	     get_dup(o, "provider", &m->provider) && get_dup(o, "model", &m->model) &&
+	     get_str(o, "to", to, sizeof(to)) &&
 	     get_num(o, "t_unix_ms", &m->t_unix_ms) &&
 	     get_str(o, "reason", m->reason, sizeof(m->reason));
 	if (ok && strcmp(to, "open") == 0) {
@@ -123,8 +146,10 @@ int fleet_msg_decode(const char *text, size_t len, struct fleet_msg *m)
 		ok = false;
 	}
 	cJSON_Delete(o);
-	if (!ok)
+	if (!ok) {
+		fleet_msg_free(m);
 		memset(m, 0, sizeof(*m));
+	}
 	return ok ? 0 : -EINVAL;
 }
 

@@ -23,17 +23,20 @@
 
 /* Room for a replica's name, its NUL included (config: 1–63 bytes). */
 #define FLEET_REPLICA_LEN 64
-/* Room for a provider's and a model's name in a message, NULs included. */
-#define FLEET_NAME_LEN 256
 
-/* One replica's breaker change, as published and stored. */
+/*
+ * One replica's breaker change, as published and stored. The provider's
+ * and the model's names are the message's own, whatever their length
+ * (fleet_msg_free); a message built by hand may point them elsewhere and
+ * is then not freed.
+ */
 struct fleet_msg {
 	char replica[FLEET_REPLICA_LEN];	/* the replica whose breaker changed */
 	uint64_t instance;			/* its process: a replica restarted under the
 						 * same name is another instance, whose old
 						 * messages are not its own */
-	char provider[FLEET_NAME_LEN];
-	char model[FLEET_NAME_LEN];
+	char *provider;
+	char *model;				/* "" for none */
 	enum breaker_state to;			/* BREAKER_OPEN or BREAKER_CLOSED */
 	double t_unix_ms;			/* when it changed there */
 	double until_unix_ms;			/* open: when its open ends; else 0 */
@@ -48,12 +51,16 @@ enum fleet_verdict {
 	FLEET_IGNORED,		/* not a change a replica applies (disabled breaker) */
 };
 
+/* Frees the names of a message built or decoded here (and clears them); NULL ones are left. */
+void fleet_msg_free(struct fleet_msg *m);
+
 /*
  * Builds the message for a local change chg of breaker b (of provider and
  * model) by replica at now_ms (the breaker's clock) and now_unix_ms.
  * Returns false when the change is not one replicas share: only opens
  * (to open) and closes (to closed) are; a half-open is the probing
- * replica's own.
+ * replica's own (or a replica name too long, or out of memory). A message
+ * built is to be freed (fleet_msg_free).
  */
 bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, uint64_t instance,
 			 const char *provider, const char *model, const struct breaker *b,
@@ -62,8 +69,8 @@ bool fleet_msg_of_change(struct fleet_msg *m, const char *replica, uint64_t inst
 /*
  * Builds the message that states b's open (for a replica that (re)connects
  * with an open newer than the stored state): open until its end, as of
- * when it opened. Returns false for a breaker that is not open, or a name
- * too long.
+ * when it opened. Returns false for a breaker that is not open, or as
+ * fleet_msg_of_change.
  */
 bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, uint64_t instance,
 			const char *provider, const char *model, const struct breaker *b,
@@ -73,10 +80,11 @@ bool fleet_msg_of_state(struct fleet_msg *m, const char *replica, uint64_t insta
 int fleet_msg_encode(const struct fleet_msg *m, struct buf *out);
 
 /*
- * Parses a message (len bytes, need not be NUL-terminated). Returns 0, or
- * -EINVAL when it is not one: not JSON, a key missing or of the wrong
- * type, a name too long, a state other than open and closed, a time that
- * is not finite.
+ * Parses a message (len bytes, need not be NUL-terminated). Returns 0 (m
+ * to be freed: fleet_msg_free), or -EINVAL when it is not one (or memory
+ * ran out): not JSON, a key missing or of the wrong type, a replica name
+ * too long, a state other than open and closed, a time that is not
+ * finite.
  */
 int fleet_msg_decode(const char *text, size_t len, struct fleet_msg *m);
 

@@ -20,11 +20,6 @@
 #include "gateway/hubio.h"
 #include "gateway/hubmsg.h"
 
-/* Room for a store's key: the prefix (128), "breaker:", a provider and a model (255 each). */
-#define HUB_KEY_MAX 1024
-/* Room for a lock's owner: a replica's name and ":" and 16 hex digits. */
-#define HUB_OWNER_MAX 128
-
 /* One worker's socket. */
 struct hub_conn {
 	uv_pipe_t pipe;			/* first: the struct is freed with the handle */
@@ -55,7 +50,7 @@ struct hub_gather {
 	struct list_node link;
 	uint64_t gid;
 	unsigned asker;
-	char id[32];			/* the asker's id, echoed */
+	struct buf id;			/* the asker's id, echoed as it came */
 	char view[16];
 	uint64_t deadline_ms;
 	size_t nwaiting;
@@ -192,6 +187,7 @@ static void gather_free(struct hub_gather *g)
 
 	for (i = 0; i < GW_WORKERS_MAX; i++)
 		buf_free(&g->texts[i]);
+	buf_free(&g->id);
 	free(g);
 }
 
@@ -209,7 +205,7 @@ static void gather_done(struct hub *h, struct hub_gather *g)
 	memcpy(answered, g->answered, sizeof(answered));
 	answered[g->asker - 1] = true;
 	hub_metrics(h, answered, &sup);
-	f[0] = hubmsg_str(g->id);
+	f[0] = (struct hubmsg_field){ g->id.data ? g->id.data : "", g->id.len };
 	f[1] = (struct hubmsg_field){ sup.data ? sup.data : "", sup.len };
 	for (k = 1; k <= h->n; k++) {
 		if (!g->answered[k - 1])
@@ -260,6 +256,23 @@ static void arm_gathers(struct hub *h)
 		       g->deadline_ms > now ? g->deadline_ms - now : 0, 0);
 }
 
+/*
+ * A gather that cannot be made (a frame without a view the workers know,
+ * or out of memory) is answered at once, with no other worker's view: the
+ * asker answers with its own alone. One without an id has nothing to
+ * answer to.
+ */
+static void gather_refuse(struct hub *h, unsigned no, const struct hubmsg *m)
+{
+	struct hubmsg_field f[2] = { { "", 0 }, { "", 0 } };
+
+	if (m->nfields < 1)
+		return;
+	f[0] = m->f[0];
+	log_warn("hub: worker %u asked for a view that cannot be gathered", no);
+	send_to(h->conn[no - 1], HUB_GATHERED, 2, f);
+}
+
 /* HUB_GATHER (id, view) from worker no: every other worker is asked for its view. */
 static void gather_start(struct hub *h, unsigned no, const struct hubmsg *m)
 {
@@ -268,9 +281,12 @@ static void gather_start(struct hub *h, unsigned no, const struct hubmsg *m)
 	char gid[32];
 	unsigned k;
 
-	if (!g || !hubmsg_copy(m, 0, g->id, sizeof(g->id)) ||
-	    !hubmsg_copy(m, 1, g->view, sizeof(g->view))) {
-		free(g);
+	if (!g || m->nfields != 2 || buf_append(&g->id, m->f[0].data, m->f[0].len) ||
+	    !hubmsg_copy(m, 1, g->view, sizeof(g->view)) ||
+	    (strcmp(g->view, "metrics") && strcmp(g->view, "breakers"))) {
+		if (g)
+			gather_free(g);
+		gather_refuse(h, no, m);
 		return;
 	}
 	g->gid = ++h->next_gid;
@@ -320,66 +336,90 @@ static void gather_answer(struct hub *h, unsigned no, const struct hubmsg *m)
 
 /* ---- a worker's frames ---- */
 
+/*
+ * Every frame that asks is answered, whatever is wrong with it (but one
+ * without an id, which has nothing to answer to): a key or owner that is
+ * not a string is a value not found, a lock not won. Keys and owners are
+ * copied at their length: a target's names have no bound.
+ */
+
+/* HUB_GET (id, key): HUB_VALUE (id, found, value). */
 static void answer_get(struct hub *h, struct hub_conn *c, const struct hubmsg *m)
 {
-	char key[HUB_KEY_MAX];
-	struct hub_entry *e;
+	char *key = m->nfields == 2 ? hubmsg_dup(m, 1) : NULL;
+	struct hub_entry *e = key ? entry_of(h, key) : NULL;
 	struct hubmsg_field f[3];
 
-	if (m->nfields != 2 || !hubmsg_copy(m, 1, key, sizeof(key)))
-		return;
-	e = entry_of(h, key);
+	if (m->nfields < 1)
+		goto out;
 	if (e && e->expires_ms <= now_ms())
 		e = NULL;
 	f[0] = m->f[0];
 	f[1] = hubmsg_str(e ? "1" : "0");
 	f[2] = (struct hubmsg_field){ e ? e->value : "", e ? e->len : 0 };
 	send_to(c, HUB_VALUE, 3, f);
+out:
+	free(key);
 }
 
+/* HUB_LOCK (id, key, owner, ttl_ms): HUB_LOCKED (id, won). */
 static void answer_lock(struct hub *h, struct hub_conn *c, const struct hubmsg *m)
 {
-	char key[HUB_KEY_MAX];
-	char owner[HUB_OWNER_MAX];
+	char *key = m->nfields == 4 ? hubmsg_dup(m, 1) : NULL;
+	char *owner = m->nfields == 4 ? hubmsg_dup(m, 2) : NULL;
 	double ttl;
-	int won;
+	int won = 0;
 	struct hubmsg_field f[2];
 
-	if (m->nfields != 4 || !hubmsg_copy(m, 1, key, sizeof(key)) ||
-	    !hubmsg_copy(m, 2, owner, sizeof(owner)) || !hubmsg_num(m, 3, &ttl))
-		return;
-	won = lock_take(h, key, owner, c->no, ttl);
+	if (m->nfields < 1)
+		goto out;
+	if (key && owner && hubmsg_num(m, 3, &ttl))
+		won = lock_take(h, key, owner, c->no, ttl);
 	f[0] = m->f[0];
 	f[1] = hubmsg_str(won > 0 ? "1" : "0");
 	send_to(c, HUB_LOCKED, 2, f);
+out:
+	free(key);
+	free(owner);
 }
 
 /* HUB_UNLOCK (key, owner), or with extend HUB_EXTEND (key, owner, ttl_ms). */
 static void unlock_or_extend(struct hub *h, const struct hubmsg *m, bool extend)
 {
-	char key[HUB_KEY_MAX];
-	char owner[HUB_OWNER_MAX];
+	char *key = m->nfields == (extend ? 3u : 2u) ? hubmsg_dup(m, 0) : NULL;
+	char *owner = key ? hubmsg_dup(m, 1) : NULL;
 	struct hub_lock *l;
 	double ttl = 0;
 
-	if (m->nfields != (extend ? 3u : 2u) || !hubmsg_copy(m, 0, key, sizeof(key)) ||
-	    !hubmsg_copy(m, 1, owner, sizeof(owner)) || (extend && !hubmsg_num(m, 2, &ttl)))
-		return;
+	if (!owner || (extend && !hubmsg_num(m, 2, &ttl)))
+		goto out;
 	l = lock_of(h, key);
 	if (!l || strcmp(l->owner, owner))
-		return;
+		goto out;
 	if (extend)
 		l->expires_ms = now_ms() + (uint64_t)(ttl > 1 ? ttl : 1);
 	else
 		lock_drop(h, l);
+out:
+	free(key);
+	free(owner);
+}
+
+/* HUB_PUT (key, value, ttl_ms): stored, and handed to every other worker. */
+static void put(struct hub *h, struct hub_conn *c, const struct hubmsg *m)
+{
+	char *key = m->nfields == 3 ? hubmsg_dup(m, 0) : NULL;
+	double ttl;
+
+	if (key && hubmsg_num(m, 2, &ttl) && store_put(h, key, &m->f[1], ttl) == 0)
+		relay(h, c->no, HUB_MESSAGE, 1, &m->f[1]);
+	free(key);
 }
 
 static bool on_frame(void *arg, const struct hubmsg *m)
 {
 	struct hub_conn *c = arg;
 	struct hub *h = c->h;
-	char key[HUB_KEY_MAX];
-	double ttl;
 
 	switch (m->type) {
 	case HUB_READY:
@@ -387,9 +427,7 @@ static bool on_frame(void *arg, const struct hubmsg *m)
 			h->ops.on_ready(h->arg, c->no);
 		break;
 	case HUB_PUT:
-		if (m->nfields == 3 && hubmsg_copy(m, 0, key, sizeof(key)) &&
-		    hubmsg_num(m, 2, &ttl) && store_put(h, key, &m->f[1], ttl) == 0)
-			relay(h, c->no, HUB_MESSAGE, 1, &m->f[1]);
+		put(h, c, m);
 		break;
 	case HUB_GET:
 		answer_get(h, c, m);

@@ -112,6 +112,20 @@ bool hubmsg_copy(const struct hubmsg *m, size_t i, char *out, size_t cap)
 	return true;
 }
 
+char *hubmsg_dup(const struct hubmsg *m, size_t i)
+{
+	char *s;
+
+	if (i >= m->nfields || memchr(m->f[i].data, '\0', m->f[i].len))
+		return NULL;
+	s = malloc(m->f[i].len + 1);
+	if (s) {
+		memcpy(s, m->f[i].data, m->f[i].len);
+		s[m->f[i].len] = '\0';
+	}
+	return s;
+}
+
 bool hubmsg_u64(const struct hubmsg *m, size_t i, uint64_t *out)
 {
 	char text[24];

@@ -93,4 +93,10 @@ bool hubmsg_num(const struct hubmsg *m, size_t i, double *out);
  */
 bool hubmsg_copy(const struct hubmsg *m, size_t i, char *out, size_t cap);
 
+/*
+ * Field i of m as a new NUL-terminated string, whatever its length (free
+ * it); NULL when absent, holding a NUL byte, or out of memory.
+ */
+char *hubmsg_dup(const struct hubmsg *m, size_t i);
+
 #endif

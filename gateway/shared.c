@@ -180,8 +180,10 @@ static void on_change(void *arg, struct gw_target *t, const struct breaker_chang
 	if (s->closed || !st)
 		return;
 	if (!origin && fleet_msg_of_change(&m, s->cfg->replica, s->instance, t->prov->name,
-					   t->model, &t->br, chg, gw_now_ms(), now_unix_ms()))
+					   t->model, &t->br, chg, gw_now_ms(), now_unix_ms())) {
 		publish(s, st, &m);
+		fleet_msg_free(&m);
+	}
 	if (chg->to != BREAKER_HALF_OPEN)
 		release_lock(st);	/* after the verdict, in the same order */
 	if (chg->to == BREAKER_OPEN)
@@ -225,8 +227,10 @@ void shared_message(struct shared *s, const char *data, size_t len)
 
 	if (s->closed || fleet_msg_decode(data, len, &m))
 		return;
-	if (m.instance == s->instance)
+	if (m.instance == s->instance) {
+		fleet_msg_free(&m);
 		return;		/* our own, back from the channel */
+	}
 	if (strcmp(m.replica, s->cfg->replica) == 0 &&
 	    log_limit_pass(&s->namesake_log, clock_mono_ns(), 60000000000ull, &quiet))
 		log_warn("shared state: another gateway process also calls itself replica %s "
@@ -234,6 +238,7 @@ void shared_message(struct shared *s, const char *data, size_t len)
 			 m.replica, (unsigned long long)quiet);
 	s->c.received++;
 	apply(s, &m, s->via);
+	fleet_msg_free(&m);
 }
 
 /* A target's stored state, read on connecting. */
@@ -253,8 +258,12 @@ static void on_sync(void *arg, bool lost, const char *value, size_t len)
 		apply(s, &stored, "sync");
 	if (fleet_local_newer(&st->t->br, have ? &stored : NULL, gw_now_ms(), now_unix_ms()) &&
 	    fleet_msg_of_state(&mine, s->cfg->replica, s->instance, st->t->prov->name,
-			       st->t->model, &st->t->br, gw_now_ms(), now_unix_ms()))
+			       st->t->model, &st->t->br, gw_now_ms(), now_unix_ms())) {
 		publish(s, st, &mine);
+		fleet_msg_free(&mine);
+	}
+	if (have)
+		fleet_msg_free(&stored);
 	arm(st, -1);
 	if (s->syncing > 0 && --s->syncing == 0)
 		s->synced = true;

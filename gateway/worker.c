@@ -30,6 +30,7 @@
 struct pending {
 	struct list_node link;
 	uint64_t id;
+	uint64_t deadline;		/* the loop's ms: past it, taken as unanswered */
 	shared_value_cb *value_cb;	/* a get's; NULL for a lock */
 	shared_lock_cb *lock_cb;
 	void *arg;
@@ -40,6 +41,7 @@ struct view_wait {
 	struct list_node link;
 	struct worker *w;
 	uint64_t id;
+	uint64_t deadline;		/* the loop's ms: past it, answered alone */
 	struct http_exchange *ex;	/* NULL once the client left */
 	enum worker_view view;
 };
@@ -48,6 +50,7 @@ struct worker {
 	uv_pipe_t pipe;			/* the socket to the hub */
 	uv_timer_t budget;		/* sends the budget's use every WORKER_BUDGET_MS; once
 					 * the hub is lost, tells who waits on it */
+	uv_timer_t waits;		/* the oldest store call's or view's deadline */
 	struct gateway *gw;
 	unsigned no;			/* 1 to n */
 	unsigned n;
@@ -66,6 +69,81 @@ static const char *const view_names[] = { "metrics", "breakers" };
 
 static void fail_pending(struct worker *w);
 static void answer_alone(struct worker *w);
+static void answer_view(struct worker *w, struct view_wait *vw, struct gather_part *parts,
+			size_t n, const char *sup);
+
+/* ---- waits the hub does not answer ---- */
+
+static void on_waits_timer(uv_timer_t *t);
+
+/* The timer at the earliest deadline of a store call or a view (each list oldest first). */
+static void arm_waits(struct worker *w)
+{
+	struct list_node *p = list_first(&w->pending);
+	struct list_node *v = list_first(&w->views);
+	uint64_t now = uv_now(w->gw->loop);
+	uint64_t next = UINT64_MAX;
+
+	if (w->closed)
+		return;
+	if (p)
+		next = list_entry(p, struct pending, link)->deadline;
+	if (v && list_entry(v, struct view_wait, link)->deadline < next)
+		next = list_entry(v, struct view_wait, link)->deadline;
+	if (next == UINT64_MAX)
+		uv_timer_stop(&w->waits);
+	else
+		uv_timer_start(&w->waits, on_waits_timer, next > now ? next - now : 0, 0);
+}
+
+/*
+ * A wait the hub left unanswered (it always answers at once, or within
+ * HUB_GATHER_MS for a view: one that did not is not waited on for good):
+ * a store call counts as nothing stored, a lock as not won — its breaker
+ * tries again, as when another holds the lock; a view is answered with
+ * this worker's alone.
+ */
+static void on_waits_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	uint64_t now = uv_now(w->gw->loop);
+	struct list_node *n;
+
+	while ((n = list_first(&w->pending)) != NULL &&
+	       list_entry(n, struct pending, link)->deadline <= now) {
+		struct pending *p = list_entry(n, struct pending, link);
+
+		list_remove(&w->pending, n);
+		log_warn("worker %u: the hub did not answer a %s within %d ms: taken as %s", w->no,
+			 p->value_cb ? "read of the store" : "probe lock", WORKER_STORE_WAIT_MS,
+			 p->value_cb ? "nothing stored" : "not won");
+		if (!w->store_closed) {
+			if (p->value_cb)
+				p->value_cb(p->arg, false, NULL, 0);
+			else
+				p->lock_cb(p->arg, 0);
+		}
+		free(p);
+	}
+	while ((n = list_first(&w->views)) != NULL &&
+	       list_entry(n, struct view_wait, link)->deadline <= now) {
+		struct view_wait *vw = list_entry(n, struct view_wait, link);
+		struct gather_part parts[1];
+
+		list_remove(&w->views, n);
+		if (vw->ex && !w->closed)
+			answer_view(w, vw, parts, 1, NULL);
+		free(vw);
+	}
+	arm_waits(w);
+}
+
+/* A wait was added (its deadline the latest): the timer runs if it did not. */
+static void wait_added(struct worker *w)
+{
+	if (!uv_is_active((uv_handle_t *)&w->waits))
+		arm_waits(w);
+}
 
 /* After the socket was lost, from the loop: whoever waits on the hub is told. */
 static void on_lost_timer(uv_timer_t *t)
@@ -136,10 +214,12 @@ static struct pending *pending_new(struct worker *w, shared_value_cb *vcb, share
 	if (!p)
 		return NULL;
 	p->id = ++w->next_id;
+	p->deadline = uv_now(w->gw->loop) + WORKER_STORE_WAIT_MS;
 	p->value_cb = vcb;
 	p->lock_cb = lcb;
 	p->arg = arg;
 	list_push_back(&w->pending, &p->link);
+	wait_added(w);
 	return p;
 }
 
@@ -363,7 +443,9 @@ void worker_gather(struct worker *w, struct http_exchange *ex, enum worker_view 
 		free(vw);
 		return;
 	}
+	vw->deadline = uv_now(w->gw->loop) + WORKER_VIEW_WAIT_MS;
 	list_push_back(&w->views, &vw->link);
+	wait_added(w);
 	http_exchange_set_data(ex, vw, on_view_abort, NULL);
 }
 
@@ -699,6 +781,8 @@ struct worker *worker_start(struct gateway *gw, int fd, unsigned no, unsigned n,
 	}
 	uv_timer_init(gw->loop, &w->budget);
 	w->budget.data = w;
+	uv_timer_init(gw->loop, &w->waits);
+	w->waits.data = w;
 	uv_timer_start(&w->budget, on_budget_timer, WORKER_BUDGET_MS, WORKER_BUDGET_MS);
 	w->open = true;
 	return w;
@@ -726,6 +810,7 @@ void worker_close(struct worker *w)
 	}
 	uv_close((uv_handle_t *)&w->pipe, NULL);
 	uv_close((uv_handle_t *)&w->budget, NULL);
+	uv_close((uv_handle_t *)&w->waits, NULL);
 }
 
 void worker_free(struct worker *w)

@@ -25,6 +25,13 @@ struct worker;
 
 /* How often a worker tells the others its budget use (and so their lag). */
 #define WORKER_BUDGET_MS 50
+/*
+ * How long a store call waits for the hub (which answers at once): past
+ * it, a read counts as nothing stored and a lock as not won.
+ */
+#define WORKER_STORE_WAIT_MS 1000
+/* How long a view waits for the hub (which answers within a second): past it, this worker's alone. */
+#define WORKER_VIEW_WAIT_MS 2000
 
 /* A view of the whole gateway (worker_gather). */
 enum worker_view {

@@ -8,7 +8,8 @@
  * throughout — while one is in its restart back-off another serves its
  * socket, so no connection waits and a stop loses none (with every
  * worker down, a stop that drops connections exits 1); a second gateway
- * on the port exits 1; /metrics and /admin/breakers total the requests sent,
+ * on the port exits 1; a target's names past a kilobyte open and close
+ * as any; a worker whose hub stops answering gives up its waits; /metrics and /admin/breakers total the requests sent,
  * whichever worker answers; the health checks run once, not N times; the
  * retry budget is one for the gateway; with shared_state redis the
  * workers share through Redis; a bad --workers and a replica name too
@@ -18,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +30,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "tests/support/gwharness.h"
 #include "tests/support/harness.h"
@@ -145,6 +151,18 @@ static size_t worker_pids(const struct gw_proc *g, pid_t *pids, size_t cap)
 	}
 	closedir(d);
 	return n;
+}
+
+/* A file's text into out (NUL-terminated; "" when it cannot be read). Returns out. */
+static char *slurp_text(const char *path, char *out, size_t len)
+{
+	FILE *fp = fopen(path, "r");
+	size_t n = fp ? fread(out, 1, len - 1, fp) : 0;
+
+	out[n] = '\0';
+	if (fp)
+		fclose(fp);
+	return out;
 }
 
 static bool pid_in(pid_t pid, const pid_t *set, size_t n)
@@ -674,6 +692,182 @@ Test(gateway_workers, a_stop_that_drops_waiting_connections_exits_1, .timeout = 
 	gw_stderr(&gw, err, sizeof(err));
 	cr_assert_eq(rc, 1, "exit %d\n%s", rc, err);
 	cr_assert_not_null(strstr(err, "connection(s) waiting on it are dropped"), "%s", err);
+}
+
+/* Whether every worker's view of breaker (prov, model) in /admin/breakers is state. */
+static bool all_workers(const char *prov, const char *model, const char *state, unsigned n)
+{
+	cJSON *doc = gw_breakers(&gw);
+	const cJSON *br = gw_breaker(doc, prov, model);
+	const cJSON *v;
+	unsigned k = 0;
+	bool all = br != NULL;
+
+	const cJSON *views = br ? cJSON_GetObjectItemCaseSensitive(br, "workers") : NULL;
+
+	cJSON_ArrayForEach(v, views) {
+		all &= strcmp(gw_json_str(v, "state"), state) == 0;
+		k++;
+	}
+	cJSON_Delete(doc);
+	return all && k == n;
+}
+
+/*
+ * A target whose model's name is 1,500 bytes long (its keys in the hub's
+ * store past a kilobyte): three workers; the primary fails for 1.5 s, the
+ * breaker opens in every worker, and once the primary is well again it
+ * closes again in every worker (the probe lock is had and given back)
+ * and the primary answers — not left open for good.
+ */
+Test(gateway_workers, a_long_model_name_opens_and_closes_again, .timeout = 60)
+{
+	static char model[1501];
+	static char tmpl[4096];
+	struct gw_opts o = { .log_level = "info" };
+	double end;
+	int i;
+
+	memset(model, 'm', sizeof(model) - 1);
+	start_mock(5);
+	snprintf(tmpl, sizeof(tmpl),
+		 "{'workers':3,'request_deadline_ms':5000,'providers':{" PROVIDERS "},"
+		 "'models':{'chat':{'targets':[{'provider':'primary','model':'%s'},"
+		 "{'provider':'secondary','model':'mock-small'}],'max_attempts':2}},"
+		 "'breaker':{'consecutive_failures':3,'failure_ratio':0,'cooldown_ms':300,"
+		 "'cooldown_multiplier':1,'cooldown_jitter':0,'half_open_probes':1}}", model);
+	gw_start_template(&gw, tmpl, &mock, &o);
+	primary_fails(1.5);
+	for (i = 0; i < 60 && !all_workers("primary", model, "open", 3); i++)
+		send_ok(1, "during the 503s");
+	cr_assert(all_workers("primary", model, "open", 3), "the breaker did not open in every "
+		  "worker in %d requests", i);
+	for (end = now_ms() + 15000; !all_workers("primary", model, "closed", 3); pause_ms(20)) {
+		cr_assert_lt(now_ms(), end, "the breaker did not close again in every worker");
+		send_ok(1, "after the 503s");
+	}
+	for (i = 0; i < 6; i++) {
+		struct http_result r;
+
+		cr_assert_eq(gw_chat(&gw, "chat", NULL, 5000, &r), 0);
+		gw_expect_answer(&r, "after the close", "primary", 1);
+		http_result_free(&r);
+	}
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 10000), 0);
+}
+
+/* Reads what fd (non-blocking) holds onto in (cap bytes) and sets bit T of *types for each whole frame of type T. */
+static void read_frames(int fd, unsigned char *in, size_t cap, size_t *used, unsigned *types)
+{
+	ssize_t n;
+
+	while (*used < cap && (n = read(fd, in + *used, cap - *used)) > 0)
+		*used += (size_t)n;
+	while (*used >= 5) {
+		size_t len = (size_t)in[0] << 24 | (size_t)in[1] << 16 | (size_t)in[2] << 8 | in[3];
+
+		if (*used < 4 + len)
+			break;
+		*types |= 1u << (in[4] & 31);
+		memmove(in, in + 4 + len, *used - 4 - len);
+		*used -= 4 + len;
+	}
+}
+
+/*
+ * A worker whose supervisor reads its frames but never answers (the test
+ * is its supervisor here): its reads of the shared store are given up
+ * after a second and taken as nothing stored, and a /metrics — which it
+ * gathers through the hub — is answered with its own figures after two
+ * seconds, not left waiting for good. Its hub's socket closed, it drains
+ * and exits 0.
+ */
+Test(gateway_workers, a_worker_does_not_wait_for_good_on_a_silent_hub, .timeout = 30)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t slen = sizeof(sin);
+	static unsigned char in[1 << 16];
+	size_t used = 0;
+	unsigned types = 0;
+	char cfg[128];
+	char errp[256];
+	char prog[256];
+	char url[96];
+	char err[16384];
+	struct http_result r;
+	struct http_opts ho = { .method = "GET", .timeout_ms = 5000 };
+	int sv[2];
+	int lfd;
+	int cfd;
+	int status;
+	double t0;
+	double end;
+	pid_t pid;
+
+	cr_assert_eq(tmpdir_make(cdir, sizeof(cdir), "wksilent"), 0);
+	cr_assert_not_null(write_file(cdir, "gw.json", BASE ",\"workers\":2}", cfg, sizeof(cfg)));
+	snprintf(errp, sizeof(errp), "%s/stderr.log", cdir);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(lfd >= 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(lfd, 16), 0);
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	cfd = open(cfg, O_RDONLY | O_CLOEXEC);
+	cr_assert(cfd >= 0);
+	bin_path("gateway", prog, sizeof(prog));
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		/* Above 5 first, so that no dup2 below overwrites another. */
+		int l = fcntl(lfd, F_DUPFD, 10);
+		int h = fcntl(sv[1], F_DUPFD, 10);
+		int c = fcntl(cfd, F_DUPFD, 10);
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (l < 0 || h < 0 || c < 0 || e < 0 || dup2(l, 3) < 0 || dup2(h, 4) < 0 ||
+		    dup2(c, 5) < 0 || dup2(e, 2) < 0)
+			_exit(127);
+		execl(prog, "gateway", "--config", cfg, "--worker", "1", "--log-level", "info",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(lfd);
+	close(sv[1]);
+	close(cfd);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	/* It says it serves, and reads every target's stored state (one get each). */
+	for (end = now_ms() + 10000; !(types & (1u << 1) && types & (1u << 3)); pause_ms(5)) {
+		read_frames(sv[0], in, sizeof(in), &used, &types);
+		cr_assert_lt(now_ms(), end, "no ready and get frames (types seen %#x)", types);
+	}
+	for (end = now_ms() + 5000;; pause_ms(10)) {
+		read_frames(sv[0], in, sizeof(in), &used, &types);
+		if (strstr(slurp_text(errp, err, sizeof(err)), "the hub did not answer a read of the "
+			   "store within 1000 ms: taken as nothing stored"))
+			break;
+		cr_assert_lt(now_ms(), end, "the store's reads still wait:\n%s", err);
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", ntohs(sin.sin_port));
+	t0 = now_ms();
+	cr_assert_eq(http_do(url, &ho, &r), 0);
+	cr_assert_eq(r.status, 200, "/metrics: %ld (%s)", r.status, r.errbuf);
+	cr_assert(now_ms() - t0 >= 1900 && now_ms() - t0 < 4000, "/metrics took %.0f ms (2 s)",
+		  now_ms() - t0);
+	cr_assert_not_null(strstr(r.body ? r.body : "", "faultline_requests_total"), "%s", r.body);
+	http_result_free(&r);
+	read_frames(sv[0], in, sizeof(in), &used, &types);
+	cr_assert(types & (1u << 7), "no gather frame (types seen %#x)", types);
+	close(sv[0]);
+	for (end = now_ms() + 10000; waitpid(pid, &status, WNOHANG) == 0; pause_ms(10)) {
+		if (now_ms() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			cr_assert_fail("the worker did not exit once its hub closed");
+		}
+	}
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x:\n%s", status,
+		  slurp_text(errp, err, sizeof(err)));
 }
 
 /*

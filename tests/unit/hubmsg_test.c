@@ -39,6 +39,32 @@ Test(hubmsg, a_frame_round_trips, .timeout = 10)
 	buf_free(&b);
 }
 
+/* hubmsg_dup: a field of any length as a string of its own; none with a NUL inside. */
+Test(hubmsg, a_field_of_any_length_is_copied_whole, .timeout = 10)
+{
+	static char key[5000];
+	struct hubmsg_field f[2];
+	struct buf b = { 0 };
+	char small[16];
+	char *copy;
+
+	memset(key, 'k', sizeof(key) - 1);
+	f[0] = hubmsg_str(key);
+	f[1] = (struct hubmsg_field){ "a\0b", 3 };
+	cr_assert_eq(hubmsg_encode(&b, HUB_GET, 2, f), 0);
+	cr_assert_eq(hubmsg_decode(b.data, b.len, &m), (ssize_t)b.len);
+	cr_assert_not(hubmsg_copy(&m, 0, small, sizeof(small)), "it does not fit 16 bytes");
+	copy = hubmsg_dup(&m, 0);
+	cr_assert_not_null(copy);
+	cr_assert_str_eq(copy, key);
+	free(copy);
+	cr_assert_null(hubmsg_dup(&m, 1), "a NUL inside is no string");
+	cr_assert_null(hubmsg_dup(&m, 2), "no field 2");
+	cr_assert_str_eq(hubmsg_type_name(HUB_ADOPT), "adopt");
+	cr_assert_str_eq(hubmsg_type_name(HUB_RELEASE), "release");
+	buf_free(&b);
+}
+
 Test(hubmsg, frames_split_and_back_to_back, .timeout = 10)
 {
 	struct hubmsg_field one = hubmsg_str("1");
