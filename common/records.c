@@ -99,6 +99,7 @@ const char *const event_keys[EVENT_NKEYS] = {
 	[EVENT_PEER] = "peer",
 	[EVENT_VIA] = "via",
 	[EVENT_WORKER] = "worker",
+	[EVENT_PEER_WORKER] = "peer_worker",
 };
 
 static const char *const event_state_names[EVENT_NSTATES] = {
@@ -330,6 +331,10 @@ int event_line(struct buf *line, double t_unix_ms, const char *provider, const c
 	if (src && src->worker) {
 		rc |= event_key(line, EVENT_WORKER);
 		rc |= buf_printf(line, "%u", src->worker);
+	}
+	if (src && src->peer && src->peer_worker) {
+		rc |= event_key(line, EVENT_PEER_WORKER);
+		rc |= buf_printf(line, "%u", src->peer_worker);
 	}
 	rc |= buf_puts(line, "}\n");
 	return rc ? -ENOMEM : 0;

@@ -254,6 +254,8 @@ enum event_key {
 	EVENT_VIA,		/* string, remote only: "pubsub", "hub" or "sync" */
 	/* Written only by a gateway of several workers (workers: N): */
 	EVENT_WORKER,		/* number: the worker (1 to N) that wrote the line */
+	EVENT_PEER_WORKER,	/* number, remote only: the worker of the same gateway whose
+				 * change it follows (that worker wrote the change's own line) */
 	EVENT_NKEYS
 };
 
@@ -270,6 +272,7 @@ struct event_source {
 	const char *peer;	/* NULL: the replica's own change */
 	const char *via;	/* with peer: "pubsub", "hub" or "sync" */
 	unsigned worker;	/* the worker that wrote it, 1 to N; 0: not one of several */
+	unsigned peer_worker;	/* with peer: the worker of this gateway that peer is; 0: none */
 };
 
 /*
@@ -277,8 +280,8 @@ struct event_source {
  * provider/model (model may be NULL) went from → to for reason (may be
  * NULL) at t_unix_ms (written to the microsecond); src (NULL: not shared)
  * adds replica, origin and, for a remote change, peer and via, and worker
- * when it is one of several. Returns 0
- * or -ENOMEM.
+ * when it is one of several (and peer_worker when peer is another worker
+ * of the same gateway). Returns 0 or -ENOMEM.
  */
 struct buf;
 int event_line(struct buf *line, double t_unix_ms, const char *provider, const char *model,

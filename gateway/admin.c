@@ -215,6 +215,13 @@ static int breakers(struct buf *b, const struct gateway *gw)
 	rc |= family(b, "faultline_breaker_transitions_total", "counter",
 		     "Circuit breaker state changes.");
 	for (i = 0; i < r->ntargets; i++) {
+		/*
+		 * A worker counts its own changes alone: every other worker
+		 * applies each one too, and the gateway's sum counts it once.
+		 */
+		const uint64_t (*tr)[3] = gw->worker_no ? r->targets[i].own_transitions
+							: r->targets[i].transitions;
+
 		for (from = 0; from < 3; from++) {
 			for (to = 0; to < 3; to++) {
 				if (from == to)
@@ -224,7 +231,7 @@ static int breakers(struct buf *b, const struct gateway *gw)
 				rc |= buf_printf(b, ",from=\"%s\",to=\"%s\"} %llu\n",
 						 breaker_state_name((enum breaker_state)from),
 						 breaker_state_name((enum breaker_state)to),
-						 (unsigned long long)r->targets[i].transitions[from][to]);
+						 (unsigned long long)tr[from][to]);
 			}
 		}
 	}

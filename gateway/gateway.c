@@ -92,15 +92,40 @@ static void events_fail(struct gateway *gw, int err)
 }
 
 /*
+ * The worker of this gateway that peer — a remote change's replica — is:
+ * J when peer is REPLICA.wJ and this worker REPLICA.wK (main.c names
+ * them); 0 when peer is another gateway, or this is not one of several
+ * workers.
+ */
+static unsigned sibling_of(const struct gateway *gw, const char *peer)
+{
+	const char *self = gw->cfg->shared.replica;
+	const char *dot = strrchr(self, '.');
+	unsigned long j;
+	size_t base;
+	char *end;
+
+	if (!gw->worker_no || !peer || !dot || dot[1] != 'w')
+		return 0;
+	base = (size_t)(dot - self) + 2;	/* "REPLICA.w" */
+	if (strncmp(peer, self, base) || peer[base] < '1' || peer[base] > '9')
+		return 0;
+	j = strtoul(peer + base, &end, 10);
+	return *end == '\0' && j <= gw->cfg->workers ? (unsigned)j : 0;
+}
+
+/*
  * The router's listener: writes one breaker state change, as a log line
- * and an events line in the format common/records.h defines.
+ * and an events line in the format common/records.h defines (a change
+ * another worker of this gateway made names it: peer_worker).
  */
 static void on_breaker_change(void *arg, struct gw_target *t, const struct breaker_change *chg,
 			       const struct change_origin *origin)
 {
 	struct gateway *gw = arg;
 	struct event_source src = { gw->cfg->shared.replica, origin ? origin->peer : NULL,
-				    origin ? origin->via : NULL, gw->worker_no };
+				    origin ? origin->via : NULL, gw->worker_no,
+				    sibling_of(gw, origin ? origin->peer : NULL) };
 	struct buf line = { 0 };
 	int rc = 0;
 
@@ -125,7 +150,7 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 void gateway_event_contract(struct gateway *gw, const char *provider, const char *model,
 			    const char *request_id, const char *why)
 {
-	struct event_source src = { gw->cfg->shared.replica, NULL, NULL, gw->worker_no };
+	struct event_source src = { gw->cfg->shared.replica, NULL, NULL, gw->worker_no, 0 };
 	struct buf line = { 0 };
 
 	if (!gw->events)

@@ -87,6 +87,8 @@ void router_breaker_changed_from(struct router *r, struct gw_target *t,
 	if (!chg->changed)
 		return;
 	t->transitions[chg->from][chg->to]++;
+	if (!origin)
+		t->own_transitions[chg->from][chg->to]++;
 	r->breaker_gen++;
 	for (n = list_first(&r->listeners); n; n = list_next(&r->listeners, n)) {
 		struct router_listener *l = list_entry(n, struct router_listener, link);

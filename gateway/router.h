@@ -25,7 +25,8 @@ struct gw_target {
 	size_t provider;		/* index of prov in the config */
 	const char *model;		/* upstream model name (the config's) */
 	struct breaker br;
-	uint64_t transitions[3][3];	/* [from][to] state changes */
+	uint64_t transitions[3][3];	/* [from][to] state changes, another's applied too */
+	uint64_t own_transitions[3][3];	/* of which this process's own (no origin) */
 	struct lat_ring lat;		/* recent successes' latencies, for adaptive hedging */
 	bool failed_slow;		/* its last failure ran out of time (a timeout, a hang) */
 };

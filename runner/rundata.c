@@ -774,6 +774,9 @@ static int line_parse(struct event_sink *k, const char *text, unsigned replica, 
 		rc = violation_parse(v, o, k->j, path, line, err);
 	} else if (cJSON_IsString(kind)) {
 		d->other_lines++;	/* a kind of line the figures do not read */
+	} else if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o,
+							event_keys[EVENT_PEER_WORKER]))) {
+		d->worker_echoes++;	/* another worker's change, whose own line counts it */
 	} else {
 		struct run_event *e;
 

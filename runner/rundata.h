@@ -167,6 +167,8 @@ struct rundata {
 	struct run_violation *violations;	/* contract_violation lines, sorted by t_ms */
 	size_t nviolations;
 	size_t other_lines;	/* event lines of another "event" kind: skipped */
+	size_t worker_echoes;	/* a workers gateway's lines following another worker's change
+				 * ("peer_worker"): skipped, so that a change counts once */
 	char **mock_files;	/* names, sorted */
 	char **mock_providers;	/* the NAME of each */
 	size_t nmock;

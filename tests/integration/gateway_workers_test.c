@@ -360,6 +360,44 @@ Test(gateway_workers, an_open_reaches_every_worker_within_50_ms, .timeout = 60)
 }
 
 /*
+ * One open of the gateway's breaker, made by one worker of three and
+ * followed by the other two, is one transition: /metrics counts
+ * closed -> open once (each worker counts the changes it made, not those
+ * it applied from another), and the events file's two remote lines name
+ * the worker they follow ("peer_worker"), which is how a reader of the
+ * file — the runner — tells them from a change of the gateway's own.
+ */
+Test(gateway_workers, one_open_of_the_gateway_counts_once, .timeout = 60)
+{
+	const cJSON *local;
+	const cJSON *e;
+	const char *text;
+	int i;
+
+	start_mock(20);
+	start_workers(3, PROVIDERS);
+	primary_fails(60);
+	for (i = 0; i < 40 && count_events("open", "local") == 0; i++)
+		send_ok(1, "during the 503s");
+	cr_assert_eq(count_events("open", "local"), 1);
+	local = cJSON_GetArrayItem(gw_held_doc(&held, events_to("open", "local")), 0);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(local, "peer_worker"));
+	cJSON_ArrayForEach(e, await_events("open", "remote", 2, 1000))
+		cr_assert_eq(gw_json_num(e, "peer_worker"), gw_json_num(local, "worker"),
+			     "a remote line of worker %g does not name the worker it follows",
+			     gw_json_num(e, "worker"));
+	cr_assert_eq(count_events("open", "remote"), 2);
+	for (i = 0; i < 6; i++) {
+		text = gw_metrics_held(&gw, &held);
+		cr_assert_eq(gw_metric(text, "faultline_breaker_transitions_total",
+				       "provider=primary,model=mock-small,from=closed,to=open"), 1,
+			     "ask %d:\n%s", i, text);
+		cr_assert_eq(gw_metric_sum(text, "faultline_breaker_transitions_total",
+					   "provider=primary", NULL), 1, "%s", text);
+	}
+}
+
+/*
  * Two workers with 24 requests in flight (each held 1.5 s by the primary,
  * on connections of their own, so both workers have some): SIGTERM to the
  * gateway answers every one of them 200 in full, both workers say they

@@ -431,6 +431,48 @@ Test(stats, time_to_close_after_the_first_close_in_the_range)
 	cJSON_Delete(s);
 }
 
+/*
+ * A gateway of three workers writes each change of its breakers three
+ * times: the line of the worker that made it and, from the two others
+ * that followed it, a remote line naming that worker (peer_worker). The
+ * figures count the change once; a remote line from another gateway (no
+ * peer_worker) is a change of this one and counts.
+ */
+Test(stats, a_workers_gateway_change_counts_once)
+{
+	static const struct stats_phase ph[] = { { "fault", 1000, 3000 }, { "after", 3000, 6000 } };
+	char events[2048];
+	cJSON *s;
+
+	write_requests(NULL, 0);
+	snprintf(events, sizeof(events),
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"model\":\"m\",\"from\":\"closed\","
+		 "\"to\":\"open\",\"reason\":\"3 consecutive failures\",\"replica\":\"gateway.w2\","
+		 "\"origin\":\"local\",\"worker\":2}\n"
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"model\":\"m\",\"from\":\"closed\","
+		 "\"to\":\"open\",\"reason\":\"gateway.w2: 3 consecutive failures\",\"replica\":"
+		 "\"gateway.w1\",\"origin\":\"remote\",\"peer\":\"gateway.w2\",\"via\":\"hub\","
+		 "\"worker\":1,\"peer_worker\":2}\n"
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"model\":\"m\",\"from\":\"closed\","
+		 "\"to\":\"open\",\"reason\":\"gateway.w2: 3 consecutive failures\",\"replica\":"
+		 "\"gateway.w3\",\"origin\":\"remote\",\"peer\":\"gateway.w2\",\"via\":\"hub\","
+		 "\"worker\":3,\"peer_worker\":2}\n"
+		 "{\"t_unix_ms\":%lld,\"provider\":\"primary\",\"model\":\"m\",\"from\":\"open\","
+		 "\"to\":\"closed\",\"reason\":\"r2: 1 probe succeeded\",\"replica\":\"gateway.w1\","
+		 "\"origin\":\"remote\",\"peer\":\"r2\",\"via\":\"pubsub\",\"worker\":1}\n",
+		 T0 + 1200, T0 + 1201, T0 + 1202, T0 + 3500);
+	write_file("events.jsonl", events);
+	s = compute(ph, 2, 6000, 1000);
+	expect_num(s, "phases.fault.opens", 1);
+	expect_num(s, "phases.fault.transitions", 1);
+	expect_num(s, "phases.fault.time_to_open_ms", 200);
+	expect_num(s, "phases.after.transitions", 1);
+	expect_num(s, "totals.opens", 1);
+	expect_num(s, "totals.transitions", 2);
+	cr_assert_eq(cJSON_GetArraySize(jget(s, "breaker_transitions")), 2);
+	cJSON_Delete(s);
+}
+
 Test(stats, exposed_requests_reached_the_primary_before_the_breaker_opened)
 {
 	static const struct stats_phase ph[] = { { "before", 0, 1000 }, { "fault", 1000, 3000 } };
