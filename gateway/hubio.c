@@ -142,6 +142,7 @@ int hubio_read(struct buf *in, size_t nread, bool (*on_frame)(void *arg, const s
 	}
 	if (got < 0)
 		return -EBADMSG;
-	buf_consume(in, used);
+	if (used)	/* not while a long frame comes in piece by piece: no memmove per read */
+		buf_consume(in, used);
 	return 0;
 }
