@@ -1107,6 +1107,7 @@ Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout =
 	char err[4096];
 	const char *cfg = BASE "}";
 	const char *with = BASE ",\"workers\":65}";
+	char want[512];
 	int rc;
 
 	rc = gw_run(cfg, (const char *const[]){ "--workers", "0", NULL }, NULL, path,
@@ -1116,7 +1117,9 @@ Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout =
 			   err);
 	rc = gw_run(with, NULL, NULL, path, sizeof(path), err, sizeof(err), 10000);
 	cr_assert_eq(rc, 2, "workers 65: %d\n%s", rc, err);
-	cr_assert_not_null(strstr(err, "workers"), "%s", err);
+	snprintf(want, sizeof(want), "gateway: %s: workers: expected a whole number from 1 to 64, "
+		 "got 65\n", path);
+	cr_assert_str_eq(err, want);
 	rc = gw_run(cfg, (const char *const[]){ "--workers", "12", "--replica",
 					       "a-name-of-sixty-one-bytes-that-fits-63-alone-"
 					       "but-not-with-w12", NULL },
