@@ -857,6 +857,34 @@ int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, c
 	return rc;
 }
 
+int gw_config_load_fd(int fd, const char *name, bool allow_remote, struct gw_config *cfg,
+		      char *err)
+{
+	char proc[32];
+	size_t plen;
+	cJSON *root;
+	int rc;
+
+	/* Opened again through /proc: its own offset, from the start. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	plen = strlen(proc);
+	memset(cfg, 0, sizeof(*cfg));
+	root = json_load_file(proc, err, CFG_ERR_LEN);
+	if (!root) {
+		/* "/proc/self/fd/N: …" (json_load_file's form) as "NAME: …". */
+		if (strncmp(err, proc, plen) == 0) {
+			char rest[CFG_ERR_LEN];
+
+			snprintf(rest, sizeof(rest), "%s", err + plen);
+			snprintf(err, CFG_ERR_LEN, "%s%s", name, rest);
+		}
+		return -EINVAL;
+	}
+	rc = gw_config_from_json(root, name, allow_remote, cfg, err);
+	cJSON_Delete(root);
+	return rc;
+}
+
 void gw_config_free(struct gw_config *cfg)
 {
 	size_t i;

@@ -232,6 +232,14 @@ int gw_config_read_json(const cJSON *root, const char *file, struct gw_config *c
 int gw_config_load(const char *path, bool allow_remote, struct gw_config *cfg, char *err);
 
 /*
+ * gw_config_load on the bytes of fd (a file — an anonymous copy of one —
+ * read from its start; fd stays open), its messages naming the file
+ * name, as if it had been read from there.
+ */
+int gw_config_load_fd(int fd, const char *name, bool allow_remote, struct gw_config *cfg,
+		      char *err);
+
+/*
  * Checks that the gateway may serve on addr, the config's listen or (when
  * flag is not NULL) the flag's value: an address that is not loopback
  * needs allow_remote and client keys (auth.keys_env), else anyone who can

@@ -21,7 +21,6 @@
 #include "gateway/gateway.h"
 #include "gateway/supervisor.h"
 #include "gateway/worker.h"
-#include "common/json.h"
 #include "common/log.h"
 #include "common/opt.h"
 #include "common/waketick.h"
@@ -250,28 +249,6 @@ static void check_fd_limit(const struct gw_config *cfg, bool warn)
 		 cfg->max_connections, need, FD_RESERVE);
 }
 
-/*
- * A worker's config: the bytes the supervisor read at its start (fd
- * SUPERVISOR_FD_CONFIG), so that a worker started again later runs the
- * same config; messages still name the file. Returns 0 or -EINVAL.
- */
-static int load_worker_config(const struct args *a, struct gw_config *cfg, char *err)
-{
-	char path[32];
-	cJSON *root;
-	int rc;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", SUPERVISOR_FD_CONFIG);
-	memset(cfg, 0, sizeof(*cfg));
-	root = json_load_file(path, err, CFG_ERR_LEN);
-	close(SUPERVISOR_FD_CONFIG);
-	if (!root)
-		return -EINVAL;
-	rc = gw_config_from_json(root, a->config, a->allow_remote, cfg, err);
-	cJSON_Delete(root);
-	return rc;
-}
-
 /* A worker's name in the shared state and the events: REPLICA.wK. */
 static int name_worker(struct gw_config *cfg, unsigned k, char *err)
 {
@@ -291,6 +268,7 @@ int main(int argc, char **argv)
 	struct gateway_worker wk = { 0 };
 	char err[CFG_ERR_LEN];
 	char text[64];
+	int config_fd;
 	int exit_code = 0;
 	int rc;
 
@@ -302,8 +280,20 @@ int main(int argc, char **argv)
 		snprintf(logname, sizeof(logname), "gateway[w%u]", a.worker);
 		log_init(logname, a.level);
 	}
-	rc = a.worker ? load_worker_config(&a, &cfg, err)
-		      : gw_config_load(a.config, a.allow_remote, &cfg, err);
+	/*
+	 * The file is read once, into a copy: the config is loaded from it, and
+	 * a workers gateway's workers load the same bytes (a worker: the
+	 * supervisor's copy, fd SUPERVISOR_FD_CONFIG), whatever the file
+	 * holds by then.
+	 */
+	config_fd = a.worker ? SUPERVISOR_FD_CONFIG : supervisor_config_copy(a.config, err);
+	rc = config_fd < 0 ? -EINVAL
+			   : gw_config_load_fd(config_fd, a.config, a.allow_remote, &cfg, err);
+	if (a.worker || rc || a.check_only || (a.workers ? a.workers : cfg.workers) < 2) {
+		if (config_fd >= 0)
+			close(config_fd);
+		config_fd = -1;
+	}
 	if (rc) {
 		fprintf(stderr, "gateway: %s\n", err);
 		return 2;
@@ -341,7 +331,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN);	/* a file past RLIMIT_FSIZE: an error to report, not a death */
 	if (!a.worker && cfg.workers > 1) {
-		struct supervisor_args sa = { a.config, &cfg, &addr, cfg.workers, argc, argv };
+		struct supervisor_args sa = { a.config, config_fd, &cfg, &addr, cfg.workers, argc,
+					      argv };
 
 		exit_code = supervisor_run(&sa);
 		gw_config_free(&cfg);

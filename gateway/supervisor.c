@@ -179,39 +179,38 @@ static void close_sockets(struct sup *s)
 	}
 }
 
-/*
- * The config file's bytes in an anonymous file, so that every worker —
- * one started again an hour later too — reads the config the gateway
- * started with. Returns its descriptor or -errno.
- */
-static int config_copy(const char *path)
+int supervisor_config_copy(const char *path, char *err)
 {
 	char chunk[65536];
 	int in = open(path, O_RDONLY | O_CLOEXEC);
 	int out;
 	ssize_t n;
-	int rc = 0;
 
-	if (in < 0)
-		return -errno;
+	if (in < 0) {
+		snprintf(err, CFG_ERR_LEN, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
 	out = memfd_create("gateway-config", MFD_CLOEXEC);
 	if (out < 0) {
-		rc = -errno;
+		snprintf(err, CFG_ERR_LEN, "%s: cannot keep a copy of it: %s", path,
+			 strerror(errno));
 		close(in);
-		return rc;
+		return -1;
 	}
 	while ((n = read(in, chunk, sizeof(chunk))) > 0) {
 		if (write(out, chunk, (size_t)n) != n) {
-			rc = -EIO;
+			snprintf(err, CFG_ERR_LEN, "%s: cannot keep a copy of it: %s", path,
+				 strerror(errno ? errno : EIO));
+			n = -2;
 			break;
 		}
 	}
-	if (n < 0)
-		rc = -errno;
+	if (n == -1)
+		snprintf(err, CFG_ERR_LEN, "%s: read error: %s", path, strerror(errno));
 	close(in);
-	if (rc) {
+	if (n < 0) {
 		close(out);
-		return rc;
+		return -1;
 	}
 	return out;
 }
@@ -572,7 +571,7 @@ int supervisor_run(const struct supervisor_args *a)
 
 	s.a = a;
 	s.n = a->workers;
-	s.config_fd = -1;
+	s.config_fd = a->config_fd;	/* the supervisor's from here on */
 	s.slots = calloc(s.n, sizeof(*s.slots));
 	s.wargv = calloc((size_t)a->argc + 3, sizeof(*s.wargv));
 	if (!s.slots || !s.wargv) {
@@ -602,13 +601,7 @@ int supervisor_run(const struct supervisor_args *a)
 		free_sup(&s);
 		return 1;
 	}
-	s.config_fd = config_copy(a->config_path);
-	if (s.config_fd < 0) {
-		fprintf(stderr, "gateway: cannot keep a copy of %s for the workers: %s\n",
-			a->config_path, strerror(-s.config_fd));
-		free_sup(&s);
-		return 1;
-	}
+	s.config_fd = a->config_fd;
 	s.loop = uv_default_loop();
 	if (hub_init(&s.hub, s.loop, s.n, &ops, &s)) {
 		fprintf(stderr, "gateway: out of memory\n");

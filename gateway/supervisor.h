@@ -29,6 +29,8 @@
 
 struct supervisor_args {
 	const char *config_path;		/* --config, as given */
+	int config_fd;				/* its bytes (supervisor_config_copy), which cfg
+						 * was loaded from; the supervisor's to close */
 	const struct gw_config *cfg;		/* loaded and checked */
 	const struct sockaddr_storage *addr;	/* where to serve */
 	unsigned workers;			/* N > 1 */
@@ -47,6 +49,15 @@ struct supervisor_args {
  * are to be checked first (supervisor_check_names).
  */
 int supervisor_run(const struct supervisor_args *a);
+
+/*
+ * The config file's bytes at path in an anonymous file (memfd), read
+ * once: the gateway loads its config from it, and every worker — one
+ * started again an hour later too — reads the same bytes, those that were
+ * checked. Returns its descriptor, or -1 with "PATH: cannot open: …" (or
+ * the like) in err (CFG_ERR_LEN bytes).
+ */
+int supervisor_config_copy(const char *path, char *err);
 
 /*
  * Whether replica leaves room for the names of workers workers, NAME.wK

@@ -33,6 +33,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "tests/support/gwharness.h"
@@ -1099,6 +1100,56 @@ Test(gateway_workers, with_redis_the_workers_share_through_it, .timeout = 60)
 	text = gw_metrics_held(&gw, &held);
 	cr_assert_eq(gw_metric_sum(text, "faultline_worker_up", "", NULL), 2, "%s", text);
 	cr_assert_eq(gw_metric(text, "faultline_shared_applied_total", ""), 1, "%s", text);
+}
+
+/* Writes the text to a FIFO once a reader opens it, then closes it: a file that reads once. */
+struct fifo_writer {
+	pthread_t thread;
+	char path[256];
+	const char *text;
+	int written;
+};
+
+static void *write_fifo(void *arg)
+{
+	struct fifo_writer *f = arg;
+	int fd = open(f->path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	f->written = (int)write(fd, f->text, strlen(f->text));
+	close(fd);
+	return NULL;
+}
+
+/*
+ * The config file is read once — checked, then the same bytes handed to
+ * the workers — not read again for them: a config that can be read only
+ * once (a FIFO) starts a workers gateway that answers.
+ */
+Test(gateway_workers, the_config_file_is_read_once, .timeout = 60)
+{
+	static char tmpl[2048];
+	static char cfg[4096];
+	static struct fifo_writer fw;
+	struct gw_opts o = { .log_level = "info" };
+
+	start_mock(5);
+	snprintf(tmpl, sizeof(tmpl),
+		 "{'workers':2,'request_deadline_ms':5000,'providers':{" PROVIDERS "},"
+		 "'models':{'chat':{" CHAIN ",'max_attempts':2}}}");
+	cr_assert_not_null(gw_template(cfg, sizeof(cfg), tmpl, &mock));
+	cr_assert_eq(tmpdir_make(cdir, sizeof(cdir), "wkfifo"), 0);
+	snprintf(fw.path, sizeof(fw.path), "%s/gateway.json", cdir);
+	cr_assert_eq(mkfifo(fw.path, 0600), 0);
+	fw.text = cfg;
+	cr_assert_eq(pthread_create(&fw.thread, NULL, write_fifo, &fw), 0);
+	o.args = (const char *const[]){ "--config", fw.path, NULL };
+	gw_start_template(&gw, "{}", &mock, &o);
+	pthread_join(fw.thread, NULL);
+	cr_assert_eq(fw.written, (int)strlen(cfg));
+	send_ok(8, "a gateway whose config was a FIFO");
+	cr_assert_eq(gw_stop(&gw, SIGTERM, 10000), 0);
 }
 
 Test(gateway_workers, bad_workers_and_a_replica_name_too_long_exit_2, .timeout = 30)
