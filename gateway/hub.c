@@ -27,6 +27,7 @@ struct hub_conn {
 	unsigned no;
 	struct buf in;
 	bool open;
+	bool stuck;			/* said to be not reading (on_stuck ran) */
 };
 
 /* A stored value. */
@@ -64,6 +65,18 @@ static uint64_t now_ms(void)
 	return clock_mono_ns() / 1000000u;
 }
 
+/* c's worker has left HUBIO_QUEUE_MAX unread: its owner is told, once (the supervisor stops it). */
+static void stuck(struct hub_conn *c)
+{
+	if (c->stuck)
+		return;
+	c->stuck = true;
+	log_error("hub: worker %u has not read the last %u MiB sent to it", c->no,
+		  HUBIO_QUEUE_MAX >> 20);
+	if (c->h->ops.on_stuck)
+		c->h->ops.on_stuck(c->h->arg, c->no);
+}
+
 static int send_to(struct hub_conn *c, enum hubmsg_type type, size_t n,
 		   const struct hubmsg_field *f)
 {
@@ -72,7 +85,9 @@ static int send_to(struct hub_conn *c, enum hubmsg_type type, size_t n,
 	if (!c || !c->open)
 		return -ENOTCONN;
 	rc = hubio_send((uv_stream_t *)&c->pipe, type, n, f);
-	if (rc)
+	if (rc == -ENOBUFS)
+		stuck(c);
+	else if (rc)
 		log_warn("hub: cannot write to worker %u: %s", c->no, uv_strerror(rc));
 	return rc;
 }
@@ -600,7 +615,9 @@ int hub_adopt(struct hub *h, unsigned host, unsigned no, int fd)
 	snprintf(text, sizeof(text), "%u", no);
 	f[0] = hubmsg_str(text);
 	rc = hubio_send_fd((uv_stream_t *)&c->pipe, HUB_ADOPT, 1, f, fd);
-	if (rc)
+	if (rc == -ENOBUFS)
+		stuck(c);
+	else if (rc)
 		log_warn("hub: cannot hand worker %u's socket to worker %u: %s", no, host,
 			 uv_strerror(rc));
 	return rc;

@@ -29,6 +29,8 @@ struct hub_conn;
 /* What the hub tells its owner. */
 struct hub_ops {
 	void (*on_ready)(void *arg, unsigned no);	/* worker no is serving */
+	void (*on_stuck)(void *arg, unsigned no);	/* worker no does not read its socket:
+							 * HUBIO_QUEUE_MAX wait for it */
 };
 
 struct hub {

@@ -68,8 +68,13 @@ static int send_with(uv_stream_t *s, enum hubmsg_type type, size_t n,
 	struct write_req *r = NULL;
 	uv_buf_t ub;
 	size_t done = 0;
-	int rc = hubmsg_encode(&b, type, n, f);
+	int rc;
 
+	if (uv_stream_get_write_queue_size(s) >= HUBIO_QUEUE_MAX) {
+		rc = -ENOBUFS;
+		goto out;
+	}
+	rc = hubmsg_encode(&b, type, n, f);
 	if (rc)
 		goto out;
 	ub = uv_buf_init(b.data, (unsigned)b.len);

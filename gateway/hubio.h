@@ -17,10 +17,19 @@
 #include "gateway/hubmsg.h"
 
 /*
+ * How much may wait in user space for a peer to read: past it a send is
+ * refused (-ENOBUFS), so that a peer that stopped reading (a stopped or
+ * wedged process) does not grow the sender's memory without bound. A
+ * single frame is always taken while the queue is under it.
+ */
+#define HUBIO_QUEUE_MAX (16u << 20)
+
+/*
  * Sends one frame on s. Returns 0, or a negative errno / libuv error code
  * when it could not be written or queued (the link is then to be taken
- * as lost). A queued write that fails later is not reported: the read
- * side sees the socket end.
+ * as lost): -ENOBUFS when HUBIO_QUEUE_MAX bytes already wait to be read.
+ * A queued write that fails later is not reported: the read side sees
+ * the socket end.
  */
 int hubio_send(uv_stream_t *s, enum hubmsg_type type, size_t n, const struct hubmsg_field *f);
 

@@ -519,6 +519,23 @@ static void on_ready(void *arg, unsigned no)
 		 s->a->cfg->auth.nkeys ? "client keys required" : "no client keys");
 }
 
+/*
+ * Worker no has not read what the hub sent it for HUBIO_QUEUE_MAX (stopped
+ * by SIGSTOP, wedged): it is killed, and started again as any that died,
+ * rather than left to grow the supervisor's memory.
+ */
+static void on_stuck(void *arg, unsigned no)
+{
+	struct sup *s = arg;
+	struct slot *sl = &s->slots[no - 1];
+
+	if (!sl->child)
+		return;
+	log_error("worker %u (pid %d) does not read its socket: stopping it (SIGKILL)", no,
+		  sl->child->proc.pid);
+	uv_process_kill(&sl->child->proc, SIGKILL);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
 	struct sup *s = h->data;
@@ -563,7 +580,7 @@ static void free_sup(struct sup *s)
 
 int supervisor_run(const struct supervisor_args *a)
 {
-	static const struct hub_ops ops = { on_ready };
+	static const struct hub_ops ops = { on_ready, on_stuck };
 	struct sup s = { 0 };
 	size_t exe_len = sizeof(s.exe);
 	unsigned i;

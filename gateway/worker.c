@@ -185,7 +185,15 @@ static int send_frame(struct worker *w, enum hubmsg_type type, size_t n,
 		return -ENOTCONN;
 	rc = hubio_send((uv_stream_t *)&w->pipe, type, n, f);
 	if (rc) {
-		hub_lost(w, rc == -ENOMEM ? "out of memory" : uv_strerror(rc));
+		char why[96];
+
+		if (rc == -ENOBUFS)
+			snprintf(why, sizeof(why), "it has not read the last %u MiB sent to it",
+				 HUBIO_QUEUE_MAX >> 20);
+		else
+			snprintf(why, sizeof(why), "%s",
+				 rc == -ENOMEM ? "out of memory" : uv_strerror(rc));
+		hub_lost(w, why);
 		return -ENOTCONN;
 	}
 	return 0;
