@@ -35,6 +35,7 @@ struct family {
 	char *help;		/* the "# HELP" line, newline included; NULL: none */
 	char *type;		/* the "# TYPE" line */
 	enum merge merge;
+	bool counter;		/* a counter or histogram: only grows (gather_counters keeps it) */
 	struct series *s;
 	size_t ns;
 	size_t cap;
@@ -206,8 +207,13 @@ static int read_part(struct families *fs, const char *text)
 				*slot = dup_n(line, (size_t)(next - line));
 				if (!*slot)
 					return -ENOMEM;
-				if (line[2] == 'T')
-					f->merge = merge_of(f, type_of(name + nlen, end, type));
+				if (line[2] == 'T') {
+					type_of(name + nlen, end, type);
+					f->merge = merge_of(f, type);
+					f->counter = strcmp(type, "counter") == 0 ||
+						     strcmp(type, "histogram") == 0 ||
+						     strcmp(type, "summary") == 0;
+				}
 			}
 			if (line[2] == 'T')
 				cur = f;
@@ -277,7 +283,9 @@ static void families_free(struct families *fs)
 	free(fs->f);
 }
 
-int gather_metrics(struct buf *out, const struct gather_part *parts, size_t n, const char *sup)
+/* parts[0..n) read and summed into out: every family, or with counters_only its counters'. */
+static int sum_parts(struct buf *out, const struct gather_part *parts, size_t n,
+		     bool counters_only)
 {
 	struct families fs = { 0 };
 	size_t i;
@@ -291,6 +299,8 @@ int gather_metrics(struct buf *out, const struct gather_part *parts, size_t n, c
 	for (i = 0; i < fs.n && !rc; i++) {
 		const struct family *f = &fs.f[i];
 
+		if (counters_only && !f->counter)
+			continue;
 		if (f->help)
 			rc |= buf_puts(out, f->help);
 		if (f->type)
@@ -302,18 +312,45 @@ int gather_metrics(struct buf *out, const struct gather_part *parts, size_t n, c
 			rc |= buf_puts(out, "\n");
 		}
 	}
+	families_free(&fs);
+	return rc;
+}
+
+int gather_metrics(struct buf *out, const struct gather_part *parts, size_t n, const char *sup)
+{
+	size_t i;
+	size_t j;
+	int rc = sum_parts(out, parts, n, false);
+
 	rc |= buf_puts(out, "# HELP faultline_worker_requests_total Chat completion requests "
 			    "answered, by the worker that answered them.\n"
 			    "# TYPE faultline_worker_requests_total counter\n");
-	for (i = 0; i < n; i++) {
-		if (parts[i].text)
+	/* One line per worker: the parts of one worker (its earlier lives') summed. */
+	for (i = 0; i < n && !rc; i++) {
+		double sum = 0;
+		bool any = false;
+		bool seen = false;
+
+		for (j = 0; j < i && !seen; j++)
+			seen = parts[j].worker == parts[i].worker;
+		for (j = i; j < n && !seen; j++) {
+			if (parts[j].worker == parts[i].worker && parts[j].text) {
+				sum += requests_of(parts[j].text);
+				any = true;
+			}
+		}
+		if (any)
 			rc |= buf_printf(out, "faultline_worker_requests_total{worker=\"%u\"} %.0f\n",
-					 parts[i].worker, requests_of(parts[i].text));
+					 parts[i].worker, sum);
 	}
 	if (sup)
 		rc |= buf_puts(out, sup);
-	families_free(&fs);
 	return rc ? -ENOMEM : 0;
+}
+
+int gather_counters(struct buf *out, const struct gather_part *parts, size_t n)
+{
+	return sum_parts(out, parts, n, true) ? -ENOMEM : 0;
 }
 
 /* ---- /admin/breakers ---- */

@@ -28,10 +28,20 @@ struct gather_part {
  * every worker's link is). Families come in parts[0]'s order, with their
  * HELP and TYPE lines, then faultline_worker_requests_total{worker="K"}
  * (the chat requests each worker answered: its faultline_requests_total
- * summed), then sup (the supervisor's own lines; NULL: none) as it is.
+ * summed, over every part of that worker — its earlier lives' counts
+ * too), then sup (the supervisor's own lines; NULL: none) as it is.
  * Returns 0 or -ENOMEM.
  */
 int gather_metrics(struct buf *out, const struct gather_part *parts, size_t n, const char *sup);
+
+/*
+ * The counters and histograms of parts[0..n) summed into out (Prometheus
+ * text, gather_metrics' form without its gauges, worker lines or
+ * supervisor's lines): what a dead worker's lives counted, which the
+ * supervisor keeps and adds to the gateway's, so that its counters never
+ * fall when a worker is started again. Returns 0 or -ENOMEM.
+ */
+int gather_counters(struct buf *out, const struct gather_part *parts, size_t n);
 
 /*
  * The names of the gauges gather_metrics does not sum, NULL-terminated:

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/config.h"
+#include "gateway/gather.h"
 #include "gateway/hubio.h"
 #include "gateway/hubmsg.h"
 
@@ -196,6 +197,32 @@ static int lock_take(struct hub *h, const char *key, const char *owner, unsigned
 
 /* ---- gathers ---- */
 
+/*
+ * Worker no is gone: its latest counts (its last metrics view) join what
+ * its earlier lives counted, which every later metrics gather adds, so
+ * that the gateway's counters do not fall by its share (a Prometheus
+ * counter that falls reads as a reset). Counts it made after its last
+ * view are lost with it.
+ */
+static void fold_counts(struct hub *h, unsigned no)
+{
+	struct buf *last = &h->last[no - 1];
+	struct buf *carry = &h->carry[no - 1];
+	struct gather_part parts[2] = { { no, carry->data }, { no, last->data } };
+	struct buf sum = { 0 };
+
+	if (!last->len)
+		return;
+	if (gather_counters(&sum, parts, 2) == 0) {
+		buf_free(carry);
+		*carry = sum;
+	} else {
+		buf_free(&sum);
+		log_warn("hub: out of memory: worker %u's counts so far are lost", no);
+	}
+	buf_reset(last);
+}
+
 static void gather_free(struct hub_gather *g)
 {
 	size_t i;
@@ -209,8 +236,9 @@ static void gather_free(struct hub_gather *g)
 /* Answers g's asker with the views in, and forgets g. */
 static void gather_done(struct hub *h, struct hub_gather *g)
 {
-	struct hubmsg_field f[2 + 2 * GW_WORKERS_MAX];
+	struct hubmsg_field f[2 + 4 * GW_WORKERS_MAX];
 	char nos[GW_WORKERS_MAX][12];
+	char earlier[GW_WORKERS_MAX][12];
 	bool answered[GW_WORKERS_MAX];
 	struct buf sup = { 0 };
 	size_t n = 2;
@@ -229,6 +257,14 @@ static void gather_done(struct hub *h, struct hub_gather *g)
 		f[n++] = hubmsg_str(nos[k - 1]);
 		f[n++] = (struct hubmsg_field){ g->texts[k - 1].data ? g->texts[k - 1].data : "",
 						g->texts[k - 1].len };
+	}
+	/* What dead workers' earlier lives counted, as "K+" (only counters: gather_counters). */
+	for (k = 1; k <= h->n && strcmp(g->view, "metrics") == 0; k++) {
+		if (!h->carry[k - 1].len)
+			continue;
+		snprintf(earlier[k - 1], sizeof(earlier[k - 1]), "%u+", k);
+		f[n++] = hubmsg_str(earlier[k - 1]);
+		f[n++] = (struct hubmsg_field){ h->carry[k - 1].data, h->carry[k - 1].len };
 	}
 	send_to(h->conn[g->asker - 1], HUB_GATHERED, n, f);
 	buf_free(&sup);
@@ -311,8 +347,12 @@ static void gather_start(struct hub *h, unsigned no, const struct hubmsg *m)
 	f[0] = hubmsg_str(gid);
 	f[1] = hubmsg_str(g->view);
 	list_push_back(&h->gathers, &g->link);
+	/*
+	 * The asker too: it answers with its own view rendered afresh, but its
+	 * text passing through here keeps its latest counts for if it dies.
+	 */
 	for (k = 1; k <= h->n; k++) {
-		if (k != no && send_to(h->conn[k - 1], HUB_VIEW, 2, f) == 0) {
+		if (send_to(h->conn[k - 1], HUB_VIEW, 2, f) == 0) {
 			g->waiting[k - 1] = true;
 			g->nwaiting++;
 		}
@@ -341,6 +381,11 @@ static void gather_answer(struct hub *h, unsigned no, const struct hubmsg *m)
 		g->nwaiting--;
 		if (buf_append(&g->texts[no - 1], m->f[1].data, m->f[1].len) == 0)
 			g->answered[no - 1] = true;
+		/* A worker's latest counts, kept for when it dies (hub_detach). */
+		if (g->answered[no - 1] && strcmp(g->view, "metrics") == 0) {
+			buf_reset(&h->last[no - 1]);
+			buf_append(&h->last[no - 1], m->f[1].data, m->f[1].len);
+		}
 		if (g->nwaiting == 0) {
 			gather_done(h, g);
 			arm_gathers(h);
@@ -531,7 +576,9 @@ int hub_init(struct hub *h, uv_loop_t *loop, unsigned n, const struct hub_ops *o
 	h->conn = calloc(n, sizeof(*h->conn));
 	h->restarts = calloc(n, sizeof(*h->restarts));
 	h->attached = calloc(n, sizeof(*h->attached));
-	if (!h->conn || !h->restarts || !h->attached) {
+	h->last = calloc(n, sizeof(*h->last));
+	h->carry = calloc(n, sizeof(*h->carry));
+	if (!h->conn || !h->restarts || !h->attached || !h->last || !h->carry) {
 		hub_free(h);
 		return -ENOMEM;
 	}
@@ -583,6 +630,7 @@ void hub_detach(struct hub *h, unsigned no)
 		return;
 	h->conn[no - 1] = NULL;
 	conn_close(c);
+	fold_counts(h, no);
 	for (i = h->nlocks; i-- > 0;) {
 		if (h->locks[i].no == no)
 			lock_drop(h, &h->locks[i]);
@@ -687,11 +735,20 @@ void hub_free(struct hub *h)
 		free(h->locks[i].key);
 		free(h->locks[i].owner);
 	}
+	for (i = 0; (h->last || h->carry) && i < h->n; i++) {
+		if (h->last)
+			buf_free(&h->last[i]);
+		if (h->carry)
+			buf_free(&h->carry[i]);
+	}
 	free(h->entries);
 	free(h->locks);
 	free(h->conn);
 	free(h->restarts);
 	free(h->attached);
+	free(h->last);
+	free(h->carry);
+	h->last = h->carry = NULL;
 	h->entries = NULL;
 	h->locks = NULL;
 	h->conn = NULL;

@@ -7,8 +7,9 @@
  * locks, taken only when free, expiring, and freed at once when their
  * holder dies), the health checker's verdicts and the budgets' use
  * (handed to every other worker), and views of the whole gateway (a
- * worker's gather: every other worker asked for its view, the answers
- * handed back together once all are in, or after HUB_GATHER_MS).
+ * worker's gather: every worker asked for its view, the answers handed
+ * back together once all are in, or after HUB_GATHER_MS, with what dead
+ * workers' earlier lives counted, so that no counter falls).
  */
 #ifndef FAULTLINE_GATEWAY_HUB_H
 #define FAULTLINE_GATEWAY_HUB_H
@@ -39,6 +40,8 @@ struct hub {
 	struct hub_conn **conn;		/* each worker's socket, by no - 1; NULL: none */
 	uint64_t *restarts;		/* each worker's sockets after its first */
 	uint64_t *attached;		/* each worker's sockets so far */
+	struct buf *last;		/* each worker's latest metrics view, as gathered */
+	struct buf *carry;		/* each worker's earlier lives' counters (gather_counters) */
 	struct hub_ops ops;
 	void *arg;
 	struct hub_entry *entries;	/* the store's values */

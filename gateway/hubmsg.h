@@ -18,8 +18,11 @@
 
 /* No frame is longer (a /metrics text of every worker fits many times over). */
 #define HUBMSG_MAX_BYTES (64u << 20)
-/* No frame has more fields (a gather's answer: 2 per worker, 64 workers, and 2 more). */
-#define HUBMSG_MAX_FIELDS 160
+/*
+ * No frame has more fields (a gather's answer: 2 per worker and 2 per
+ * worker's earlier lives, 64 workers, and 2 more).
+ */
+#define HUBMSG_MAX_FIELDS 260
 
 enum hubmsg_type {
 	/* worker → hub */
@@ -36,7 +39,8 @@ enum hubmsg_type {
 	HUB_VALUE,		/* (id, found "1"/"0", value) */
 	HUB_LOCKED,		/* (id, won "1"/"0") */
 	HUB_VIEW,		/* (gid, view): render the view for a gather */
-	HUB_GATHERED,		/* (id, supervisor's text, then worker number and text, each) */
+	HUB_GATHERED,		/* (id, supervisor's text, then worker number and text, each;
+				 * "K+": worker K's earlier lives' counters) */
 	/* either way: a worker's to the hub, which hands it to every other worker */
 	HUB_HEALTH,		/* (provider, ok, healthy, slow, fails, passes): a check's verdict */
 	HUB_BUDGET,		/* (deposits, takes, per route…): budget use since the last */

@@ -457,11 +457,34 @@ void worker_gather(struct worker *w, struct http_exchange *ex, enum worker_view 
 	http_exchange_set_data(ex, vw, on_view_abort, NULL);
 }
 
-/* HUB_GATHERED (id, supervisor's text, then worker number and text, each). */
+/*
+ * A part's worker number in a HUB_GATHERED: "K" (its live view) or "K+"
+ * (its earlier lives' counters; *earlier set). False when it is neither.
+ */
+static bool part_worker(const struct hubmsg *m, size_t i, unsigned *no, bool *earlier)
+{
+	char text[16];
+	char *end;
+	unsigned long k;
+
+	if (!hubmsg_copy(m, i, text, sizeof(text)) || text[0] < '1' || text[0] > '9')
+		return false;
+	k = strtoul(text, &end, 10);
+	*earlier = *end == '+';
+	if (*end && strcmp(end, "+"))
+		return false;
+	*no = (unsigned)k;
+	return k <= GW_WORKERS_MAX;
+}
+
+/*
+ * HUB_GATHERED (id, supervisor's text, then worker number and text, each):
+ * this worker's own live part is left out (its view is rendered afresh).
+ */
 static void on_gathered(struct worker *w, const struct hubmsg *m)
 {
-	struct gather_part parts[GW_WORKERS_MAX + 1];
-	struct buf texts[GW_WORKERS_MAX];
+	struct gather_part parts[2 * GW_WORKERS_MAX + 1];
+	struct buf texts[2 * GW_WORKERS_MAX];
 	char *sup = NULL;
 	struct list_node *node;
 	struct view_wait *vw = NULL;
@@ -489,17 +512,18 @@ static void on_gathered(struct worker *w, const struct hubmsg *m)
 		buf_append(&b, m->f[1].data, m->f[1].len);
 		sup = buf_steal(&b);
 	}
-	for (i = 2; i + 1 < m->nfields && n <= GW_WORKERS_MAX; i += 2) {
-		uint64_t no;
+	for (i = 2; i + 1 < m->nfields && n <= 2 * GW_WORKERS_MAX; i += 2) {
+		unsigned no;
+		bool earlier;
 
-		if (!hubmsg_u64(m, i, &no) || buf_append(&texts[n - 1], m->f[i + 1].data,
-							  m->f[i + 1].len))
+		if (!part_worker(m, i, &no, &earlier) || (no == w->no && !earlier) ||
+		    buf_append(&texts[n - 1], m->f[i + 1].data, m->f[i + 1].len))
 			continue;
-		parts[n] = (struct gather_part){ (unsigned)no, texts[n - 1].data };
+		parts[n] = (struct gather_part){ no, texts[n - 1].data };
 		n++;
 	}
 	answer_view(w, vw, parts, n, sup);
-	for (i = 0; i < GW_WORKERS_MAX; i++)
+	for (i = 0; i < 2 * GW_WORKERS_MAX; i++)
 		buf_free(&texts[i]);
 	free(sup);
 out:

@@ -5,7 +5,7 @@
  * 50 ms (by the events' times) and their requests skip the target;
  * SIGTERM under load answers every request in flight in full and exits 0;
  * a worker killed with SIGKILL is started again and the gateway answers
- * throughout — while one is in its restart back-off another serves its
+ * throughout, its counts kept in /metrics — while one is in its restart back-off another serves its
  * socket, so no connection waits and a stop loses none (with every
  * worker down, a stop that drops connections exits 1); a second gateway
  * on the port exits 1; a target's names past a kilobyte open and close
@@ -907,6 +907,75 @@ Test(gateway_workers, a_worker_does_not_wait_for_good_on_a_silent_hub, .timeout 
 	}
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x:\n%s", status,
 		  slurp_text(errp, err, sizeof(err)));
+}
+
+/*
+ * Two workers answer 20 requests; /metrics says so; one worker is killed
+ * and started again: /metrics still counts the 20 — the dead worker's
+ * counts as of the last /metrics are kept by the supervisor and added,
+ * so a counter never falls (Prometheus would read a fall as a reset) —
+ * and its share stays under its number; gauges are the live workers'.
+ */
+Test(gateway_workers, counters_do_not_fall_when_a_worker_is_started_again, .timeout = 60)
+{
+	char workers[8][32];
+	char names[8][32];
+	double before[8];
+	double after[8];
+	const char *text;
+	pid_t pids[4];
+	double end;
+	size_t n;
+	size_t i;
+	int k;
+
+	start_mock(5);
+	start_workers(2, PROVIDERS);
+	send_ok(20, "before the kill");
+	text = gw_metrics_held(&gw, &held);
+	cr_assert_eq(gw_metric(text, "faultline_requests_total", "alias=chat,status=200"), 20);
+	n = gw_metric_series(text, "faultline_worker_requests_total", "", "worker", names, before, 8);
+	cr_assert_eq(n, 2, "%s", text);
+	cr_assert(before[0] > 0 && before[1] > 0, "a worker had none of the 20: %g, %g", before[0],
+		  before[1]);
+	cr_assert_eq(worker_pids(&gw, pids, 4), 2);
+	cr_assert_eq(kill(pids[0], SIGKILL), 0);
+	for (end = now_ms() + 10000;; pause_ms(20)) {
+		struct http_result r;
+		double up;
+
+		cr_assert_eq(gw_get(&gw, "/metrics", &r), 0);
+		up = gw_metric_sum(r.body ? r.body : "", "faultline_worker_up", "", NULL);
+		cr_assert_eq(gw_metric(r.body ? r.body : "", "faultline_requests_total",
+				       "alias=chat,status=200"), 20, "while a worker is down:\n%s",
+			     r.body ? r.body : "");
+		http_result_free(&r);
+		if (up == 2)
+			break;
+		cr_assert_lt(now_ms(), end, "the killed worker did not serve again");
+	}
+	for (k = 0; k < 4; k++) {
+		text = gw_metrics_held(&gw, &held);
+		cr_assert_eq(gw_metric(text, "faultline_requests_total", "alias=chat,status=200"), 20,
+			     "ask %d after the restart:\n%s", k, text);
+		cr_assert_eq(gw_metric(text, "faultline_upstream_latency_seconds_count",
+				       "provider=primary"), 20, "%s", text);
+		cr_assert_eq(gw_metric(text, "faultline_requests_in_flight", ""), 0);
+		n = gw_metric_series(text, "faultline_worker_requests_total", "", "worker", workers,
+				     after, 8);
+		cr_assert_eq(n, 2, "one line per worker:\n%s", text);
+		for (i = 0; i < n; i++) {
+			size_t j = strcmp(workers[i], names[0]) == 0 ? 0 : 1;
+
+			cr_assert_str_eq(workers[i], names[j]);
+			cr_assert_eq(after[i], before[j], "worker %s: %g, was %g", workers[i],
+				     after[i], before[j]);
+		}
+	}
+	send_ok(4, "after the restart");
+	text = gw_metrics_held(&gw, &held);
+	cr_assert_eq(gw_metric(text, "faultline_requests_total", "alias=chat,status=200"), 24, "%s",
+		     text);
 }
 
 /*

@@ -122,6 +122,48 @@ Test(gather, metrics_are_summed_and_states_are_the_answering_workers, .timeout =
 	buf_free(&out);
 }
 
+/*
+ * A dead worker's counts: its counters and histograms (no gauge) summed
+ * over its lives by gather_counters, then added as another part of that
+ * worker — the totals do not fall, and its request line is one, the sum.
+ */
+Test(gather, a_dead_workers_counters_are_kept_and_added, .timeout = 10)
+{
+	struct gather_part lives[2] = { { 2, NULL }, { 2, w2 } };
+	struct buf carry = { 0 };
+	struct buf twice = { 0 };
+	struct buf out = { 0 };
+	char v[64];
+
+	cr_assert_eq(gather_counters(&carry, lives, 2), 0);
+	expect(carry.data, "faultline_requests_total{alias=\"chat\",status=\"200\"}", "5");
+	expect(carry.data, "faultline_upstream_latency_seconds_count{provider=\"p\"}", "5");
+	cr_assert_null(value_of(carry.data, "faultline_requests_in_flight", v, sizeof(v)),
+		       "a gauge kept:\n%s", carry.data);
+	cr_assert_null(value_of(carry.data, "faultline_breaker_state{provider=\"p\",model=\"m\"}",
+				v, sizeof(v)));
+	cr_assert_null(strstr(carry.data, "faultline_worker_requests_total"));
+	/* A second life's counts join the first's. */
+	lives[0].text = carry.data;
+	cr_assert_eq(gather_counters(&twice, lives, 2), 0);
+	expect(twice.data, "faultline_requests_total{alias=\"chat\",status=\"200\"}", "10");
+	{
+		struct gather_part parts[3] = { { 1, w1 }, { 2, w2 }, { 2, twice.data } };
+
+		cr_assert_eq(gather_metrics(&out, parts, 3, NULL), 0);
+	}
+	expect(out.data, "faultline_requests_total{alias=\"chat\",status=\"200\"}", "22");
+	expect(out.data, "faultline_requests_in_flight", "3");
+	expect(out.data, "faultline_worker_requests_total{worker=\"1\"}", "8");
+	expect(out.data, "faultline_worker_requests_total{worker=\"2\"}", "15");
+	cr_assert_null(strstr(strstr(out.data, "faultline_worker_requests_total{worker=\"2\"}") + 1,
+			      "faultline_worker_requests_total{worker=\"2\"}"),
+		       "worker 2 twice:\n%s", out.data);
+	buf_free(&carry);
+	buf_free(&twice);
+	buf_free(&out);
+}
+
 Test(gather, one_worker_alone_is_itself, .timeout = 10)
 {
 	struct gather_part parts[1] = { { 1, w1 } };
