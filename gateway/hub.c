@@ -324,7 +324,7 @@ static void gather_refuse(struct hub *h, unsigned no, const struct hubmsg *m)
 	send_to(h->conn[no - 1], HUB_GATHERED, 2, f);
 }
 
-/* HUB_GATHER (id, view) from worker no: every other worker is asked for its view. */
+/* HUB_GATHER (id, view) from worker no: every worker is asked for its view. */
 static void gather_start(struct hub *h, unsigned no, const struct hubmsg *m)
 {
 	struct hub_gather *g = calloc(1, sizeof(*g));

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/list.h"
 #include "common/log.h"
 #include "gateway/admin.h"
@@ -51,6 +52,7 @@ struct worker {
 	uv_timer_t budget;		/* sends the budget's use every WORKER_BUDGET_MS; once
 					 * the hub is lost, tells who waits on it */
 	uv_timer_t waits;		/* the oldest store call's or view's deadline */
+	struct log_limit unanswered_log;	/* store calls the hub left unanswered */
 	struct gateway *gw;
 	unsigned no;			/* 1 to n */
 	unsigned n;
@@ -112,11 +114,15 @@ static void on_waits_timer(uv_timer_t *t)
 	while ((n = list_first(&w->pending)) != NULL &&
 	       list_entry(n, struct pending, link)->deadline <= now) {
 		struct pending *p = list_entry(n, struct pending, link);
+		uint64_t quiet;
 
 		list_remove(&w->pending, n);
-		log_warn("worker %u: the hub did not answer a %s within %d ms: taken as %s", w->no,
-			 p->value_cb ? "read of the store" : "probe lock", WORKER_STORE_WAIT_MS,
-			 p->value_cb ? "nothing stored" : "not won");
+		if (log_limit_pass(&w->unanswered_log, clock_mono_ns(), 10000000000ull, &quiet))
+			log_warn("worker %u: the hub did not answer a %s within %d ms: taken as %s "
+				 "(%llu more such held back)", w->no,
+				 p->value_cb ? "read of the store" : "probe lock",
+				 WORKER_STORE_WAIT_MS, p->value_cb ? "nothing stored" : "not won",
+				 (unsigned long long)quiet);
 		if (!w->store_closed) {
 			if (p->value_cb)
 				p->value_cb(p->arg, false, NULL, 0);
