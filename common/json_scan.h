@@ -29,6 +29,31 @@
  */
 bool json_is_ws(char c);
 
+/* A value as written: len bytes at p. An absent value is len 0. */
+struct json_span {
+	const char *p;
+	size_t len;
+};
+
+/* The kinds of value a span holds (JSON_NONE: an empty span, nothing). */
+enum json_type {
+	JSON_NONE,
+	JSON_NULL,
+	JSON_FALSE,
+	JSON_TRUE,
+	JSON_NUMBER,
+	JSON_STRING,
+	JSON_ARRAY,
+	JSON_OBJECT,
+};
+
+/* A member json_members looks up: its key in, what was found out. */
+struct json_member {
+	const char *key;	/* the key, as cJSON reads keys (unescaped) */
+	struct json_span v;	/* the first member called key: its value */
+	unsigned count;		/* how many members are called key */
+};
+
 /*
  * Checks that s (len bytes) is one JSON value, with nothing but white
  * space around it, as RFC 8259 writes it and cJSON reads it the same way:
@@ -48,33 +73,17 @@ bool json_is_ws(char c);
  */
 int json_check(const char *s, size_t len, size_t *bad_at);
 
-/* A value as written: len bytes at p. An absent value is len 0. */
-struct json_span {
-	const char *p;
-	size_t len;
-};
-
-/* The kinds of value a span holds (JSON_NONE: an empty span, nothing). */
-enum json_type {
-	JSON_NONE,
-	JSON_NULL,
-	JSON_FALSE,
-	JSON_TRUE,
-	JSON_NUMBER,
-	JSON_STRING,
-	JSON_ARRAY,
-	JSON_OBJECT,
-};
+/*
+ * json_check, and in the same pass, when s is an object, its members m
+ * (n of them) looked up as json_members does: one walk of a body for both.
+ * Returns as json_check; on a text it refuses, or a value that is not an
+ * object, every m[i] is found nowhere.
+ */
+int json_check_members(const char *s, size_t len, size_t *bad_at, struct json_member *m,
+		       size_t n);
 
 /* The type of the value v holds, told by its first byte. */
 enum json_type json_type_of(struct json_span v);
-
-/* A member json_members looks up: its key in, what was found out. */
-struct json_member {
-	const char *key;	/* the key, as cJSON reads keys (unescaped) */
-	struct json_span v;	/* the first member called key: its value */
-	unsigned count;		/* how many members are called key */
-};
 
 /*
  * Looks up n keys among the members of the object obj in one pass. Keys
@@ -99,6 +108,17 @@ struct json_span json_get(struct json_span obj, const char *key);
  * true, false after the last.
  */
 bool json_next(struct json_span v, size_t *at, struct json_span *item);
+
+/*
+ * json_next and json_members in one walk, for an array of objects such as
+ * choices: steps through v's items as json_next does and, for an item that
+ * is an object, looks up the n keys of m among its members (for any other,
+ * m found nowhere). Returns true for each item, false after the last.
+ */
+bool json_next_members(struct json_span v, size_t *at, struct json_member *m, size_t n);
+
+/* Whether v is an array or an object with at least one item. */
+bool json_has_items(struct json_span v);
 
 /*
  * Whether v is a string whose text as cJSON reads it is not empty: cJSON

@@ -350,16 +350,14 @@ static bool check_completion(struct leg *l, int64_t *in, int64_t *out, bool *bro
 {
 	struct json_span body = { l->resp.data ? l->resp.data : "", l->resp.len };
 	struct json_member m[] = { { "choices", { NULL, 0 }, 0 }, { "usage", { NULL, 0 }, 0 } };
-	struct json_span choice;
-	size_t at = 0;
 	cJSON *root;
 	bool ok;
 
 	*in = *out = 0;
 	*broken = false;
 	l->contract_why[0] = '\0';
-	ok = json_check(body.p, body.len, NULL) == 0 && json_members(body, m, 2) == 0 &&
-	     json_type_of(m[0].v) == JSON_ARRAY && json_next(m[0].v, &at, &choice);
+	ok = json_check_members(body.p, body.len, NULL, m, 2) == 0 &&
+	     json_type_of(m[0].v) == JSON_ARRAY && json_has_items(m[0].v);
 	if (!ok)
 		return false;
 	relay_usage_tokens(m[1].v, in, out);

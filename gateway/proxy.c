@@ -302,17 +302,16 @@ static bool check_request(struct gateway *gw, struct http_exchange *ex,
 		[REQ_RESPONSE_FORMAT] = "response_format",
 	};
 	const struct json_span body = { req->body, req->body_len };
-	struct json_span first;
 	enum json_type stream;
 	const char *msg = NULL;
 	const char *param = NULL;
 	const char *code = NULL;
-	size_t at = 0;
 	size_t i;
 
 	for (i = 0; i < REQ_N; i++)
 		m[i].key = keys[i];
-	if (json_check(body.p, body.len, NULL) || json_members(body, m, REQ_N)) {
+	if (json_check_members(body.p, body.len, NULL, m, REQ_N) ||
+	    json_type_of(body) != JSON_OBJECT) {
 		msg = "The body of the request is not a JSON object.";
 	} else if (m[REQ_MODEL].count > 1) {
 		msg = "The model parameter is given more than once.";
@@ -325,7 +324,7 @@ static bool check_request(struct gateway *gw, struct http_exchange *ex,
 		msg = "The model parameter must not contain a NUL character.";
 		param = "model";
 	} else if (json_type_of(m[REQ_MESSAGES].v) != JSON_ARRAY ||
-		   !json_next(m[REQ_MESSAGES].v, &at, &first)) {
+		   !json_has_items(m[REQ_MESSAGES].v)) {
 		msg = "You must provide a non-empty messages array.";
 		param = "messages";
 	} else {
@@ -345,23 +344,21 @@ static bool check_request(struct gateway *gw, struct http_exchange *ex,
 /* The prompt's tokens estimated as its messages' text in bytes / 4, rounded up. */
 static int64_t estimate_prompt_tokens(struct json_span messages)
 {
-	struct json_span msg;
-	struct json_span content;
-	struct json_span part;
+	struct json_member content = { "content", { NULL, 0 }, 0 };
+	struct json_member text = { "text", { NULL, 0 }, 0 };
 	size_t at = 0;
 	size_t pat;
 	size_t bytes = 0;
 
 	/* Each text's length as cJSON reads it: up to a \u0000. */
-	while (json_next(messages, &at, &msg)) {
-		content = json_get(msg, "content");
-		if (json_type_of(content) == JSON_STRING)
-			bytes += json_string_strlen(content);
-		if (json_type_of(content) != JSON_ARRAY)
+	while (json_next_members(messages, &at, &content, 1)) {
+		if (json_type_of(content.v) == JSON_STRING)
+			bytes += json_string_strlen(content.v);
+		if (json_type_of(content.v) != JSON_ARRAY)
 			continue;
 		pat = 0;
-		while (json_next(content, &pat, &part))
-			bytes += json_string_strlen(json_get(part, "text"));
+		while (json_next_members(content.v, &pat, &text, 1))
+			bytes += json_string_strlen(text.v);
 	}
 	return bill_prompt_estimate(bytes);
 }

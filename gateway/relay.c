@@ -43,13 +43,10 @@ static bool delta_has_content(struct json_span delta)
 		[REASONING_CONTENT] = { "reasoning_content", { NULL, 0 }, 0 },
 		[REASONING] = { "reasoning", { NULL, 0 }, 0 },
 	};
-	struct json_span tool;
-	size_t at = 0;
 
 	json_members(delta, m, N);
 	return json_string_nonempty(m[CONTENT].v) ||
-	       (json_type_of(m[TOOL_CALLS].v) == JSON_ARRAY && json_next(m[TOOL_CALLS].v, &at,
-									  &tool)) ||
+	       (json_type_of(m[TOOL_CALLS].v) == JSON_ARRAY && json_has_items(m[TOOL_CALLS].v)) ||
 	       json_type_of(m[FUNCTION_CALL].v) == JSON_OBJECT ||
 	       json_string_nonempty(m[REFUSAL].v) ||
 	       json_string_nonempty(m[REASONING_CONTENT].v) ||
@@ -61,7 +58,6 @@ static void take_chunk(struct relay *r, struct json_span usage, struct json_span
 {
 	struct json_member m[] = { { "delta", { NULL, 0 }, 0 },
 				   { "finish_reason", { NULL, 0 }, 0 } };
-	struct json_span choice;
 	size_t at = 0;
 	bool counted = false;
 
@@ -70,8 +66,7 @@ static void take_chunk(struct relay *r, struct json_span usage, struct json_span
 		relay_usage_tokens(usage, &r->tokens_in, &r->tokens_out);
 		r->content = true;
 	}
-	while (json_next(choices, &at, &choice)) {
-		json_members(choice, m, 2);
+	while (json_next_members(choices, &at, m, 2)) {
 		if (delta_has_content(m[0].v)) {
 			r->content = true;
 			if (!counted)
@@ -186,9 +181,7 @@ static int on_event(void *ctx, const struct sse_event *ev)
 		r->content = true;
 		return reframe(r, ev) ? -ENOMEM : 1;
 	}
-	valid = json_check(ev->data, ev->data_len, NULL) == 0;
-	if (valid)
-		json_members((struct json_span){ ev->data, ev->data_len }, m, 3);
+	valid = json_check_members(ev->data, ev->data_len, NULL, m, 3) == 0;
 	if (strcmp(ev->event, "error") == 0 || (valid && is_error(m[0].v))) {
 		r->brk = RELAY_ERROR_EVENT;
 		take_error(r, ev);

@@ -204,30 +204,34 @@ static int compare_string(struct json_span v, const cJSON *item, char *why, size
 	return rc;
 }
 
-/* An object's members by key: how many, and the first one's value. */
-static int compare_members(struct json_span v, const cJSON *item, int depth, char *why,
-			   size_t whylen)
+/*
+ * An object's members by key: how many, and the first one's value — the
+ * span json_next gave that member (spans[i] for child i, compared there).
+ */
+static int compare_members(struct json_span v, const cJSON *item, const struct json_span *spans,
+			   char *why, size_t whylen)
 {
 	const cJSON *c;
 	const cJSON *first = NULL;
 	struct json_member m;
 	struct json_span got;
+	size_t i = 0;
 
 	cJSON_ArrayForEach(c, item) {
 		int n = count_key(item, c->string, &first);
 
-		if (first != c)
-			continue;	/* the key was looked up at its first member */
-		m = (struct json_member){ c->string, { NULL, 0 }, 0 };
-		got = json_get(v, c->string);
-		if (json_members(v, &m, 1) || m.count != (unsigned)n || got.p != m.v.p ||
-		    got.len != m.v.len) {
-			snprintf(why, whylen, "key \"%s\": cJSON has it %d times, json_members "
-				 "%u", c->string, n, m.count);
-			return -1;
+		if (first == c) {	/* the key is looked up at its first member */
+			m = (struct json_member){ c->string, { NULL, 0 }, 0 };
+			got = json_get(v, c->string);
+			if (json_members(v, &m, 1) || m.count != (unsigned)n ||
+			    got.p != m.v.p || got.len != m.v.len || m.v.p != spans[i].p ||
+			    m.v.len != spans[i].len) {
+				snprintf(why, whylen, "key \"%s\": cJSON has it %d times, "
+					 "json_members %u", c->string, n, m.count);
+				return -1;
+			}
 		}
-		if (compare_value(m.v, c, depth + 1, why, whylen))
-			return -1;
+		i++;
 	}
 	return 0;
 }
@@ -237,29 +241,50 @@ static int compare_items(struct json_span v, const cJSON *item, int depth, char 
 			 size_t whylen)
 {
 	const cJSON *c = item->child;
+	struct json_span *spans = calloc((size_t)cJSON_GetArraySize(item) + 1, sizeof(*spans));
+	struct json_member none = { "", { NULL, 0 }, 0 };
 	struct json_span e;
 	size_t at = 0;
+	size_t at2 = 0;
+	size_t n = 0;
+	int rc = -1;
 
+	if (!spans)
+		abort();
 	while (json_next(v, &at, &e)) {
 		if (!c) {
 			snprintf(why, whylen, "%.*s: json_next gives more items than cJSON has",
 				 (int)v.len, v.p);
-			return -1;
+			goto out;
 		}
 		if (e.p < v.p || e.p + e.len > v.p + v.len) {
 			snprintf(why, whylen, "an item outside its value");
-			return -1;
+			goto out;
+		}
+		/* json_next_members steps the same way. */
+		if (!json_next_members(v, &at2, &none, 1) || at2 != at) {
+			snprintf(why, whylen, "%.*s: json_next_members steps otherwise", (int)v.len,
+				 v.p);
+			goto out;
 		}
 		if (compare_value(e, c, depth + 1, why, whylen))
-			return -1;
+			goto out;
+		spans[n++] = e;
 		c = c->next;
 	}
 	if (c) {
 		snprintf(why, whylen, "%.*s: json_next gives fewer items than cJSON has",
 			 (int)v.len, v.p);
-		return -1;
+		goto out;
 	}
-	return type_of(item) == JSON_OBJECT ? compare_members(v, item, depth, why, whylen) : 0;
+	if (json_has_items(v) != (n > 0)) {
+		snprintf(why, whylen, "%.*s: json_has_items says otherwise", (int)v.len, v.p);
+		goto out;
+	}
+	rc = type_of(item) == JSON_OBJECT ? compare_members(v, item, spans, why, whylen) : 0;
+out:
+	free(spans);
+	return rc;
 }
 
 /* Every fact the readers give about v against item, and below it. */
@@ -431,6 +456,55 @@ static int check_key(const char *text, size_t len, const cJSON *root, const char
 	return check_splice(text, len, root, key, a, b, why, whylen);
 }
 
+/*
+ * json_check_members against json_check and json_members, on all the
+ * top-level keys of root, an object (and "model"), at once: the same
+ * verdict, counts and spans. On a text that is not an object (root NULL),
+ * every member must be found nowhere.
+ */
+static int check_fused(const char *text, size_t len, bool accepted, const cJSON *root,
+		       char *why, size_t whylen)
+{
+	struct json_span all = { text, len };
+	struct json_member *a;
+	struct json_member *b;
+	const cJSON *c;
+	size_t n = 1;
+	size_t i;
+	int rc = 0;
+
+	cJSON_ArrayForEach(c, root)
+		n++;
+	a = calloc(n, sizeof(*a));
+	b = calloc(n, sizeof(*b));
+	if (!a || !b)
+		abort();
+	a[0].key = b[0].key = "model";
+	n = 1;
+	cJSON_ArrayForEach(c, root) {
+		a[n].key = b[n].key = c->string;
+		n++;
+	}
+	if ((json_check_members(text, len, NULL, a, n) == 0) != accepted) {
+		snprintf(why, whylen, "json_check_members and json_check disagree");
+		rc = -1;
+	}
+	if (root)
+		json_members(all, b, n);
+	for (i = 0; i < n && !rc; i++) {
+		if (a[i].count != b[i].count || a[i].v.p != b[i].v.p || a[i].v.len != b[i].v.len) {
+			snprintf(why, whylen, "key \"%s\": json_check_members found it %u times "
+				 "(%.*s), json_members %u (%.*s)", a[i].key, a[i].count,
+				 (int)a[i].v.len, a[i].v.p ? a[i].v.p : "", b[i].count,
+				 (int)b[i].v.len, b[i].v.p ? b[i].v.p : "");
+			rc = -1;
+		}
+	}
+	free(a);
+	free(b);
+	return rc;
+}
+
 /* The verdicts: json_check, json_parse_whole and the reference must agree. */
 static int check_verdict(const char *text, size_t len, bool *accepted, char *why,
 			 size_t whylen)
@@ -471,10 +545,14 @@ int jsondiff_check(const char *text, size_t len, char *why, size_t whylen)
 	    walk_garbage(all, 0, why, whylen))
 		return -1;
 	if (!accepted)
-		return 0;
+		return check_fused(text, len, false, NULL, why, whylen);
 	root = json_parse_whole(text, len);
 	if (!root) {
 		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	if (check_fused(text, len, true, cJSON_IsObject(root) ? root : NULL, why, whylen)) {
+		cJSON_Delete(root);
 		return -1;
 	}
 	/* The value alone, as a reader's span of it would be. */
