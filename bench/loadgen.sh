@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/loadgen.sh — `make bench-loadgen`: how fast loadgen sends, next to
-# wrk measured in the same run against the same server, and how closely it
-# keeps an open-loop schedule.
+# wrk measured in the same run against the same server, how closely it
+# keeps an open-loop schedule, and that driving the gateway it is not the
+# bottleneck.
 #
 #  1. Closed loop: loadgen (--concurrency CONNS, recording on), bin/curlfloor
 #     (libcurl alone through the same curl_uv glue, CONNS handles, nothing
@@ -21,6 +22,14 @@
 #     same nginx: the achieved rate (target: within 1 % of OPEN_RATE), the
 #     send lag (actual − intended send time) p50/p99/max, the errors, and
 #     the rows of requests.csv as a cross-check of summary.json.
+#  3. Through the gateway: bin/mockprov (one provider, no latency, 16
+#     tokens) and bin/gateway in front of it (the alias chat), driven by
+#     loadgen's closed loop (recording on) and by wrk -t WRK_THREADS with
+#     the same body and CONNS connections, in alternating rounds: each
+#     one's rate and latency, and the CPU of the gateway, the client and
+#     mockprov. loadgen must not be the bottleneck: targets, loadgen's rate
+#     >= 0.9 x wrk's, and the gateway saturated first (>= 85% of a core
+#     while loadgen drove it, and above loadgen's own).
 #
 # Everything runs on 127.0.0.1 on a port free at run time, from a temp dir
 # that is removed at the end, with every process stopped (on Ctrl-C too).
@@ -30,7 +39,9 @@
 # --concurrency and wrk's -c), CLOSED_SECS (10 per client, split into ROUNDS
 # (2) rounds, the clients' order reversed every other round), WARMUP_SECS
 # (2, each client first), WRK_THREADS (1), WRK_THREADS_CONTEXT (2; 0 leaves
-# it out), OPEN_RATE (5000 requests/s), OPEN_SECS (10).
+# it out), OPEN_RATE (5000 requests/s), OPEN_SECS (10), GW_SECS (12 per
+# client through the gateway, split into GW_ROUNDS (4) rounds; 0 leaves
+# section 3 out).
 set -eu -o pipefail
 export LC_ALL=C
 
@@ -44,7 +55,8 @@ WRK_THREADS=${WRK_THREADS:-1}
 WRK_THREADS_CONTEXT=${WRK_THREADS_CONTEXT:-2}
 OPEN_RATE=${OPEN_RATE:-5000}
 OPEN_SECS=${OPEN_SECS:-10}
-GW_SECS=${GW_SECS:-10}
+GW_SECS=${GW_SECS:-12}
+GW_ROUNDS=${GW_ROUNDS:-4}
 RATIO_TARGET=0.5
 GW_RATIO_TARGET=0.9
 GW_SATURATED_PCT=85
@@ -73,7 +85,7 @@ ended_by() {
 		END { if (!c) exit 1; print n + 0 }' "$1"
 }
 
-# Runs loadgen against nginx with the options in $5..., for at most $4 s,
+# Runs loadgen against the server (SRV_ADDR) with the options in $5..., for at most $4 s,
 # measured into file $2 (see measured), its records into directory $3;
 # dies when it fails (naming it as $1) or writes no summary.json.
 run_loadgen() {
@@ -146,18 +158,18 @@ client_round() {
 	fi
 }
 
-# Runs each client of $2... for WARMUP_SECS, then ROUNDS rounds of $1 s
+# Runs each client of $3... for WARMUP_SECS, then $1 rounds of $2 s
 # each, forwards, then backwards (ABC CBA …), so that load from elsewhere
 # falls on every client alike; combines each client's rounds into
 # $tmp/$PHASE-CLIENT.
 client_rounds() {
-	local secs=$1 who round order clients
-	shift
+	local rounds=$1 secs=$2 who round order clients
+	shift 2
 	clients="$*"
 	for who in $clients; do
 		client_round "$who" "$tmp/$PHASE-$who.warmup" "$WARMUP_SECS"
 	done
-	for round in $(seq "$ROUNDS"); do
+	for round in $(seq "$rounds"); do
 		if [ $((round % 2)) = 1 ]; then
 			order=$clients
 		else
@@ -202,7 +214,7 @@ closed_bench() {
 	fi
 	PHASE=closed
 	# shellcheck disable=SC2086 # a list of words
-	client_rounds "$round_secs" $clients
+	client_rounds "$ROUNDS" "$round_secs" $clients
 	l=$tmp/closed-loadgen
 	f=$tmp/closed-curlfloor
 	w=$tmp/closed-wrk-$WRK_THREADS
@@ -319,15 +331,15 @@ EOF
 # 3. loadgen and wrk driving the gateway in the same rounds: which one
 # saturates first.
 gateway_bench() {
-	local clients="loadgen wrk-$WRK_THREADS" round_secs=$((GW_SECS / ROUNDS)) l w key
-	[ "$round_secs" -ge 1 ] || die "GW_SECS ($GW_SECS) must be at least ROUNDS ($ROUNDS)"
+	local clients="loadgen wrk-$WRK_THREADS" round_secs=$((GW_SECS / GW_ROUNDS)) l w key
+	[ "$round_secs" -ge 1 ] || die "GW_SECS ($GW_SECS) must be at least GW_ROUNDS ($GW_ROUNDS)"
 	start_one_mockprov 0 0 0 16
 	start_bench_gateway
 	capture_body "http://$GW_ADDR$CHAT_PATH" "$tmp/gateway/answer.json"
 	SRV_PID=$GW_PID SRV_ADDR=$GW_ADDR BACK_PID=$MP_PID
 	PHASE=gateway
 	# shellcheck disable=SC2086 # a list of words
-	client_rounds "$round_secs" $clients
+	client_rounds "$GW_ROUNDS" "$round_secs" $clients
 	kill -0 "$GW_PID" 2>/dev/null || die "the gateway exited: $(tail -n 20 "$tmp/gateway/gateway.err")"
 	stop_pid "$GW_PID"
 	stop_pid "$MP_PID"
@@ -347,7 +359,7 @@ gateway_bench() {
 		"-c$CONNS POSTing the same body"
 	echo "   to bin/gateway (one provider: bin/mockprov, no latency, 16 tokens, not streamed);" \
 		"${WARMUP_SECS} s warm-up each,"
-	echo "   then $ROUNDS rounds of ${round_secs} s each, the order reversed every other round"
+	echo "   then $GW_ROUNDS rounds of ${round_secs} s each, the order reversed every other round"
 	line "" "loadgen" "wrk -t$WRK_THREADS"
 	for key in rps requests p50_ms p99_ms max_ms errors cpu_server_pct server_us_per_req \
 		cpu_client_pct client_us_per_req; do
