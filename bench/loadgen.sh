@@ -85,9 +85,10 @@ ended_by() {
 		END { if (!c) exit 1; print n + 0 }' "$1"
 }
 
-# Runs loadgen against the server (SRV_ADDR) with the options in $5..., for at most $4 s,
-# measured into file $2 (see measured), its records into directory $3;
-# dies when it fails (naming it as $1) or writes no summary.json.
+# Runs loadgen against the server at SRV_ADDR with the options in $5...,
+# for at most $4 s, measured into file $2 (see measured), its records into
+# directory $3; dies when it fails (naming it as $1) or writes no
+# summary.json.
 run_loadgen() {
 	local what=$1 out=$2 dir=$3 limit=$4
 	shift 4
