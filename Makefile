@@ -8,6 +8,7 @@
 #   make bench-mockprov   mockprov against nginx (wrk), and 1,000 streams
 #   make bench-loadgen    loadgen against wrk (closed loop), and 5,000 req/s open loop
 #   make bench-gateway    wrk through the gateway (local and Redis-shared), through HAProxy and direct; RSS
+#   make bench-gateway-workers   the gateway with WORKERS (2) workers against HAProxy with as many threads
 #   make bench-stream     1,000 streams direct and through the gateway: added inter-chunk latency, RSS, CPU
 #   make bench-sim  chaos sim's speed: three-setups, 734,000 requests, a 1,000-point sweep
 #   make demo       the classic outage suite through bin/chaos (about 2 minutes)
@@ -71,7 +72,7 @@ PROGRAMS := mockprov loadgen gateway chaos streamclient curlfloor
 # Where the built programs are run from: bin/ for the default build.
 BIN_DIR := $(if $(filter build,$(O)),bin,$(O)/rel/bin)
 
-.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-stream bench-sim demo demo-walkthrough suite study peers clean deps install uninstall
+.PHONY: all test asan asan-build fuzz fuzz-build fuzz-cc bench-mockprov bench-loadgen bench-gateway bench-gateway-workers bench-stream bench-sim demo demo-walkthrough suite study peers clean deps install uninstall
 all: $(addprefix $(BIN_DIR)/,$(PROGRAMS))
 
 $(O)/deps.mk: scripts/deps.sh
@@ -241,6 +242,10 @@ bench-loadgen: all
 
 bench-gateway: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/gateway.sh
+
+WORKERS ?= 2
+bench-gateway-workers: all
+	FAULTLINE_BIN=$(BIN_DIR) WORKERS=$(WORKERS) bench/gateway.sh workers
 
 bench-stream: all
 	FAULTLINE_BIN=$(BIN_DIR) bench/stream.sh

@@ -12,7 +12,8 @@
 #     The gateway gets "model":"chat" and sends mockprov "model":"mock-small",
 #     so mockprov sees the same body on all three paths. Requests/s, wrk's
 #     p50/p99, CPU per request. Targets: gateway >= 0.75 x HAProxy's
-#     requests/s; the gateway's p99 over direct's <= 1.5 x HAProxy's.
+#     requests/s; its CPU per request <= 1.4 x HAProxy's; the gateway's
+#     p99 over direct's <= 1.5 x HAProxy's.
 #     (d) the same gateway with its breakers shared through a real
 #     redis-server (shared_state backend redis, started here on a free
 #     port, no persistence), measured in the same rounds. Target: its
@@ -54,7 +55,9 @@ WARMUP_SECS=${WARMUP_SECS:-2}
 RSS_CONNS=${RSS_CONNS:-1000}
 RSS_SECS=${RSS_SECS:-5}
 HOLD_SECS=${HOLD_SECS:-2}
+WORKERS=${WORKERS:-2}
 RPS_TARGET=0.75
+CPU_TARGET=1.4
 P99_TARGET=1.5
 RSS_TARGET_MB=50
 # HAProxy's maxconn: with one much lower (a few hundred) it keeps fewer
@@ -102,13 +105,14 @@ start_bench_mockprov() {
 	[ -n "$MA_ADDR" ] || die "mockprov printed no 'listening' line for bench_anth"
 }
 
-# Writes HAProxy's config for port $2 to file $1: one thread, no logging,
-# keep-alive both ways, idle server connections shared by every client
-# (http-reuse always), the one server without health checks.
+# Writes HAProxy's config for port $2 to file $1: one thread ($3 threads
+# when given), no logging, keep-alive both ways, idle server connections
+# shared by every client (http-reuse always), the one server without
+# health checks.
 haproxy_config() {
 	cat >"$1" <<EOF
 global
-	nbthread 1
+	nbthread ${3:-1}
 	maxconn $HA_MAXCONN
 
 defaults
@@ -131,16 +135,17 @@ backend mockprov
 EOF
 }
 
-# Starts HAProxy (foreground, one process) on a free port in front of
-# mockprov; sets HA_PID and HA_ADDR.
+# Starts HAProxy (foreground, one process; HA_THREADS threads, 1 unless
+# set) on a free port in front of mockprov, its files in dir $1
+# ($tmp/haproxy when not given); sets HA_PID and HA_ADDR.
 start_haproxy() {
-	local dir=$tmp/haproxy haproxy port
+	local dir=${1:-$tmp/haproxy} haproxy port
 	haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
 	mkdir -p "$dir"
 	for _ in 1 2 3 4 5; do
 		port=$((20000 + RANDOM % 12000))
 		port_used "$port" && continue
-		haproxy_config "$dir/haproxy.cfg" "$port"
+		haproxy_config "$dir/haproxy.cfg" "$port" "${HA_THREADS:-1}"
 		"$haproxy" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.out" 2>&1 &
 		HA_PID=$!
 		pids="$pids $HA_PID"
@@ -266,6 +271,8 @@ wrk_round() {
 	gateway_anth) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_ANTH_REQUEST ;;
 	gateway_stream) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_STREAM_REQUEST ;;
 	gateway_anth_stream) url=http://$GW_ADDR$CHAT_PATH pid=$GW_PID body=$GW_ANTH_STREAM_REQUEST ;;
+	haproxy_n) url=http://$HN_ADDR$CHAT_PATH pid=$HN_PID body=$REQUEST ;;
+	gateway_n) url=http://$GN_ADDR$CHAT_PATH pid=$GN_PID body=$GW_REQUEST ;;
 	esac
 	: >"$out"
 	b0=$(cpu_ticks "$MP_PID")
@@ -315,6 +322,8 @@ target_name() {
 	gateway_anth) echo "gateway -> Anthropic" ;;
 	gateway_stream) echo "gateway, stream" ;;
 	gateway_anth_stream) echo "gw -> Anthropic, stream" ;;
+	haproxy_n) echo "HAProxy ($WORKERS threads)" ;;
+	gateway_n) echo "gateway ($WORKERS workers)" ;;
 	esac
 }
 
@@ -379,6 +388,8 @@ throughput_bench() {
 	RPS_D=$(get "$d" rps) RPS_H=$(get "$h" rps) RPS_G=$(get "$g" rps)
 	RPS_RATIO=$(calc "$RPS_G / $RPS_H" %.2f)
 	RPS_VERDICT=$(verdict "$RPS_RATIO >= $RPS_TARGET")
+	CPU_RATIO=$(calc "$(get "$g" server_us_per_req) / $(get "$h" server_us_per_req)" %.2f)
+	CPU_VERDICT=$(verdict "$CPU_RATIO <= $CPU_TARGET")
 	ADD_H=$(calc "$(get "$h" p99_med_ms) - $(get "$d" p99_med_ms)" %.3f)
 	ADD_G=$(calc "$(get "$g" p99_med_ms) - $(get "$d" p99_med_ms)" %.3f)
 	if awk "BEGIN { exit !($ADD_H > 0) }"; then
@@ -432,8 +443,7 @@ throughput_bench() {
 	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
 	ratio_row "gateway p99 / HAProxy p99 (context)" \
 		"$(calc "$(get "$g" p99_med_ms) / $(get "$h" p99_med_ms)" %.2f)"
-	ratio_row "gateway CPU per request / HAProxy's" \
-		"$(calc "$(get "$g" server_us_per_req) / $(get "$h" server_us_per_req)" %.2f)"
+	ratio_row "gateway CPU per request / HAProxy's" "$CPU_RATIO" "<= $CPU_TARGET" "$CPU_VERDICT"
 	RD_RATIO=$(calc "$(get "$r" rps) / $RPS_G" %.3f)
 	RD_P99=$(calc "$(get "$r" p99_med_ms) / $(get "$g" p99_med_ms)" %.3f)
 	ratio_row "Redis-shared / local gateway requests/s" "$RD_RATIO" ">= $REDIS_TARGET" \
@@ -677,6 +687,143 @@ rss_bench() {
 		"the gateway's port, and its own to mockprov)"
 }
 
+# ---- workers: `make bench-gateway-workers` (bench/gateway.sh workers) ----
+#
+# The gateway with workers: WORKERS (2) against HAProxy with nbthread
+# WORKERS, in the same alternating rounds as part 1, with mockprov direct,
+# HAProxy's one thread and the one-process gateway for context. Target:
+# the workers' requests/s >= 0.75 x HAProxy's at as many threads. CPU is
+# the whole proxy's (the supervisor and its workers; HAProxy's threads).
+# On a box of few cores wrk, mockprov and the proxy share them: the
+# "others'" column and the proxy's share say how far a proxy could use
+# its N threads or workers at all.
+
+# Starts HAProxy with WORKERS threads; sets HN_PID and HN_ADDR (HA_* kept).
+start_haproxy_n() {
+	local ha_pid=$HA_PID ha_addr=$HA_ADDR
+	HA_THREADS=$WORKERS start_haproxy "$tmp/haproxy-n"
+	HN_PID=$HA_PID HN_ADDR=$HA_ADDR
+	HA_PID=$ha_pid HA_ADDR=$ha_addr
+}
+
+# Starts the gateway of part 1's config with "workers": WORKERS in dir $1;
+# sets GN_PID and GN_ADDR (GW_* kept).
+start_gateway_n() {
+	local dir=$1 gw_pid=$GW_PID gw_addr=$GW_ADDR gw_port=$GW_PORT
+	mkdir -p "$dir"
+	jq --argjson n "$WORKERS" '. + {workers: $n}' "$tmp/gateway/config.json" >"$dir/config.json"
+	start_gateway_on "$dir/config.json" "$dir"
+	GN_PID=$GW_PID GN_ADDR=$GW_ADDR
+	GW_PID=$gw_pid GW_ADDR=$gw_addr GW_PORT=$gw_port
+}
+
+workers_bench() {
+	local round_secs=$((WRK_SECS / ROUNDS)) who round order f d h hn g gn targets
+	targets="direct haproxy haproxy_n gateway gateway_n"
+	[ "$round_secs" -ge 1 ] || die "WRK_SECS ($WRK_SECS) must be at least ROUNDS ($ROUNDS)"
+	start_haproxy
+	start_haproxy_n
+	start_gateway "$tmp/gateway"
+	start_gateway_n "$tmp/gateway-n"
+	check_target "http://$HN_ADDR$CHAT_PATH" "$REQUEST"
+	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_REQUEST"
+	check_target "http://$GN_ADDR$CHAT_PATH" "$GW_REQUEST"
+	for who in $targets; do
+		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
+	done
+	for round in $(seq "$ROUNDS"); do
+		if [ $((round % 2)) = 1 ]; then
+			order=$targets
+		else
+			order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
+		fi
+		for who in $order; do
+			wrk_round "$who" "$tmp/wrk-$who.$round" "$round_secs"
+		done
+	done
+	for who in $targets; do
+		combine "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
+		medians "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
+	done
+	GN_UP=$(curl -sf --max-time 2 "http://$GN_ADDR/metrics" |
+		awk '$1 ~ /^faultline_worker_up/ { s += $2 } END { print s + 0 }')
+	GN_SPREAD=$(curl -sf --max-time 2 "http://$GN_ADDR/metrics" |
+		awk '$1 ~ /^faultline_worker_requests_total/ { printf "%s%s", sep, $2; sep = " / " }')
+	stop_pid "$GN_PID"
+	stop_pid "$GW_PID"
+	stop_pid "$HN_PID"
+	stop_pid "$HA_PID"
+
+	d=$tmp/wrk-direct h=$tmp/wrk-haproxy hn=$tmp/wrk-haproxy_n
+	g=$tmp/wrk-gateway gn=$tmp/wrk-gateway_n
+	WK_RATIO=$(calc "$(get "$gn" rps) / $(get "$hn" rps)" %.2f)
+	WK_VERDICT=$(verdict "$WK_RATIO >= $RPS_TARGET")
+	echo
+	echo "W. Workers: the gateway with $WORKERS workers against HAProxy with nbthread" \
+		"$WORKERS; wrk -t$WRK_THREADS -c$CONNS,"
+	echo "   ${WARMUP_SECS} s warm-up each, then $ROUNDS rounds of ${round_secs} s each," \
+		"the order reversed every other round"
+	row "target" "req/s" "p50 (ms)" "p99 (ms)" "max (ms)" "requests" "errors c/r/w/s/t"
+	for who in $targets; do
+		f=$tmp/wrk-$who
+		row "$(target_name "$who")" "$(get "$f" rps)" "$(get "$f" p50_med_ms)" \
+			"$(get "$f" p99_med_ms)" "$(get "$f" max_ms)" "$(get "$f" requests)" "$(errors "$f")"
+	done
+	for who in $targets; do
+		printf '   %s' "$(target_name "$who") req/s by round:"
+		for round in $(seq "$ROUNDS"); do
+			printf ' %s' "$(calc "$(get "$tmp/wrk-$who.$round" requests) / $(get "$tmp/wrk-$who.$round" duration_s)" %.0f)"
+		done
+		echo
+	done
+	echo "   CPU, % of a core (and us per request):"
+	row "target" "proxy" "proxy/req" "mockprov" "mock/req" "wrk" "others'"
+	row "$(target_name direct)" "" "" "$(get "$d" cpu_server_pct)" \
+		"$(get "$d" server_us_per_req)" "$(get "$d" cpu_client_pct)" "$(get "$d" cpu_other_pct)"
+	for who in haproxy haproxy_n gateway gateway_n; do
+		f=$tmp/wrk-$who
+		row "$(target_name "$who")" "$(get "$f" cpu_server_pct)" "$(get "$f" server_us_per_req)" \
+			"$(get "$f" cpu_backend_pct)" "$(get "$f" backend_us_per_req)" \
+			"$(get "$f" cpu_client_pct)" "$(get "$f" cpu_other_pct)"
+	done
+	echo "   ratios:"
+	ratio_row "gateway $WORKERS workers / HAProxy $WORKERS threads requests/s" "$WK_RATIO" \
+		">= $RPS_TARGET" "$WK_VERDICT"
+	ratio_row "gateway 1 process / HAProxy 1 thread requests/s" \
+		"$(calc "$(get "$g" rps) / $(get "$h" rps)" %.2f)"
+	ratio_row "gateway $WORKERS workers / 1 process requests/s" \
+		"$(calc "$(get "$gn" rps) / $(get "$g" rps)" %.2f)"
+	ratio_row "HAProxy $WORKERS threads / 1 thread requests/s" \
+		"$(calc "$(get "$hn" rps) / $(get "$h" rps)" %.2f)"
+	ratio_row "gateway $WORKERS workers / HAProxy CPU per request" \
+		"$(calc "$(get "$gn" server_us_per_req) / $(get "$hn" server_us_per_req)" %.2f)"
+	echo "   the workers' requests as the gateway counted them (faultline_worker_requests_total):" \
+		"$GN_SPREAD; workers up at the end: $GN_UP of $WORKERS"
+	echo "   $(nproc) cores for wrk ($WRK_THREADS threads), mockprov (one loop) and the proxy:" \
+		"a proxy of N threads or"
+	echo "   workers can use at most what wrk and mockprov leave (the proxy column against" \
+		"$((WORKERS * 100))%)"
+	busy_warning "$(get "$d" cpu_other_pct)" "$(get "$hn" cpu_other_pct)" \
+		"$(get "$gn" cpu_other_pct)"
+}
+
+main_workers() {
+	[ "$WORKERS" -ge 2 ] 2>/dev/null || die "WORKERS must be 2 or more, got \"$WORKERS\""
+	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
+	[ -x "$BIN/gateway" ] || die "$BIN/gateway is missing (make, or set FAULTLINE_BIN)"
+	gateway_fd_limit
+	bench_start wrk haproxy curl jq
+	echo "   mockprov, the proxies and wrk share these cores; \"others' CPU\" is the" \
+		"process time (user + system) the rest of the machine used meanwhile"
+	start_bench_mockprov
+	workers_bench
+	stop_pid "$MP_PID"
+	echo
+	echo "summary"
+	ratio_row "gateway $WORKERS workers / HAProxy $WORKERS threads requests/s" "$WK_RATIO" \
+		">= $RPS_TARGET" "$WK_VERDICT"
+}
+
 main() {
 	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
 	[ -x "$BIN/gateway" ] || die "$BIN/gateway is missing (make, or set FAULTLINE_BIN)"
@@ -694,6 +841,7 @@ main() {
 	echo "   requests/s: direct $RPS_D, HAProxy $RPS_H, gateway $RPS_G"
 	echo "   added p99 over direct (ms): HAProxy $ADD_H, gateway $ADD_G"
 	ratio_row "gateway / HAProxy requests/s" "$RPS_RATIO" ">= $RPS_TARGET" "$RPS_VERDICT"
+	ratio_row "gateway CPU per request / HAProxy's" "$CPU_RATIO" "<= $CPU_TARGET" "$CPU_VERDICT"
 	ratio_row "gateway's added p99 / HAProxy's" "$P99_RATIO" "<= $P99_TARGET" "$P99_VERDICT"
 	ratio_row "Anthropic / OpenAI target requests/s, plain" "$ANTH_RATIO" \
 		">= $DIALECT_TARGET" "$ANTH_VERDICT"
@@ -703,4 +851,8 @@ main() {
 		"$RSS_VERDICT"
 }
 
-main "$@"
+if [ "${1-}" = workers ]; then
+	main_workers
+else
+	main "$@"
+fi

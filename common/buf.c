@@ -2,6 +2,7 @@
  * buf: growable NUL-terminated byte buffers.
  */
 #include "common/buf.h"
+#include "common/numfmt.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -85,54 +86,18 @@ char *buf_aprintf(const char *fmt, ...)
 
 int buf_put_int(struct buf *b, long long v)
 {
-	char tmp[24];
-	char *p = tmp + sizeof(tmp);
-	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	char tmp[NUMFMT_LEN];
 
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	return buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+	return buf_append(b, tmp, numfmt_int(tmp, v));
 }
 
 int buf_put_fixed(struct buf *b, double v, int decimals)
 {
-	static const long long pow10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };
-	char tmp[48];
-	char *p = tmp + sizeof(tmp);
-	long long scale;
-	long long n;
-	long long whole;
-	bool neg;
-	int i;
+	char tmp[NUMFMT_LEN];
+	size_t n;
 
-	if (decimals < 0 || decimals > 6 || !(v > -9e12 && v < 9e12))
-		return buf_printf(b, "%.*f", decimals, v);
-	scale = pow10[decimals];
-	n = (long long)(v * (double)scale + (v < 0 ? -0.5 : 0.5));
-	neg = n < 0;
-	if (neg)
-		n = -n;
-	whole = n / scale;
-	n %= scale;
-	/* Written backwards into tmp, then appended at once (millions of numbers a second). */
-	if (decimals) {
-		for (i = 0; i < decimals; i++) {
-			*--p = (char)('0' + n % 10);
-			n /= 10;
-		}
-		*--p = '.';
-	}
-	do {
-		*--p = (char)('0' + whole % 10);
-		whole /= 10;
-	} while (whole);
-	if (neg)
-		*--p = '-';
-	return buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+	n = numfmt_fixed(tmp, v, decimals);
+	return n ? buf_append(b, tmp, n) : buf_printf(b, "%.*f", decimals, v);
 }
 
 void buf_consume(struct buf *b, size_t n)

@@ -67,9 +67,10 @@ char *buf_aprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int buf_put_int(struct buf *b, long long v);
 
 /*
- * Appends v with exactly `decimals` (0–6) digits after the point, rounded
- * half away from zero, without printf. Values beyond ±9e12 fall back to
- * printf.
+ * Appends v with exactly `decimals` digits after the point as
+ * numfmt_fixed writes it (0–9 digits, rounded half away from zero,
+ * without printf); what it does not take (decimals out of range, a
+ * value too big for them) falls back to printf's "%.*f".
  */
 int buf_put_fixed(struct buf *b, double v, int decimals);
 

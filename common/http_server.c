@@ -10,6 +10,7 @@
 #include "common/http_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <http_parser.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <strings.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/clock.h"
@@ -127,6 +130,7 @@ struct http_server {
 	uv_tcp_t *reserve;	/* bound, not listening: holds the port while unlistened */
 	struct sockaddr_storage addr;
 	bool have_addr;
+	bool adopted;		/* the listener was handed in (http_server_listen_fd): no reserve */
 	struct list conns;		/* every connection (struct conn), accepted or socketpair */
 	uint64_t rejected;		/* connections closed at once: max_conns were open */
 	struct log_limit reject_log;	/* their log line, at most once per REJECT_LOG_NS */
@@ -1354,12 +1358,33 @@ int http_server_listen(struct http_server *srv, const struct sockaddr *addr)
 	return l ? start_listening(srv, l) : rc;
 }
 
+int http_server_listen_fd(struct http_server *srv, int fd)
+{
+	uv_tcp_t *l;
+	int rc;
+
+	if (srv->listener)
+		return UV_EALREADY;
+	l = malloc(sizeof(*l));
+	if (!l)
+		return UV_ENOMEM;
+	uv_tcp_init(srv->loop, l);
+	l->data = srv;
+	rc = uv_tcp_open(l, fd);
+	if (rc) {
+		close_listener(srv, l);	/* a failed open did not take fd */
+		return rc;
+	}
+	srv->adopted = true;
+	return start_listening(srv, l);
+}
+
 int http_server_relisten(struct http_server *srv)
 {
 	struct sockaddr_storage a = srv->addr;
 	uv_tcp_t *l = srv->reserve;
 
-	if (!srv->have_addr)
+	if (!srv->have_addr || srv->adopted)
 		return UV_EINVAL;
 	if (srv->listener)
 		return UV_EALREADY;
@@ -1384,7 +1409,7 @@ void http_server_unlisten(struct http_server *srv)
 	/* libuv closes the socket at once; the close callback comes later. */
 	close_listener(srv, srv->listener);
 	srv->listener = NULL;
-	if (srv->freeing)
+	if (srv->freeing || srv->adopted)
 		return;
 	/* A bound socket that does not listen refuses connections, like a
 	 * closed port, but keeps the port ours (port 0 took an ephemeral one,
@@ -1419,6 +1444,46 @@ static void drain_check(struct http_server *srv)
 		uv_idle_start(&srv->drain_idle, on_drain_idle);
 }
 
+/*
+ * Takes in the connections the kernel completed on the listener and
+ * nobody accepted yet, before a drain closes it: closing a listener
+ * resets those, and their clients have sent — or are sending — a
+ * request. They are served as if accepted (max_conns does not apply).
+ */
+static void accept_backlog(struct http_server *srv)
+{
+	uv_os_fd_t lfd;
+	int fd;
+
+	if (!srv->listener || uv_fileno((uv_handle_t *)srv->listener, &lfd))
+		return;
+	while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		if (http_server_serve_fd(srv, fd))
+			close(fd);
+	}
+}
+
+/*
+ * Whether a connection waiting between requests may still have one on its
+ * way when a drain starts: a new one, which has had no answer yet (a
+ * client connects to send a request), or one whose next request's bytes
+ * are already in the kernel or in inbuf. Such a connection is let in
+ * (header_timeout_ms bounds it) rather than closed as idle, which would
+ * lose its request; only a keep-alive connection with nothing sent since
+ * its last answer is idle.
+ */
+static bool request_due(struct conn *c)
+{
+	uv_os_fd_t fd;
+	int waiting = 0;
+
+	if (c->sent_total == 0 || c->inbuf.len > 0)
+		return true;
+	return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, FIONREAD, &waiting) == 0 &&
+	       waiting > 0;
+}
+
 void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *arg)
 {
 	struct conn *c;
@@ -1431,11 +1496,14 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 		srv->drain_idle.data = srv;
 		srv->drain_idle_open = true;
 	}
+	accept_backlog(srv);
 	http_server_unlisten(srv);
 	for (n = list_first(&srv->conns); n; n = list_next(&srv->conns, n)) {
 		c = list_entry(n, struct conn, link);
 		if (c->state == CONN_HANDLING && c->ex.active)
 			c->ex.req.keep_alive = false;
+		else if (c->state == CONN_READING && !c->in_message && request_due(c))
+			conn_arm(c, TIMER_HEADER);
 		else if (c->state == CONN_READING && !c->in_message)
 			conn_close_when_flushed(c);
 		/* A request still arriving is let in (header_timeout_ms bounds it). */

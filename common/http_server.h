@@ -98,6 +98,17 @@ struct http_server *http_server_new(uv_loop_t *loop,
 int http_server_listen(struct http_server *srv, const struct sockaddr *addr);
 
 /*
+ * Serves connections accepted on fd, a stream socket already bound and
+ * listening that another process made (a workers gateway's supervisor,
+ * which shares one port among its workers with SO_REUSEPORT). Returns 0,
+ * the server then owning fd, or a libuv error code, fd staying the
+ * caller's. http_server_unlisten then closes it and keeps no reserve
+ * (the port is the other process's), and http_server_relisten refuses
+ * (UV_EINVAL).
+ */
+int http_server_listen_fd(struct http_server *srv, int fd);
+
+/*
  * Listens again on the address of the last successful http_server_listen
  * (the port kept reserved since http_server_unlisten).
  */
@@ -131,9 +142,12 @@ bool http_server_is_listening(const struct http_server *srv);
 void http_server_close_conns(struct http_server *srv, bool reset);
 
 /*
- * Starts a graceful stop: the listener closes (new connections are
- * refused), idle connections close, a request still arriving is let in
- * (within header_timeout_ms), and each exchange, in progress or to come,
+ * Starts a graceful stop: connections the kernel completed but nobody
+ * accepted yet are taken in, the listener closes (new connections are
+ * refused), idle keep-alive connections close, a request still arriving
+ * — or due: on a connection that has had no answer yet, or whose next
+ * request's bytes are in — is let in (within header_timeout_ms), and each
+ * exchange, in progress or to come,
  * ends its connection once answered (its answer says Connection: close;
  * requests pipelined behind it are dropped). done (may
  * be NULL) is called once no connection is left — every answer written

@@ -98,6 +98,7 @@ const char *const event_keys[EVENT_NKEYS] = {
 	[EVENT_ORIGIN] = "origin",
 	[EVENT_PEER] = "peer",
 	[EVENT_VIA] = "via",
+	[EVENT_WORKER] = "worker",
 };
 
 static const char *const event_state_names[EVENT_NSTATES] = {
@@ -287,6 +288,10 @@ int event_contract_line(struct buf *line, double t_unix_ms, const char *provider
 		rc |= event_key(line, EVENT_REPLICA);
 		rc |= json_escape(line, src->replica);
 	}
+	if (src && src->worker) {
+		rc |= event_key(line, EVENT_WORKER);
+		rc |= buf_printf(line, "%u", src->worker);
+	}
 	rc |= buf_puts(line, "}\n");
 	return rc ? -ENOMEM : 0;
 }
@@ -321,6 +326,10 @@ int event_line(struct buf *line, double t_unix_ms, const char *provider, const c
 		rc |= json_escape(line, src->peer);
 		rc |= event_key(line, EVENT_VIA);
 		rc |= json_escape(line, src->via ? src->via : "pubsub");
+	}
+	if (src && src->worker) {
+		rc |= event_key(line, EVENT_WORKER);
+		rc |= buf_printf(line, "%u", src->worker);
 	}
 	rc |= buf_puts(line, "}\n");
 	return rc ? -ENOMEM : 0;

@@ -251,7 +251,9 @@ enum event_key {
 	EVENT_REPLICA,		/* string: the replica that wrote the line */
 	EVENT_ORIGIN,		/* string: "local" (its own evidence) or "remote" */
 	EVENT_PEER,		/* string, remote only: the replica whose change it follows */
-	EVENT_VIA,		/* string, remote only: "pubsub" or "sync" */
+	EVENT_VIA,		/* string, remote only: "pubsub", "hub" or "sync" */
+	/* Written only by a gateway of several workers (workers: N): */
+	EVENT_WORKER,		/* number: the worker (1 to N) that wrote the line */
 	EVENT_NKEYS
 };
 
@@ -266,14 +268,16 @@ extern const char *const event_keys[EVENT_NKEYS];
 struct event_source {
 	const char *replica;
 	const char *peer;	/* NULL: the replica's own change */
-	const char *via;	/* with peer: "pubsub" or "sync" */
+	const char *via;	/* with peer: "pubsub", "hub" or "sync" */
+	unsigned worker;	/* the worker that wrote it, 1 to N; 0: not one of several */
 };
 
 /*
  * Builds one events.jsonl line (newline included) into line: a breaker of
  * provider/model (model may be NULL) went from → to for reason (may be
  * NULL) at t_unix_ms (written to the microsecond); src (NULL: not shared)
- * adds replica, origin and, for a remote change, peer and via. Returns 0
+ * adds replica, origin and, for a remote change, peer and via, and worker
+ * when it is one of several. Returns 0
  * or -ENOMEM.
  */
 struct buf;

@@ -251,7 +251,7 @@ static int cost_labels(struct buf *b, const struct gateway *gw, const struct cos
 	return rc | metrics_label(b, r->feature);
 }
 
-/* The replicas' shared state (shared_state redis); nothing when not shared. */
+/* The shared breakers (shared_state redis, or a workers gateway's hub); nothing when not shared. */
 static int shared_state(struct buf *b, const struct gateway *gw)
 {
 	const struct shared_counts c = gw->shared ? shared_counts(gw->shared)
@@ -269,7 +269,8 @@ static int shared_state(struct buf *b, const struct gateway *gw)
 		  c.applied },
 		{ "faultline_shared_stale_total",
 		  "Received changes older than the breaker's state, ignored.", c.stale },
-		{ "faultline_shared_reconnects_total", "Times the link to Redis was lost.", c.downs },
+		{ "faultline_shared_reconnects_total", "Times the link to the store was lost.",
+		  c.downs },
 		{ "faultline_shared_dropped_total",
 		  "Redis commands not sent because the link was down.", c.dropped },
 	};
@@ -279,8 +280,8 @@ static int shared_state(struct buf *b, const struct gateway *gw)
 	if (!gw->shared)
 		return 0;
 	rc = family(b, "faultline_shared_state_up", "gauge",
-		    "1 while the breakers are shared through Redis (connected, subscribed, "
-		    "synced); 0 while each is this replica's own.");
+		    "1 while the breakers are shared (through Redis: connected, subscribed, "
+		    "synced; or the workers' hub); 0 while each is this process's own.");
 	rc |= buf_printf(b, "faultline_shared_state_up %d\n", c.up ? 1 : 0);
 	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
 		rc |= family(b, counters[i].name, "counter", counters[i].help);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "common/numfmt.h"
 #include "gateway/greq.h"
 
 double bill_price(const struct gw_provider *p, int64_t in, int64_t out)
@@ -53,5 +54,7 @@ void bill_discarded(struct greq *g, const struct leg *l, bool stopped)
 
 void bill_cost_text(const struct greq *g, char *out, size_t len)
 {
-	snprintf(out, len, "%.9f", g->bill.cost_usd);
+	/* No printf for the common case: this is written on every answer. */
+	if (len < NUMFMT_LEN || !numfmt_fixed(out, g->bill.cost_usd, 9))
+		snprintf(out, len, "%.9f", g->bill.cost_usd);
 }

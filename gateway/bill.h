@@ -44,7 +44,10 @@ bool bill_discard_charged(long status, bool stopped, bool connected);
 /* The prompt's tokens estimated from its messages' text: bytes / 4, rounded up (pure). */
 int64_t bill_prompt_estimate(size_t bytes);
 
-/* The request's cost as x-faultline-cost-usd's value, into out (len bytes). */
+/*
+ * The request's cost as x-faultline-cost-usd's value (nine decimals), into
+ * out (len bytes: NUMFMT_LEN or more takes any value without printf).
+ */
 void bill_cost_text(const struct greq *g, char *out, size_t len);
 
 #endif

@@ -32,6 +32,7 @@ struct top_raw {
 	int64_t max_connections;
 	int64_t max_upstream_body_bytes;
 	int64_t upstream_body_budget_bytes;
+	int64_t workers;
 };
 
 #define TK(name, type, field, def, min, max, defs) \
@@ -49,6 +50,7 @@ static const struct cfg_key top_keys[] = {
 	   1073741824, NULL),
 	TK("upstream_body_budget_bytes", CFG_INT, upstream_body_budget_bytes, 268435456,
 	   1048576, 68719476736.0, NULL),
+	TK("workers", CFG_INT, workers, 1, 1, GW_WORKERS_MAX, NULL),
 	{ "providers", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "models", CFG_SKIP, 0, true, 0, 0, 0, NULL, NULL },
 	{ "retry", CFG_SKIP, 0, false, 0, 0, 0, NULL, NULL },
@@ -740,6 +742,7 @@ static int load_top(const cJSON *root, const char *file, struct gw_config *cfg, 
 	cfg->max_connections = (unsigned)top.max_connections;
 	cfg->max_upstream_body_bytes = (size_t)top.max_upstream_body_bytes;
 	cfg->upstream_body_budget_bytes = (size_t)top.upstream_body_budget_bytes;
+	cfg->workers = (unsigned)top.workers;
 	if (cfg->upstream_body_budget_bytes < cfg->max_upstream_body_bytes) {
 		rc = cfg_error(err, file, "", "upstream_body_budget_bytes",
 			       "expected at least max_upstream_body_bytes (%zu), got %zu",

@@ -164,8 +164,12 @@ struct gw_shared {
 	double reconnect_max_ms;	/* no backoff is longer */
 };
 
+/* The most worker processes a gateway runs (workers, --workers). */
+#define GW_WORKERS_MAX 64
+
 struct gw_config {
 	struct sockaddr_storage listen;
+	unsigned workers;		/* processes serving the port; 1: no supervisor */
 	double deadline_ms;
 	uint64_t seed;
 	size_t max_body_bytes;

@@ -4,10 +4,12 @@
  * log, counters).
  */
 #include "gateway/gateway.h"
+#include "gateway/greq.h"
 #include "gateway/shared.h"
 
 #include "gateway/admin.h"
 #include "gateway/probe.h"
+#include "gateway/worker.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,6 +41,7 @@ CURL *gateway_easy_get(struct gateway *gw)
 		return NULL;
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROXY, "");		/* no proxy from the environment */
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");	/* nor its no_proxy list, read per transfer */
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	return e;
@@ -97,7 +100,7 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 {
 	struct gateway *gw = arg;
 	struct event_source src = { gw->cfg->shared.replica, origin ? origin->peer : NULL,
-				    origin ? origin->via : NULL };
+				    origin ? origin->via : NULL, gw->worker_no };
 	struct buf line = { 0 };
 	int rc = 0;
 
@@ -122,7 +125,7 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 void gateway_event_contract(struct gateway *gw, const char *provider, const char *model,
 			    const char *request_id, const char *why)
 {
-	struct event_source src = { gw->cfg->shared.replica, NULL, NULL };
+	struct event_source src = { gw->cfg->shared.replica, NULL, NULL, gw->worker_no };
 	struct buf line = { 0 };
 
 	if (!gw->events)
@@ -274,9 +277,15 @@ static void on_request(struct http_exchange *ex, void *data)
 	} else if (strcmp(path, "/healthz") == 0) {
 		serve_health(ex, req->method);
 	} else if (strcmp(path, "/metrics") == 0) {
-		serve_metrics(gw, ex, req->method);
+		if (gw->worker && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD")))
+			worker_gather(gw->worker, ex, WORKER_VIEW_METRICS);
+		else
+			serve_metrics(gw, ex, req->method);
 	} else if (strcmp(path, "/admin/breakers") == 0) {
-		serve_view(gw, ex, req->method, admin_breakers);
+		if (gw->worker && (!strcmp(req->method, "GET") || !strcmp(req->method, "HEAD")))
+			worker_gather(gw->worker, ex, WORKER_VIEW_BREAKERS);
+		else
+			serve_view(gw, ex, req->method, admin_breakers);
 	} else {
 		snprintf(msg, sizeof(msg), "Unknown path %.100s.", req->path);
 		http_respond_error(ex, 404, msg, "invalid_request_error", NULL, "unknown_url", NULL,
@@ -286,13 +295,28 @@ static void on_request(struct http_exchange *ex, void *data)
 
 /* ---- life ---- */
 
+static void chat_uh_free(struct gateway *gw)
+{
+	size_t i;
+
+	for (i = 0; gw->chat_uh && i < gw->cfg->nproviders; i++)
+		curl_url_cleanup(gw->chat_uh[i]);
+	free(gw->chat_uh);
+	gw->chat_uh = NULL;
+}
+
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
-		 const char *events_path, uint64_t seed, int64_t t0_unix_ms, char *err)
+		 const char *events_path, uint64_t seed, int64_t t0_unix_ms,
+		 const struct gateway_worker *wk, char *err)
 {
 	struct http_server_config hc;
-	static const char *const base[] = {
-		"Content-Type: application/json", "Expect:",	/* Accept: per request */
-	};
+	/*
+	 * Accept: per request. libcurl asks for 100-continue only for a body
+	 * of 1 MiB or more: "Expect:" turns that off, and costs every request
+	 * a header's processing, so only the big ones carry it.
+	 */
+	static const char *const base[] = { "Content-Type: application/json" };
+	static const char *const big[] = { "Content-Type: application/json", "Expect:" };
 	struct curl_slist *l;
 	size_t i;
 	int rc;
@@ -302,12 +326,16 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	gw->cfg = cfg;
 	gw->checks_from_ms = gw_now_ms();
 	gw->checks_phased = t0_unix_ms > 0;
+	gw->worker_no = wk ? wk->no : 0;
+	gw->checks_here = !wk || wk->no == 1;	/* worker 1 checks for every worker */
 	if (t0_unix_ms > 0)
 		gw->checks_from_ms += (double)(t0_unix_ms - clock_unix_ms());
 	rng_seed_stream(&gw->rng_retry, seed, GW_RNG_RETRY);
 	rng_seed_stream(&gw->rng_breaker, seed, GW_RNG_BREAKER);
 	rng_seed_stream(&gw->rng_health, seed, GW_RNG_HEALTH);
 	list_init(&gw->reqs);
+	for (i = 0; i < GW_GREQ_POOL_LEGS; i++)
+		list_init(&gw->greq_pool[i]);
 	list_init(&gw->dirty);
 	snprintf(gw->id_prefix, sizeof(gw->id_prefix), "gw-%x-", (unsigned)getpid());
 	gw->pstats = calloc(cfg->nproviders, sizeof(*gw->pstats));
@@ -333,6 +361,27 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 		if (!l)
 			goto out_nomem;
 		gw->base_headers = l;
+	}
+	for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		l = curl_slist_append(gw->big_headers, big[i]);
+		if (!l)
+			goto out_nomem;
+		gw->big_headers = l;
+	}
+	/* Parsed once: given a URL, libcurl parses it again for every transfer. */
+	gw->chat_uh = calloc(cfg->nproviders, sizeof(*gw->chat_uh));
+	if (!gw->chat_uh)
+		goto out_nomem;
+	for (i = 0; i < cfg->nproviders; i++) {
+		gw->chat_uh[i] = curl_url();
+		if (!gw->chat_uh[i])
+			goto out_nomem;
+		if (curl_url_set(gw->chat_uh[i], CURLUPART_URL, cfg->providers[i].chat_url, 0)) {
+			snprintf(err, 256, "provider %s: libcurl cannot parse its URL %s",
+				 cfg->providers[i].name, cfg->providers[i].chat_url);
+			rc = -EINVAL;
+			goto out_free;
+		}
 	}
 	if (events_path) {
 		gw->events_path = events_path;
@@ -367,13 +416,28 @@ int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cf
 	hc.idle_timeout_ms = (uint64_t)cfg->idle_timeout_ms;
 	hc.max_conns = cfg->max_connections;
 	gw->srv = http_server_new(loop, &hc, on_request, gw);
+	if (wk && gw->srv &&
+	    !(gw->worker = worker_start(gw, wk->hub_fd, wk->no, wk->n, wk->on_lost, err))) {
+		http_server_free(gw->srv, NULL, NULL);
+		gw->srv = NULL;
+		uv_close((uv_handle_t *)&gw->flush, NULL);
+		uv_close((uv_handle_t *)&gw->qtimer, NULL);
+		curl_uv_close(&gw->cu, NULL);
+		curl_uv_close(&gw->hcu, NULL);
+		rc = -EIO;
+		goto out_free;
+	}
 	if (!gw->srv || probe_start_all(gw) ||
 	    (cfg->shared.backend == GW_SHARED_REDIS &&
-	     !(gw->shared = shared_start(loop, cfg, &gw->router, seed, err)))) {
+	     !(gw->shared = shared_start(loop, cfg, &gw->router, seed, err))) ||
+	    (cfg->shared.backend != GW_SHARED_REDIS && gw->worker &&
+	     !(gw->shared = worker_shared(gw->worker, err)))) {
 		if (gw->srv)
 			http_server_free(gw->srv, NULL, NULL);
 		gw->srv = NULL;
 		probe_close_all(gw);
+		shared_close(gw->shared);
+		worker_close(gw->worker);
 		uv_close((uv_handle_t *)&gw->flush, NULL);
 		uv_close((uv_handle_t *)&gw->qtimer, NULL);
 		curl_uv_close(&gw->cu, NULL);
@@ -389,6 +453,8 @@ out_free:
 	if (gw->events)
 		fclose(gw->events);
 	curl_slist_free_all(gw->base_headers);
+	curl_slist_free_all(gw->big_headers);
+	chat_uh_free(gw);
 	router_free(&gw->router);
 	degraded_free(&gw->degraded);
 	free(gw->pstats);
@@ -428,6 +494,7 @@ void gateway_close(struct gateway *gw)
 	shared_close(gw->shared);
 	http_server_free(gw->srv, NULL, NULL);
 	gw->srv = NULL;
+	worker_close(gw->worker);	/* after the server: views gathered for a client are gone */
 	uv_close((uv_handle_t *)&gw->flush, NULL);
 	uv_close((uv_handle_t *)&gw->qtimer, NULL);
 	probe_close_all(gw);
@@ -440,6 +507,9 @@ void gateway_close(struct gateway *gw)
 	gw->easy_pool = NULL;
 	curl_slist_free_all(gw->base_headers);
 	gw->base_headers = NULL;
+	curl_slist_free_all(gw->big_headers);
+	gw->big_headers = NULL;
+	chat_uh_free(gw);
 	if (gw->events && (fflush(gw->events) || (fsync(fileno(gw->events)) && errno != EINVAL)))
 		events_fail(gw, errno);
 	if (gw->events) {
@@ -453,8 +523,11 @@ void gateway_close(struct gateway *gw)
 
 void gateway_free(struct gateway *gw)
 {
+	greq_pool_free(gw);
 	shared_free(gw->shared);
 	gw->shared = NULL;
+	worker_free(gw->worker);
+	gw->worker = NULL;
 	router_free(&gw->router);
 	degraded_free(&gw->degraded);
 	free(gw->pstats);

@@ -29,9 +29,22 @@
 #include "common/rng.h"
 #include "gateway/router.h"
 
+struct gateway;
 struct greq;
 struct probe;
 struct shared;
+struct worker;
+
+/* A worker's place in a gateway of several processes (workers: N; worker.h). */
+struct gateway_worker {
+	unsigned no;			/* 1 to n */
+	unsigned n;
+	int hub_fd;			/* its socket to the supervisor's hub */
+	void (*on_lost)(struct gateway *gw);	/* the supervisor is gone: drain */
+};
+
+/* Requests of up to this many legs keep their memory for the next (greq.c). */
+#define GW_GREQ_POOL_LEGS 4
 
 struct gateway {
 	uv_loop_t *loop;
@@ -47,6 +60,8 @@ struct gateway {
 	size_t nprobes;
 	struct http_server *srv;
 	struct curl_slist *base_headers;	/* sent upstream on every attempt */
+	struct curl_slist *big_headers;		/* the same and "Expect:", for a body of 1 MiB or more */
+	CURLU **chat_uh;		/* each provider's chat_url parsed once, by config index */
 	struct rng rng_retry;		/* backoff jitter */
 	struct rng rng_breaker;		/* cooldown jitter */
 	struct rng rng_health;		/* with --t0: each provider's first check's phase */
@@ -62,7 +77,10 @@ struct gateway {
 	struct router_listener breaker_log;	/* writes breaker changes: events file, log */
 	struct router_listener queue_wake;	/* drains the batch queues after one */
 	struct router_listener probe_pace;	/* checks at the fast cadence while a breaker is not closed */
-	struct shared *shared;		/* shared_state redis: the fleet's breakers; else NULL */
+	struct shared *shared;		/* the breakers shared: Redis, or the workers' hub; else NULL */
+	struct worker *worker;		/* one of several workers: the link to the hub; else NULL */
+	unsigned worker_no;		/* its number, 1 to N; 0: not one of several */
+	bool checks_here;		/* health checks run in this process (not another worker) */
 	struct degraded degraded;	/* each alias's degraded answers and answer cache */
 	double checks_from_ms;		/* the first health checks' time (gw_now_ms's clock) */
 	uint64_t in_flight;
@@ -72,6 +90,7 @@ struct gateway {
 	struct log_limit overload_log;	/* their log line, at most once a second */
 	uint64_t next_id;		/* for generated request ids */
 	char id_prefix[24];
+	struct list greq_pool[GW_GREQ_POOL_LEGS];	/* freed requests' memory, by legs - 1 (greq.c) */
 	CURL **easy_pool;		/* idle easy handles, a stack */
 	size_t npool;
 	void (*on_idle)(struct gateway *gw);	/* drained: no client connection left */
@@ -91,11 +110,15 @@ double gw_now_ms(void);
  * the health checks — at once, or with t0_unix_ms > 0 (--t0: a run's
  * shared time base) each provider's first at t0 plus a phase drawn from
  * the seed in [0, its interval): random against a fault's start, as in
- * life, and the same in every run and in chaos sim. Returns 0, or a negative errno
- * with a message in err (256 bytes).
+ * life, and the same in every run and in chaos sim. wk (NULL: a gateway
+ * of one process) makes it one worker of several: its link to the hub
+ * carries the breakers (unless shared_state is redis), health verdicts,
+ * budgets and the whole gateway's views (worker.h). Returns 0, or a
+ * negative errno with a message in err (256 bytes).
  */
 int gateway_init(struct gateway *gw, uv_loop_t *loop, const struct gw_config *cfg,
-		 const char *events_path, uint64_t seed, int64_t t0_unix_ms, char *err);
+		 const char *events_path, uint64_t seed, int64_t t0_unix_ms,
+		 const struct gateway_worker *wk, char *err);
 
 /*
  * Starts a graceful stop: no new connections, idle ones closed, the rest

@@ -6,6 +6,7 @@
 #include "gateway/greq.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "gateway/contract.h"
@@ -13,14 +14,25 @@
 #include "gateway/queue.h"
 #include "gateway/stream.h"
 
+/* Finished requests' memory kept, per number of legs: enough for a busy loop's churn. */
+#define GREQ_POOL_MAX 256
+
 static const char *const state_names[] = { "routing", "attempt", "backoff", "queued", "done" };
 
 struct greq *greq_new(struct gateway *gw, struct http_exchange *ex, struct gw_route *route,
 		      unsigned nlegs)
 {
-	struct greq *g = calloc(1, sizeof(*g) + nlegs * sizeof(g->legs[0]));
+	size_t size = sizeof(struct greq) + nlegs * sizeof(struct leg);
+	struct list *pool = nlegs <= GW_GREQ_POOL_LEGS ? &gw->greq_pool[nlegs - 1] : NULL;
+	struct greq *g;
 	unsigned i;
 
+	if (pool && !list_empty(pool)) {
+		g = list_entry(list_pop_front(pool), struct greq, link);
+		memset(g, 0, size);
+	} else {
+		g = calloc(1, size);
+	}
 	if (!g)
 		return NULL;
 	g->gw = gw;
@@ -54,6 +66,30 @@ void greq_htimer_stop(struct greq *g)
 		uv_timer_stop(&g->htimer);
 }
 
+/* Keeps g's memory for the next request of as many legs, up to GREQ_POOL_MAX; frees it past. */
+static void greq_pool_put(struct greq *g)
+{
+	struct list *pool;
+
+	if (g->nlegs > GW_GREQ_POOL_LEGS || g->gw->greq_pool[g->nlegs - 1].len >= GREQ_POOL_MAX) {
+		free(g);
+		return;
+	}
+	pool = &g->gw->greq_pool[g->nlegs - 1];
+	list_node_init(&g->link);
+	list_push_front(pool, &g->link);
+}
+
+void greq_pool_free(struct gateway *gw)
+{
+	size_t i;
+
+	for (i = 0; i < GW_GREQ_POOL_LEGS; i++) {
+		while (!list_empty(&gw->greq_pool[i]))
+			free(list_entry(list_pop_front(&gw->greq_pool[i]), struct greq, link));
+	}
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
 	struct greq *g = h->data;
@@ -71,7 +107,7 @@ static void on_handle_closed(uv_handle_t *h)
 	cJSON_Delete(g->root);
 	buf_free(&g->anth_body);
 	buf_free(&g->ckey);
-	free(g);
+	greq_pool_put(g);
 }
 
 void greq_finish(struct greq *g, int status)

@@ -135,10 +135,15 @@ struct greq {
 
 /*
  * A request of route with nlegs legs for exchange ex, its timers set up,
- * on gw->reqs and counted in flight; NULL when out of memory.
+ * on gw->reqs and counted in flight; NULL when out of memory. Its memory
+ * is a finished request's when one of as many legs left it (a request
+ * costs malloc its most expensive path: a block of kilobytes).
  */
 struct greq *greq_new(struct gateway *gw, struct http_exchange *ex, struct gw_route *route,
 		      unsigned nlegs);
+
+/* Frees the memory finished requests left for the next (gateway_free's). */
+void greq_pool_free(struct gateway *gw);
 
 /* The one way a request's state changes: logged (at debug level). */
 void greq_set_state(struct greq *g, enum greq_state to);

@@ -34,6 +34,9 @@ static char anthropic_version[] = "anthropic-version: " ANTH_VERSION;
 
 static void on_watchdog(uv_timer_t *t);
 
+/* libcurl asks for 100-continue from 1 MiB; from half that, "Expect:" is sent to stop it. */
+#define LEG_EXPECT_FROM (512 * 1024)
+
 /*
  * CURLOPT_PREREQFUNCTION: libcurl is about to send the request on a
  * connection it opened or reused. It is called a second time when libcurl
@@ -75,7 +78,10 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 	} else if (!curl_uv_header_split(line, len, &h)) {
 		return len;
 	} else if (curl_uv_header_is(&h, "content-type")) {
-		snprintf(l->ctype, sizeof(l->ctype), "%.*s", (int)sizeof(l->ctype) - 1, h.value);
+		size_t clen = strnlen(h.value, sizeof(l->ctype) - 1);
+
+		memcpy(l->ctype, h.value, clen);
+		l->ctype[clen] = '\0';
 	} else if (curl_uv_header_is(&h, "retry-after")) {
 		l->retry_after_ms = backoff_parse_retry_after(h.value, clock_unix_ms());
 	} else if (curl_uv_header_is(&h, "content-length") &&
@@ -182,7 +188,7 @@ int leg_start(struct greq *g, const struct policy_action *a)
 	struct gateway *gw = g->gw;
 	struct gw_target *t = a->t;
 	const struct gw_provider *p = t->prov;
-	struct curl_slist *head = gw->base_headers;
+	struct curl_slist *head;
 	struct leg *l = &g->legs[a->slot];
 	int rc = -ENOMEM;
 	CURL *e;
@@ -217,6 +223,7 @@ int leg_start(struct greq *g, const struct policy_action *a)
 	l->errbuf[0] = '\0';
 	buf_reset(&l->resp);
 
+	head = l->up_body.len >= LEG_EXPECT_FROM ? gw->big_headers : gw->base_headers;
 	l->h_accept = (struct curl_slist){ g->pol.stream ? accept_sse : accept_json, head };
 	head = &l->h_accept;
 	if (p->auth_header) {
@@ -233,7 +240,7 @@ int leg_start(struct greq *g, const struct policy_action *a)
 	}
 	l->h_id = (struct curl_slist){ g->id_line, head };
 
-	curl_easy_setopt(e, CURLOPT_URL, p->chat_url);
+	curl_easy_setopt(e, CURLOPT_CURLU, gw->chat_uh[t->provider]);
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, l->up_body.data);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)l->up_body.len);

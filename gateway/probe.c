@@ -26,6 +26,7 @@
 #include "gateway/probe.h"
 
 #include "gateway/gateway.h"
+#include "gateway/worker.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/records.h"
@@ -113,7 +114,31 @@ void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result)
 			 p->gw->cfg->providers[p->provider].name, p->st.passes);
 	router_apply_health(&p->gw->router, p->provider, ch, ok, ok ? p->st.passes : p->st.fails,
 			    p->st.healthy, gw_now_ms(), &p->gw->rng_breaker);
+	if (p->gw->worker)
+		worker_health(p->gw->worker, p->provider, ok, &p->st,
+			      result == CURLE_OPERATION_TIMEDOUT);
 	probe_again(p);
+}
+
+void probe_mirror(struct gateway *gw, size_t provider, bool healthy, bool slow, unsigned fails,
+		  unsigned passes)
+{
+	size_t i;
+
+	for (i = 0; i < gw->nprobes; i++) {
+		struct probe *p = gw->probes[i];
+
+		if (p->provider != provider)
+			continue;
+		if (p->st.healthy != healthy)
+			log_info("provider %s: %s (the health checker's verdict)",
+				 gw->cfg->providers[provider].name, healthy ? "healthy" : "unhealthy");
+		p->st.healthy = healthy;
+		p->st.fails = fails;
+		p->st.passes = passes;
+		gw->pstats[provider].unhealthy = !healthy;
+		gw->pstats[provider].check_slow = slow;
+	}
 }
 
 static void on_probe_timer(uv_timer_t *t)
@@ -132,6 +157,7 @@ static void on_probe_timer(uv_timer_t *t)
 		 prov->name, ++p->seq);
 	p->h_id = (struct curl_slist){ p->h_id_text, NULL };
 	head = &p->h_id;
+	curl_easy_setopt(e, CURLOPT_CURLU, NULL);	/* a leg's, from the shared pool */
 	curl_easy_setopt(e, CURLOPT_URL, p->url);
 	if (p->body) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -197,7 +223,7 @@ static void on_breaker_change(void *arg, struct gw_target *t, const struct break
 			continue;
 		due = health_suspect(&p->st, router_provider_suspect(&gw->router, p->provider),
 				     p->due_ms, gw_now_ms());
-		if (due != p->due_ms && !p->busy) {
+		if (due != p->due_ms && !p->busy && gw->checks_here) {
 			p->due_ms = due;
 			probe_arm(p);
 		}
@@ -263,7 +289,8 @@ int probe_start_all(struct gateway *gw)
 		p->due_ms = gw->checks_from_ms;	/* at once */
 		if (gw->checks_phased)		/* --t0: t0 + a phase drawn from the seed */
 			p->due_ms += rng_uniform(&gw->rng_health) * p->cfg->interval_ms;
-		probe_arm(p);
+		if (gw->checks_here)		/* else another worker checks (worker.h) */
+			probe_arm(p);
 	}
 	if (gw->nprobes) {
 		gw->probe_pace.on_change = on_breaker_change;

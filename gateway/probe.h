@@ -23,6 +23,16 @@ void probe_on_done(struct curl_uv *cu, CURL *easy, CURLcode result);
 /* Stops every check (its transfer taken back) and closes the timers. */
 void probe_close_all(struct gateway *gw);
 
+/*
+ * Another worker's health check of provider (worker.h): its verdict
+ * (healthy), whether it failed by running out of time (slow), and the
+ * checks in a row that failed and passed, taken as this worker's own —
+ * for routing and /metrics; the breakers it moved come through the
+ * shared breakers.
+ */
+void probe_mirror(struct gateway *gw, size_t provider, bool healthy, bool slow, unsigned fails,
+		  unsigned passes);
+
 /* Whether the probe's provider is healthy now, and which provider it is. */
 bool probe_healthy(const struct probe *p);
 size_t probe_provider(const struct probe *p);

@@ -21,6 +21,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/numfmt.h"
 #include "gateway/anthropic.h"
 #include "gateway/bill.h"
 #include "gateway/contract.h"
@@ -286,6 +287,18 @@ static bool id_ok(const char *v)
 enum { REQ_MODEL, REQ_MESSAGES, REQ_STREAM, REQ_STREAM_OPTIONS, REQ_RESPONSE_FORMAT, REQ_N };
 
 /*
+ * Writes "Name: value" into line, which has room for a name and a value
+ * of up to GREQ_MAX_ID_LEN characters (id_ok's).
+ */
+static void header_line(char *line, const char *name, const char *value)
+{
+	size_t n = strlen(name);
+
+	memcpy(line, name, n);
+	memcpy(line + n, value, strlen(value) + 1);
+}
+
+/*
  * Checks the body (one JSON object with one model member, a string
  * without NUL, a non-empty messages array, and stream a boolean if given)
  * and finds its members (REQ_*) in m, where they lie: no tree is built.
@@ -429,6 +442,9 @@ static const struct gw_target *anthropic_target(const struct gw_route *route,
  * Returns 0, or -1 when it was answered.
  */
 #define LEFT_OUT_LEN 400
+_Static_assert(sizeof(((struct greq *)0)->left_out) == LEFT_OUT_LEN, "greq's left_out");
+_Static_assert(sizeof(((struct gateway *)0)->id_prefix) + 20 <= GREQ_MAX_ID_LEN,
+	       "a generated request id fits");
 static int translate_on_arrival(struct gateway *gw, struct http_exchange *ex,
 				struct gw_route *route, const char *id, const cJSON *root,
 				const struct gw_target *t, const char *add_rf,
@@ -498,11 +514,15 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	unsigned nlegs;
 	bool stream;
 	bool cache;
+	size_t len;
 
-	if (rid && id_ok(rid))
-		snprintf(id, sizeof(id), "%s", rid);
-	else
-		snprintf(id, sizeof(id), "%s%llu", gw->id_prefix, (unsigned long long)++gw->next_id);
+	if (rid && id_ok(rid)) {
+		memcpy(id, rid, strlen(rid) + 1);
+	} else {
+		len = strlen(gw->id_prefix);
+		memcpy(id, gw->id_prefix, len);
+		numfmt_int(id + len, (long long)++gw->next_id);
+	}
 	if (!check_request(gw, ex, req, id, m))
 		return;
 	if (json_unescape(&model, m[REQ_MODEL].v.p, m[REQ_MODEL].v.len)) {
@@ -575,14 +595,15 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 				      (size_t)(m[REQ_MODEL].v.p - req->body),
 				      (size_t)(m[REQ_MODEL].v.p - req->body) + m[REQ_MODEL].v.len };
 	g->bill.est_tokens_in = estimate_prompt_tokens(m[REQ_MESSAGES].v);
-	snprintf(g->id, sizeof(g->id), "%s", id);
-	snprintf(g->id_line, sizeof(g->id_line), "x-request-id: %s", g->id);
+	/* Copies, not printf: each value's length was checked (id_ok, LEFT_OUT_LEN). */
+	memcpy(g->id, id, strlen(id) + 1);
+	header_line(g->id_line, "x-request-id: ", g->id);
 	if (idem && id_ok(idem))
-		snprintf(g->idem_line, sizeof(g->idem_line), "Idempotency-Key: %s", idem);
+		header_line(g->idem_line, "Idempotency-Key: ", idem);
 	if (only)
-		snprintf(g->only, sizeof(g->only), "%s", only);
+		memcpy(g->only, only, strlen(only) + 1);
 	filter.only = g->only[0] ? g->only : NULL;
-	snprintf(g->left_out, sizeof(g->left_out), "%s", left_out);
+	memcpy(g->left_out, left_out, strlen(left_out) + 1);
 	if (tenant && id_ok(tenant))
 		json_copy_cut(g->bill.tenant, sizeof(g->bill.tenant), tenant, COST_LABEL_MAX);
 	if (feature && id_ok(feature))

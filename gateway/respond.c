@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/numfmt.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/bill.h"
@@ -29,7 +30,7 @@ static const char no_transfer_body[] = "{\"error\":{\"message\":\"Could not star
 
 size_t respond_headers(const struct greq *g, struct http_kv *h, char *attempts)
 {
-	snprintf(attempts, 16, "%u", g->pol.attempts_before + g->pol.budget.attempts);
+	numfmt_int(attempts, (long long)g->pol.attempts_before + g->pol.budget.attempts);
 	h[0] = (struct http_kv){ "x-request-id", g->id };
 	h[1] = (struct http_kv){ "x-faultline-attempts", attempts };
 	h[2] = (struct http_kv){ "x-faultline-hedged", g->pol.hedges ? "1" : "0" };
@@ -47,8 +48,8 @@ static void respond_full(struct greq *g, int status, const char *ctype, const ch
 	struct http_exchange *ex = g->ex;
 	struct http_kv h[8];
 	char retry_after[16];
-	char attempts[16];
-	char cost[32];
+	char attempts[NUMFMT_LEN];
+	char cost[NUMFMT_LEN];
 	size_t n = 0;
 
 	h[n++] = (struct http_kv){ "Content-Type", ctype };

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "common/numfmt.h"
 #include "common/http_server.h"
 #include "gateway/policy.h"
 
@@ -19,7 +20,7 @@ struct gw_target;
 
 /*
  * Puts the headers every chat answer carries into h — x-request-id,
- * x-faultline-attempts (written into attempts, 16 bytes) and -hedged — and
+ * x-faultline-attempts (written into attempts, NUMFMT_LEN bytes) and -hedged — and
  * returns how many.
  */
 size_t respond_headers(const struct greq *g, struct http_kv *h, char *attempts);

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <strings.h>
 
+#include "common/numfmt.h"
 #include "common/log.h"
 #include "gateway/bill.h"
 #include "gateway/greq.h"
@@ -142,7 +143,7 @@ static void stream_commit(struct greq *g, struct leg *l)
 {
 	struct gateway *gw = g->gw;
 	struct http_kv h[8];
-	char attempts[16];
+	char attempts[NUMFMT_LEN];
 	size_t n = 0;
 	size_t i;
 
@@ -272,7 +273,7 @@ static void stream_end(struct greq *g, enum attempt_failure f)
 	double now = gw_now_ms();
 	struct buf ev = { 0 };
 	struct buf msg = { 0 };
-	char cost[32];
+	char cost[NUMFMT_LEN];
 	const struct http_kv tr = { "x-faultline-cost-usd", cost };
 
 	stream_flush(g);	/* the events before the end, first */

@@ -568,6 +568,49 @@ Test(gateway_api, request_is_forwarded_as_written, .timeout = 20)
 }
 
 /*
+ * Bodies of every size go upstream whole and without "Expect:
+ * 100-continue" (which libcurl would add from 1 MiB, costing a round trip
+ * or a second's wait): the gateway turns it off for big bodies only, so
+ * a small request carries no extra header.
+ */
+Test(gateway_api, big_bodies_go_upstream_without_expect, .timeout = 30)
+{
+	static const size_t sizes[] = { 60, 300 * 1024, 700 * 1024, 1536 * 1024 };
+	static const char head[] = "{\"model\":\"chat\",\"messages\":[{\"role\":\"user\","
+				   "\"content\":\"";
+	static const char tail[] = "\"}]}";
+	char cfg[512];
+	char v[256];
+	char *body;
+	size_t i;
+
+	cr_assert_eq(stub_start_big(&stub), 0, "the stub server did not start");
+	snprintf(cfg, sizeof(cfg),
+		 "{'max_body_bytes':4194304,'providers':{'stub':{'base_url':'http://%s/v1'}},"
+		 "'models':{'chat':{'targets':[{'provider':'stub','model':'m'}]}}}", stub.addr);
+	gw_start_template(&gw, cfg, &mock, NULL);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t fill = sizes[i] - (sizeof(head) - 1) - (sizeof(tail) - 1);
+		struct http_result *r;
+
+		body = malloc(sizes[i] + 1);
+		cr_assert_not_null(body);
+		memcpy(body, head, sizeof(head) - 1);
+		memset(body + sizeof(head) - 1, 'a', fill);
+		memcpy(body + sizeof(head) - 1 + fill, tail, sizeof(tail));
+		r = request(NULL, CHAT, body, NULL);
+		free(body);
+		cr_assert_eq(r->status, 200, "%zu bytes: %ld %s", sizes[i], r->status, r->body);
+		cr_assert_eq(stub.requests, i + 1);
+		cr_assert_null(stub_header(&stub, (unsigned)i, "expect", v, sizeof(v)),
+			       "%zu bytes went upstream with Expect: %s", sizes[i], v);
+		cr_assert_str_eq(stub_header(&stub, (unsigned)i, "content-length", v, sizeof(v)) ?
+				 v : "(absent)", (snprintf(cfg, sizeof(cfg), "%zu", sizes[i] - 3), cfg),
+				 "%zu bytes (model \"chat\" -> \"m\"): Content-Length %s", sizes[i], v);
+	}
+}
+
+/*
  * The model key spelt with an escape, next to numbers cJSON cannot print
  * back as written (1e400, an integer past 2^53): the upstream gets the
  * client's bytes with only the model's value replaced — no re-printed

@@ -1233,6 +1233,7 @@ static void check_error_think(const char *fault, const char *want)
 	double *sched;
 	double *end;
 	size_t instant = 0;
+	size_t near = 0;
 	size_t n;
 	size_t i;
 	size_t j;
@@ -1256,6 +1257,8 @@ static void check_error_think(const char *fault, const char *want)
 			     D_MS / 2.0, "id %s: the think counted in its latency",
 			     field(t, i + 1, "id"));
 		instant += lg_num(t, i + 1, "latency_ms") < 1.0;
+		/* Written with 3 decimals: 0.9996 ms reads 1.000, counted instant by the summary. */
+		near += fabs(lg_num(t, i + 1, "latency_ms") - 1.0) <= 0.0005;
 	}
 	/* The first round is sent at once; every later request at an error's end + D. */
 	lg_percentile(sched, n, 50);	/* sorts */
@@ -1270,7 +1273,9 @@ static void check_error_think(const char *fault, const char *want)
 	s = summary_of(out);
 	cr_assert_eq(lg_json_num(s, "requests"), (double)n);
 	cr_assert_eq(lg_json_num(s, "error_think_ms"), D_MS);
-	cr_assert_eq(lg_json_num(s, "instant_errors"), (double)instant);
+	cr_assert(fabs(lg_json_num(s, "instant_errors") - (double)instant) <= (double)near,
+		  "instant_errors %g, the CSV's latencies say %zu (%zu within rounding of 1 ms)",
+		  lg_json_num(s, "instant_errors"), instant, near);
 	cr_assert_lt(lg_json_num(s, "elapsed_s"), T_MS / 1000.0 + 0.5,
 		     "a think held the run past its window");
 }

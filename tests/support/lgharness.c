@@ -459,8 +459,23 @@ static void stub_on_wake(uv_async_t *a)
 	s->srv = NULL;
 }
 
+static int stub_start_max(struct stub_server *s, enum stub_answer answer,
+			  const struct http_kv *headers, size_t n, size_t max_body);
+
 int stub_start_answer(struct stub_server *s, enum stub_answer answer,
 		      const struct http_kv *headers, size_t n)
+{
+	return stub_start_max(s, answer, headers, n, 0);
+}
+
+int stub_start_big(struct stub_server *s)
+{
+	return stub_start_max(s, STUB_PLAIN, NULL, 0, 4u << 20);
+}
+
+/* stub_start_answer, with request bodies of up to max_body bytes (0: the server's default). */
+static int stub_start_max(struct stub_server *s, enum stub_answer answer,
+			  const struct http_kv *headers, size_t n, size_t max_body)
 {
 	struct http_server_config cfg;
 	struct sockaddr_in sin;
@@ -472,6 +487,8 @@ int stub_start_answer(struct stub_server *s, enum stub_answer answer,
 	s->answer = answer;
 	pthread_mutex_init(&s->mu, NULL);
 	http_server_config_default(&cfg);
+	if (max_body)
+		cfg.max_body_bytes = max_body;
 	if (uv_loop_init(&s->loop))
 		return -1;
 	if (uv_async_init(&s->loop, &s->wake, stub_on_wake))

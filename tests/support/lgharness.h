@@ -162,6 +162,9 @@ struct stub_server {
  */
 int stub_start(struct stub_server *s, const struct http_kv *headers, size_t n);
 
+/* Like stub_start (no extra headers), taking request bodies of up to 4 MiB. */
+int stub_start_big(struct stub_server *s);
+
 /*
  * Like stub_start, but every chat request is answered as answer says
  * (the n headers go on every answer). The streams it leaves open are

@@ -417,3 +417,51 @@ Test(budget, takes_bounded_over_a_run, .timeout = 10)
 				  "run %zu: only %lu of %g", i, granted, bound);
 	}
 }
+
+/*
+ * A workers gateway: each worker's copy of the bucket counts its own use
+ * for the others, and takes theirs in — deposits add the ratio, takes
+ * remove tokens, within [0, burst] — so N workers spend one budget.
+ */
+Test(budget, another_workers_use_is_the_same_budget, .timeout = 10)
+{
+	struct gw_budget cfg = { 0.5, 0, 10 };
+	struct budget a;
+	struct budget b;
+	int i;
+
+	budget_init(&a, &cfg, 0);
+	budget_init(&b, &cfg, 0);
+	for (i = 0; i < 4; i++)
+		cr_assert(budget_take(&a, &cfg, 0));
+	budget_deposit(&a, &cfg, 0);
+	cr_assert_eq(a.takes, 4, "its own takes, for the others");
+	cr_assert_eq(a.deposits, 1);
+	/* b learns a's use: 10 - 4 + 0.5. */
+	budget_apply_others(&b, &cfg, a.deposits, a.takes, 0);
+	cr_assert_float_eq(b.tokens, 6.5, 1e-9);
+	cr_assert_eq(b.takes, 0, "others' use is not counted as b's own");
+	cr_assert_eq(b.deposits, 0);
+	/* More takes than b holds: empty, not below. */
+	budget_apply_others(&b, &cfg, 0, 20, 0);
+	cr_assert_float_eq(b.tokens, 0, 1e-9);
+	cr_assert_not(budget_take(&b, &cfg, 0));
+	/* Deposits past the burst stop at it. */
+	budget_apply_others(&b, &cfg, 100, 0, 0);
+	cr_assert_float_eq(b.tokens, 10, 1e-9);
+}
+
+Test(budget, others_use_with_the_refill_once, .timeout = 10)
+{
+	struct gw_budget cfg = { 0, 2, 10 };
+	struct budget b;
+
+	budget_init(&b, &cfg, 0);
+	budget_apply_others(&b, &cfg, 0, 10, 0);
+	cr_assert_float_eq(b.tokens, 0, 1e-9);
+	/* A second later the floor rate has added 2, once, whoever's call it is. */
+	budget_apply_others(&b, &cfg, 0, 0, 1000);
+	cr_assert_float_eq(b.tokens, 2, 1e-9);
+	cr_assert(budget_take(&b, &cfg, 1000));
+	cr_assert_float_eq(b.tokens, 1, 1e-9);
+}
