@@ -420,11 +420,12 @@ start_gateway_on() {
 }
 
 # Starts HAProxy (foreground, one process) on a free port, its files in
-# $tmp/haproxy: function $1 writes its config for a port ($1 FILE PORT)
-# with a backend that answers GET /healthz (mockprov does); waits until a
-# /healthz through it answers; sets HA_PID, HA_ADDR and HA_PORT.
+# dir $2 ($tmp/haproxy when not given): function $1 writes its config for
+# a port ($1 FILE PORT) with a backend that answers GET /healthz (mockprov
+# does); waits until a /healthz through it answers; sets HA_PID, HA_ADDR
+# and HA_PORT.
 start_haproxy_with() {
-	local write_config=$1 dir=$tmp/haproxy haproxy port
+	local write_config=$1 dir=${2:-$tmp/haproxy} haproxy port
 	haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
 	mkdir -p "$dir"
 	for _ in 1 2 3 4 5; do
