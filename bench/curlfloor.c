@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 	struct floor_run fr = { 0 };
 	struct curl_uv cu;
 	uv_loop_t loop;
+	CURLU *uh;
 	double duration_ms = 5000;
 	int64_t conns = 64;
 	const char *val;
@@ -104,6 +105,9 @@ int main(int argc, char **argv)
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) || uv_loop_init(&loop))
 		return 1;
 	headers = curl_slist_append(NULL, "Content-Type: application/json");
+	uh = curl_url();
+	if (!uh || curl_url_set(uh, CURLUPART_URL, url, 0))
+		opt_usage_error("curlfloor", "--url: not a URL libcurl takes");
 	if (!headers || curl_uv_init(&cu, &loop, on_done))
 		return 1;
 	cu.data = &fr;
@@ -114,7 +118,9 @@ int main(int argc, char **argv)
 		if (!easy)
 			return 1;
 		curl_easy_setopt(easy, CURLOPT_URL, url);
+		curl_easy_setopt(easy, CURLOPT_CURLU, uh);
 		curl_easy_setopt(easy, CURLOPT_PROXY, "");
+		curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
 		curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
@@ -125,6 +131,7 @@ int main(int argc, char **argv)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
 	curl_slist_free_all(headers);
+	curl_url_cleanup(uh);
 	curl_global_cleanup();
 	printf("flbench_requests %ld\nflbench_duration_s %g\nflbench_errors %ld\n", fr.ok,
 	       duration_ms / 1000.0, fr.errors);

@@ -135,35 +135,16 @@ backend mockprov
 EOF
 }
 
+# haproxy_config with HA_THREADS threads (1 unless set).
+haproxy_config_threads() {
+	haproxy_config "$1" "$2" "${HA_THREADS:-1}"
+}
+
 # Starts HAProxy (foreground, one process; HA_THREADS threads, 1 unless
 # set) on a free port in front of mockprov, its files in dir $1
 # ($tmp/haproxy when not given); sets HA_PID and HA_ADDR.
 start_haproxy() {
-	local dir=${1:-$tmp/haproxy} haproxy port
-	haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
-	mkdir -p "$dir"
-	for _ in 1 2 3 4 5; do
-		port=$((20000 + RANDOM % 12000))
-		port_used "$port" && continue
-		haproxy_config "$dir/haproxy.cfg" "$port" "${HA_THREADS:-1}"
-		"$haproxy" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.out" 2>&1 &
-		HA_PID=$!
-		pids="$pids $HA_PID"
-		for _ in $(seq 100); do
-			kill -0 "$HA_PID" 2>/dev/null || break
-			if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port/healthz"; then
-				HA_ADDR=127.0.0.1:$port
-				return 0
-			fi
-			sleep 0.05
-		done
-		if grep -qi 'cannot bind\|address already in use' "$dir/haproxy.out"; then
-			stop_pid "$HA_PID"
-			continue
-		fi
-		die "haproxy did not start: $(cat "$dir/haproxy.out")"
-	done
-	die "found no free port for haproxy in 5 tries"
+	start_haproxy_with haproxy_config_threads "${1:-$tmp/haproxy}"
 }
 
 # Starts a gateway in front of mockprov with its files in dir $1; sets

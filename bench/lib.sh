@@ -27,7 +27,9 @@
 #    program's "ready" line waited for; bin/mockprov on a config, or on one
 #    provider "bench" with the timing given, its address in MP_ADDR (port
 #    MP_PORT) and pid in MP_PID; bin/gateway on a config, the same in
-#    GW_ADDR, GW_PORT and GW_PID.
+#    GW_ADDR, GW_PORT and GW_PID;
+#  - start_haproxy_with: HAProxy on a free port with the config a function
+#    of the script writes, the same in HA_ADDR, HA_PORT and HA_PID.
 
 tmp=""
 pids=""
@@ -415,4 +417,38 @@ start_gateway_on() {
 	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
 	# shellcheck disable=SC2034 # the scripts read it
 	GW_PORT=${GW_ADDR##*:}
+}
+
+# Starts HAProxy (foreground, one process) on a free port, its files in
+# dir $2 ($tmp/haproxy when not given): function $1 writes its config for
+# a port ($1 FILE PORT) with a backend that answers GET /healthz (mockprov
+# does); waits until a /healthz through it answers; sets HA_PID, HA_ADDR
+# and HA_PORT.
+start_haproxy_with() {
+	local write_config=$1 dir=${2:-$tmp/haproxy} haproxy port
+	haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
+	mkdir -p "$dir"
+	for _ in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 12000))
+		port_used "$port" && continue
+		"$write_config" "$dir/haproxy.cfg" "$port"
+		"$haproxy" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.out" 2>&1 &
+		HA_PID=$!
+		pids="$pids $HA_PID"
+		for _ in $(seq 100); do
+			kill -0 "$HA_PID" 2>/dev/null || break
+			if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port/healthz"; then
+				# shellcheck disable=SC2034 # the scripts read them
+				HA_ADDR=127.0.0.1:$port HA_PORT=$port
+				return 0
+			fi
+			sleep 0.05
+		done
+		if grep -qi 'cannot bind\|address already in use' "$dir/haproxy.out"; then
+			stop_pid "$HA_PID"
+			continue
+		fi
+		die "haproxy did not start: $(cat "$dir/haproxy.out")"
+	done
+	die "found no free port for haproxy in 5 tries"
 }

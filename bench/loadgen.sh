@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/loadgen.sh — `make bench-loadgen`: how fast loadgen sends, next to
-# wrk measured in the same run against the same server, and how closely it
-# keeps an open-loop schedule.
+# wrk measured in the same run against the same server, how closely it
+# keeps an open-loop schedule, and that driving the gateway it is not the
+# bottleneck.
 #
 #  1. Closed loop: loadgen (--concurrency CONNS, recording on), bin/curlfloor
 #     (libcurl alone through the same curl_uv glue, CONNS handles, nothing
@@ -21,6 +22,14 @@
 #     same nginx: the achieved rate (target: within 1 % of OPEN_RATE), the
 #     send lag (actual − intended send time) p50/p99/max, the errors, and
 #     the rows of requests.csv as a cross-check of summary.json.
+#  3. Through the gateway: bin/mockprov (one provider, no latency, 16
+#     tokens) and bin/gateway in front of it (the alias chat), driven by
+#     loadgen's closed loop (recording on) and by wrk -t WRK_THREADS with
+#     the same body and CONNS connections, in alternating rounds: each
+#     one's rate and latency, and the CPU of the gateway, the client and
+#     mockprov. loadgen must not be the bottleneck: targets, loadgen's rate
+#     >= 0.9 x wrk's, and the gateway saturated first (>= 85% of a core
+#     while loadgen drove it, and above loadgen's own).
 #
 # Everything runs on 127.0.0.1 on a port free at run time, from a temp dir
 # that is removed at the end, with every process stopped (on Ctrl-C too).
@@ -30,7 +39,9 @@
 # --concurrency and wrk's -c), CLOSED_SECS (10 per client, split into ROUNDS
 # (2) rounds, the clients' order reversed every other round), WARMUP_SECS
 # (2, each client first), WRK_THREADS (1), WRK_THREADS_CONTEXT (2; 0 leaves
-# it out), OPEN_RATE (5000 requests/s), OPEN_SECS (10).
+# it out), OPEN_RATE (5000 requests/s), OPEN_SECS (10), GW_SECS (12 per
+# client through the gateway, split into GW_ROUNDS (4) rounds; 0 leaves
+# section 3 out).
 set -eu -o pipefail
 export LC_ALL=C
 
@@ -44,7 +55,11 @@ WRK_THREADS=${WRK_THREADS:-1}
 WRK_THREADS_CONTEXT=${WRK_THREADS_CONTEXT:-2}
 OPEN_RATE=${OPEN_RATE:-5000}
 OPEN_SECS=${OPEN_SECS:-10}
+GW_SECS=${GW_SECS:-12}
+GW_ROUNDS=${GW_ROUNDS:-4}
 RATIO_TARGET=0.5
+GW_RATIO_TARGET=0.9
+GW_SATURATED_PCT=85
 RATE_TOLERANCE=0.01
 CHAT_PATH=/v1/chat/completions
 # What loadgen sends by default (--model chat, 16 prompt words, max_tokens 16):
@@ -70,14 +85,15 @@ ended_by() {
 		END { if (!c) exit 1; print n + 0 }' "$1"
 }
 
-# Runs loadgen against nginx with the options in $5..., for at most $4 s,
-# measured into file $2 (see measured), its records into directory $3;
-# dies when it fails (naming it as $1) or writes no summary.json.
+# Runs loadgen against the server at SRV_ADDR with the options in $5...,
+# for at most $4 s, measured into file $2 (see measured), its records into
+# directory $3; dies when it fails (naming it as $1) or writes no
+# summary.json.
 run_loadgen() {
 	local what=$1 out=$2 dir=$3 limit=$4
 	shift 4
 	: >"$out"
-	measured "$NG_PID" "$out" timeout "$limit" "$BIN/loadgen" --target "http://$NG_ADDR/v1" \
+	measured "$SRV_PID" "$out" timeout "$limit" "$BIN/loadgen" --target "http://$SRV_ADDR/v1" \
 		"$@" --no-progress --out "$dir" ||
 		die "$what failed (exit $?): $(cat "$out.err")"
 	[ -f "$dir/summary.json" ] || die "loadgen wrote no summary.json: $(cat "$out.err")"
@@ -106,8 +122,8 @@ loadgen_round() {
 wrk_round() {
 	local out=$1 threads=$2 secs=$3
 	: >"$out"
-	measured "$NG_PID" "$out" timeout $((secs + 30)) wrk -t"$threads" -c"$CONNS" -d"${secs}s" \
-		-s "$here/chat_post.lua" "http://$NG_ADDR$CHAT_PATH" ||
+	measured "$SRV_PID" "$out" timeout $((secs + 30)) wrk -t"$threads" -c"$CONNS" -d"${secs}s" \
+		-s "$here/chat_post.lua" "http://$SRV_ADDR$CHAT_PATH" ||
 		die "wrk failed: $(cat "$out" "$out.err")"
 	[ "$(get "$out" requests)" -gt 0 ] || die "wrk made no request: $(cat "$out")"
 	echo "flbench_errors $(($(get "$out" errors_connect) + $(get "$out" errors_read) + \
@@ -119,19 +135,54 @@ wrk_round() {
 curlfloor_round() {
 	local out=$1 secs=$2
 	: >"$out"
-	measured "$NG_PID" "$out" timeout $((secs + 30)) "$BIN/curlfloor" \
-		--url "http://$NG_ADDR$CHAT_PATH" --connections "$CONNS" --duration "${secs}s" \
+	measured "$SRV_PID" "$out" timeout $((secs + 30)) "$BIN/curlfloor" \
+		--url "http://$SRV_ADDR$CHAT_PATH" --connections "$CONNS" --duration "${secs}s" \
 		--body "$REQUEST" || die "curlfloor failed: $(cat "$out" "$out.err")"
 	[ "$(get "$out" requests)" -gt 0 ] || die "curlfloor made no request: $(cat "$out")"
 }
 
-# Runs client $1 (loadgen, curlfloor, or wrk-N for wrk -tN) for $3 s into file $2.
+# Runs client $1 (loadgen, curlfloor, or wrk-N for wrk -tN) for $3 s into
+# file $2, against the server SRV_PID at SRV_ADDR; with BACK_PID (the
+# process behind that server) set, appends the CPU it used meanwhile as
+# flbench_backend_ticks.
 client_round() {
+	local b0=0 b1=0
+	[ -n "$BACK_PID" ] && b0=$(cpu_ticks "$BACK_PID")
 	case $1 in
 	loadgen) loadgen_round "$2" "$3" ;;
 	curlfloor) curlfloor_round "$2" "$3" ;;
 	wrk-*) wrk_round "$2" "${1#wrk-}" "$3" ;;
 	esac
+	if [ -n "$BACK_PID" ]; then
+		b1=$(cpu_ticks "$BACK_PID")
+		echo "flbench_backend_ticks $((b1 - b0))" >>"$2"
+	fi
+}
+
+# Runs each client of $3... for WARMUP_SECS, then $1 rounds of $2 s
+# each, forwards, then backwards (ABC CBA …), so that load from elsewhere
+# falls on every client alike; combines each client's rounds into
+# $tmp/$PHASE-CLIENT.
+client_rounds() {
+	local rounds=$1 secs=$2 who round order clients
+	shift 2
+	clients="$*"
+	for who in $clients; do
+		client_round "$who" "$tmp/$PHASE-$who.warmup" "$WARMUP_SECS"
+	done
+	for round in $(seq "$rounds"); do
+		if [ $((round % 2)) = 1 ]; then
+			order=$clients
+		else
+			order=$(echo "$clients" | tr ' ' '\n' | tac | tr '\n' ' ')
+		fi
+		for who in $order; do
+			client_round "$who" "$tmp/$PHASE-$who.$round" "$secs"
+		done
+	done
+	for who in $clients; do
+		combine "$tmp/$PHASE-$who" "$tmp/$PHASE-$who".[0-9]*
+	done
 }
 
 # One row of a table: a label, three figures and a note.
@@ -155,31 +206,16 @@ verdict() {
 }
 
 closed_bench() {
-	local clients="loadgen curlfloor wrk-$WRK_THREADS" order who round key ratio f
+	local clients="loadgen curlfloor wrk-$WRK_THREADS" key ratio f
 	local round_secs=$((CLOSED_SECS / ROUNDS)) l w c=""
 	[ "$round_secs" -ge 1 ] || die "CLOSED_SECS ($CLOSED_SECS) must be at least ROUNDS ($ROUNDS)"
 	if [ "$WRK_THREADS_CONTEXT" != 0 ] && [ "$WRK_THREADS_CONTEXT" != "$WRK_THREADS" ]; then
 		clients="$clients wrk-$WRK_THREADS_CONTEXT"
 		c=$tmp/closed-wrk-$WRK_THREADS_CONTEXT
 	fi
-	for who in $clients; do
-		client_round "$who" "$tmp/closed-$who.warmup" "$WARMUP_SECS"
-	done
-	# Forwards, then backwards (ABC CBA …), so that load from elsewhere
-	# falls on every client alike.
-	for round in $(seq "$ROUNDS"); do
-		if [ $((round % 2)) = 1 ]; then
-			order=$clients
-		else
-			order=$(echo "$clients" | tr ' ' '\n' | tac | tr '\n' ' ')
-		fi
-		for who in $order; do
-			client_round "$who" "$tmp/closed-$who.$round" "$round_secs"
-		done
-	done
-	for who in $clients; do
-		combine "$tmp/closed-$who" "$tmp/closed-$who".[0-9]*
-	done
+	PHASE=closed
+	# shellcheck disable=SC2086 # a list of words
+	client_rounds "$ROUNDS" "$round_secs" $clients
 	l=$tmp/closed-loadgen
 	f=$tmp/closed-curlfloor
 	w=$tmp/closed-wrk-$WRK_THREADS
@@ -272,8 +308,92 @@ open_bench() {
 	busy_warning "$other"
 }
 
+# Starts the gateway (one provider: mockprov at MP_ADDR, the alias chat,
+# breaker on) with its files in $tmp/gateway; sets GW_PID, GW_ADDR, GW_PORT.
+start_bench_gateway() {
+	local dir=$tmp/gateway
+	mkdir -p "$dir"
+	cat >"$dir/config.json" <<EOF
+{
+  "listen": "127.0.0.1:0",
+  "request_deadline_ms": 10000,
+  "providers": {
+    "mock": {"base_url": "http://$MP_ADDR/v1", "timeout_ms": 5000}
+  },
+  "models": {
+    "chat": {"targets": [{"provider": "mock", "model": "mock-small"}]}
+  },
+  "breaker": {"enabled": true}
+}
+EOF
+	start_gateway_on "$dir/config.json" "$dir"
+}
+
+# 3. loadgen and wrk driving the gateway in the same rounds: which one
+# saturates first.
+gateway_bench() {
+	local clients="loadgen wrk-$WRK_THREADS" round_secs=$((GW_SECS / GW_ROUNDS)) l w key
+	[ "$round_secs" -ge 1 ] || die "GW_SECS ($GW_SECS) must be at least GW_ROUNDS ($GW_ROUNDS)"
+	start_one_mockprov 0 0 0 16
+	start_bench_gateway
+	capture_body "http://$GW_ADDR$CHAT_PATH" "$tmp/gateway/answer.json"
+	SRV_PID=$GW_PID SRV_ADDR=$GW_ADDR BACK_PID=$MP_PID
+	PHASE=gateway
+	# shellcheck disable=SC2086 # a list of words
+	client_rounds "$GW_ROUNDS" "$round_secs" $clients
+	kill -0 "$GW_PID" 2>/dev/null || die "the gateway exited: $(tail -n 20 "$tmp/gateway/gateway.err")"
+	stop_pid "$GW_PID"
+	stop_pid "$MP_PID"
+	SRV_PID="" SRV_ADDR="" BACK_PID=""
+	l=$tmp/gateway-loadgen
+	w=$tmp/gateway-wrk-$WRK_THREADS
+	GW_L=$(get "$l" rps)
+	GW_W=$(get "$w" rps)
+	GW_RATIO=$(calc "$GW_L / $GW_W" %.2f)
+	GW_RATIO_VERDICT=$(verdict "$GW_RATIO >= $GW_RATIO_TARGET")
+	GW_CPU=$(get "$l" cpu_server_pct)
+	GW_LG_CPU=$(get "$l" cpu_client_pct)
+	GW_SAT_VERDICT=$(verdict "$GW_CPU >= $GW_SATURATED_PCT && $GW_LG_CPU < $GW_CPU")
+	# With a core taken by others, the gateway, mockprov and the client
+	# share what is left: the client's own cost then shows in the rate.
+	if [ "$(get "$l" cpu_other_pct)" -gt "$OTHERS_WARN_PCT" ] ||
+		[ "$(get "$w" cpu_other_pct)" -gt "$OTHERS_WARN_PCT" ]; then
+		GW_RATIO_VERDICT="$GW_RATIO_VERDICT (busy machine)"
+		GW_SAT_VERDICT="$GW_SAT_VERDICT (busy machine)"
+	fi
+
+	echo
+	echo "3. Through the gateway: loadgen --concurrency $CONNS (recording on) and wrk -t$WRK_THREADS" \
+		"-c$CONNS POSTing the same body"
+	echo "   to bin/gateway (one provider: bin/mockprov, no latency, 16 tokens, not streamed);" \
+		"${WARMUP_SECS} s warm-up each,"
+	echo "   then $GW_ROUNDS rounds of ${round_secs} s each, the order reversed every other round"
+	line "" "loadgen" "wrk -t$WRK_THREADS"
+	for key in rps requests p50_ms p99_ms max_ms errors cpu_server_pct server_us_per_req \
+		cpu_client_pct client_us_per_req; do
+		line "$(label "$key" gateway client)" "$(get "$l" "$key")" "$(get "$w" "$key")"
+	done
+	line "mockprov CPU (% of a core)" "$(get "$l" cpu_backend_pct)" "$(get "$w" cpu_backend_pct)"
+	line "others' CPU (% of a core)" "$(get "$l" cpu_other_pct)" "$(get "$w" cpu_other_pct)"
+	line "ratio loadgen / wrk -t$WRK_THREADS" "$GW_RATIO" "" "" \
+		">= $GW_RATIO_TARGET: $GW_RATIO_VERDICT"
+	line "gateway / loadgen CPU (%)" "$GW_CPU / $GW_LG_CPU" "" "" \
+		"the gateway saturated first (>= $GW_SATURATED_PCT% of a core, above loadgen): $GW_SAT_VERDICT"
+	echo "   While loadgen drives it, the gateway is the one at a full core, and loadgen's rate is"
+	echo "   within $GW_RATIO_TARGET x of wrk's (which records nothing): the rate measured is the gateway's."
+	echo "   This needs the machine's two cores: when others take one, the gateway, mockprov and"
+	echo "   the client share the other, and the client's own CPU per request shows in the rate."
+	busy_warning "$(get "$l" cpu_other_pct)" "$(get "$w" cpu_other_pct)"
+}
+
 main() {
+	local f
 	[ -x "$BIN/loadgen" ] || die "$BIN/loadgen is missing (make, or set FAULTLINE_BIN)"
+	if [ "$GW_SECS" != 0 ]; then
+		for f in gateway mockprov; do
+			[ -x "$BIN/$f" ] || die "$BIN/$f is missing (make, or set FAULTLINE_BIN)"
+		done
+	fi
 	bench_start wrk nginx curl jq
 	printf '%s' "$BODY" >"$tmp/body.json"
 	echo "   nginx, loadgen and wrk share these cores; \"others' CPU\" is the" \
@@ -281,9 +401,11 @@ main() {
 	start_nginx "$tmp/nginx" "$tmp/body.json"
 	check_server "http://$NG_ADDR$CHAT_PATH"
 	export FL_BENCH_REQUEST=$REQUEST
+	SRV_PID=$NG_PID SRV_ADDR=$NG_ADDR BACK_PID=""
 	closed_bench
 	open_bench
 	stop_pid "$NG_PID"
+	[ "$GW_SECS" = 0 ] || gateway_bench
 
 	echo
 	echo "summary"
@@ -301,6 +423,13 @@ main() {
 	row "achieved rate (req/s)" "$OPEN_ACHIEVED" "" "$OPEN_RATE ± 1%" "$OPEN_VERDICT"
 	row "send lag p50/p99/max (ms)" "$OPEN_LAG" "" "(reported)"
 	row "errors" "$OPEN_ERRORS" "" "0" "$(verdict "$OPEN_ERRORS == 0")"
+	if [ "$GW_SECS" != 0 ]; then
+		row "through the gateway, $CONNS conns" "requests/s" "x wrk -t$WRK_THREADS" "target"
+		row "loadgen (recording)" "$GW_L" "$GW_RATIO" ">= $GW_RATIO_TARGET" "$GW_RATIO_VERDICT"
+		row "wrk -t$WRK_THREADS" "$GW_W" "1.00"
+		row "gateway / loadgen CPU (% of a core)" "$GW_CPU / $GW_LG_CPU" "" \
+			">= $GW_SATURATED_PCT / less" "$GW_SAT_VERDICT"
+	fi
 }
 
 main "$@"

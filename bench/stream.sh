@@ -5,16 +5,18 @@
 # bin/streamclient holds STREAMS (1,000) concurrent streaming chat requests
 # to one mockprov provider that sends STREAM_TOKENS (200) tokens, the first
 # TTFT_MS (20) ms after the request and then one every TOKEN_MS (20) ms (a
-# stream lasts about 4 s): direct to mockprov, and through the gateway (one
+# a stream lasts about 4 s): direct to mockprov, through the gateway (one
 # provider, the alias "chat" -> mock-small, stream.stall_timeout_ms
-# STALL_TIMEOUT_MS) in front of the same mockprov. One warm-up run each,
-# then ROUNDS (4) rounds of one run each, the order swapped every other
-# round (direct gateway, gateway direct, ...) so that load from elsewhere
-# falls on both alike; a figure is the median of the rounds'.
+# STALL_TIMEOUT_MS) and, as the reference, through HAProxy (one thread,
+# mode http, option http-no-delay: each chunk forwarded as it comes) in
+# front of the same mockprov. One warm-up run each, then ROUNDS (4) rounds
+# of one run each, the order reversed every other round (direct gateway
+# haproxy, haproxy gateway direct, ...) so that load from elsewhere falls
+# on all alike; a figure is the median of the rounds'.
 #
 # A token's arrival is the kernel's receive timestamp of its bytes
 # (streamclient's raw engine), so it does not depend on when the client
-# read them. Direct / gateway / added (gateway - direct):
+# read them. Direct, and for each proxy its figure and added (proxy - direct):
 #  - the inter-chunk gap (between a stream's consecutive tokens) p50, p99;
 #  - the token lateness (streamclient --token-ms): mockprov sends token k
 #    at ttft + k x TOKEN_MS after the request, so arrival - k x TOKEN_MS
@@ -24,13 +26,16 @@
 #    such as the gateway's cost before the first token, cancels out;
 #  - the jitter |gap - TOKEN_MS| p99, and the time to first token;
 #  - streams ended with [DONE], failed, unfinished; mockprov's own log;
-#  - CPU (user + system, /proc): the gateway's per stream and per token,
-#    mockprov's, streamclient's and the rest of the machine's;
+#  - CPU (user + system, /proc): the proxy's (gateway's, HAProxy's) per
+#    stream and per token, mockprov's, streamclient's and the rest of the
+#    machine's;
 #  - the gateway's RSS: after start, its peak (VmHWM) after every run,
 #    after the last; the connections it held (client / upstream, 0.5 s
 #    samples).
-# Targets: the added lateness p99 and the added gap p99 <= 2 ms; the
-# gateway's peak RSS <= 64 MB (64,000,000 bytes).
+# Targets: the gateway's added lateness p99 and added gap p99 <= 2 ms
+# (HAProxy's are printed beside them); the gateway's CPU per token
+# <= 10 us (HAProxy's beside it); the gateway's peak RSS <= 64 MB
+# (64,000,000 bytes).
 #
 # streamclient runs under nice CLIENT_NICE (-10: ahead of the servers),
 # so that it reads every token as it comes. A read carries one kernel
@@ -51,8 +56,8 @@
 # (environment): STREAMS (1000), STREAM_TOKENS (200), TOKEN_MS (20),
 # TTFT_MS (20), ROUNDS (4), WARMUP (1; 0 leaves the warm-up out),
 # STALL_TIMEOUT_MS (30000), STREAM_BOUND_S (60, per run), CLIENT_NICE
-# (-10), STREAM_TARGETS ("direct gateway"; "direct" alone leaves the
-# gateway out).
+# (-10), STREAM_TARGETS ("direct gateway haproxy"; direct is always run,
+# and the list may leave out either proxy).
 set -eu -o pipefail
 export LC_ALL=C
 
@@ -68,9 +73,10 @@ WARMUP=${WARMUP:-1}
 STALL_TIMEOUT_MS=${STALL_TIMEOUT_MS:-30000}
 STREAM_BOUND_S=${STREAM_BOUND_S:-60}
 CLIENT_NICE=${CLIENT_NICE:--10}
-STREAM_TARGETS=${STREAM_TARGETS:-direct gateway}
+STREAM_TARGETS=${STREAM_TARGETS:-direct gateway haproxy}
 STREAM_ENGINE=raw
 ADDED_TARGET_MS=2
+TOKEN_CPU_TARGET_US=10
 RSS_TARGET_MB=64
 CHAT_PATH=/v1/chat/completions
 DIRECT_BODY='{"model":"mock-small","stream":true,"messages":[{"role":"user","content":"Say hello"}]}'
@@ -123,10 +129,54 @@ EOF
 	start_gateway_on "$dir/config.json" "$dir"
 }
 
-# Ends the script when the gateway is gone, with the end of its stderr.
-gateway_alive() {
-	kill -0 "$GW_PID" 2>/dev/null ||
-		die "the gateway exited ($1): $(tail -n 20 "$tmp/gateway/gateway.err")"
+# Writes HAProxy's config for port $2 to file $1: one thread, mode http,
+# option http-no-delay (each chunk of a streamed answer forwarded as it
+# comes, not held to fill a packet), keep-alive both ways, no logging, the
+# one server (mockprov) without health checks, room for every stream.
+haproxy_stream_config() {
+	local maxconn=$((STREAMS * 2 + 100))
+	cat >"$1" <<EOF
+global
+	nbthread 1
+	maxconn $maxconn
+
+defaults
+	mode http
+	maxconn $maxconn
+	option http-keep-alive
+	option http-no-delay
+	timeout connect 5s
+	timeout client $((STREAM_BOUND_S + 30))s
+	timeout server $((STREAM_BOUND_S + 30))s
+	timeout http-keep-alive 60s
+	timeout http-request 10s
+
+frontend bench
+	bind 127.0.0.1:$2
+	default_backend mockprov
+
+backend mockprov
+	server mockprov $MP_ADDR
+EOF
+}
+
+# The pid of proxy $1 (gateway or haproxy).
+proxy_pid() {
+	case $1 in
+	gateway) echo "$GW_PID" ;;
+	haproxy) echo "$HA_PID" ;;
+	esac
+}
+
+# Ends the script when proxy $1 (gateway or haproxy) is gone, with the end
+# of its output; $2 says when.
+proxy_alive() {
+	case $1 in
+	gateway) kill -0 "$GW_PID" 2>/dev/null ||
+		die "the gateway exited ($2): $(tail -n 20 "$tmp/gateway/gateway.err")" ;;
+	haproxy) kill -0 "$HA_PID" 2>/dev/null ||
+		die "haproxy exited ($2): $(tail -n 20 "$tmp/haproxy/haproxy.out")" ;;
+	esac
 }
 
 # One short stream (max_tokens 3) of body $2 from $1: it must be a 200
@@ -160,21 +210,25 @@ sample_connections() {
 	done
 }
 
-# One streamclient run against $1 (direct or gateway) into file $2: its
-# --kv figures, then what mockprov, the gateway and the machine used
-# meanwhile (mp_ticks, gw_ticks, busy_ticks, total_ticks), and for the
-# gateway its connections and VmHWM and VmRSS after the run.
+# One streamclient run against $1 (direct, gateway or haproxy) into file
+# $2: its --kv figures, then what mockprov, the proxy (gw_ticks: the
+# gateway's or HAProxy's) and the machine used meanwhile (mp_ticks,
+# gw_ticks, busy_ticks, total_ticks), and for the gateway its connections
+# and VmHWM and VmRSS after the run.
 stream_run() {
 	local who=$1 out=$2 url body rc=0 g0=0 g1=0 gw0=0 gw1=0 p0 p1 pw0 pw1 m0 m1 spid=""
-	local others
+	local others proxy=""
 	case $who in
 	direct) url=http://$MP_ADDR$CHAT_PATH body=$DIRECT_BODY ;;
-	gateway) url=http://$GW_ADDR$CHAT_PATH body=$GW_BODY ;;
+	gateway) url=http://$GW_ADDR$CHAT_PATH body=$GW_BODY proxy=$GW_PID ;;
+	haproxy) url=http://$HA_ADDR$CHAT_PATH body=$DIRECT_BODY proxy=$HA_PID ;;
 	esac
+	if [ -n "$proxy" ]; then
+		proxy_alive "$who" "before a run"
+		g0=$(cpu_ticks "$proxy")
+		gw0=$(sched_wait_ns "$proxy")
+	fi
 	if [ "$who" = gateway ]; then
-		gateway_alive "before a run"
-		g0=$(cpu_ticks "$GW_PID")
-		gw0=$(sched_wait_ns "$GW_PID")
 		echo "0 0" >"$out.conns"
 		sample_connections "$out.conns" &
 		spid=$!
@@ -190,11 +244,13 @@ stream_run() {
 	m1=$(machine_ticks)
 	p1=$(cpu_ticks "$MP_PID")
 	pw1=$(sched_wait_ns "$MP_PID")
+	if [ -n "$proxy" ]; then
+		[ -n "$spid" ] && stop_pid "$spid"
+		proxy_alive "$who" "during a run of $STREAMS streams"
+		g1=$(cpu_ticks "$proxy")
+		gw1=$(sched_wait_ns "$proxy")
+	fi
 	if [ "$who" = gateway ]; then
-		stop_pid "$spid"
-		gateway_alive "during a run of $STREAMS streams"
-		g1=$(cpu_ticks "$GW_PID")
-		gw1=$(sched_wait_ns "$GW_PID")
 		{
 			echo "gw_conns $(cat "$out.conns")"
 			echo "gw_hwm_kb $(proc_kb "$GW_PID" VmHWM)"
@@ -251,51 +307,60 @@ runs_of() {
 	for r in $(seq "$ROUNDS"); do echo "$tmp/run-$1.$r"; done
 }
 
-# One row of the latency table: a label, direct, gateway, added, target
-# and verdict.
+# One row of the latency table: a label, direct, gateway, its added,
+# HAProxy, its added, the target (of the gateway's added) and verdict.
 row() {
-	printf '   %-30s %9s %9s %9s   %-7s %s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}" "${6-}" |
-		sed 's/ *$//'
+	printf '   %-30s %9s %9s %9s %9s %9s   %-7s %s\n' "$1" "${2-}" "${3-}" "${4-}" "${5-}" \
+		"${6-}" "${7-}" "${8-}" | sed 's/ *$//'
 }
 
 # One row of the figure $2 (a streamclient key) labelled $1: the
-# median of each target's rounds and the difference; with $3, the added
-# figure's target (<= $3) and verdict. Sets ADDED to the difference.
+# median of each target's rounds and each proxy's difference from direct;
+# with $3, the target (<= $3) of the gateway's added figure and its
+# verdict. Sets ADDED and HA_ADDED to the gateway's and HAProxy's
+# differences.
 figure_row() {
-	local label=$1 key=$2 limit=${3-} d="" g="" v=""
+	local label=$1 key=$2 limit=${3-} d="" g="" h="" v=""
 	# shellcheck disable=SC2046
 	d=$(median "$key" $(runs_of direct))
-	ADDED=""
+	ADDED="" HA_ADDED=""
 	if [ -n "$GW" ]; then
 		# shellcheck disable=SC2046
 		g=$(median "$key" $(runs_of gateway))
 		ADDED=$(calc "$g - $d" %+.3f)
 		[ -n "$limit" ] && v=$(verdict "$ADDED <= $limit")
 	fi
-	row "$label" "$d" "$g" "$ADDED" "${limit:+<= $limit}" "$v"
+	if [ -n "$HA" ]; then
+		# shellcheck disable=SC2046
+		h=$(median "$key" $(runs_of haproxy))
+		HA_ADDED=$(calc "$h - $d" %+.3f)
+	fi
+	row "$label" "$d" "$g" "$ADDED" "$h" "$HA_ADDED" "${limit:+<= $limit}" "$v"
 }
 
 # Figure $1 of target $2 in each round (printed with format $3, %.2f
-# by default), or with $2 = added the differences gateway - direct, each
-# round's two runs one after the other, and their median.
+# by default), or with $2 = PROXY-added (gateway-added, haproxy-added)
+# the differences PROXY - direct, each round's runs one after the other,
+# and their median.
 by_round() {
-	local r s=""
+	local r s="" p=${2%-added}
 	for r in $(seq "$ROUNDS"); do
-		if [ "$2" = added ]; then
-			s="$s $(calc "$(get "$tmp/run-gateway.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" %+.2f)"
+		if [ "$p" != "$2" ]; then
+			s="$s $(calc "$(get "$tmp/run-$p.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" %+.2f)"
 		else
 			s="$s $(calc "$(get "$tmp/run-$2.$r" "$1")" "${3:-%.2f}")"
 		fi
 	done
-	[ "$2" = added ] && s="$s (median $(paired_median "$1"))"
+	[ "$p" != "$2" ] && s="$s (median $(paired_median "$1" "$p"))"
 	echo "${s# }"
 }
 
-# The median over the rounds of gateway - direct of figure $1.
+# The median over the rounds of PROXY ($2: gateway, the default, or
+# haproxy) - direct of figure $1.
 paired_median() {
-	local r
+	local r p=${2:-gateway}
 	for r in $(seq "$ROUNDS"); do
-		calc "$(get "$tmp/run-gateway.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" '%.3f\n'
+		calc "$(get "$tmp/run-$p.$r" "$1") - $(get "$tmp/run-direct.$r" "$1")" '%.3f\n'
 	done | sort -g |
 		awk '{ v[NR] = $1 } END { printf "%+.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
@@ -333,26 +398,34 @@ mockprov_outcomes() {
 }
 
 main() {
-	local r order who f hwm_kb start_kb end_kb failed=0 cd cg fd fg stamps hwms=""
-	local rss_verdict lat_added gap_added others="" conns_c conns_u label waits first
+	local r order who f hwm_kb start_kb end_kb failed=0 cd cg ch fd fg fh stamps hwms=""
+	local rss_verdict lat_added gap_added ha_lat_added="" ha_gap_added="" others="" conns_c conns_u
+	local label waits first gw_us="" ha_us="" cpu_verdict=""
 	[ -x "$BIN/mockprov" ] || die "$BIN/mockprov is missing (make, or set FAULTLINE_BIN)"
 	[ -x "$BIN/streamclient" ] || die "$BIN/streamclient is missing (make, or set FAULTLINE_BIN)"
 	[ "$ROUNDS" -ge 1 ] || die "ROUNDS must be at least 1"
-	GW=""
-	case " $STREAM_TARGETS " in
-	*" gateway "*)
-		GW=yes
-		[ -x "$BIN/gateway" ] || die "$BIN/gateway is missing (make, or set FAULTLINE_BIN)"
-		;;
-	esac
-	# Each stream: the client's socket, and mockprov's; through the
-	# gateway, its two; the gateway's idle upstream connections stay.
+	GW="" HA=""
+	for who in $STREAM_TARGETS; do
+		case $who in
+		direct) ;;
+		gateway)
+			GW=yes
+			[ -x "$BIN/gateway" ] || die "$BIN/gateway is missing (make, or set FAULTLINE_BIN)"
+			;;
+		haproxy) HA=yes ;;
+		*) die "STREAM_TARGETS: unknown target '$who' (direct, gateway, haproxy)" ;;
+		esac
+	done
+	# Direct first, every time: the proxies' figures are added to it.
+	STREAM_TARGETS="direct${GW:+ gateway}${HA:+ haproxy}"
+	# Each stream: the client's socket, and mockprov's; through a proxy,
+	# its two; the gateway's idle upstream connections stay.
 	raise_fd_limit $((STREAMS * 3 + 1024)) "STREAMS=$STREAMS"
-	bench_start curl
+	bench_start curl ${HA:+haproxy}
 	# What nice gives: without the privilege a negative nice is 0.
 	CLIENT_NICENESS=$(nice -n "$CLIENT_NICE" nice 2>/dev/null) ||
 		die "CLIENT_NICE ($CLIENT_NICE) is not a niceness"
-	echo "   mockprov, the gateway and streamclient share these cores; \"others' CPU\" is" \
+	echo "   mockprov, the proxies and streamclient share these cores; \"others' CPU\" is" \
 		"the process time (user + system) the rest of the machine used meanwhile"
 	start_stream_mockprov
 	check_stream "http://$MP_ADDR$CHAT_PATH" "$DIRECT_BODY"
@@ -360,6 +433,10 @@ main() {
 		start_stream_gateway
 		start_kb=$(proc_kb "$GW_PID" VmRSS)
 		check_stream "http://$GW_ADDR$CHAT_PATH" "$GW_BODY"
+	fi
+	if [ -n "$HA" ]; then
+		start_haproxy_with haproxy_stream_config
+		check_stream "http://$HA_ADDR$CHAT_PATH" "$DIRECT_BODY"
 	fi
 
 	# shellcheck disable=SC2086 # a list of words
@@ -381,6 +458,7 @@ main() {
 		GW_ERR_LINES=$(wc -l <"$tmp/gateway/gateway.err")
 		stop_pid "$GW_PID"
 	fi
+	[ -n "$HA" ] && stop_pid "$HA_PID"
 	stop_pid "$MP_PID"
 
 	f=$tmp/run-direct.1
@@ -392,54 +470,60 @@ main() {
 	echo
 	echo "Streams: $STREAMS concurrent, $STREAM_TOKENS tokens each, ttft $TTFT_MS ms, then" \
 		"one token every $TOKEN_MS ms (mockprov),"
-	echo "   direct and through the gateway (stall_timeout_ms $STALL_TIMEOUT_MS);" \
-		"$([ "$WARMUP" != 0 ] && echo "a warm-up run each, then ")$ROUNDS rounds,"
-	echo "   the order swapped every other round; figures: the median of the rounds'."
+	echo "   direct${GW:+, through the gateway (stall_timeout_ms $STALL_TIMEOUT_MS)}${HA:+ and through HAProxy}"
+	[ -n "$HA" ] && echo "   (1 thread, mode http, option http-no-delay), the same mockprov behind each;"
+	echo "   $([ "$WARMUP" != 0 ] && echo "a warm-up run each, then ")$ROUNDS rounds, the order" \
+		"reversed every other round; figures: the median of the rounds'."
 	echo "   A token's arrival = $stamps (streamclient, engine $(get "$f" engine)," \
 		"nice $CLIENT_NICENESS)."
 	echo "   lateness: a token's arrival - k x $TOKEN_MS ms, less the least in its stream" \
 		"(see bench/stream.sh)"
-	row "" "direct" "gateway" "added" "target" ""
+	row "" "direct" "gateway" "added" "haproxy" "added" "target" ""
 	# shellcheck disable=SC2046
 	{
 		cd=$(total completed $(runs_of direct))
 		fd="$(total failed $(runs_of direct))/$(total unfinished $(runs_of direct))"
-		cg="" fg=""
+		cg="" fg="" ch="" fh=""
 		if [ -n "$GW" ]; then
 			cg=$(total completed $(runs_of gateway))
 			fg="$(total failed $(runs_of gateway))/$(total unfinished $(runs_of gateway))"
 		fi
+		if [ -n "$HA" ]; then
+			ch=$(total completed $(runs_of haproxy))
+			fh="$(total failed $(runs_of haproxy))/$(total unfinished $(runs_of haproxy))"
+		fi
 	}
-	row "streams ended with [DONE]" "$cd" "$cg" "" "$((ROUNDS * STREAMS))"
-	row "failed / unfinished" "$fd" "$fg" "" "0/0"
+	row "streams ended with [DONE]" "$cd" "$cg" "" "$ch" "" "$((ROUNDS * STREAMS))"
+	row "failed / unfinished" "$fd" "$fg" "" "$fh" "" "0/0"
 	figure_row "ttft p50 (ms)" ttft_p50_ms
 	figure_row "ttft p99 (ms)" ttft_p99_ms
 	figure_row "inter-chunk gap p50 (ms)" gap_p50_ms
 	figure_row "inter-chunk gap p99 (ms)" gap_p99_ms "$ADDED_TARGET_MS"
-	gap_added=$ADDED
+	gap_added=$ADDED ha_gap_added=$HA_ADDED
 	figure_row "inter-chunk gap p99.9 (ms)" gap_p999_ms
 	figure_row "|gap - $TOKEN_MS ms| p99 (ms)" jitter_p99_ms
 	figure_row "token lateness p50 (ms)" lateness_p50_ms
 	figure_row "token lateness p90 (ms)" lateness_p90_ms
 	figure_row "token lateness p99 (ms)" lateness_p99_ms "$ADDED_TARGET_MS"
-	lat_added=$ADDED
+	lat_added=$ADDED ha_lat_added=$HA_ADDED
 	figure_row "token lateness p99.9 (ms)" lateness_p999_ms
 	figure_row "tokens in one read w/ prior (%)" shared_pct
 	for f in gap lateness; do
 		# shellcheck disable=SC2046
 		row "worst $f, any round (ms)" "$(largest "${f}_max_ms" $(runs_of direct))" \
-			"$([ -n "$GW" ] && largest "${f}_max_ms" $(runs_of gateway))"
+			"$([ -n "$GW" ] && largest "${f}_max_ms" $(runs_of gateway))" "" \
+			"$([ -n "$HA" ] && largest "${f}_max_ms" $(runs_of haproxy))"
 	done
 	echo "   by round (round 1, 2, ...):"
 	for f in gap_p99_ms lateness_p99_ms others_pct; do
-		for who in direct ${GW:+gateway} ${GW:+added}; do
-			[ "$f/$who" = others_pct/added ] && continue
+		for who in direct ${GW:+gateway gateway-added} ${HA:+haproxy haproxy-added}; do
+			case $f/$who in */*-added) [ "$f" = others_pct ] && continue ;; esac
 			case $f in
 			gap_p99_ms) label="gap p99 (ms)" ;;
 			lateness_p99_ms) label="lateness p99 (ms)" ;;
 			others_pct) label="others' CPU (%)" ;;
 			esac
-			printf '   %-30s %s\n' "  $label, $who" \
+			printf '   %-30s %s\n' "  $label, ${who/-/, }" \
 				"$(by_round "$f" "$who" "$([ "$f" = others_pct ] && echo %.0f)")"
 		done
 	done
@@ -447,23 +531,37 @@ main() {
 	echo
 	echo "   CPU (user + system, /proc), % of one core over the rounds; per stream and" \
 		"token: CPU time / streams, tokens"
-	printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' "" "gateway" "mockprov" "client" \
-		"others'" "gw ms/strm" "gw us/tok" "mp ms/strm"
-	for who in direct ${GW:+gateway}; do
+	printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' "" "proxy" "mockprov" "client" \
+		"others'" "px ms/strm" "px us/tok" "mp ms/strm"
+	for who in direct ${GW:+gateway} ${HA:+haproxy}; do
 		# shellcheck disable=SC2046
 		set -- $(cpu_figures "$who")
-		if [ "$who" = direct ]; then
+		case $who in
+		direct)
 			printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' direct "" "$2" "$3" "$4" "" "" "$7"
 			waits="direct: mockprov $9%"
-		else
+			;;
+		gateway)
 			printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' "through the gateway" "$1" "$2" \
 				"$3" "$4" "$5" "$6" "$7"
-			GW_MS_PER_STREAM=$5
+			GW_MS_PER_STREAM=$5 gw_us=$6
 			waits="$waits; through the gateway: gateway $8%, mockprov $9%"
-		fi
+			;;
+		haproxy)
+			printf '   %-20s %8s %8s %8s %8s %11s %10s %11s\n' "through HAProxy" "$1" "$2" \
+				"$3" "$4" "$5" "$6" "$7"
+			ha_us=$6
+			waits="$waits; through HAProxy: haproxy $8%, mockprov $9%"
+			;;
+		esac
 		others="$others $4"
 	done
 	echo "   runnable but waiting for a CPU (schedstat), % of the time: $waits"
+	if [ -n "$GW" ]; then
+		cpu_verdict=$(verdict "$gw_us <= $TOKEN_CPU_TARGET_US")
+		row "gateway CPU per token (us)" "" "$gw_us" "" "$ha_us" "" "<= $TOKEN_CPU_TARGET_US" \
+			"$cpu_verdict"
+	fi
 
 	if [ -n "$GW" ]; then
 		for f in "$tmp/warmup-gateway" $(runs_of gateway); do
@@ -480,7 +578,7 @@ main() {
 		echo "   peak (VmHWM) after each run ($([ "$WARMUP" != 0 ] && echo "warm-up, ")rounds 1...):$hwms"
 		echo "   connections seen (the most in 0.5 s samples): $conns_c client, $conns_u upstream;" \
 			"$GW_ERR_LINES lines on its stderr (--log-level warn)"
-		row "gateway peak RSS (MB)" "" "$(mb "$hwm_kb")" "" "<= $RSS_TARGET_MB" "$rss_verdict"
+		row "gateway peak RSS (MB)" "" "$(mb "$hwm_kb")" "" "" "" "<= $RSS_TARGET_MB" "$rss_verdict"
 	fi
 	echo "   mockprov logged: $(mockprov_outcomes)"
 	# shellcheck disable=SC2086
@@ -508,10 +606,19 @@ main() {
 			"$gap_added ms ($(verdict "$gap_added <= $ADDED_TARGET_MS"));"
 		echo "   the rounds' paired differences, median: lateness $(paired_median lateness_p99_ms) ms," \
 			"gap $(paired_median gap_p99_ms) ms"
-		echo "   gateway peak RSS $(mb "$hwm_kb") MB (target <= $RSS_TARGET_MB: $rss_verdict);" \
-			"gateway CPU per stream $GW_MS_PER_STREAM ms"
 	fi
-	echo "   streams ended with [DONE]: direct $cd of $((ROUNDS * STREAMS))${GW:+, through the gateway $cg of $((ROUNDS * STREAMS))}"
+	if [ -n "$HA" ]; then
+		echo "   HAProxy (1 thread, option http-no-delay), the same rounds: token lateness" \
+			"$ha_lat_added ms, gap $ha_gap_added ms;"
+		echo "   the rounds' paired differences, median: lateness" \
+			"$(paired_median lateness_p99_ms haproxy) ms, gap $(paired_median gap_p99_ms haproxy) ms"
+	fi
+	if [ -n "$GW" ]; then
+		echo "   CPU per token: gateway $gw_us us (target <= $TOKEN_CPU_TARGET_US: $cpu_verdict)${HA:+, HAProxy $ha_us us};" \
+			"gateway CPU per stream $GW_MS_PER_STREAM ms"
+		echo "   gateway peak RSS $(mb "$hwm_kb") MB (target <= $RSS_TARGET_MB: $rss_verdict)"
+	fi
+	echo "   streams ended with [DONE]: direct $cd of $((ROUNDS * STREAMS))${GW:+, through the gateway $cg of $((ROUNDS * STREAMS))}${HA:+, through HAProxy $ch of $((ROUNDS * STREAMS))}"
 	if [ "$failed" != 0 ]; then
 		[ -n "$GW" ] && [ "$GW_ERR_LINES" -gt 0 ] &&
 			echo "   the gateway's stderr ends: $(tail -n 5 "$tmp/gateway/gateway.err")"

@@ -10,98 +10,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- what cJSON takes that JSON does not ---- */
-
-bool json_is_ws(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* The value of four hex digits at p (n bytes left), or -1 when they are not. */
-static long hex4(const char *p, size_t n)
-{
-	long v = 0;
-	size_t i;
-
-	if (n < 4)
-		return -1;
-	for (i = 0; i < 4; i++) {
-		char c = p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v |= c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v |= c - 'A' + 10;
-		else
-			return -1;
-	}
-	return v;
-}
-
-/* Whether the string ending at s[i - 1] is an object key: a ':' follows it. */
-static bool is_key(const char *s, size_t len, size_t i)
-{
-	while (i < len && json_is_ws(s[i]))
-		i++;
-	return i < len && s[i] == ':';
-}
-
-/*
- * The offset of the first byte where text breaks a rule of JSON that cJSON
- * does not hold it to (json_parse_whole says which), or len when none does.
- * Only a text cJSON also accepts is then known to be JSON.
- */
-static size_t lax_at(const char *s, size_t len)
-{
-	size_t at;
-	size_t i = 0;
-	bool nul;
-
-	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
-		return 0;
-	while (i < len) {
-		if (s[i] != '"') {
-			if ((unsigned char)s[i] <= 0x20 && !json_is_ws(s[i]))
-				return i;
-			i++;
-			continue;
-		}
-		at = i++;
-		nul = false;
-		while (i < len && s[i] != '"') {
-			if (s[i] != '\\') {
-				i++;
-			} else if (i + 1 < len && s[i + 1] == 'u') {
-				long cp = hex4(s + i + 2, len - i - 2);
-
-				if (cp < 0)
-					return i;
-				nul |= cp == 0;
-				i += 6;
-			} else {
-				i += 2;
-			}
-		}
-		i++;
-		if (nul && is_key(s, len, i))
-			return at;
-	}
-	return len;
-}
-
 /* ---- loading, writing, escaping ---- */
 
 cJSON *json_load_file(const char *path, char *err, size_t errlen)
 {
 	struct buf b = { 0 };
 	char chunk[65536];
-	const char *end = NULL;
+	const char *text;
 	cJSON *root = NULL;
+	size_t bad_at = 0;
+	int line = 1;
+	int col = 1;
 	FILE *fp;
 	size_t n;
+	size_t i;
 
 	fp = fopen(path, "rb");
 	if (!fp) {
@@ -118,33 +40,22 @@ cJSON *json_load_file(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
 		goto out_close;
 	}
-	root = cJSON_ParseWithLengthOpts(b.data ? b.data : "", b.len, &end, 0);
-	if (root) {
-		/* One value per file: anything but white space after it is an error. */
-		while (end < b.data + b.len && json_is_ws(*end))
-			end++;
-		if (end == b.data + b.len)
-			end = b.data + lax_at(b.data, b.len);
-		if (end < b.data + b.len) {
-			cJSON_Delete(root);
-			root = NULL;
+	text = b.data ? b.data : "";
+	if (json_check(text, b.len, &bad_at) == 0) {
+		root = cJSON_ParseWithLengthOpts(text, b.len + 1, NULL, true);
+		if (!root)
+			snprintf(err, errlen, "%s: out of memory", path);
+		goto out_close;
+	}
+	for (i = 0; i < bad_at; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
 		}
 	}
-	if (!root) {
-		int line = 1;
-		int col = 1;
-		const char *p;
-
-		for (p = b.data; p && end && p < end; p++) {
-			if (*p == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-		}
-		snprintf(err, errlen, "%s:%d:%d: invalid JSON", path, line, col);
-	}
+	snprintf(err, errlen, "%s:%d:%d: invalid JSON", path, line, col);
 out_close:
 	fclose(fp);
 	buf_free(&b);
@@ -229,7 +140,7 @@ int json_openai_error(struct buf *b, const char *message, const char *type,
 
 cJSON *json_parse_whole(const char *text, size_t len)
 {
-	if (memchr(text, '\0', len) || lax_at(text, len) < len)
+	if (json_check(text, len, NULL))
 		return NULL;
 	return cJSON_ParseWithLengthOpts(text, len + 1, NULL, true);
 }
@@ -316,240 +227,11 @@ const char *json_error_text(const cJSON *root, const char *data)
 	     : root ? "" : data;
 }
 
-bool json_string_has_nul(const char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i++) {
-		if (s[i] != '\\')
-			continue;
-		if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
-			return true;
-		i++;	/* the escaped character: a '\\' there escapes nothing after it */
-	}
-	return false;
-}
-
 const char *json_get_string(const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* ---- the byte scanner (json_member_span) ---- */
-
-static size_t skip_ws(const char *s, size_t len, size_t i)
-{
-	while (i < len && json_is_ws(s[i]))
-		i++;
-	return i;
-}
-
-/* s[i] is '"': the index of the closing quote, or len when there is none. */
-static size_t string_end(const char *s, size_t len, size_t i)
-{
-	for (i++; i < len && s[i] != '"'; i++) {
-		if (s[i] == '\\')
-			i++;
-	}
-	return i < len ? i : len;
-}
-
-/* The index after the value at s[i] (valid JSON assumed), at most len. */
-static size_t skip_value(const char *s, size_t len, size_t i)
-{
-	int depth = 0;
-
-	if (i < len && s[i] == '"') {
-		i = string_end(s, len, i);
-		return i < len ? i + 1 : len;
-	}
-	if (i < len && s[i] != '{' && s[i] != '[') {
-		while (i < len && s[i] && !json_is_ws(s[i]) && !strchr(",}]", s[i]))
-			i++;
-		return i;
-	}
-	for (; i < len; i++) {
-		if (s[i] == '"') {
-			i = string_end(s, len, i);
-		} else if (s[i] == '{' || s[i] == '[') {
-			depth++;
-		} else if (s[i] == '}' || s[i] == ']') {
-			if (--depth == 0)
-				return i + 1;
-		}
-	}
-	return len;
-}
-
-/* Writes code point cp as UTF-8 into out (4 bytes); returns its length. */
-static size_t utf8_put(unsigned long cp, char *out)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | (cp >> 6));
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | (cp >> 12));
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | (cp >> 18));
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
-/*
- * Decodes the escape at s[*i] ('\\', e the string's end) into out (4
- * bytes), as cJSON does: the two-character escapes, \uXXXX, and a
- * surrogate pair as one code point. Advances *i past it. Returns the
- * length written, or 0 for an escape cJSON refuses.
- */
-static size_t unescape(const char *s, size_t e, size_t *i, char *out)
-{
-	static const char from[] = "bfnrt\"\\/";
-	static const char to[] = "\b\f\n\r\t\"\\/";
-	const char *one;
-	long hi;
-	long lo;
-
-	if (*i + 1 >= e)
-		return 0;
-	if (s[*i + 1] != 'u') {
-		one = strchr(from, s[*i + 1]);
-		if (!one || !*one)
-			return 0;
-		*out = to[one - from];
-		*i += 2;
-		return 1;
-	}
-	hi = hex4(s + *i + 2, e - *i - 2);
-	if (hi < 0 || (hi >= 0xdc00 && hi <= 0xdfff))
-		return 0;
-	*i += 6;
-	if (hi < 0xd800 || hi > 0xdbff)
-		return utf8_put((unsigned long)hi, out);
-	if (*i + 1 >= e || s[*i] != '\\' || s[*i + 1] != 'u')
-		return 0;
-	lo = hex4(s + *i + 2, e - *i - 2);
-	if (lo < 0xdc00 || lo > 0xdfff)
-		return 0;
-	*i += 6;
-	return utf8_put(0x10000 + (((unsigned long)hi & 0x3ff) << 10 | ((unsigned long)lo & 0x3ff)),
-			out);
-}
-
-/* Whether the string between s[k] and s[e] (its quotes excluded) says key, unescaped. */
-static bool key_is(const char *s, size_t k, size_t e, const char *key, size_t klen)
-{
-	char u[4];
-	size_t n = 0;
-	size_t ulen;
-
-	while (k < e) {
-		if (s[k] != '\\') {
-			if (n >= klen || s[k] != key[n])
-				return false;
-			n++;
-			k++;
-			continue;
-		}
-		ulen = unescape(s, e, &k, u);
-		if (ulen == 0 || klen - n < ulen || memcmp(u, key + n, ulen) != 0)
-			return false;
-		n += ulen;
-	}
-	return n == klen;
-}
-
-int json_unescape(struct buf *b, const char *s, size_t len)
-{
-	char u[4];
-	size_t i = 0;
-	size_t run;
-	size_t n;
-	int rc = 0;
-
-	if (len >= 2 && s[0] == '"' && s[len - 1] == '"') {
-		s++;
-		len -= 2;
-	}
-	while (!rc && i < len) {
-		run = i;
-		while (i < len && s[i] != '\\')
-			i++;
-		rc = buf_append(b, s + run, i - run);
-		if (rc || i == len)
-			break;
-		n = unescape(s, len, &i, u);
-		if (n == 0)
-			return -EINVAL;
-		rc = buf_append(b, u, n);
-	}
-	return rc ? -ENOMEM : 0;
-}
-
-int json_member_span(const char *s, size_t len, const char *key, size_t *start, size_t *end)
-{
-	size_t klen = strlen(key);
-	bool found = false;
-	size_t i = skip_ws(s, len, 0);
-
-	if (i >= len || s[i] != '{')
-		return -EINVAL;
-	i = skip_ws(s, len, i + 1);
-	while (i < len && s[i] == '"') {
-		size_t k = i + 1;
-		size_t e = string_end(s, len, i);
-		size_t v;
-
-		i = skip_ws(s, len, e + (e < len));
-		if (i >= len || s[i] != ':')
-			return -EINVAL;
-		v = skip_ws(s, len, i + 1);
-		i = skip_value(s, len, v);
-		if (key_is(s, k, e, key, klen)) {
-			if (found)
-				return -EEXIST;
-			found = true;
-			*start = v;
-			*end = i;
-		}
-		i = skip_ws(s, len, i);
-		if (i < len && s[i] == ',')
-			i = skip_ws(s, len, i + 1);
-	}
-	return found ? 0 : -ENOENT;
-}
-
-int json_array_next(const char *s, size_t len, size_t *at, size_t *start, size_t *end)
-{
-	size_t i = skip_ws(s, len, *at);
-
-	if (*at == 0) {
-		if (i >= len || s[i] != '[')
-			return -EINVAL;
-		i = skip_ws(s, len, i + 1);
-	} else if (i < len && s[i] == ',') {
-		i = skip_ws(s, len, i + 1);
-	}
-	if (i >= len || s[i] == ']') {
-		*at = i;
-		return -ENOENT;
-	}
-	*start = i;
-	*end = skip_value(s, len, i);
-	*at = *end > i ? *end : len;
-	return 0;
 }
 
 bool json_put(cJSON *o, const char *key, cJSON *item)

@@ -73,10 +73,26 @@ struct row {
 	bool json;
 	int nfields;
 	bool oom;	/* an append failed: the row is incomplete */
+
+	/* The names declared by row_names, and their JSON keys made once. */
+	const char *const *names;
+	size_t nnames;
+	struct buf keys;	/* each name's key, "name":, one after the other */
+	size_t *key_at;		/* where key i starts in keys (nnames + 1 entries) */
 };
 
 /* Starts a row (reusing the memory of the previous one). */
 void row_begin(struct row *r, bool json);
+
+/*
+ * Declares the names the rows' fields will be added under, in order:
+ * a JSON row then writes each key as made here, once, rather than checking
+ * and quoting the name field by field. names is kept, not copied: it must
+ * outlive r (a static column table). A field added under another name, or
+ * out of order, is written as without. Returns 0 or -ENOMEM (r works as
+ * before, only slower).
+ */
+int row_names(struct row *r, const char *const *names, size_t n);
 
 /* Adds a string field; NULL is an empty CSV field / JSON null. */
 void row_str(struct row *r, const char *name, const char *v);

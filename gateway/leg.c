@@ -348,29 +348,46 @@ void leg_put(struct leg *l)
 	}
 }
 
-/* A 2xx body: a chat completion (an object with a non-empty choices array), and its usage. */
+/*
+ * A 2xx body: a chat completion (an object with a non-empty choices array),
+ * and its usage. Read where it lies (json_scan.h); parsed into a tree only
+ * to be held to a contract.
+ */
 static bool check_completion(struct leg *l, int64_t *in, int64_t *out, bool *broken)
 {
-	cJSON *root = json_parse_whole(l->resp.data ? l->resp.data : "", l->resp.len);
-	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	bool ok = cJSON_IsObject(root) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0;
+	struct json_span body = { l->resp.data ? l->resp.data : "", l->resp.len };
+	struct json_member m[] = { { "choices", { NULL, 0 }, 0 }, { "usage", { NULL, 0 }, 0 } };
+	cJSON *root;
+	bool ok;
 
 	*in = *out = 0;
 	*broken = false;
 	l->contract_why[0] = '\0';
-	if (ok)
-		relay_usage_tokens(cJSON_GetObjectItemCaseSensitive(root, "usage"), in, out);
-	if (ok && l->g->contract && json_string_has_nul(l->resp.data, l->resp.len)) {
+	ok = json_check_members(body.p, body.len, NULL, m, 2) == 0 &&
+	     json_type_of(m[0].v) == JSON_ARRAY && json_has_items(m[0].v);
+	if (!ok)
+		return false;
+	relay_usage_tokens(m[1].v, in, out);
+	if (!l->g->contract)
+		return true;
+	if (json_string_has_nul(body.p, body.len)) {
 		/* cJSON would cut a content at its \u0000: what follows could not be checked. */
 		*broken = true;
 		snprintf(l->contract_why, sizeof(l->contract_why),
 			 "the answer holds \\u0000, so its content cannot be checked whole");
-	} else if (ok && l->g->contract) {
-		*broken = !contract_check(l->g->contract, root, l->contract_why,
-					  sizeof(l->contract_why));
+		return true;
 	}
+	root = json_parse_whole(body.p, body.len);
+	if (!root) {
+		*broken = true;
+		snprintf(l->contract_why, sizeof(l->contract_why),
+			 "out of memory reading the answer");
+		return true;
+	}
+	*broken = !contract_check(l->g->contract, root, l->contract_why,
+				  sizeof(l->contract_why));
 	cJSON_Delete(root);
-	return ok;
+	return true;
 }
 
 /*

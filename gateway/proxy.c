@@ -283,6 +283,9 @@ static bool id_ok(const char *v)
 	return i > 0;
 }
 
+/* The members of a request's body the gateway reads, in check_request's m[]. */
+enum { REQ_MODEL, REQ_MESSAGES, REQ_STREAM, REQ_STREAM_OPTIONS, REQ_RESPONSE_FORMAT, REQ_N };
+
 /*
  * Writes "Name: value" into line, which has room for a name and a value
  * of up to GREQ_MAX_ID_LEN characters (id_ok's).
@@ -297,96 +300,108 @@ static void header_line(char *line, const char *name, const char *value)
 
 /*
  * Checks the body (one JSON object with one model member, a string
- * without NUL, a non-empty messages array, and stream a boolean if given);
- * on a bad one answers 400 and returns NULL, else returns the parsed body
- * and where the model value's bytes are, [*model_at, *model_end).
+ * without NUL, a non-empty messages array, and stream a boolean if given)
+ * and finds its members (REQ_*) in m, where they lie: no tree is built.
+ * On a bad one answers 400 and returns false.
  */
-static cJSON *check_request(struct gateway *gw, struct http_exchange *ex,
-			    const struct http_request *req, const char *id, size_t *model_at,
-			    size_t *model_end)
+static bool check_request(struct gateway *gw, struct http_exchange *ex,
+			  const struct http_request *req, const char *id, struct json_member *m)
 {
-	cJSON *root = json_parse_whole(req->body, req->body_len);
-	const cJSON *messages = cJSON_GetObjectItemCaseSensitive(root, "messages");
-	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+	static const char *const keys[REQ_N] = {
+		[REQ_MODEL] = "model",
+		[REQ_MESSAGES] = "messages",
+		[REQ_STREAM] = "stream",
+		[REQ_STREAM_OPTIONS] = "stream_options",
+		[REQ_RESPONSE_FORMAT] = "response_format",
+	};
+	const struct json_span body = { req->body, req->body_len };
+	enum json_type stream;
 	const char *msg = NULL;
 	const char *param = NULL;
 	const char *code = NULL;
-	int rc = -EINVAL;
+	size_t i;
 
-	if (cJSON_IsObject(root))
-		rc = json_member_span(req->body, req->body_len, "model", model_at, model_end);
-	if (!cJSON_IsObject(root)) {
+	for (i = 0; i < REQ_N; i++)
+		m[i].key = keys[i];
+	if (json_check_members(body.p, body.len, NULL, m, REQ_N) ||
+	    json_type_of(body) != JSON_OBJECT) {
 		msg = "The body of the request is not a JSON object.";
-	} else if (rc == -EEXIST) {
+	} else if (m[REQ_MODEL].count > 1) {
 		msg = "The model parameter is given more than once.";
 		param = "model";
-	} else if (rc || !cJSON_IsString(model) || !model->valuestring[0]) {
+	} else if (!json_string_nonempty(m[REQ_MODEL].v)) {
 		msg = "You must provide a model parameter.";
 		param = "model";
-	} else if (json_string_has_nul(req->body + *model_at, *model_end - *model_at)) {
+	} else if (json_string_has_nul(m[REQ_MODEL].v.p, m[REQ_MODEL].v.len)) {
 		/* cJSON would cut it there: "chat\u0000evil" must not route as "chat". */
 		msg = "The model parameter must not contain a NUL character.";
 		param = "model";
-	} else if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0) {
+	} else if (json_type_of(m[REQ_MESSAGES].v) != JSON_ARRAY ||
+		   !json_has_items(m[REQ_MESSAGES].v)) {
 		msg = "You must provide a non-empty messages array.";
 		param = "messages";
-	} else if (cJSON_GetObjectItemCaseSensitive(root, "stream") &&
-		   !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(root, "stream"))) {
-		msg = "The stream parameter must be a boolean.";
-		param = "stream";
-		code = "invalid_type";
+	} else {
+		stream = json_type_of(m[REQ_STREAM].v);
+		if (stream != JSON_NONE && stream != JSON_TRUE && stream != JSON_FALSE) {
+			msg = "The stream parameter must be a boolean.";
+			param = "stream";
+			code = "invalid_type";
+		}
 	}
 	if (!msg)
-		return root;
+		return true;
 	respond_refuse(gw, ex, NULL, id, 400, msg, param, code);
-	cJSON_Delete(root);
-	return NULL;
+	return false;
 }
 
 /* The prompt's tokens estimated as its messages' text in bytes / 4, rounded up. */
-static int64_t estimate_prompt_tokens(const cJSON *root)
+static int64_t estimate_prompt_tokens(struct json_span messages)
 {
-	const cJSON *msg;
-	const cJSON *part;
+	struct json_member content = { "content", { NULL, 0 }, 0 };
+	struct json_member text = { "text", { NULL, 0 }, 0 };
+	size_t at = 0;
+	size_t pat;
 	size_t bytes = 0;
 
-	cJSON_ArrayForEach(msg, cJSON_GetObjectItemCaseSensitive(root, "messages")) {
-		const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-
-		if (cJSON_IsString(content))
-			bytes += strlen(content->valuestring);
-		if (!cJSON_IsArray(content))
+	/* Each text's length as cJSON reads it: up to a \u0000. */
+	while (json_next_members(messages, &at, &content, 1)) {
+		if (json_type_of(content.v) == JSON_STRING)
+			bytes += json_string_strlen(content.v);
+		if (json_type_of(content.v) != JSON_ARRAY)
 			continue;
-		cJSON_ArrayForEach(part, content) {
-			const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-
-			if (cJSON_IsString(text))
-				bytes += strlen(text->valuestring);
-		}
+		pat = 0;
+		while (json_next_members(content.v, &pat, &text, 1))
+			bytes += json_string_strlen(text.v);
 	}
 	return bill_prompt_estimate(bytes);
 }
 
 /*
- * The request's response_format, when its alias checks contracts: read
- * into *own (NULL for "text"), *stated when it gave one. Returns 0, or
- * -1 when it was answered: 400 naming what the gateway cannot check (an
- * unknown type, a JSON Schema keyword outside the subset), or 500.
+ * The request's response_format (rf_text, as written), when its alias
+ * checks contracts: read into *own (NULL for "text"), *stated when it gave
+ * one. Returns 0, or -1 when it was answered: 400 naming what the gateway
+ * cannot check (an unknown type, a JSON Schema keyword outside the
+ * subset), or 500.
  */
 static int request_contract(struct gateway *gw, struct http_exchange *ex,
-			    struct gw_route *route, const char *id, const cJSON *root,
+			    struct gw_route *route, const char *id, struct json_span rf_text,
 			    struct contract **own, bool *stated)
 {
-	const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+	enum json_type t = json_type_of(rf_text);
+	cJSON *rf;
 	char why[320];
 	char msg[400];
-	int rc;
+	int rc = -ENOMEM;
 
 	*own = NULL;
-	*stated = rf && !cJSON_IsNull(rf);
+	*stated = t != JSON_NONE && t != JSON_NULL;
 	if (!route->alias->contract.enforce || !*stated)
 		return 0;
-	rc = contract_from_response_format(rf, own, why, sizeof(why));
+	/* Only the response_format is parsed into a tree, for the schema compiler. */
+	rf = json_parse_span(rf_text);
+	if (rf)
+		rc = contract_from_response_format(rf, own, why, sizeof(why));
+	cJSON_Delete(rf);
 	if (rc == -ENOMEM) {
 		status_counts_add(&route->requests, 500);
 		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
@@ -483,7 +498,9 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	char id[GREQ_MAX_ID_LEN + 1];
 	struct gw_route *route;
 	struct greq *g;
-	cJSON *root;
+	struct json_member m[REQ_N];
+	struct buf model = { 0 };
+	cJSON *root = NULL;
 	char msg[256];
 	char name[160];
 	struct policy_action a;
@@ -496,8 +513,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	bool stated = false;
 	unsigned nlegs;
 	bool stream;
-	size_t model_at = 0;
-	size_t model_end = 0;
+	bool cache;
 	size_t len;
 
 	if (rid && id_ok(rid)) {
@@ -507,12 +523,15 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		memcpy(id, gw->id_prefix, len);
 		numfmt_int(id + len, (long long)++gw->next_id);
 	}
-	root = check_request(gw, ex, req, id, &model_at, &model_end);
-	if (!root)
+	if (!check_request(gw, ex, req, id, m))
 		return;
-	route = router_find(&gw->router, json_get_string(root, "model"));
+	if (json_unescape(&model, m[REQ_MODEL].v.p, m[REQ_MODEL].v.len)) {
+		http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL, NULL, 0);
+		goto out_free_root;
+	}
+	route = router_find(&gw->router, model.data);
 	if (!route) {
-		errmsg_unknown_model(msg, sizeof(msg), json_get_string(root, "model"));
+		errmsg_unknown_model(msg, sizeof(msg), model.data);
 		respond_refuse(gw, ex, NULL, id, 404, msg, "model", "model_not_found");
 		goto out_free_root;
 	}
@@ -530,12 +549,28 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		respond_refuse(gw, ex, route, id, 400, msg, NULL, "unknown_class");
 		goto out_free_root;
 	}
-	if (request_contract(gw, ex, route, id, root, &own, &stated))
+	if (request_contract(gw, ex, route, id, m[REQ_RESPONSE_FORMAT].v, &own, &stated))
 		goto out_free_root;
-	if (route->alias->contract.enforce &&
-	    !cJSON_GetObjectItemCaseSensitive(root, "response_format"))
+	if (route->alias->contract.enforce && m[REQ_RESPONSE_FORMAT].count == 0)
 		add_rf = route->alias->contract.dflt_json;
 	anth = anthropic_target(route, &filter);
+	/*
+	 * The cache key is built from cJSON's reading, which cuts a string at
+	 * \u0000: such a request is not cached (two would share a key).
+	 */
+	cache = gw->degraded.routes[route - gw->router.routes].has_cache &&
+		!json_string_has_nul(req->body, req->body_len);
+	/* The body is parsed into a tree only for what reads one: a translation, a cache key. */
+	if (anth || cache) {
+		root = json_parse_whole(req->body, req->body_len);
+		if (!root) {
+			contract_free(own);
+			status_counts_add(&route->requests, 500);
+			http_respond_error(ex, 500, "Out of memory.", "server_error", NULL, NULL,
+					   NULL, 0);
+			goto out_free_root;
+		}
+	}
 	if (anth && translate_on_arrival(gw, ex, route, id, root, anth, add_rf, &filter,
 					 &anth_body, left_out)) {
 		contract_free(own);
@@ -556,8 +591,10 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	 * Upstream, the model's bytes are replaced in place: never a re-printed
 	 * body, which would turn 1e400 into null and round large integers.
 	 */
-	g->body = (struct greq_body){ req->body, req->body_len, model_at, model_end };
-	g->bill.est_tokens_in = estimate_prompt_tokens(root);
+	g->body = (struct greq_body){ req->body, req->body_len,
+				      (size_t)(m[REQ_MODEL].v.p - req->body),
+				      (size_t)(m[REQ_MODEL].v.p - req->body) + m[REQ_MODEL].v.len };
+	g->bill.est_tokens_in = estimate_prompt_tokens(m[REQ_MESSAGES].v);
 	/* Copies, not printf: each value's length was checked (id_ok, LEFT_OUT_LEN). */
 	memcpy(g->id, id, strlen(id) + 1);
 	header_line(g->id_line, "x-request-id: ", g->id);
@@ -571,21 +608,16 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 		json_copy_cut(g->bill.tenant, sizeof(g->bill.tenant), tenant, COST_LABEL_MAX);
 	if (feature && id_ok(feature))
 		json_copy_cut(g->bill.feature, sizeof(g->bill.feature), feature, COST_LABEL_MAX);
-	stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stream"));
+	stream = json_type_of(m[REQ_STREAM].v) == JSON_TRUE;
 	/* A stream's content is relayed as it comes: it cannot be held to a contract. */
 	g->own_contract = own;
 	if (route->alias->contract.enforce && !stream)
 		g->contract = stated ? own : route->alias->contract.dflt;
 	/* The providers are told the default contract they are held to (a stream's too). */
 	g->add_rf = add_rf;
-	g->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(root, "stream_options"), "include_usage"));
-	/*
-	 * The cache key is built from cJSON's reading, which cuts a string at
-	 * \u0000: such a request is not cached (two would share a key).
-	 */
-	if (gw->degraded.routes[route - gw->router.routes].has_cache &&
-	    !json_string_has_nul(req->body, req->body_len) && degraded_key(root, &g->ckey))
+	g->include_usage = json_type_of(json_get(m[REQ_STREAM_OPTIONS].v, "include_usage")) ==
+			   JSON_TRUE;
+	if (cache && degraded_key(root, &g->ckey))
 		buf_free(&g->ckey);	/* no memory for a key: no cache for this one */
 	http_exchange_set_data(ex, g, on_client_abort, stream ? stream_on_client_drain : NULL);
 	a = policy_arrive(&gw->pol, &g->pol, route, &filter,
@@ -602,6 +634,7 @@ void proxy_chat(struct gateway *gw, struct http_exchange *ex)
 	proxy_act(g, &a, NULL);
 out_free_root:
 	cJSON_Delete(root);
+	buf_free(&model);
 }
 
 /* ---- the client ---- */

@@ -12,74 +12,86 @@
 /* Token counts past this are taken as garbage (0). */
 #define MAX_TOKENS 1e15
 
-static int64_t tokens(const cJSON *usage, const char *key)
+static int64_t tokens(struct json_span v)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(usage, key);
+	double d;
 
-	if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
-		return (int64_t)v->valuedouble;
+	if (json_number(v, &d) && d > 0 && d < MAX_TOKENS)
+		return (int64_t)d;
 	return 0;
 }
 
-void relay_usage_tokens(const cJSON *usage, int64_t *in, int64_t *out)
+void relay_usage_tokens(struct json_span usage, int64_t *in, int64_t *out)
 {
-	*in = tokens(usage, "prompt_tokens");
-	*out = tokens(usage, "completion_tokens");
+	struct json_member m[] = { { "prompt_tokens", { NULL, 0 }, 0 },
+				   { "completion_tokens", { NULL, 0 }, 0 } };
+
+	json_members(usage, m, 2);
+	*in = tokens(m[0].v);
+	*out = tokens(m[1].v);
 }
 
-static bool non_empty_string(const cJSON *v)
+/* Whether a choice's delta carries content: text, a tool call, a refusal, reasoning. */
+static bool delta_has_content(struct json_span delta)
 {
-	return cJSON_IsString(v) && v->valuestring[0];
+	enum { CONTENT, TOOL_CALLS, FUNCTION_CALL, REFUSAL, REASONING_CONTENT, REASONING, N };
+	struct json_member m[N] = {
+		[CONTENT] = { "content", { NULL, 0 }, 0 },
+		[TOOL_CALLS] = { "tool_calls", { NULL, 0 }, 0 },
+		[FUNCTION_CALL] = { "function_call", { NULL, 0 }, 0 },
+		[REFUSAL] = { "refusal", { NULL, 0 }, 0 },
+		[REASONING_CONTENT] = { "reasoning_content", { NULL, 0 }, 0 },
+		[REASONING] = { "reasoning", { NULL, 0 }, 0 },
+	};
+
+	json_members(delta, m, N);
+	return json_string_nonempty(m[CONTENT].v) ||
+	       (json_type_of(m[TOOL_CALLS].v) == JSON_ARRAY && json_has_items(m[TOOL_CALLS].v)) ||
+	       json_type_of(m[FUNCTION_CALL].v) == JSON_OBJECT ||
+	       json_string_nonempty(m[REFUSAL].v) ||
+	       json_string_nonempty(m[REASONING_CONTENT].v) ||
+	       json_string_nonempty(m[REASONING].v);
 }
 
-/* Notes what one chunk carries: content, a finish, usage. */
-static void take_chunk(struct relay *r, const cJSON *root)
+/* Notes what one chunk (its usage and choices members) carries: content, a finish, usage. */
+static void take_chunk(struct relay *r, struct json_span usage, struct json_span choices)
 {
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
-	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	const cJSON *choice;
+	struct json_member m[] = { { "delta", { NULL, 0 }, 0 },
+				   { "finish_reason", { NULL, 0 }, 0 } };
+	size_t at = 0;
 	bool counted = false;
 
-	if (cJSON_IsObject(usage)) {
+	if (json_type_of(usage) == JSON_OBJECT) {
 		r->has_usage = true;
 		relay_usage_tokens(usage, &r->tokens_in, &r->tokens_out);
 		r->content = true;
 	}
-	cJSON_ArrayForEach(choice, choices) {
-		const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
-		const cJSON *fin = cJSON_GetObjectItemCaseSensitive(choice, "finish_reason");
-		const cJSON *tools = cJSON_GetObjectItemCaseSensitive(delta, "tool_calls");
-		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(delta, "function_call");
-		const cJSON *refusal = cJSON_GetObjectItemCaseSensitive(delta, "refusal");
-
-		if (non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "content")) ||
-		    (cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0) ||
-		    cJSON_IsObject(fn) || non_empty_string(refusal) ||
-		    non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content")) ||
-		    non_empty_string(cJSON_GetObjectItemCaseSensitive(delta, "reasoning"))) {
+	while (json_next_members(choices, &at, m, 2)) {
+		if (delta_has_content(m[0].v)) {
 			r->content = true;
 			if (!counted)
 				r->content_chunks++;
 			counted = true;
 		}
-		if (non_empty_string(fin))
+		if (json_string_nonempty(m[1].v))
 			r->content = true;
 	}
 }
 
-/* Whether a chunk is an error, as the SDKs take it: an "error" member that is an object or text. */
-static bool is_error(const cJSON *root)
+/* Whether a chunk's error member makes it an error, as the SDKs take it: an object or text. */
+static bool is_error(struct json_span err)
 {
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
-
-	return cJSON_IsObject(err) || non_empty_string(err);
+	return json_type_of(err) == JSON_OBJECT || json_string_nonempty(err);
 }
 
 /* The error event's message (its data itself when that is not JSON), cut to fit. */
-static void take_error(struct relay *r, const cJSON *root, const char *data)
+static void take_error(struct relay *r, const struct sse_event *ev)
 {
-	json_copy_cut(r->message, sizeof(r->message), json_error_text(root, data),
+	cJSON *root = json_parse_whole(ev->data, ev->data_len);
+
+	json_copy_cut(r->message, sizeof(r->message), json_error_text(root, ev->data),
 		      sizeof(r->message) - 1);
+	cJSON_Delete(root);
 }
 
 /* Appends the event as the client gets it. */
@@ -150,10 +162,16 @@ static int on_anthropic_event(struct relay *r, const struct sse_event *ev)
 	}
 }
 
+/*
+ * An OpenAI chunk is read where it lies (json_scan.h), never parsed into
+ * a tree: an error event's alone is, for its message.
+ */
 static int on_event(void *ctx, const struct sse_event *ev)
 {
 	struct relay *r = ctx;
-	cJSON *root;
+	struct json_member m[] = { { "error", { NULL, 0 }, 0 }, { "usage", { NULL, 0 }, 0 },
+				   { "choices", { NULL, 0 }, 0 } };
+	bool valid;
 
 	r->events++;
 	if (r->anthropic)
@@ -163,19 +181,17 @@ static int on_event(void *ctx, const struct sse_event *ev)
 		r->content = true;
 		return reframe(r, ev) ? -ENOMEM : 1;
 	}
-	root = json_parse_whole(ev->data, ev->data_len);
-	if (strcmp(ev->event, "error") == 0 || (root && is_error(root))) {
+	valid = json_check_members(ev->data, ev->data_len, NULL, m, 3) == 0;
+	if (strcmp(ev->event, "error") == 0 || (valid && is_error(m[0].v))) {
 		r->brk = RELAY_ERROR_EVENT;
-		take_error(r, root, ev->data);
-		cJSON_Delete(root);
+		take_error(r, ev);
 		return 1;
 	}
-	if (!root) {
+	if (!valid) {
 		r->brk = RELAY_INVALID;
 		return 1;
 	}
-	take_chunk(r, root);
-	cJSON_Delete(root);
+	take_chunk(r, m[1].v, m[2].v);
 	return reframe(r, ev) ? -ENOMEM : 0;
 }
 

@@ -15,9 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
 #include "common/buf.h"
+#include "common/json_scan.h"
 #include "common/sse.h"
 #include "gateway/anthropic.h"
 
@@ -45,11 +44,11 @@ struct relay {
 };
 
 /*
- * The prompt and completion token counts of a usage object (0 for one
- * absent, not a number, not positive, or past 1e15: garbage, not cast into
- * an overflow).
+ * The prompt and completion token counts of a usage object as written
+ * (0 for one absent, not a number, not positive, or past 1e15: garbage,
+ * not cast into an overflow).
  */
-void relay_usage_tokens(const cJSON *usage, int64_t *in, int64_t *out);
+void relay_usage_tokens(struct json_span usage, int64_t *in, int64_t *out);
 
 /* Sets up an empty relay. */
 void relay_init(struct relay *r);

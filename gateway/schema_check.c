@@ -375,7 +375,8 @@ static void explain_not_json(const char *text, size_t len, char *why, size_t why
 				i);
 	else
 		schema__message(why, whylen, "content is not strict JSON (a control character "
-				"outside a string, a byte-order mark or a bad \\u escape)");
+				"outside a string, a byte-order mark, a bad \\u escape, or a "
+				"number JSON does not allow, such as 01)");
 }
 
 bool schema_check_text(const struct schema *s, const char *text, size_t len, char *why,

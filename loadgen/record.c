@@ -108,6 +108,9 @@ int recorder_open(struct recorder *r, const char *dir, const char *const *stream
 	if (r->jsonl_buf)
 		setvbuf(r->jsonl.fp, r->jsonl_buf, _IOFBF, RECORD_BUF);
 	rc = row_header(&r->row, req_columns, REQ_NCOLS);
+	/* Without the keys made once, rows are the same, only slower. */
+	if (!rc)
+		(void)row_names(&r->row, req_columns, REQ_NCOLS);
 	if (!rc)
 		rc = recfile_write(&r->csv, r->row.b.data, r->row.b.len);
 	if (rc) {

@@ -36,6 +36,7 @@
 #include "loadgen/run.h"
 #include "common/sse.h"
 #include "common/waketick.h"
+#include "loadgen/arena.h"
 
 /* A non-streaming answer larger than this is cut off as invalid. */
 #define MAX_BODY (16u << 20)
@@ -47,6 +48,9 @@
  * comes later than this is not read.
  */
 #define DONE_GRACE_MS 100
+
+/* The header each request's id goes in (the slot keeps it whole). */
+#define ID_HEADER "x-request-id: "
 
 /* Random streams of the run (the schedule's sources use 1, 2, 3…). */
 
@@ -71,13 +75,13 @@ struct req {
 	enum req_state state;
 
 	/* The request. */
-	char id[64];
+	const char *id;			/* its x-request-id: --id-prefix and a number, in id_header */
 	size_t stream;
 	bool streaming;
 	bool own_body;			/* sends body_out, not its stream's shared body */
 	bool body_failed;		/* body could not be built (out of memory) */
 	struct buf body_out;		/* its own body (a stream asking several questions) */
-	const char *url;
+	size_t target;			/* index into cfg->targets and run->target_urls */
 	int retries;			/* loadgen's own and libcurl's re-sends */
 	int resends;			/* of them, libcurl's re-sends */
 	uint64_t sched_ns;
@@ -120,12 +124,13 @@ struct req {
 	char errbuf[CURL_ERROR_SIZE];
 
 	/* What the easy handle was last given (set again only when it changes). */
-	const char *easy_url;
+	const CURLU *easy_url;
 	const char *easy_body;
 
 	/* Headers: this request's x-request-id, then the stream's shared list. */
 	struct curl_slist id_node;
-	char id_header[96];
+	char id_header[96];		/* "x-request-id: ", --id-prefix (40 at most), the number */
+	size_t id_number_at;		/* where the number goes in id_header */
 };
 
 /* What each stream sends, built once. */
@@ -151,6 +156,7 @@ struct run {
 	uv_signal_t sigint;
 	uv_signal_t sigterm;
 	struct stream_tpl *tpl;
+	CURLU **target_urls;		/* each target parsed once (CURLOPT_CURLU) */
 	uint64_t *stream_sent;		/* requests each stream has begun (its next k) */
 	const char **stream_names;
 	struct req **slots;
@@ -177,6 +183,8 @@ struct run {
 	bool write_failed;
 	char write_err[256];
 	struct recorder rec;
+	struct arena arena;		/* every answer's and event's parse */
+	uint64_t header_lens;		/* bit n: on_header reads a header whose name is n long */
 	bool progress_drawn;
 };
 
@@ -228,6 +236,36 @@ static int on_send(void *userp, char *remote_ip, char *local_ip, int remote_port
 
 /* ---- response headers and body ---- */
 
+/* The response headers on_header reads. */
+static const char *wanted_header(const struct mix *mix, size_t i)
+{
+	const char *const names[] = { mix->hdr_provider, mix->hdr_attempts, mix->hdr_hedged,
+				      mix->hdr_cost, mix->hdr_degraded, "retry-after",
+				      "content-type", NULL };
+
+	return names[i];
+}
+
+/* Notes the lengths of the header names on_header reads (all are under 64). */
+static void note_wanted_headers(struct run *run)
+{
+	const char *name;
+	size_t len;
+	size_t i;
+
+	run->header_lens = 0;
+	for (i = 0; (name = wanted_header(&run->cfg->mix, i)); i++) {
+		len = strlen(name);
+		run->header_lens |= len < 64 ? (uint64_t)1 << len : ~(uint64_t)0;
+	}
+}
+
+/* Whether a header whose name is len bytes long may be one on_header reads. */
+static bool header_wanted(const struct run *run, size_t len)
+{
+	return len >= 64 ? run->header_lens == ~(uint64_t)0 : (run->header_lens >> len) & 1;
+}
+
 /*
  * CURLOPT_HEADERFUNCTION: notes the headers a record or a retry needs.
  * libcurl also hands over a chunked answer's trailer here, after the body;
@@ -241,6 +279,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 	size_t len = size * n;
 	struct curl_uv_header h;
 	const char *v = h.value;
+	const char *colon;
 
 	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
 		/* A new response (after a 100 Continue): forget the last one's. */
@@ -253,6 +292,10 @@ static size_t on_header(char *line, size_t size, size_t n, void *userp)
 		q->sse_type = false;
 		return len;
 	}
+	/* Most lines are none of these: told by their name's length alone. */
+	colon = memchr(line, ':', len);
+	if (!colon || !header_wanted(q->run, (size_t)(colon - line)))
+		return len;
 	if (!curl_uv_header_split(line, len, &h))
 		return len;
 	if (curl_uv_header_is(&h, mix->hdr_provider)) {
@@ -346,12 +389,12 @@ static int on_event(void *ctx, const struct sse_event *ev)
 		uv_timer_start(&q->timer, on_watchdog, DONE_GRACE_MS, 0);
 		return 0;
 	}
-	root = cJSON_ParseWithLength(ev->data, ev->data_len);
+	root = arena_parse(&q->run->arena, ev->data, ev->data_len);
 	if (!root) {
 		if (!q->bad_frame)
 			copy_detail(q, "", OUTCOME_BAD_FRAME);
 		q->bad_frame = true;
-		return 0;
+		goto out;
 	}
 	if (strcmp(ev->event, "error") == 0 ||
 	    cJSON_GetObjectItemCaseSensitive(root, "error")) {
@@ -374,7 +417,7 @@ static int on_event(void *ctx, const struct sse_event *ev)
 		}
 	}
 out:
-	cJSON_Delete(root);
+	arena_reset(&q->run->arena);
 	return 0;
 }
 
@@ -408,7 +451,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *userp)
 /* Checks a non-streaming answer: a chat completion, with its usage. */
 static void check_body(struct req *q)
 {
-	cJSON *root = cJSON_ParseWithLength(q->body.data ? q->body.data : "", q->body.len);
+	cJSON *root = arena_parse(&q->run->arena, q->body.data ? q->body.data : "", q->body.len);
 	const cJSON *choices;
 
 	if (q->status < 200 || q->status > 299) {
@@ -421,7 +464,7 @@ static void check_body(struct req *q)
 	if (q->body_valid)
 		note_usage(q, root);
 out:
-	cJSON_Delete(root);
+	arena_reset(&q->run->arena);
 }
 
 /* ---- the life of a request ---- */
@@ -535,10 +578,16 @@ static void attempt_start(struct req *q)
 	sse_reset(&q->sse);
 
 	q->id_node.next = tpl->headers[q->streaming];
-	/* Only what changed: curl parses a URL each time it is set. */
-	if (q->easy_url != q->url) {
-		curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
-		q->easy_url = q->url;
+	/*
+	 * Only what changed. The target goes as a parsed URL: given a string,
+	 * libcurl parses it and prints it back for every request (a fifth of
+	 * its work for a small one); the string is set too, as what libcurl
+	 * reports the URL as.
+	 */
+	if (q->easy_url != run->target_urls[q->target]) {
+		curl_easy_setopt(q->easy, CURLOPT_URL, cfg->targets[q->target]);
+		curl_easy_setopt(q->easy, CURLOPT_CURLU, run->target_urls[q->target]);
+		q->easy_url = run->target_urls[q->target];
 	}
 	/* A body of its own is set every time: the same buffer holds each request's. */
 	if (q->own_body || q->easy_body != body) {
@@ -789,6 +838,9 @@ static struct req *new_slot(struct run *run)
 	q->timer.data = q;
 	sse_init(&q->sse, on_event, q);
 	q->id_node.data = q->id_header;
+	snprintf(q->id_header, sizeof(q->id_header), "%s%s", ID_HEADER, run->cfg->id_prefix);
+	q->id = q->id_header + strlen(ID_HEADER);
+	q->id_number_at = strlen(q->id_header);
 	curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
 	curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_body);
@@ -801,10 +853,29 @@ static struct req *new_slot(struct run *run)
 	curl_easy_setopt(q->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(q->easy, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* The targets are named on the command line: no proxy from the environment. */
+	/*
+	 * The targets are named on the command line: no proxy from the
+	 * environment (NOPROXY spares libcurl reading it for every request).
+	 */
 	curl_easy_setopt(q->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(q->easy, CURLOPT_NOPROXY, "*");
 	run->slots[run->nslots++] = q;
 	return q;
+}
+
+/* Writes n in decimal at out, NUL-terminated (21 bytes at most). */
+static void put_number(char *out, uint64_t n)
+{
+	char tmp[20];
+	size_t len = 0;
+
+	do {
+		tmp[len++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	while (len)
+		*out++ = tmp[--len];
+	*out = '\0';
 }
 
 /* A free slot, or NULL when --connections are all in use. */
@@ -842,13 +913,12 @@ static void dispatch(struct run *run, struct req *q, uint64_t sched_ns, size_t s
 	run->in_flight++;
 	q->stream = stream;
 	q->streaming = mix_draw_stream(ms, &run->rng_stream);
-	q->url = cfg->targets[run->next_target++ % cfg->ntargets];
+	q->target = run->next_target++ % cfg->ntargets;
 	q->retries = 0;
 	q->resends = 0;
 	q->sched_ns = sched_ns;
 	q->free_ns = 0;
-	snprintf(q->id, sizeof(q->id), "%s%llu", cfg->id_prefix, (unsigned long long)n);
-	snprintf(q->id_header, sizeof(q->id_header), "x-request-id: %s", q->id);
+	put_number(q->id_header + q->id_number_at, n);
 	q->own_body = body_varies(ms->prompts);
 	q->body_failed = q->own_body && body_build(&run->tpl[stream].body[q->streaming],
 						   ms->prompts, k, q->id, &q->body_out) != 0;
@@ -1088,6 +1158,25 @@ static void maybe_end(struct run *run)
 
 /* ---- setting up and tearing down ---- */
 
+/* Parses each target once, for CURLOPT_CURLU. Returns 0, -ENOMEM or -EINVAL. */
+static int parse_targets(struct run *run)
+{
+	const struct lg_config *cfg = run->cfg;
+	size_t i;
+
+	run->target_urls = calloc(cfg->ntargets, sizeof(*run->target_urls));
+	if (!run->target_urls)
+		return -ENOMEM;
+	for (i = 0; i < cfg->ntargets; i++) {
+		run->target_urls[i] = curl_url();
+		if (!run->target_urls[i])
+			return -ENOMEM;
+		if (curl_url_set(run->target_urls[i], CURLUPART_URL, cfg->targets[i], 0))
+			return -EINVAL;
+	}
+	return 0;
+}
+
 /* Builds each stream's bodies and header lists. Returns 0 or -ENOMEM. */
 static int build_templates(struct run *run)
 {
@@ -1159,10 +1248,14 @@ static void free_run(struct run *run)
 		curl_slist_free_all(run->tpl[i].headers[1]);
 	}
 	free(run->tpl);
+	for (i = 0; run->target_urls && i < run->cfg->ntargets; i++)
+		curl_url_cleanup(run->target_urls[i]);
+	free(run->target_urls);
 	free(run->stream_sent);
 	free(run->stream_names);
 	sched_free(&run->sched);
 	recorder_free(&run->rec);
+	arena_free(&run->arena);
 }
 
 int run_load(const struct lg_config *cfg)
@@ -1178,6 +1271,8 @@ int run_load(const struct lg_config *cfg)
 		return 1;
 	}
 	run->cfg = cfg;
+	arena_init(&run->arena);
+	note_wanted_headers(run);
 	timebase_init(&run->tb, cfg->t0_unix_ms);
 	rng_seed_stream(&run->rng_stream, cfg->seed, LG_RNG_STREAMING);
 	rng_seed_stream(&run->rng_retry, cfg->seed, LG_RNG_RETRY);
@@ -1187,6 +1282,8 @@ int run_load(const struct lg_config *cfg)
 	rc = run->slots && run->idle ? 0 : -ENOMEM;
 	if (!rc)
 		rc = build_templates(run);
+	if (!rc)
+		rc = parse_targets(run);
 	if (!rc)
 		rc = sched_init_load(&run->sched, &cfg->mix, cfg->rate, cfg->arrival, cfg->concurrency,
 				     cfg->duration_ms, cfg->seed, cfg->max_requests);

@@ -477,7 +477,7 @@ Test(anthropic_answer, a_real_message_becomes_a_chat_completion, .timeout = 10)
 	cr_expect(cJSON_Compare(c, want, true), "gave %s", out.data);
 	/* What leg.c's check_completion asks of a 2xx body. */
 	cr_assert(cJSON_IsObject(c) && cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0);
-	relay_usage_tokens(cJSON_GetObjectItem(c, "usage"), &in, &tout);
+	relay_usage_tokens(json_get((struct json_span){ out.data, out.len }, "usage"), &in, &tout);
 	cr_expect_eq(in, 1112);
 	cr_expect_eq(tout, 6);
 	cJSON_Delete(c);
@@ -549,7 +549,8 @@ Test(anthropic_answer, garbage_usage_counts_as_0, .timeout = 10)
 		snprintf(body, sizeof(body), MESSAGE("[]", "null", "%s"), cases[i].usage);
 		c = answer(body, &out);
 		usage = cJSON_GetObjectItem(c, "usage");
-		relay_usage_tokens(usage, &in, &tout);
+		relay_usage_tokens(json_get((struct json_span){ out.data, out.len }, "usage"), &in,
+				   &tout);
 		cr_expect_eq(in, cases[i].in, "%s: %s", cases[i].usage, out.data);
 		cr_expect_eq(tout, cases[i].out, "%s: %s", cases[i].usage, out.data);
 		cr_expect_eq(cJSON_GetObjectItem(usage, "total_tokens")->valuedouble,

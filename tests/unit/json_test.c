@@ -319,6 +319,12 @@ static const struct whole_case whole_cases[] = {
 	WC("{\"\\ud83d\\ude00\":1}", true),
 	WC("{\"a\":\"b\\u0000\\\":\"}", true),
 	WC("{\"a\":\"b\0\"}", false),
+	/* numbers: RFC 8259's form only (cJSON alone reads these) */
+	WC("{\"a\":01}", false),
+	WC("{\"a\":-01}", false),
+	WC("{\"a\":1.}", false),
+	WC("{\"a\":1.e5}", false),
+	WC("{\"a\":-0,\"b\":0.5,\"c\":1e-5,\"d\":-1.5E+10}", true),
 };
 
 Test(json, parse_whole_holds_cjson_to_json, .timeout = 10)
@@ -333,6 +339,19 @@ Test(json, parse_whole_holds_cjson_to_json, .timeout = 10)
 			     root ? "accepted" : "refused");
 		cJSON_Delete(root);
 	}
+}
+
+Test(json, load_file_locates_a_number_json_does_not_allow, .timeout = 10)
+{
+	char path[64];
+	char err[256] = "";
+	char want[96];
+
+	write_tmp(path, sizeof(path), "{\n  \"a\": 1,\n  \"b\": 007\n}\n");
+	cr_assert_null(json_load_file(path, err, sizeof(err)));
+	snprintf(want, sizeof(want), "%s:3:9: invalid JSON", path);
+	cr_assert_str_eq(err, want, "the second 0 of 007");
+	unlink(path);
 }
 
 Test(json, load_file_locates_a_form_feed, .timeout = 10)

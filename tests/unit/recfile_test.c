@@ -380,3 +380,48 @@ Test(recfile, row_header_from_names, .timeout = 10)
 	cr_assert_str_eq(r.b.data, "\"x,y\",z\n");
 	row_free(&r);
 }
+
+/* Adds the same fields under names[0..4] (out of order from the 4th on). */
+static void add_fields(struct row *r, const char *const *names)
+{
+	row_str(r, names[0], "r1");
+	row_num(r, names[1], NAN, 3);
+	row_int(r, names[2], 7);
+	row_num(r, names[4], 2.5, 1);		/* out of the declared order */
+	row_bool(r, names[3], true);
+}
+
+Test(recfile, declared_names_write_the_same_rows, .timeout = 10)
+{
+	static const char *const names[] = { "id", "ms", "weird \"key\"\n", "ok", "x" };
+	const char *const copies[] = { "id", "ms", "weird \"key\"\n", "ok", "x" };
+	struct row plain = { 0 };
+	struct row declared = { 0 };
+	int json;
+	int round;
+
+	cr_assert_eq(row_names(&declared, names, 5), 0);
+	for (json = 0; json < 2; json++) {
+		for (round = 0; round < 2; round++) {
+			row_begin(&plain, json);
+			add_fields(&plain, names);
+			cr_assert_eq(row_end(&plain), 0);
+			row_begin(&declared, json);
+			add_fields(&declared, round ? copies : names);
+			cr_assert_eq(row_end(&declared), 0);
+			cr_assert_str_eq(declared.b.data, plain.b.data);
+		}
+	}
+	cr_assert_str_eq(declared.b.data, "{\"id\":\"r1\",\"ms\":null,\"weird \\\"key\\\"\\n\":7,"
+			 "\"x\":2.5,\"ok\":true}\n");
+	/* Declared again (another table), and freed. */
+	cr_assert_eq(row_names(&declared, copies, 2), 0);
+	row_begin(&declared, true);
+	row_str(&declared, copies[0], "a");
+	row_str(&declared, copies[1], "b");
+	cr_assert_eq(row_end(&declared), 0);
+	cr_assert_str_eq(declared.b.data, "{\"id\":\"a\",\"ms\":\"b\"}\n");
+	row_free(&plain);
+	row_free(&declared);
+	cr_assert_null(declared.key_at);
+}
