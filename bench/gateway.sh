@@ -135,6 +135,32 @@ backend mockprov
 EOF
 }
 
+# The throughput rounds of targets $1 (names wrk_round knows): a warm-up
+# of WARMUP_SECS each, then ROUNDS rounds of $2 s each, forwards, then
+# backwards (ABC CBA …) so that load from elsewhere falls on every target
+# alike; each target's rounds combined into $tmp/wrk-NAME, with the
+# rounds' medians.
+wrk_rounds() {
+	local targets=$1 secs=$2 who round order
+	for who in $targets; do
+		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
+	done
+	for round in $(seq "$ROUNDS"); do
+		if [ $((round % 2)) = 1 ]; then
+			order=$targets
+		else
+			order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
+		fi
+		for who in $order; do
+			wrk_round "$who" "$tmp/wrk-$who.$round" "$secs"
+		done
+	done
+	for who in $targets; do
+		combine "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
+		medians "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
+	done
+}
+
 # haproxy_config with HA_THREADS threads (1 unless set).
 haproxy_config_threads() {
 	haproxy_config "$1" "$2" "${HA_THREADS:-1}"
@@ -334,25 +360,7 @@ throughput_bench() {
 	check_stream "http://$GW_ADDR$CHAT_PATH" "$GW_STREAM_REQUEST"
 	check_stream "http://$GW_ADDR$CHAT_PATH" "$GW_ANTH_STREAM_REQUEST"
 
-	for who in $TARGETS; do
-		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
-	done
-	# Forwards, then backwards (ABC CBA …), so that load from elsewhere
-	# falls on every target alike.
-	for round in $(seq "$ROUNDS"); do
-		if [ $((round % 2)) = 1 ]; then
-			order=$TARGETS
-		else
-			order=$(echo "$TARGETS" | tr ' ' '\n' | tac | tr '\n' ' ')
-		fi
-		for who in $order; do
-			wrk_round "$who" "$tmp/wrk-$who.$round" "$round_secs"
-		done
-	done
-	for who in $TARGETS; do
-		combine "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
-		medians "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
-	done
+	wrk_rounds "$TARGETS" "$round_secs"
 	GW_HWM_KB=$(awk '/^VmHWM/ { print $2 }' "/proc/$GW_PID/status")
 	GW_ERR_LINES=$(wc -l <"$tmp/gateway/gateway.err")
 	GR_UP=$(curl -sf --max-time 1 "http://$GR_ADDR/metrics" |
@@ -709,23 +717,7 @@ workers_bench() {
 	check_target "http://$HN_ADDR$CHAT_PATH" "$REQUEST"
 	check_target "http://$GW_ADDR$CHAT_PATH" "$GW_REQUEST"
 	check_target "http://$GN_ADDR$CHAT_PATH" "$GW_REQUEST"
-	for who in $targets; do
-		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
-	done
-	for round in $(seq "$ROUNDS"); do
-		if [ $((round % 2)) = 1 ]; then
-			order=$targets
-		else
-			order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
-		fi
-		for who in $order; do
-			wrk_round "$who" "$tmp/wrk-$who.$round" "$round_secs"
-		done
-	done
-	for who in $targets; do
-		combine "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
-		medians "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
-	done
+	wrk_rounds "$targets" "$round_secs"
 	GN_UP=$(curl -sf --max-time 2 "http://$GN_ADDR/metrics" |
 		awk '$1 ~ /^faultline_worker_up/ { s += $2 } END { print s + 0 }')
 	GN_SPREAD=$(curl -sf --max-time 2 "http://$GN_ADDR/metrics" |
