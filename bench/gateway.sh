@@ -135,6 +135,18 @@ backend mockprov
 EOF
 }
 
+# The table of targets $1 after wrk_rounds: requests/s, the rounds'
+# median p50 and p99, the worst max, requests and errors.
+wrk_table() {
+	local who f
+	row "target" "req/s" "p50 (ms)" "p99 (ms)" "max (ms)" "requests" "errors c/r/w/s/t"
+	for who in $1; do
+		f=$tmp/wrk-$who
+		row "$(target_name "$who")" "$(get "$f" rps)" "$(get "$f" p50_med_ms)" \
+			"$(get "$f" p99_med_ms)" "$(get "$f" max_ms)" "$(get "$f" requests)" "$(errors "$f")"
+	done
+}
+
 # The throughput rounds of targets $1 (names wrk_round knows): a warm-up
 # of WARMUP_SECS each, then ROUNDS rounds of $2 s each, forwards, then
 # backwards (ABC CBA …) so that load from elsewhere falls on every target
@@ -396,12 +408,7 @@ throughput_bench() {
 		"warm-up each, then $ROUNDS rounds of ${round_secs} s"
 	echo "   each, the order reversed every other round (p50/p99: the median of the rounds';"
 	echo "   max: the worst)"
-	row "target" "req/s" "p50 (ms)" "p99 (ms)" "max (ms)" "requests" "errors c/r/w/s/t"
-	for who in $TARGETS; do
-		f=$tmp/wrk-$who
-		row "$(target_name "$who")" "$(get "$f" rps)" "$(get "$f" p50_med_ms)" \
-			"$(get "$f" p99_med_ms)" "$(get "$f" max_ms)" "$(get "$f" requests)" "$(errors "$f")"
-	done
+	wrk_table "$TARGETS"
 	for who in $TARGETS; do
 		printf '   %s' "$(target_name "$who") p99 by round (ms):"
 		for round in $(seq "$ROUNDS"); do
@@ -736,12 +743,7 @@ workers_bench() {
 		"$WORKERS; wrk -t$WRK_THREADS -c$CONNS,"
 	echo "   ${WARMUP_SECS} s warm-up each, then $ROUNDS rounds of ${round_secs} s each," \
 		"the order reversed every other round"
-	row "target" "req/s" "p50 (ms)" "p99 (ms)" "max (ms)" "requests" "errors c/r/w/s/t"
-	for who in $targets; do
-		f=$tmp/wrk-$who
-		row "$(target_name "$who")" "$(get "$f" rps)" "$(get "$f" p50_med_ms)" \
-			"$(get "$f" p99_med_ms)" "$(get "$f" max_ms)" "$(get "$f" requests)" "$(errors "$f")"
-	done
+	wrk_table "$targets"
 	for who in $targets; do
 		printf '   %s' "$(target_name "$who") req/s by round:"
 		for round in $(seq "$ROUNDS"); do

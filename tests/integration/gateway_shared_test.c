@@ -103,12 +103,7 @@ static void expect_up(const struct gw_proc *g, double v, double within_ms, const
 /* The primary answers 503 from now on, for duration_s. */
 static void primary_fails(double duration_s)
 {
-	char fault[160];
-
-	snprintf(fault, sizeof(fault),
-		 "{\"provider\":\"primary\",\"kind\":\"status\",\"status\":503,"
-		 "\"duration_s\":%g}", duration_s);
-	cr_assert_eq(gw_mock_inject(&mock, fault), 201);
+	gw_mock_primary_fails(&mock, duration_s);
 }
 
 /* Sends 3 requests to g, each failing over from the primary: its breaker opens. */

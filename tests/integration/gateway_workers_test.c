@@ -116,12 +116,7 @@ static void start_workers(unsigned n, const char *providers)
 /* The primary answers 503 from now on, for duration_s. */
 static void primary_fails(double duration_s)
 {
-	char fault[160];
-
-	snprintf(fault, sizeof(fault),
-		 "{\"provider\":\"primary\",\"kind\":\"status\",\"status\":503,"
-		 "\"duration_s\":%g}", duration_s);
-	cr_assert_eq(gw_mock_inject(&mock, fault), 201);
+	gw_mock_primary_fails(&mock, duration_s);
 }
 
 /* The pids of the gateway's workers (children of its pid), up to cap. Returns how many. */

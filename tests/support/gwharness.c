@@ -805,6 +805,16 @@ long gw_mock_inject(const struct mock_proc *m, const char *fault_json)
 	return status;
 }
 
+void gw_mock_primary_fails(const struct mock_proc *m, double duration_s)
+{
+	char fault[160];
+
+	snprintf(fault, sizeof(fault),
+		 "{\"provider\":\"primary\",\"kind\":\"status\",\"status\":503,"
+		 "\"duration_s\":%g}", duration_s);
+	cr_assert_eq(gw_mock_inject(m, fault), 201);
+}
+
 long gw_mock_clear(const struct mock_proc *m, const char *prov)
 {
 	char url[256];

@@ -225,6 +225,9 @@ bool gw_mock_wait(const struct mock_proc *m, const char *prov, const char *key, 
  */
 long gw_mock_inject(const struct mock_proc *m, const char *fault_json);
 
+/* Makes mockprov's provider "primary" answer 503 from now on, for duration_s; asserts it took. */
+void gw_mock_primary_fails(const struct mock_proc *m, double duration_s);
+
 /* "http://HOST:PORT/v1" of a mock provider, the base_url a gateway config names. */
 char *gw_mock_base(const struct mock_proc *m, const char *prov, char *out, size_t len);
 
