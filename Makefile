@@ -196,7 +196,7 @@ fuzz-cc:
 
 FUZZ_OBJ = $(patsubst %.c,$(O)/fuzz/%.o,$(1))
 $(O)/fuzz/bin/http_request: $(call FUZZ_OBJ,tests/fuzz/http_request.c $(COMMON_SRC))
-$(O)/fuzz/bin/sse_relay: $(call FUZZ_OBJ,tests/fuzz/sse_relay.c gateway/relay.c gateway/anthropic.c \
+$(O)/fuzz/bin/sse_relay: $(call FUZZ_OBJ,tests/fuzz/sse_relay.c gateway/relay.c gateway/anthropic.c gateway/tokens.c \
 	$(COMMON_SRC))
 $(O)/fuzz/bin/json_span: $(call FUZZ_OBJ,tests/fuzz/json_span.c tests/support/jsondiff.c $(COMMON_SRC))
 $(O)/fuzz/bin/gw_config: $(call FUZZ_OBJ,tests/fuzz/gw_config.c tests/fuzz/fuzzfile.c \
@@ -207,7 +207,7 @@ $(O)/fuzz/bin/scenario: $(call FUZZ_OBJ,tests/fuzz/scenario.c tests/fuzz/fuzzfil
 	$(RUNNER_ALL_SRC) $(COMMON_SRC) $(CURL_UV_SRC))
 $(O)/fuzz/bin/schema: $(call FUZZ_OBJ,tests/fuzz/schema.c $(wildcard gateway/schema*.c) $(COMMON_SRC))
 $(O)/fuzz/bin/contract: $(call FUZZ_OBJ,tests/fuzz/contract.c mockprov/contract.c $(COMMON_SRC))
-$(O)/fuzz/bin/anthropic: $(call FUZZ_OBJ,tests/fuzz/anthropic.c gateway/anthropic.c $(COMMON_SRC))
+$(O)/fuzz/bin/anthropic: $(call FUZZ_OBJ,tests/fuzz/anthropic.c gateway/anthropic.c gateway/tokens.c $(COMMON_SRC))
 $(O)/fuzz/bin/%:
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(DEP_LIBS) $(CURL_LIBS)

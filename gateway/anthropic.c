@@ -1,9 +1,11 @@
 /*
  * anthropic: OpenAI chat completions to and from Anthropic Messages. The
- * request is rebuilt as a cJSON tree and printed; the answer and each
- * stream event are read with cJSON for their shape and with the byte
- * scanners of common/json.h for their texts, so a text holding \u0000
- * comes through whole, re-escaped with json_escape_chars.
+ * request is rebuilt as a cJSON tree and printed. The answer, on every
+ * plain request, is read as written with the span readers of
+ * common/json_scan.h, no tree built; each stream event is read with cJSON
+ * for its shape and with the byte scanners for its texts. Either way a
+ * text holding \u0000 comes through whole, re-escaped with
+ * json_escape_chars.
  * docs/dialects.md has the mapping, field by field.
  */
 #define _GNU_SOURCE	/* memmem */
@@ -17,9 +19,8 @@
 #include <strings.h>
 
 #include "common/json.h"
-
-/* Token counts past this are garbage (0), as relay_usage_tokens takes them. */
-#define MAX_TOKENS 1e15
+#include "common/json_scan.h"
+#include "gateway/tokens.h"
 
 /* The largest max_tokens written: every whole number up to it is a double exactly. */
 #define MAX_WHOLE 9007199254740992.0
@@ -40,7 +41,7 @@ static int64_t tokens(const cJSON *usage, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(usage, key);
 
-	if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < MAX_TOKENS)
+	if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < TOKENS_MAX)
 		return (int64_t)v->valuedouble;
 	return 0;
 }
@@ -50,8 +51,8 @@ static const char *const input_keys[3] = {
 	"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
 };
 
-/* The OpenAI finish_reason of a stop_reason (null and unknown ones: "stop"). */
-static const char *finish_of(const cJSON *stop_reason)
+/* The OpenAI finish_reason of a stop_reason's text (unknown ones: "stop"). */
+static const char *finish_text(const char *stop_reason)
 {
 	static const struct {
 		const char *anth;
@@ -67,13 +68,17 @@ static const char *finish_of(const cJSON *stop_reason)
 	};
 	size_t i;
 
-	if (!cJSON_IsString(stop_reason))
-		return "stop";
 	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (strcmp(stop_reason->valuestring, map[i].anth) == 0)
+		if (strcmp(stop_reason, map[i].anth) == 0)
 			return map[i].openai;
 	}
 	return "stop";
+}
+
+/* The OpenAI finish_reason of a parsed stop_reason (null, not a string: "stop"). */
+static const char *finish_of(const cJSON *stop_reason)
+{
+	return cJSON_IsString(stop_reason) ? finish_text(stop_reason->valuestring) : "stop";
 }
 
 /*
@@ -702,92 +707,155 @@ int anth_request(const cJSON *root, const struct anth_req_opts *o, struct buf *o
 /* ---- the answer and errors ---- */
 
 /*
- * Appends the texts of the text blocks of content (the member as parsed)
- * joined, escaped, reading each from the body as written (s, len).
+ * The text of the string v as cJSON's valuestring reads it (up to a
+ * \u0000), unescaped into t (emptied first): its length, or -1 when v is
+ * not a string, does not decode or memory runs out (*rc then -ENOMEM).
  */
-static int put_texts(const char *s, size_t len, const cJSON *content, struct buf *out)
+static long cjson_text(struct json_span v, struct buf *t, int *rc)
 {
-	const cJSON *block = content->child;
-	bool as_written = may_hold_nul(s, len);
-	size_t ca = 0;
-	size_t ce = 0;
+	buf_reset(t);
+	if (json_type_of(v) != JSON_STRING)
+		return -1;
+	*rc = json_unescape(t, v.p, v.len);
+	if (*rc)
+		return -1;
+	return (long)strnlen(t->data ? t->data : "", t->len);
+}
+
+/*
+ * Appends the texts of the text blocks of the array content, joined and
+ * escaped, each decoded whole (a \u0000 too) and re-escaped; t is scratch.
+ * A block that is not an object, or whose type is not "text", gives
+ * nothing; a text block whose text is not one string member is -EINVAL.
+ */
+static int put_texts(struct json_span content, struct buf *out, struct buf *t)
+{
+	enum { TYPE, TEXT, N };
+	struct json_member m[N] = { [TYPE] = { "type", { NULL, 0 }, 0 },
+				    [TEXT] = { "text", { NULL, 0 }, 0 } };
 	size_t at = 0;
-	size_t a = 0;
-	size_t e = 0;
-	bool empty;
-	int rc;
+	int rc = 0;
+	long n;
 
-	if (as_written && json_member_span(s, len, "content", &ca, &ce))
-		return -EINVAL;
-	for (; block; block = block->next) {
-		const char *type = json_get_string(block, "type");
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(block, "text");
-
-		if (as_written && json_array_next(s + ca, ce - ca, &at, &a, &e))
-			return -EINVAL;
-		if (!type || strcmp(type, "text") != 0)
-			continue;
-		if (!cJSON_IsString(v) || (!as_written && !one_member(block, "text")))
-			return -EINVAL;
-		rc = put_text(v, as_written, s + ca, a, e, "text", out, &empty);
+	while (json_next_members(content, &at, m, N)) {
+		n = cjson_text(m[TYPE].v, t, &rc);
 		if (rc)
 			return rc;
+		if (n != 4 || memcmp(t->data, "text", 4) != 0)
+			continue;
+		if (m[TEXT].count != 1 || json_type_of(m[TEXT].v) != JSON_STRING)
+			return -EINVAL;
+		buf_reset(t);
+		rc = json_unescape(t, m[TEXT].v.p, m[TEXT].v.len);
+		if (rc)
+			return rc;
+		if (t->len && json_escape_chars(out, t->data, t->len))
+			return -ENOMEM;
 	}
 	return 0;
 }
 
+/* Appends the string v's text as cJSON reads it, escaped ("" for one that is not a string). */
+static int put_cjson_text(struct json_span v, struct buf *out, struct buf *t)
+{
+	int rc = 0;
+	long n = cjson_text(v, t, &rc);
+
+	if (rc)
+		return rc;
+	if (buf_puts(out, "\"") || (n > 0 && json_escape_chars(out, t->data, (size_t)n)) ||
+	    buf_puts(out, "\""))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The OpenAI finish_reason of a stop_reason as written (see finish_of). */
+static const char *finish_of_span(struct json_span v, struct buf *t, int *rc)
+{
+	long n = cjson_text(v, t, rc);
+
+	return n < 0 ? "stop" : finish_text(t->data);
+}
+
+/*
+ * The answer is read as written (json_check and the span readers of
+ * common/json_scan.h), not parsed into a tree: it is on every plain
+ * request to an Anthropic target. Which member counts when one repeats,
+ * and what a text reads as, are cJSON's, as the rest of the file has them.
+ */
 int anth_response(const char *body, size_t len, long long created_s, struct buf *out,
 		  int64_t *usage_out)
 {
-	struct buf text = { 0 };
-	int rc;
-	cJSON *root = parse_copy(body, len, &text, &rc);
-	const cJSON *content = cJSON_GetObjectItemCaseSensitive(root, "content");
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
-	const char *type = json_get_string(root, "type");
-	const char *id = json_get_string(root, "id");
-	const char *model = json_get_string(root, "model");
+	enum { TYPE, ID, MODEL, CONTENT, USAGE, STOP, N };
+	struct json_member m[N] = {
+		[TYPE] = { "type", { NULL, 0 }, 0 },
+		[ID] = { "id", { NULL, 0 }, 0 },
+		[MODEL] = { "model", { NULL, 0 }, 0 },
+		[CONTENT] = { "content", { NULL, 0 }, 0 },
+		[USAGE] = { "usage", { NULL, 0 }, 0 },
+		[STOP] = { "stop_reason", { NULL, 0 }, 0 },
+	};
+	struct json_member u[4] = {
+		{ "input_tokens", { NULL, 0 }, 0 },
+		{ "cache_creation_input_tokens", { NULL, 0 }, 0 },
+		{ "cache_read_input_tokens", { NULL, 0 }, 0 },
+		{ "output_tokens", { NULL, 0 }, 0 },
+	};
+	struct buf t = { 0 };
+	const char *finish;
 	int64_t in = 0;
-	int64_t tout = tokens(usage, "output_tokens");
+	int64_t tout;
+	int rc = 0;
+	long n;
 	size_t i;
 
+	if (json_check_members(body, len, NULL, m, N))
+		return -EINVAL;
+	n = cjson_text(m[TYPE].v, &t, &rc);
 	if (rc)
 		goto out;
 	rc = -EINVAL;
-	if (!cJSON_IsObject(root) || !type || strcmp(type, "message") != 0 ||
-	    !cJSON_IsArray(content) || !one_member(root, "content"))
+	if (n != 7 || memcmp(t.data, "message", 7) != 0 ||
+	    json_type_of(m[CONTENT].v) != JSON_ARRAY || m[CONTENT].count != 1)
 		goto out;
+	json_members(m[USAGE].v, u, 4);
 	for (i = 0; i < 3; i++)
-		in += tokens(usage, input_keys[i]);
+		in += token_count(u[i].v);
+	tout = token_count(u[3].v);
 	rc = 0;
-	rc |= buf_puts(out, "{\"id\":");
-	rc |= json_escape(out, id ? id : "");
-	rc |= buf_puts(out, ",\"object\":\"chat.completion\",\"created\":");
-	rc |= buf_put_int(out, created_s);
-	rc |= buf_puts(out, ",\"model\":");
-	rc |= json_escape(out, model ? model : "");
-	rc |= buf_puts(out, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-		       "\"content\":\"");
-	if (rc) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = put_texts(text.data, text.len, content, out);
+	finish = finish_of_span(m[STOP].v, &t, &rc);
 	if (rc)
 		goto out;
-	rc |= buf_puts(out, "\"},\"finish_reason\":\"");
-	rc |= buf_puts(out, finish_of(cJSON_GetObjectItemCaseSensitive(root, "stop_reason")));
-	rc |= buf_printf(out, "\"}],\"usage\":{\"prompt_tokens\":%lld,\"completion_tokens\":%lld,"
-			 "\"total_tokens\":%lld}}", (long long)in, (long long)tout,
-			 (long long)(in + tout));
-	rc = rc ? -ENOMEM : 0;
-	if (!rc && usage_out) {
+	if (buf_puts(out, "{\"id\":"))
+		goto nomem;
+	rc = put_cjson_text(m[ID].v, out, &t);
+	if (!rc && (buf_puts(out, ",\"object\":\"chat.completion\",\"created\":") ||
+		    buf_put_int(out, created_s) || buf_puts(out, ",\"model\":")))
+		goto nomem;
+	if (!rc)
+		rc = put_cjson_text(m[MODEL].v, out, &t);
+	if (!rc && buf_puts(out, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+			      "\"content\":\""))
+		goto nomem;
+	if (!rc)
+		rc = put_texts(m[CONTENT].v, out, &t);
+	if (rc)
+		goto out;
+	if (buf_puts(out, "\"},\"finish_reason\":\"") || buf_puts(out, finish) ||
+	    buf_puts(out, "\"}],\"usage\":{\"prompt_tokens\":") || buf_put_int(out, in) ||
+	    buf_puts(out, ",\"completion_tokens\":") || buf_put_int(out, tout) ||
+	    buf_puts(out, ",\"total_tokens\":") || buf_put_int(out, in + tout) ||
+	    buf_puts(out, "}}"))
+		goto nomem;
+	if (usage_out) {
 		usage_out[0] = in;
 		usage_out[1] = tout;
 	}
+	goto out;
+nomem:
+	rc = -ENOMEM;
 out:
-	cJSON_Delete(root);
-	buf_free(&text);
+	buf_free(&t);
 	return rc;
 }
 

@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "common/json.h"
-
-/* Token counts past this are taken as garbage (0). */
-#define MAX_TOKENS 1e15
-
-static int64_t tokens(struct json_span v)
-{
-	double d;
-
-	if (json_number(v, &d) && d > 0 && d < MAX_TOKENS)
-		return (int64_t)d;
-	return 0;
-}
+#include "gateway/tokens.h"
 
 void relay_usage_tokens(struct json_span usage, int64_t *in, int64_t *out)
 {
@@ -27,8 +16,8 @@ void relay_usage_tokens(struct json_span usage, int64_t *in, int64_t *out)
 				   { "completion_tokens", { NULL, 0 }, 0 } };
 
 	json_members(usage, m, 2);
-	*in = tokens(m[0].v);
-	*out = tokens(m[1].v);
+	*in = token_count(m[0].v);
+	*out = token_count(m[1].v);
 }
 
 /* Whether a choice's delta carries content: text, a tool call, a refusal, reasoning. */

@@ -628,6 +628,82 @@ Test(anthropic_answer, not_a_message_is_invalid, .timeout = 10)
 	buf_free(&out);
 }
 
+/*
+ * The answer is read by its bytes, not parsed into a tree; what it says
+ * must still be what cJSON would read: escaped keys and values decoded, the
+ * first of a repeated member taken (content aside: one only), an id or
+ * model cut at a \u0000 as cJSON's text is (a content text kept whole),
+ * blocks that are not objects or not text passed over, white space
+ * anywhere JSON allows it.
+ */
+Test(anthropic_answer, read_by_its_bytes_as_cjson_reads_it, .timeout = 10)
+{
+	static const char body[] =
+		" { \"typ\\u0065\" : \"mess\\u0061ge\" , \"type\" : \"error\" ,"
+		" \"id\" : \"msg_a\\u0000b\" , \"model\" : \"cl\\u00e9\\\"de\" ,"
+		" \"content\" : [ 5 , null , [ ] , { \"type\" : \"image\" } ,"
+		" { \"text\" : \"no type\" } ,"
+		" { \"t\\u0079pe\" : \"te\\u0078t\" , \"text\" : \"x\\u0000y\\n\" } ,"
+		" { \"type\" : \"text\" , \"type\" : \"tool_use\" , \"text\" : \"z\" } ] ,"
+		" \"stop_reason\" : \"max_\\u0074okens\" , \"stop_reason\" : \"end_turn\" ,"
+		" \"usage\" : { \"output_tokens\" : 3 , \"output_tokens\" : 9 ,"
+		" \"input_\\u0074okens\" : 1.5e1 , \"cache_read_input_tokens\" : -2 } } ";
+	struct buf out = { 0 };
+	cJSON *c = answer(body, &out);
+	const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "choices"), 0);
+	const cJSON *msg = cJSON_GetObjectItem(choice, "message");
+	const cJSON *content = cJSON_GetObjectItem(msg, "content");
+	const cJSON *usage = cJSON_GetObjectItem(c, "usage");
+
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "id")), "msg_a", "%s", out.data);
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "model")), "cl\xc3\xa9\"de",
+			 "%s", out.data);
+	cr_assert(cJSON_IsString(content), "%s", out.data);
+	/* "x\0y\nz": the NUL kept, written as \u0000 */
+	cr_expect_not_null(strstr(out.data, "\"content\":\"x\\u0000y\\nz\""), "%s", out.data);
+	cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(choice, "finish_reason")),
+			 "length", "%s", out.data);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(usage, "prompt_tokens")), 15,
+		     "%s", out.data);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(usage, "completion_tokens")), 3,
+		     "%s", out.data);
+	cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(usage, "total_tokens")), 18,
+		     "%s", out.data);
+	cJSON_Delete(c);
+	buf_free(&out);
+}
+
+/* A type or a content member that only reads as the right one up to a \u0000 is not one. */
+Test(anthropic_answer, a_type_cut_at_nul_is_cjsons_reading, .timeout = 10)
+{
+	static const char *const ok[] = {
+		"{\"type\":\"message\\u0000junk\",\"content\":[]}",
+		"{\"type\":\"message\",\"content\":[{\"type\":\"text\\u0000x\",\"text\":\"a\"}]}",
+	};
+	static const char *const bad[] = {
+		"{\"type\":\"messag\",\"content\":[]}",
+		"{\"type\":\"messages\",\"content\":[]}",
+		"{\"type\":\"\\u0000message\",\"content\":[]}",
+		"{\"type\":[\"message\"],\"content\":[]}",
+		"{\"type\":\"message\",\"content\":{}}",
+		"{\"type\":\"message\",\"con\\u0074ent\":[],\"content\":[]}",
+	};
+	struct buf out = { 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		buf_reset(&out);
+		cr_expect_eq(anth_response(ok[i], strlen(ok[i]), 1, &out, NULL), 0, "%s", ok[i]);
+	}
+	cr_expect_not_null(strstr(out.data, "\"content\":\"a\""), "%s", out.data);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_reset(&out);
+		cr_expect_eq(anth_response(bad[i], strlen(bad[i]), 1, &out, NULL), -EINVAL, "%s",
+			     bad[i]);
+	}
+	buf_free(&out);
+}
+
 Test(anthropic_answer, reads_only_len_bytes, .timeout = 10)
 {
 	static const char body[] = "{\"type\":\"message\",\"content\":[]}GARBAGE";
