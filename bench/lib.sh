@@ -108,12 +108,13 @@ install_tools() {
 }
 
 # Installs the tools named ($@), makes the temp dir tmp and prints the
-# report's first line: when, and on what machine.
+# report's first line: when, and on what machine. PINNED, when set, says
+# what a section pins (the default: nothing pinned).
 bench_start() {
 	install_tools "$@"
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/fl-$BENCH_NAME.XXXXXX")
 	echo "$BENCH_NAME: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores" \
-		"($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), nothing pinned;" \
+		"($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), ${PINNED:-nothing pinned};" \
 		"load average $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
@@ -172,7 +173,7 @@ measured() {
 combine() {
 	local out=$1
 	shift
-	awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(nproc)" '
+	awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(getconf _NPROCESSORS_ONLN)" '
 		$1 ~ /^flbench_/ { k = substr($1, 9); v = $2 + 0; n[k]++
 			if (k == "max_ms") { if (v > sum[k]) sum[k] = v } else sum[k] += v }
 		END {

@@ -29,7 +29,10 @@
 #     one's rate and latency, and the CPU of the gateway, the client and
 #     mockprov. loadgen must not be the bottleneck: targets, loadgen's rate
 #     >= 0.9 x wrk's, and the gateway saturated first (>= 85% of a core
-#     while loadgen drove it, and above loadgen's own).
+#     while loadgen drove it, and above loadgen's own). With GW_PIN=1 (the
+#     default) each client has a CPU of its own and the gateway shares
+#     another with mockprov, so "the gateway" there is that CPU: the
+#     gateway's and mockprov's CPU together.
 #
 # Everything runs on 127.0.0.1 on a port free at run time, from a temp dir
 # that is removed at the end, with every process stopped (on Ctrl-C too).
@@ -41,7 +44,9 @@
 # (2, each client first), WRK_THREADS (1), WRK_THREADS_CONTEXT (2; 0 leaves
 # it out), OPEN_RATE (5000 requests/s), OPEN_SECS (10), GW_SECS (12 per
 # client through the gateway, split into GW_ROUNDS (4) rounds; 0 leaves
-# section 3 out).
+# section 3 out), GW_PIN (1: section 3 pins each client to one CPU and the
+# gateway and mockprov to another with taskset, the first two the bench
+# may use; 0 pins nothing).
 set -eu -o pipefail
 export LC_ALL=C
 
@@ -56,6 +61,7 @@ WRK_THREADS_CONTEXT=${WRK_THREADS_CONTEXT:-2}
 OPEN_RATE=${OPEN_RATE:-5000}
 OPEN_SECS=${OPEN_SECS:-10}
 GW_SECS=${GW_SECS:-12}
+GW_PIN=${GW_PIN:-1}
 GW_ROUNDS=${GW_ROUNDS:-4}
 RATIO_TARGET=0.5
 GW_RATIO_TARGET=0.9
@@ -262,7 +268,7 @@ open_bench() {
 		NR == 1 { for (i = 1; i <= NF; i++) if ($i == "start_ms") c = i; next }
 		$c + 0 < lim { n++ } END { print n + 0 }' "$dir/requests.csv")
 	hz=$(getconf CLK_TCK)
-	other=$(awk -v hz="$hz" -v ncpu="$(nproc)" -v s="$(get "$out" server_ticks)" \
+	other=$(awk -v hz="$hz" -v ncpu="$(getconf _NPROCESSORS_ONLN)" -v s="$(get "$out" server_ticks)" \
 		-v c="$(get "$out" client_cpu_s)" -v b="$(get "$out" busy_ticks)" \
 		-v t="$(get "$out" total_ticks)" 'BEGIN {
 			wall = t / ncpu / hz
@@ -333,9 +339,31 @@ EOF
 # saturates first.
 gateway_bench() {
 	local clients="loadgen wrk-$WRK_THREADS" round_secs=$((GW_SECS / GW_ROUNDS)) l w key
+	local affinity="" cpus="" pin_client="" pin_server=""
 	[ "$round_secs" -ge 1 ] || die "GW_SECS ($GW_SECS) must be at least GW_ROUNDS ($GW_ROUNDS)"
+	# Each client on a CPU of its own, the gateway and mockprov (the
+	# system under test) on another: three busy processes on two CPUs
+	# otherwise take turns, and the client's turns would read as the
+	# gateway's rate. A client inherits this shell's affinity.
+	GW_PINNED=""
+	if [ "$GW_PIN" = 1 ] && command -v taskset >/dev/null; then
+		affinity=$(taskset -pc $$ | sed 's/.*: //')	# to put back
+		# the first two CPUs this shell may use ("0-3,6" gives 0 and 1)
+		cpus=$(echo "$affinity" | tr ',' '\n' |
+			awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }' | head -n 2)
+		if [ "$(echo "$cpus" | wc -l)" -ge 2 ]; then
+			pin_client=$(echo "$cpus" | sed -n 1p)
+			pin_server=$(echo "$cpus" | sed -n 2p)
+			GW_PINNED=1
+		fi
+	fi
 	start_one_mockprov 0 0 0 16
 	start_bench_gateway
+	if [ -n "$GW_PINNED" ]; then
+		taskset -a -pc "$pin_server" "$MP_PID" >/dev/null
+		taskset -a -pc "$pin_server" "$GW_PID" >/dev/null
+		taskset -pc "$pin_client" $$ >/dev/null
+	fi
 	capture_body "http://$GW_ADDR$CHAT_PATH" "$tmp/gateway/answer.json"
 	SRV_PID=$GW_PID SRV_ADDR=$GW_ADDR BACK_PID=$MP_PID
 	PHASE=gateway
@@ -344,6 +372,7 @@ gateway_bench() {
 	kill -0 "$GW_PID" 2>/dev/null || die "the gateway exited: $(tail -n 20 "$tmp/gateway/gateway.err")"
 	stop_pid "$GW_PID"
 	stop_pid "$MP_PID"
+	[ -z "$GW_PINNED" ] || taskset -pc "$affinity" $$ >/dev/null
 	SRV_PID="" SRV_ADDR="" BACK_PID=""
 	l=$tmp/gateway-loadgen
 	w=$tmp/gateway-wrk-$WRK_THREADS
@@ -353,7 +382,13 @@ gateway_bench() {
 	GW_RATIO_VERDICT=$(verdict "$GW_RATIO >= $GW_RATIO_TARGET")
 	GW_CPU=$(get "$l" cpu_server_pct)
 	GW_LG_CPU=$(get "$l" cpu_client_pct)
-	GW_SAT_VERDICT=$(verdict "$GW_CPU >= $GW_SATURATED_PCT && $GW_LG_CPU < $GW_CPU")
+	# pinned, the gateway shares its CPU with mockprov: that CPU is what saturates
+	GW_SIDE=$GW_CPU GW_SIDE_NAME=gateway
+	if [ -n "$GW_PINNED" ]; then
+		GW_SIDE=$((GW_CPU + $(get "$l" cpu_backend_pct)))
+		GW_SIDE_NAME=gateway+mockprov
+	fi
+	GW_SAT_VERDICT=$(verdict "$GW_SIDE >= $GW_SATURATED_PCT && $GW_LG_CPU < $GW_SIDE")
 	# With a core taken by others, the gateway, mockprov and the client
 	# share what is left: the client's own cost then shows in the rate.
 	if [ "$(get "$l" cpu_other_pct)" -gt "$OTHERS_WARN_PCT" ] ||
@@ -367,7 +402,12 @@ gateway_bench() {
 		"-c$CONNS POSTing the same body"
 	echo "   to bin/gateway (one provider: bin/mockprov, no latency, 16 tokens, not streamed);" \
 		"${WARMUP_SECS} s warm-up each,"
-	echo "   then $GW_ROUNDS rounds of ${round_secs} s each, the order reversed every other round"
+	echo "   then $GW_ROUNDS rounds of ${round_secs} s each, the order reversed every other round;"
+	if [ -n "$GW_PINNED" ]; then
+		echo "   pinned (taskset): the client alone on CPU $pin_client, the gateway and mockprov on CPU $pin_server"
+	else
+		echo "   nothing pinned (GW_PIN=0, a single CPU to use, or no taskset)"
+	fi
 	line "" "loadgen" "wrk -t$WRK_THREADS"
 	for key in rps requests p50_ms p99_ms max_ms errors cpu_server_pct server_us_per_req \
 		cpu_client_pct client_us_per_req; do
@@ -377,12 +417,13 @@ gateway_bench() {
 	line "others' CPU (% of a core)" "$(get "$l" cpu_other_pct)" "$(get "$w" cpu_other_pct)"
 	line "ratio loadgen / wrk -t$WRK_THREADS" "$GW_RATIO" "" "" \
 		">= $GW_RATIO_TARGET: $GW_RATIO_VERDICT"
-	line "gateway / loadgen CPU (%)" "$GW_CPU / $GW_LG_CPU" "" "" \
-		"the gateway saturated first (>= $GW_SATURATED_PCT% of a core, above loadgen): $GW_SAT_VERDICT"
-	echo "   While loadgen drives it, the gateway is the one at a full core, and loadgen's rate is"
-	echo "   within $GW_RATIO_TARGET x of wrk's (which records nothing): the rate measured is the gateway's."
-	echo "   This needs the machine's two cores: when others take one, the gateway, mockprov and"
-	echo "   the client share the other, and the client's own CPU per request shows in the rate."
+	line "$GW_SIDE_NAME / loadgen CPU (%)" "$GW_SIDE / $GW_LG_CPU" "" "" \
+		"the $GW_SIDE_NAME saturated first (>= $GW_SATURATED_PCT% of a core, above loadgen): $GW_SAT_VERDICT"
+	echo "   While loadgen drives it, the gateway's side is the one at a full core, and loadgen's"
+	echo "   rate is within $GW_RATIO_TARGET x of wrk's (which records nothing): the rate measured"
+	echo "   is the gateway's. Pinned, the client has a CPU to itself and the gateway shares"
+	echo "   another with mockprov, its upstream; unpinned, the three take turns on both, and the"
+	echo "   client's own CPU per request shows in the rate. Either way this needs two CPUs free."
 	busy_warning "$(get "$l" cpu_other_pct)" "$(get "$w" cpu_other_pct)"
 }
 
@@ -394,6 +435,8 @@ main() {
 			[ -x "$BIN/$f" ] || die "$BIN/$f is missing (make, or set FAULTLINE_BIN)"
 		done
 	fi
+	[ "$GW_SECS" = 0 ] || [ "$GW_PIN" != 1 ] ||
+		PINNED="nothing pinned but section 3 (GW_PIN=1, below)"
 	bench_start wrk nginx curl jq
 	printf '%s' "$BODY" >"$tmp/body.json"
 	echo "   nginx, loadgen and wrk share these cores; \"others' CPU\" is the" \
@@ -427,7 +470,7 @@ main() {
 		row "through the gateway, $CONNS conns" "requests/s" "x wrk -t$WRK_THREADS" "target"
 		row "loadgen (recording)" "$GW_L" "$GW_RATIO" ">= $GW_RATIO_TARGET" "$GW_RATIO_VERDICT"
 		row "wrk -t$WRK_THREADS" "$GW_W" "1.00"
-		row "gateway / loadgen CPU (% of a core)" "$GW_CPU / $GW_LG_CPU" "" \
+		row "$GW_SIDE_NAME / loadgen CPU (%)" "$GW_SIDE / $GW_LG_CPU" "" \
 			">= $GW_SATURATED_PCT / less" "$GW_SAT_VERDICT"
 	fi
 }

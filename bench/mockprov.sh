@@ -154,7 +154,7 @@ stream_bench() {
 		die "no stream completed: $(get "$out" first_error)"
 	hz=$(getconf CLK_TCK)
 	ticks=$((t1 - t0))
-	other=$(awk -v m0="$m0" -v m1="$m1" -v s="$ticks" -v hz="$hz" -v ncpu="$(nproc)" \
+	other=$(awk -v m0="$m0" -v m1="$m1" -v s="$ticks" -v hz="$hz" -v ncpu="$(getconf _NPROCESSORS_ONLN)" \
 		-v c="$(get "$out" cpu_user_s) $(get "$out" cpu_sys_s)" '
 		BEGIN {
 			split(m0, a, " "); split(m1, b, " "); split(c, u, " ")

@@ -266,7 +266,7 @@ stream_run() {
 		echo "busy_ticks $((${m1% *} - ${m0% *}))"
 		echo "total_ticks $((${m1#* } - ${m0#* }))"
 	} >>"$out"
-	others=$(awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(nproc)" '
+	others=$(awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(getconf _NPROCESSORS_ONLN)" '
 		{ v[$1] = $2 }
 		END {
 			wall = v["total_ticks"] / ncpu / hz
@@ -373,7 +373,7 @@ cpu_figures() {
 	# shellcheck disable=SC2046
 	files=$(runs_of "$who")
 	# shellcheck disable=SC2086
-	awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(nproc)" -v streams="$STREAMS" \
+	awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(getconf _NPROCESSORS_ONLN)" -v streams="$STREAMS" \
 		-v tokens="$(($(total gap_count $files) + $(total ttft_count $files)))" \
 		-v gw="$(total gw_ticks $files)" -v mp="$(total mp_ticks $files)" \
 		-v cl="$(calc "$(total cpu_user_s $files) + $(total cpu_sys_s $files)" %.3f)" \
