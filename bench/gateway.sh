@@ -110,29 +110,7 @@ start_bench_mockprov() {
 # shared by every client (http-reuse always), the one server without
 # health checks.
 haproxy_config() {
-	cat >"$1" <<EOF
-global
-	nbthread ${3:-1}
-	maxconn $HA_MAXCONN
-
-defaults
-	mode http
-	maxconn $HA_MAXCONN
-	option http-keep-alive
-	http-reuse always
-	timeout connect 5s
-	timeout client 60s
-	timeout server 60s
-	timeout http-keep-alive 60s
-	timeout http-request 10s
-
-frontend bench
-	bind 127.0.0.1:$2
-	default_backend mockprov
-
-backend mockprov
-	server mockprov $MP_ADDR
-EOF
+	haproxy_write_config "$1" "$2" "${3:-1}" "$HA_MAXCONN" 60 "	http-reuse always"
 }
 
 # The table of targets $1 after wrk_rounds: requests/s, the rounds'

@@ -28,6 +28,8 @@
 #    provider "bench" with the timing given, its address in MP_ADDR (port
 #    MP_PORT) and pid in MP_PID; bin/gateway on a config, the same in
 #    GW_ADDR, GW_PORT and GW_PID;
+#  - haproxy_write_config: the one HAProxy config in front of mockprov,
+#    its threads, limits, timeouts and extra options given;
 #  - start_haproxy_with: HAProxy on a free port with the config a function
 #    of the script writes, the same in HA_ADDR, HA_PORT and HA_PID.
 
@@ -418,6 +420,37 @@ start_gateway_on() {
 	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
 	# shellcheck disable=SC2034 # the scripts read it
 	GW_PORT=${GW_ADDR##*:}
+}
+
+# Writes to file $1 HAProxy's config for port $2 in front of mockprov at
+# MP_ADDR: $3 threads, maxconn $4, client and server timeouts of $5 s, and
+# $6 (lines, possibly none) added to the defaults; mode http, keep-alive
+# both ways, no logging, the one server without health checks. The
+# scripts' config functions (start_haproxy_with's $1) call it.
+haproxy_write_config() {
+	cat >"$1" <<EOF
+global
+	nbthread $3
+	maxconn $4
+
+defaults
+	mode http
+	maxconn $4
+	option http-keep-alive
+	timeout connect 5s
+	timeout client ${5}s
+	timeout server ${5}s
+	timeout http-keep-alive 60s
+	timeout http-request 10s
+${6:+$6
+}
+frontend bench
+	bind 127.0.0.1:$2
+	default_backend mockprov
+
+backend mockprov
+	server mockprov $MP_ADDR
+EOF
 }
 
 # Starts HAProxy (foreground, one process) on a free port, its files in

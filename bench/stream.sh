@@ -134,30 +134,8 @@ EOF
 # comes, not held to fill a packet), keep-alive both ways, no logging, the
 # one server (mockprov) without health checks, room for every stream.
 haproxy_stream_config() {
-	local maxconn=$((STREAMS * 2 + 100))
-	cat >"$1" <<EOF
-global
-	nbthread 1
-	maxconn $maxconn
-
-defaults
-	mode http
-	maxconn $maxconn
-	option http-keep-alive
-	option http-no-delay
-	timeout connect 5s
-	timeout client $((STREAM_BOUND_S + 30))s
-	timeout server $((STREAM_BOUND_S + 30))s
-	timeout http-keep-alive 60s
-	timeout http-request 10s
-
-frontend bench
-	bind 127.0.0.1:$2
-	default_backend mockprov
-
-backend mockprov
-	server mockprov $MP_ADDR
-EOF
+	haproxy_write_config "$1" "$2" 1 $((STREAMS * 2 + 100)) $((STREAM_BOUND_S + 30)) \
+		"	option http-no-delay"
 }
 
 # The pid of proxy $1 (gateway or haproxy).
