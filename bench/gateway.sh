@@ -125,26 +125,14 @@ wrk_table() {
 	done
 }
 
-# The throughput rounds of targets $1 (names wrk_round knows): a warm-up
-# of WARMUP_SECS each, then ROUNDS rounds of $2 s each, forwards, then
-# backwards (ABC CBA …) so that load from elsewhere falls on every target
-# alike; each target's rounds combined into $tmp/wrk-NAME, with the
-# rounds' medians.
+# The throughput rounds of targets $1 (names wrk_round knows), as
+# alternate_rounds runs them: a warm-up, then ROUNDS rounds of $2 s each;
+# each target's rounds combined into $tmp/wrk-NAME, with the rounds'
+# medians.
 wrk_rounds() {
-	local targets=$1 secs=$2 who round order
-	for who in $targets; do
-		wrk_round "$who" "$tmp/wrk-$who.warmup" "$WARMUP_SECS"
-	done
-	for round in $(seq "$ROUNDS"); do
-		if [ $((round % 2)) = 1 ]; then
-			order=$targets
-		else
-			order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
-		fi
-		for who in $order; do
-			wrk_round "$who" "$tmp/wrk-$who.$round" "$secs"
-		done
-	done
+	local targets=$1 secs=$2 who
+	# shellcheck disable=SC2086 # a list of words
+	alternate_rounds wrk_round "$tmp/wrk" "$ROUNDS" "$secs" $targets
 	for who in $targets; do
 		combine "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*
 		medians "$tmp/wrk-$who" "$tmp/wrk-$who".[0-9]*

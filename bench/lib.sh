@@ -28,6 +28,8 @@
 #    provider "bench" with the timing given, its address in MP_ADDR (port
 #    MP_PORT) and pid in MP_PID; bin/gateway on a config, the same in
 #    GW_ADDR, GW_PORT and GW_PID;
+#  - alternate_rounds: a warm-up, then rounds whose order reverses every
+#    other round, of the clients or targets a script compares;
 #  - haproxy_write_config: the one HAProxy config in front of mockprov,
 #    its threads, limits, timeouts and extra options given;
 #  - start_haproxy_with: HAProxy on a free port with the config a function
@@ -420,6 +422,29 @@ start_gateway_on() {
 	[ -n "$GW_ADDR" ] || die "the gateway printed no 'listening' line"
 	# shellcheck disable=SC2034 # the scripts read it
 	GW_PORT=${GW_ADDR##*:}
+}
+
+# Runs function $1 (as $1 WHO FILE SECS) for each WHO of $5...: a warm-up
+# of WARMUP_SECS each into file $2-WHO.warmup, then $3 rounds of $4 s each
+# into $2-WHO.ROUND, forwards, then backwards (ABC CBA ...), so that load
+# from elsewhere falls on every one alike.
+alternate_rounds() {
+	local run=$1 prefix=$2 rounds=$3 secs=$4 who round order all
+	shift 4
+	all="$*"
+	for who in $all; do
+		"$run" "$who" "$prefix-$who.warmup" "$WARMUP_SECS"
+	done
+	for round in $(seq "$rounds"); do
+		if [ $((round % 2)) = 1 ]; then
+			order=$all
+		else
+			order=$(echo "$all" | tr ' ' '\n' | tac | tr '\n' ' ')
+		fi
+		for who in $order; do
+			"$run" "$who" "$prefix-$who.$round" "$secs"
+		done
+	done
 }
 
 # Writes to file $1 HAProxy's config for port $2 in front of mockprov at

@@ -165,27 +165,14 @@ client_round() {
 	fi
 }
 
-# Runs each client of $3... for WARMUP_SECS, then $1 rounds of $2 s
-# each, forwards, then backwards (ABC CBA …), so that load from elsewhere
-# falls on every client alike; combines each client's rounds into
+# Runs each client of $3... as alternate_rounds does: a warm-up, then $1
+# rounds of $2 s each; combines each client's rounds into
 # $tmp/$PHASE-CLIENT.
 client_rounds() {
-	local rounds=$1 secs=$2 who round order clients
+	local rounds=$1 secs=$2 who clients
 	shift 2
 	clients="$*"
-	for who in $clients; do
-		client_round "$who" "$tmp/$PHASE-$who.warmup" "$WARMUP_SECS"
-	done
-	for round in $(seq "$rounds"); do
-		if [ $((round % 2)) = 1 ]; then
-			order=$clients
-		else
-			order=$(echo "$clients" | tr ' ' '\n' | tac | tr '\n' ' ')
-		fi
-		for who in $order; do
-			client_round "$who" "$tmp/$PHASE-$who.$round" "$secs"
-		done
-	done
+	alternate_rounds client_round "$tmp/$PHASE" "$rounds" "$secs" "$@"
 	for who in $clients; do
 		combine "$tmp/$PHASE-$who" "$tmp/$PHASE-$who".[0-9]*
 	done
