@@ -425,15 +425,16 @@ start_gateway_on() {
 }
 
 # Runs function $1 (as $1 WHO FILE SECS) for each WHO of $5...: a warm-up
-# of WARMUP_SECS each into file $2-WHO.warmup, then $3 rounds of $4 s each
-# into $2-WHO.ROUND, forwards, then backwards (ABC CBA ...), so that load
-# from elsewhere falls on every one alike.
+# of WARMUP_SECS each into file $2-WHO.warmup (none when WARMUP_SECS is
+# 0), then $3 rounds of $4 s each into $2-WHO.ROUND, forwards, then
+# backwards (ABC CBA ...), so that load from elsewhere falls on every one
+# alike.
 alternate_rounds() {
 	local run=$1 prefix=$2 rounds=$3 secs=$4 who round order all
 	shift 4
 	all="$*"
 	for who in $all; do
-		"$run" "$who" "$prefix-$who.warmup" "$WARMUP_SECS"
+		[ "$WARMUP_SECS" = 0 ] || "$run" "$who" "$prefix-$who.warmup" "$WARMUP_SECS"
 	done
 	for round in $(seq "$rounds"); do
 		if [ $((round % 2)) = 1 ]; then

@@ -188,6 +188,12 @@ sample_connections() {
 	done
 }
 
+# stream_run as alternate_rounds calls a round ($1 WHO, $2 FILE, $3 the
+# seconds, which a run of streams does not take).
+stream_round() {
+	stream_run "$1" "$2"
+}
+
 # One streamclient run against $1 (direct, gateway or haproxy) into file
 # $2: its --kv figures, then what mockprov, the proxy (gw_ticks: the
 # gateway's or HAProxy's) and the machine used meanwhile (mp_ticks,
@@ -417,19 +423,10 @@ main() {
 		check_stream "http://$HA_ADDR$CHAT_PATH" "$DIRECT_BODY"
 	fi
 
+	# A run is its streams, not a time: WARMUP (1 or 0) stands for the
+	# warm-up's seconds, and stream_round takes no seconds.
 	# shellcheck disable=SC2086 # a list of words
-	set -- $STREAM_TARGETS
-	if [ "$WARMUP" != 0 ]; then
-		for who in "$@"; do
-			stream_run "$who" "$tmp/warmup-$who"
-		done
-	fi
-	for r in $(seq "$ROUNDS"); do
-		if [ $((r % 2)) = 1 ]; then order="$*"; else order=$(echo "$*" | tr ' ' '\n' | tac | tr '\n' ' '); fi
-		for who in $order; do
-			stream_run "$who" "$tmp/run-$who.$r"
-		done
-	done
+	WARMUP_SECS=$WARMUP alternate_rounds stream_round "$tmp/run" "$ROUNDS" 0 $STREAM_TARGETS
 	if [ -n "$GW" ]; then
 		hwm_kb=$(proc_kb "$GW_PID" VmHWM)
 		end_kb=$(proc_kb "$GW_PID" VmRSS)
@@ -542,7 +539,7 @@ main() {
 	fi
 
 	if [ -n "$GW" ]; then
-		for f in "$tmp/warmup-gateway" $(runs_of gateway); do
+		for f in "$tmp/run-gateway.warmup" $(runs_of gateway); do
 			[ -f "$f" ] && hwms="$hwms $(mb "$(get "$f" gw_hwm_kb)")"
 		done
 		conns_c=$(for f in $(runs_of gateway); do get "$f" gw_conns | cut -d' ' -f1; done |
@@ -562,7 +559,7 @@ main() {
 	# shellcheck disable=SC2086
 	busy_warning $others
 
-	for f in "$tmp"/warmup-* "$tmp"/run-*.[0-9]*; do
+	for f in "$tmp"/run-*.warmup "$tmp"/run-*.[0-9]*; do
 		case $f in *.err | *.conns) continue ;; esac
 		[ -f "$f" ] || continue
 		if [ "$(get "$f" completed)" != "$STREAMS" ]; then
