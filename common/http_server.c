@@ -31,6 +31,8 @@
 #define READ_BUF_SIZE 65536
 #define INBUF_PAUSE_BYTES (256 * 1024)
 #define LINGER_MS 2000
+/* How long a drain waits for a new connection's first byte (at most header_timeout_ms). */
+#define DRAIN_FIRST_MS 1000
 /* At most one "connection limit" line per this; the rest are counted. */
 #define REJECT_LOG_NS 1000000000ull
 
@@ -46,6 +48,7 @@ enum timer_phase {
 	TIMER_HEADER,	/* a request arriving: all of it (header_timeout_ms) */
 	TIMER_DRAIN,	/* closing or resetting once the output is written */
 	TIMER_LINGER,	/* our side shut: the client's close (LINGER_MS) */
+	TIMER_FIRST,	/* a drain: a new connection's first byte (DRAIN_FIRST_MS) */
 };
 
 enum resp_mode {
@@ -1040,6 +1043,8 @@ static void conn_arm(struct conn *c, enum timer_phase phase)
 	const struct http_server_config *cfg = &c->srv->cfg;
 	uint64_t ms = phase == TIMER_HEADER ? cfg->header_timeout_ms
 		    : phase == TIMER_LINGER ? LINGER_MS
+		    : phase == TIMER_FIRST  ? (cfg->header_timeout_ms < DRAIN_FIRST_MS
+						? cfg->header_timeout_ms : DRAIN_FIRST_MS)
 					    : cfg->idle_timeout_ms;
 
 	c->timer_phase = phase;
@@ -1553,20 +1558,15 @@ static void close_also(struct http_server *srv, bool drain)
 }
 
 /*
- * Whether a connection waiting between requests may still have one on its
- * way when a drain starts: a new one, which has had no answer yet (a
- * client connects to send a request), or one whose next request's bytes
- * are already in the kernel or in inbuf. Such a connection is let in
- * (header_timeout_ms bounds it) rather than closed as idle, which would
- * lose its request; only a keep-alive connection with nothing sent since
- * its last answer is idle.
+ * Whether a connection waiting between requests has its next request's
+ * bytes in already, in the kernel or in inbuf.
  */
-static bool request_due(struct conn *c)
+static bool bytes_in(struct conn *c)
 {
 	uv_os_fd_t fd;
 	int waiting = 0;
 
-	if (c->sent_total == 0 || c->inbuf.len > 0)
+	if (c->inbuf.len > 0)
 		return true;
 	return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, FIONREAD, &waiting) == 0 &&
 	       waiting > 0;
@@ -1589,13 +1589,26 @@ void http_server_drain(struct http_server *srv, void (*done)(void *arg), void *a
 	close_also(srv, true);
 	for (n = list_first(&srv->conns); n; n = list_next(&srv->conns, n)) {
 		c = list_entry(n, struct conn, link);
-		if (c->state == CONN_HANDLING && c->ex.active)
+		if (c->state == CONN_HANDLING && c->ex.active) {
 			c->ex.req.keep_alive = false;
-		else if (c->state == CONN_READING && !c->in_message && request_due(c))
+			continue;
+		}
+		if (c->state != CONN_READING || c->in_message)
+			continue;	/* a request arriving: let in (header_timeout_ms bounds it) */
+		/*
+		 * Between requests: one whose bytes are in is let in. A new
+		 * connection with none yet (a client connects to send one) has
+		 * DRAIN_FIRST_MS for its first byte, not header_timeout_ms: one
+		 * that stays silent (a pool's spare) must not hold the drain.
+		 * A keep-alive connection with nothing sent since its answer is
+		 * idle, and closes.
+		 */
+		if (bytes_in(c))
 			conn_arm(c, TIMER_HEADER);
-		else if (c->state == CONN_READING && !c->in_message)
+		else if (c->sent_total == 0)
+			conn_arm(c, TIMER_FIRST);
+		else
 			conn_close_when_flushed(c);
-		/* A request still arriving is let in (header_timeout_ms bounds it). */
 	}
 	drain_check(srv);
 }

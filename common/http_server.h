@@ -164,8 +164,9 @@ void http_server_close_conns(struct http_server *srv, bool reset);
  * Starts a graceful stop: connections the kernel completed but nobody
  * accepted yet are taken in, the listener closes (new connections are
  * refused), idle keep-alive connections close, a request still arriving
- * — or due: on a connection that has had no answer yet, or whose next
- * request's bytes are in — is let in (within header_timeout_ms), and each
+ * — or due: its bytes are in — is let in (within header_timeout_ms), a
+ * new connection with no byte yet has 1 s (at most header_timeout_ms) for
+ * its first, then closes, and each
  * exchange, in progress or to come,
  * ends its connection once answered (its answer says Connection: close;
  * requests pipelined behind it are dropped). done (may

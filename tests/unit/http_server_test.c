@@ -2948,6 +2948,50 @@ Test(http_server, a_listener_handed_in_is_served_given_back_and_drained, .timeou
 	fx_stop();
 }
 
+/*
+ * A drain gives a new connection that has sent nothing 1 s for its first
+ * byte (DRAIN_FIRST_MS), not header_timeout_ms (60 s here): a pool's
+ * silent spare does not hold the drain, while a client that connected to
+ * send a request, and sends it within that second, is answered.
+ */
+Test(http_server, drain_gives_a_silent_new_connection_a_second, .timeout = 10)
+{
+	struct http_server_config cfg;
+	struct loop_op op = { 0 };
+	struct response r;
+	struct buf out = { 0 };
+	double t0;
+	double closed_after;
+	int silent;
+	int late;
+
+	test_config(&cfg);
+	fx_start(&cfg, on_path);
+	silent = tcp_connect();
+	late = tcp_connect();
+	cr_assert(wait_conn_count(2, WAIT_MS), "the server never held both connections");
+	t0 = now_ms();
+	fx_call(op_drain, &op);
+	/* The late one's request comes after the drain began, within the second. */
+	poll(NULL, 0, 200);
+	send_str(late, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+	cr_assert_eq(recv_responses(late, &out, &r, 1, WAIT_MS), 1, "%s", out.data);
+	cr_assert_eq(r.status, 200);
+	cr_assert(has_header(&r, "Connection: close"), "%s", r.head);
+	/* The silent one is closed with nothing sent, a second in; then the drain is done. */
+	buf_reset(&out);
+	cr_assert_eq(recv_to_end(silent, &out, WAIT_MS), 0, "the silent connection stayed open");
+	closed_after = now_ms() - t0;
+	cr_assert_eq(out.len, 0, "the silent connection got: %s", out.data);
+	cr_assert(closed_after >= 800 && closed_after < 4000,
+		  "the silent connection closed %.0f ms after the drain began", closed_after);
+	cr_assert(fx_wait(&fx.drained, 1, WAIT_MS), "done never ran once no connection was left");
+	close(silent);
+	close(late);
+	fx_stop();
+	buf_free(&out);
+}
+
 Test(http_server, drain_finishes_answers_and_closes_the_rest, .timeout = 10)
 {
 	struct http_server_config cfg;
