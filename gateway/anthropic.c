@@ -709,7 +709,8 @@ int anth_request(const cJSON *root, const struct anth_req_opts *o, struct buf *o
 /*
  * The text of the string v as cJSON's valuestring reads it (up to a
  * \u0000), unescaped into t (emptied first): its length, or -1 when v is
- * not a string, does not decode or memory runs out (*rc then -ENOMEM).
+ * not a string (*rc untouched) or when it does not decode or memory runs
+ * out (*rc then -EINVAL or -ENOMEM).
  */
 static long cjson_text(struct json_span v, struct buf *t, int *rc)
 {
@@ -774,7 +775,7 @@ static const char *finish_of_span(struct json_span v, struct buf *t, int *rc)
 {
 	long n = cjson_text(v, t, rc);
 
-	return n < 0 ? "stop" : finish_text(t->data);
+	return n <= 0 ? "stop" : finish_text(t->data);	/* "" maps to "stop" too */
 }
 
 /*
