@@ -74,6 +74,32 @@ static void answer_alone(struct worker *w);
 static void answer_view(struct worker *w, struct view_wait *vw, struct gather_part *parts,
 			size_t n, const char *sup);
 
+/*
+ * Ends a store call the hub will not answer and frees it: a read with
+ * nothing found (failed: the store's failure), a lock with won (0 not won,
+ * -1 failed). Nothing is called back once the store is closed.
+ */
+static void pending_end(struct worker *w, struct pending *p, bool failed, int won)
+{
+	if (!w->store_closed) {
+		if (p->value_cb)
+			p->value_cb(p->arg, failed, NULL, 0);
+		else
+			p->lock_cb(p->arg, won);
+	}
+	free(p);
+}
+
+/* Answers a view with this worker's figures alone (unless its client left) and frees it. */
+static void view_alone(struct worker *w, struct view_wait *vw)
+{
+	struct gather_part parts[1];
+
+	if (vw->ex && !w->closed)
+		answer_view(w, vw, parts, 1, NULL);
+	free(vw);
+}
+
 /* ---- waits the hub does not answer ---- */
 
 static void on_waits_timer(uv_timer_t *t);
@@ -123,23 +149,12 @@ static void on_waits_timer(uv_timer_t *t)
 				 p->value_cb ? "read of the store" : "probe lock",
 				 WORKER_STORE_WAIT_MS, p->value_cb ? "nothing stored" : "not won",
 				 (unsigned long long)quiet);
-		if (!w->store_closed) {
-			if (p->value_cb)
-				p->value_cb(p->arg, false, NULL, 0);
-			else
-				p->lock_cb(p->arg, 0);
-		}
-		free(p);
+		pending_end(w, p, false, 0);
 	}
 	while ((n = list_first(&w->views)) != NULL &&
 	       list_entry(n, struct view_wait, link)->deadline <= now) {
-		struct view_wait *vw = list_entry(n, struct view_wait, link);
-		struct gather_part parts[1];
-
 		list_remove(&w->views, n);
-		if (vw->ex && !w->closed)
-			answer_view(w, vw, parts, 1, NULL);
-		free(vw);
+		view_alone(w, list_entry(n, struct view_wait, link));
 	}
 	arm_waits(w);
 }
@@ -258,16 +273,8 @@ static void fail_pending(struct worker *w)
 	struct list_node *n;
 
 	while ((n = list_first(&w->pending)) != NULL) {
-		struct pending *p = list_entry(n, struct pending, link);
-
 		list_remove(&w->pending, n);
-		if (!w->store_closed) {
-			if (p->value_cb)
-				p->value_cb(p->arg, true, NULL, 0);
-			else
-				p->lock_cb(p->arg, -1);
-		}
-		free(p);
+		pending_end(w, list_entry(n, struct pending, link), true, -1);
 	}
 }
 
@@ -426,13 +433,8 @@ static void answer_alone(struct worker *w)
 	struct list_node *n;
 
 	while ((n = list_first(&w->views)) != NULL) {
-		struct view_wait *vw = list_entry(n, struct view_wait, link);
-		struct gather_part parts[1];
-
 		list_remove(&w->views, n);
-		if (vw->ex && !w->closed)
-			answer_view(w, vw, parts, 1, NULL);
-		free(vw);
+		view_alone(w, list_entry(n, struct view_wait, link));
 	}
 }
 

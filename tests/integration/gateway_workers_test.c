@@ -271,6 +271,26 @@ static cJSON *await_events(const char *to, const char *origin, int n, double wit
 	return gw_held_doc(&held, events_to(to, origin));
 }
 
+/*
+ * SIGTERMs the gateway and waits until its port refuses connections: every
+ * worker has begun its drain (5 s at most).
+ */
+static void sigterm_until_refused(void)
+{
+	double end = now_ms() + 5000;
+
+	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
+	for (;; pause_ms(5)) {
+		struct raw_http probe;
+		int rc = raw_open(&probe, gw.addr, 0);
+
+		raw_free(&probe);
+		if (rc)
+			break;
+		cr_assert_lt(now_ms(), end, "the port still takes connections 5 s after SIGTERM");
+	}
+}
+
 /* Sends n chat requests, one after another, each on a connection of its own; all 200. */
 static void send_ok(int n, const char *what)
 {
@@ -542,7 +562,6 @@ Test(gateway_workers, connections_opened_before_sigterm_are_answered, .timeout =
 	struct raw_http c[N];
 	char body[256];
 	char conn[32];
-	double end;
 	size_t i;
 
 	start_mock(5);
@@ -550,16 +569,7 @@ Test(gateway_workers, connections_opened_before_sigterm_are_answered, .timeout =
 	send_ok(2, "before");
 	for (i = 0; i < N; i++)
 		cr_assert_eq(raw_open(&c[i], gw.addr, 0), 0);
-	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
-	for (end = now_ms() + 5000;; pause_ms(5)) {
-		struct raw_http probe;
-		int rc = raw_open(&probe, gw.addr, 0);
-
-		raw_free(&probe);
-		if (rc)
-			break;
-		cr_assert_lt(now_ms(), end, "the port still takes connections 5 s after SIGTERM");
-	}
+	sigterm_until_refused();
 	gw_chat_body("chat", body, sizeof(body));
 	for (i = 0; i < N; i++) {
 		cr_assert_eq(raw_post(&c[i], "/v1/chat/completions", 1, NULL, body), 0,
@@ -670,7 +680,6 @@ Test(gateway_workers, sigterm_in_a_back_off_loses_no_connection, .timeout = 60)
 	enum { N = 16 };
 	struct raw_http c[N];
 	char body[256];
-	double end;
 	size_t i;
 
 	start_mock(5);
@@ -679,16 +688,7 @@ Test(gateway_workers, sigterm_in_a_back_off_loses_no_connection, .timeout = 60)
 	kill_into_backoff(6, false, "starting it again in 3200 ms");
 	for (i = 0; i < N; i++)
 		cr_assert_eq(raw_open(&c[i], gw.addr, 0), 0);
-	cr_assert_eq(gw_signal(&gw, SIGTERM), 0);
-	for (end = now_ms() + 5000;; pause_ms(5)) {
-		struct raw_http probe;
-		int rc = raw_open(&probe, gw.addr, 0);
-
-		raw_free(&probe);
-		if (rc)
-			break;
-		cr_assert_lt(now_ms(), end, "the port still takes connections 5 s after SIGTERM");
-	}
+	sigterm_until_refused();
 	gw_chat_body("chat", body, sizeof(body));
 	for (i = 0; i < N; i++) {
 		cr_expect_eq(raw_post(&c[i], "/v1/chat/completions", 1, NULL, body), 0,
